@@ -1,0 +1,69 @@
+"""The `mnemo` command line.
+
+Each command group lives in its own module and is registered here. Commands
+load the configuration lazily, so `--help` works even with a broken file, and
+turn `GatewayError` / `MemoryCoreError` into one line on stderr and a non-zero
+exit instead of a traceback.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from gateway import __version__
+from gateway.cli.base import CliState, run_command
+from gateway.cli.memory_cmd import memory
+from gateway.cli.sessions_cmd import sessions
+from gateway.cli.skills_cmd import skills
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="mnemo")
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="YAML configuration file (default: ./mnemo.yaml if present).",
+)
+@click.pass_context
+def main(ctx: click.Context, config_path: Path | None) -> None:
+    """Mnemo: a chat bot for Telegram and Discord that remembers each person."""
+    ctx.obj = CliState(config_path=config_path)
+
+
+@main.command()
+@click.pass_obj
+def run(state: CliState) -> None:
+    """Start every configured adapter (console when no platform token is set)."""
+    from gateway.runner import run_bot
+
+    run_command(lambda: run_bot(state.config()))
+
+
+@main.command()
+@click.pass_obj
+def chat(state: CliState) -> None:
+    """Talk to the bot in this terminal."""
+    from gateway.runner import run_console
+
+    run_command(lambda: run_console(state.config()))
+
+
+@main.command()
+@click.option("--timeout", default=3.0, show_default=True, help="Seconds to wait for the model.")
+@click.pass_obj
+def doctor(state: CliState, timeout: float) -> None:
+    """Check the configuration, data directory, SQLite and model endpoint."""
+    from gateway.doctor import run_doctor
+
+    ok = run_command(lambda: run_doctor(state.config(), timeout=timeout, echo=click.echo))
+    if not ok:
+        raise SystemExit(1)
+
+
+main.add_command(memory)
+main.add_command(sessions)
+main.add_command(skills)

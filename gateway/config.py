@@ -1,0 +1,228 @@
+"""Configuration: one YAML file plus environment variables, validated once.
+
+`load_config()` reads the file (``--config``, else ``./mnemo.yaml`` when it
+exists), applies the environment overrides, validates everything into frozen
+objects and returns a `Config`. Secrets come from the environment only; a
+secret written into the file is refused. Any problem raises `ConfigError` with
+one line that names the key and says what is wrong.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from gateway.errors import ConfigError
+
+DEFAULT_CONFIG_FILE = Path("mnemo.yaml")
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class LLMConfig(_Section):
+    """The main model endpoint (any OpenAI-compatible server)."""
+
+    base_url: str = "https://api.openai.com/v1"
+    model: str = "gpt-4o-mini"
+    timeout: float = Field(default=60.0, gt=0)
+    max_concurrency: int = Field(default=4, ge=1)
+    api_key: str | None = Field(default=None, exclude=True)  # from OPENAI_API_KEY only
+
+
+class AuxiliaryConfig(_Section):
+    """The model for recaps, review and extraction; unset fields follow `llm`."""
+
+    base_url: str | None = None
+    model: str | None = None
+    timeout: float | None = Field(default=None, gt=0)
+
+
+class MemoryConfig(_Section):
+    memory_char_limit: int = Field(default=2200, ge=100)
+    user_char_limit: int = Field(default=1375, ge=100)
+    profile_in_groups: bool = False
+    nudge_interval: int = Field(default=10, ge=0)
+    notifications: Literal["off", "on", "verbose"] = "on"
+
+
+class SkillsConfig(_Section):
+    dir: Path = Path("skills")
+    creation_nudge_interval: int = Field(default=10, ge=0)
+
+
+class SessionsConfig(_Section):
+    idle_minutes: int | None = Field(default=None, ge=1)
+    group_sessions_per_user: bool = True
+
+
+class ProvidersConfig(_Section):
+    external: str | None = None
+    history_recall: bool = True
+    prefetch_timeout: float = Field(default=3.0, gt=0)
+
+
+class TelegramConfig(_Section):
+    enabled: bool | None = None  # None: on when TELEGRAM_BOT_TOKEN is set
+    base_url: str = "https://api.telegram.org/bot"
+    base_file_url: str = "https://api.telegram.org/file/bot"
+    allowed_users: tuple[str, ...] = ()
+    token: str | None = Field(default=None, exclude=True)  # from TELEGRAM_BOT_TOKEN only
+
+    @field_validator("allowed_users", mode="before")
+    @classmethod
+    def _ids_as_strings(cls, value: Any) -> Any:
+        return _ids_as_strings(value)
+
+    @property
+    def active(self) -> bool:
+        return bool(self.token) if self.enabled is None else self.enabled
+
+
+class DiscordConfig(_Section):
+    enabled: bool | None = None  # None: on when DISCORD_BOT_TOKEN is set
+    api_base: str = "https://discord.com/api/v10"
+    gateway_url: str = "wss://gateway.discord.gg"
+    allowed_users: tuple[str, ...] = ()
+    token: str | None = Field(default=None, exclude=True)  # from DISCORD_BOT_TOKEN only
+
+    @field_validator("allowed_users", mode="before")
+    @classmethod
+    def _ids_as_strings(cls, value: Any) -> Any:
+        return _ids_as_strings(value)
+
+    @property
+    def active(self) -> bool:
+        return bool(self.token) if self.enabled is None else self.enabled
+
+
+class Config(_Section):
+    """The whole validated configuration, frozen."""
+
+    home: Path = Path("data")
+    llm: LLMConfig = LLMConfig()
+    auxiliary: AuxiliaryConfig = AuxiliaryConfig()
+    memory: MemoryConfig = MemoryConfig()
+    skills: SkillsConfig = SkillsConfig()
+    sessions: SessionsConfig = SessionsConfig()
+    providers: ProvidersConfig = ProvidersConfig()
+    telegram: TelegramConfig = TelegramConfig()
+    discord: DiscordConfig = DiscordConfig()
+    admins: tuple[str, ...] = ()
+
+    @field_validator("admins", mode="before")
+    @classmethod
+    def _admins_are_platform_ids(cls, value: Any) -> Any:
+        value = _ids_as_strings(value)
+        for item in value or ():
+            platform, sep, user_id = str(item).partition(":")
+            if not sep or not platform or not user_id:
+                raise ValueError(f"{item!r} is not of the form platform:user_id")
+        return value
+
+    @property
+    def aux_model(self) -> str:
+        return self.auxiliary.model or self.llm.model
+
+    @property
+    def aux_base_url(self) -> str:
+        return self.auxiliary.base_url or self.llm.base_url
+
+    def is_admin(self, platform: str, user_id: str) -> bool:
+        return f"{platform}:{user_id}" in self.admins
+
+
+_SECRET_KEYS = {
+    ("llm", "api_key"): "OPENAI_API_KEY",
+    ("telegram", "token"): "TELEGRAM_BOT_TOKEN",
+    ("discord", "token"): "DISCORD_BOT_TOKEN",
+}
+
+
+def _ids_as_strings(value: Any) -> Any:
+    if value is None:
+        return ()
+    if isinstance(value, list | tuple):
+        return tuple(str(v) for v in value)
+    return value
+
+
+def load_config(path: Path | None = None, environ: Mapping[str, str] | None = None) -> Config:
+    """Read, merge and validate the configuration.
+
+    `path` None means ``./mnemo.yaml`` if present, else defaults only. `environ`
+    defaults to `os.environ`; tests pass their own mapping.
+    """
+    env = os.environ if environ is None else environ
+    raw = _read_yaml(path)
+    for (section, key), var in _SECRET_KEYS.items():
+        if key in (raw.get(section) or {}):
+            raise ConfigError(
+                f"{section}.{key}: secrets are not read from the file; set {var} instead"
+            )
+    _apply_env(raw, env)
+    try:
+        return Config.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc)) from None
+
+
+def _read_yaml(path: Path | None) -> dict[str, Any]:
+    if path is None:
+        if not DEFAULT_CONFIG_FILE.exists():
+            return {}
+        path = DEFAULT_CONFIG_FILE
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise ConfigError(f"config file {path}{where}: {problem}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path}: the top level must be a mapping of sections")
+    return data
+
+
+def _apply_env(raw: dict[str, Any], env: Mapping[str, str]) -> None:
+    def section(name: str) -> dict[str, Any]:
+        current = raw.get(name)
+        if current is None:
+            current = raw[name] = {}
+        if not isinstance(current, dict):
+            raise ConfigError(f"{name}: must be a mapping")
+        return current
+
+    if env.get("MNEMO_HOME"):
+        raw["home"] = env["MNEMO_HOME"]
+    if env.get("OPENAI_BASE_URL"):
+        section("llm")["base_url"] = env["OPENAI_BASE_URL"]
+    for (name, key), var in _SECRET_KEYS.items():
+        if env.get(var):
+            section(name)[key] = env[var]
+
+
+def _describe(exc: ValidationError) -> str:
+    """One line naming the first bad key, its problem and the value given."""
+    err = exc.errors()[0]
+    key = ".".join(str(p) for p in err["loc"]) or "(top level)"
+    msg = err["msg"]
+    if err["type"] == "extra_forbidden":
+        msg = "unknown key"
+    elif "input" in err and err["type"] != "missing":
+        msg = f"{msg} (got {err['input']!r})"
+    more = len(exc.errors()) - 1
+    suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+    return f"config error: {key}: {msg}{suffix}"
