@@ -1,0 +1,100 @@
+"""A loopback aiohttp server that every fake builds on.
+
+A fake subclasses `FakeServer`, adds its routes in `setup_routes`, and is then
+usable in three ways: ``async with Fake() as fake`` in a test (port 0, so
+tests never collide), ``await fake.start()`` / ``await fake.stop()``, or as a
+standalone process through `run_standalone` (``python -m tests.fakes.X --port
+N``) so a real ``mnemo`` subprocess can be pointed at it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import time
+from collections.abc import Callable
+from typing import Any, Self
+
+from aiohttp import web
+
+HOST = "127.0.0.1"
+
+
+def json_response(payload: Any, status: int = 200, **headers: str) -> web.Response:
+    """JSON with a Content-Type of exactly ``application/json`` (discord.py checks it)."""
+    body = json.dumps(payload, ensure_ascii=False).encode()
+    return web.Response(
+        body=body, status=status, headers={"Content-Type": "application/json", **headers}
+    )
+
+
+class FakeServer:
+    """Base class: an aiohttp application on 127.0.0.1 with a port chosen at start."""
+
+    def __init__(self) -> None:
+        self.app = web.Application(client_max_size=16 * 1024 * 1024)
+        self.setup_routes(self.app)
+        self._runner: web.AppRunner | None = None
+        self.port: int | None = None
+
+    def setup_routes(self, app: web.Application) -> None:
+        raise NotImplementedError  # each fake adds its own routes
+
+    @property
+    def url(self) -> str:
+        if self.port is None:
+            raise RuntimeError("the fake server is not started")
+        return f"http://{HOST}:{self.port}"
+
+    async def start(self, port: int = 0) -> str:
+        self._runner = web.AppRunner(self.app, handle_signals=False, shutdown_timeout=0.5)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, HOST, port)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        return self.url
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+
+async def wait_until(
+    predicate: Callable[[], bool], timeout: float = 5.0, interval: float = 0.01
+) -> None:
+    """Wait for a condition, failing with TimeoutError after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"condition not met within {timeout} s")
+        await asyncio.sleep(interval)
+
+
+def run_standalone(factory: Callable[[argparse.Namespace], FakeServer], description: str) -> None:
+    """Entry point for ``python -m tests.fakes.X --port N``: serve until SIGINT/SIGTERM."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: any free)")
+    args = parser.parse_args()
+
+    async def serve() -> None:
+        fake = factory(args)
+        url = await fake.start(args.port)
+        print(f"listening on {url}", flush=True)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+        await fake.stop()
+
+    asyncio.run(serve())
