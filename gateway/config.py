@@ -209,6 +209,8 @@ def _apply_env(raw: dict[str, Any], env: Mapping[str, str]) -> None:
         raw["home"] = env["MNEMO_HOME"]
     if env.get("OPENAI_BASE_URL"):
         section("llm")["base_url"] = env["OPENAI_BASE_URL"]
+    if env.get("MNEMO_SKILLS_DIR"):
+        section("skills")["dir"] = env["MNEMO_SKILLS_DIR"]
     for (name, key), var in _SECRET_KEYS.items():
         if env.get(var):
             section(name)[key] = env[var]

@@ -69,6 +69,8 @@ def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempP
         "OPENAI_BASE_URL",
         "TELEGRAM_BOT_TOKEN",
         "DISCORD_BOT_TOKEN",
+        "MNEMO_SKILLS_DIR",
+        "MNEMO_CONFIG",
         "HTTP_PROXY",
         "HTTPS_PROXY",
         "ALL_PROXY",

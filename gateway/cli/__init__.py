@@ -26,7 +26,8 @@ from gateway.cli.skills_cmd import skills
     "config_path",
     type=click.Path(path_type=Path, dir_okay=False),
     default=None,
-    help="YAML configuration file (default: ./mnemo.yaml if present).",
+    envvar="MNEMO_CONFIG",
+    help="YAML configuration file (default: $MNEMO_CONFIG, else ./mnemo.yaml if present).",
 )
 @click.pass_context
 def main(ctx: click.Context, config_path: Path | None) -> None:
