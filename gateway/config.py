@@ -12,14 +12,49 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+)
 
 from gateway.errors import ConfigError
 
 DEFAULT_CONFIG_FILE = Path("mnemo.yaml")
+
+
+def _check_url(value: str | None, schemes: tuple[str, ...]) -> str | None:
+    """Refuse a URL that the HTTP clients would choke on later."""
+    if value is None:
+        return None
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises ValueError for a bad port
+    except ValueError as exc:
+        raise ValueError(f"not a valid URL ({exc})") from None
+    if parts.scheme not in schemes or not parts.hostname:
+        raise ValueError(f"must be a {' or '.join(schemes)} URL")
+    return value
+
+
+def _http_url(value: str | None) -> str | None:
+    return _check_url(value, ("http", "https"))
+
+
+def _ws_url(value: str | None) -> str | None:
+    return _check_url(value, ("ws", "wss"))
+
+
+HttpUrl = Annotated[str, AfterValidator(_http_url)]
+OptionalHttpUrl = Annotated[str | None, AfterValidator(_http_url)]
+WsUrl = Annotated[str, AfterValidator(_ws_url)]
 
 
 class _Section(BaseModel):
@@ -29,7 +64,7 @@ class _Section(BaseModel):
 class LLMConfig(_Section):
     """The main model endpoint (any OpenAI-compatible server)."""
 
-    base_url: str = "https://api.openai.com/v1"
+    base_url: HttpUrl = "https://api.openai.com/v1"
     model: str = "gpt-4o-mini"
     timeout: float = Field(default=60.0, gt=0)
     max_concurrency: int = Field(default=4, ge=1)
@@ -39,7 +74,7 @@ class LLMConfig(_Section):
 class AuxiliaryConfig(_Section):
     """The model for recaps, review and extraction; unset fields follow `llm`."""
 
-    base_url: str | None = None
+    base_url: OptionalHttpUrl = None
     model: str | None = None
     timeout: float | None = Field(default=None, gt=0)
 
@@ -70,8 +105,8 @@ class ProvidersConfig(_Section):
 
 class TelegramConfig(_Section):
     enabled: bool | None = None  # None: on when TELEGRAM_BOT_TOKEN is set
-    base_url: str = "https://api.telegram.org/bot"
-    base_file_url: str = "https://api.telegram.org/file/bot"
+    base_url: HttpUrl = "https://api.telegram.org/bot"
+    base_file_url: HttpUrl = "https://api.telegram.org/file/bot"
     allowed_users: tuple[str, ...] = ()
     token: str | None = Field(default=None, exclude=True)  # from TELEGRAM_BOT_TOKEN only
 
@@ -87,8 +122,8 @@ class TelegramConfig(_Section):
 
 class DiscordConfig(_Section):
     enabled: bool | None = None  # None: on when DISCORD_BOT_TOKEN is set
-    api_base: str = "https://discord.com/api/v10"
-    gateway_url: str = "wss://gateway.discord.gg"
+    api_base: HttpUrl = "https://discord.com/api/v10"
+    gateway_url: WsUrl = "wss://gateway.discord.gg"
     allowed_users: tuple[str, ...] = ()
     token: str | None = Field(default=None, exclude=True)  # from DISCORD_BOT_TOKEN only
 
@@ -162,9 +197,11 @@ def load_config(path: Path | None = None, environ: Mapping[str, str] | None = No
     env = os.environ if environ is None else environ
     raw = _read_yaml(path)
     for (section, key), var in _SECRET_KEYS.items():
-        if key in (raw.get(section) or {}):
+        values = raw.get(section)
+        if isinstance(values, dict) and key in values:
             raise ConfigError(
-                f"{section}.{key}: secrets are not read from the file; set {var} instead"
+                f"config error: {section}.{key}: secrets are not read from the file; "
+                f"set {var} instead"
             )
     _apply_env(raw, env)
     try:

@@ -61,6 +61,8 @@ class ModelClient:
             return PingResult(False, "timed out")
         except openai.APIConnectionError as exc:
             return PingResult(False, f"unreachable ({exc.__cause__ or exc})")
+        except openai.OpenAIError as exc:
+            return PingResult(False, f"failed ({exc})")
         names = [m.id for m in page.data]
         if self.model in names:
             return PingResult(True, f"answers; model {self.model!r} is listed")

@@ -1,0 +1,559 @@
+"""A fake Discord (REST under ``/api/v10`` and the gateway websocket) for the real discord.py.
+
+Point discord.py at it with
+``use_discord_endpoints(dc.api_base, dc.gateway_url)`` (gateway/adapters/discord_endpoints.py).
+REST answers carry a Content-Type of exactly ``application/json`` and Discord's error
+bodies (``{"message", "code", "errors"}``), so discord.py raises its real exceptions
+(``LoginFailure``, ``NotFound``, ``Forbidden``, ``HTTPException``). The gateway sends plain
+JSON TEXT frames (discord.py only decompresses binary ones): HELLO, heartbeat ACKs,
+READY then one GUILD_CREATE per guild, RESUMED, GUILD_MEMBERS_CHUNK.
+
+The fake keeps what a user would see in each channel (edits replace the content, deletes
+remove the message). Guild messages that do not mention the bot arrive with empty content
+unless the client identified with the message_content intent, as on Discord.
+Run standalone with ``python -m tests.fakes.discord --port N``; it then accepts any token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from aiohttp import BodyPartReader, WSMsgType, web
+
+from tests.fakes.base import FakeServer, json_response, run_standalone
+
+DEFAULT_TOKEN = "fake-discord-token"
+BOT_ID = 1100000000000000001
+OWNER_ID = 1100000000000000002
+MAX_CONTENT = 2000
+MESSAGE_CONTENT_INTENT = 1 << 15
+API_PREFIX = "/api/v10"
+_DISCORD_EPOCH_MS = 1420070400000
+# @everyone: view channel, send messages, embed links, attach files, read history
+_EVERYONE_PERMISSIONS = str((1 << 10) | (1 << 11) | (1 << 14) | (1 << 15) | (1 << 16))
+
+
+Match = Mapping[str, str]  # the path's {cid} / {mid} parts
+
+
+@dataclass(frozen=True)
+class FakeGuild:
+    """A guild the bot is in, with one text channel."""
+
+    id: int
+    channel_id: int
+    name: str = "Test guild"
+    channel_name: str = "general"
+
+
+DEFAULT_GUILDS = (FakeGuild(id=1200000000000000001, channel_id=1200000000000000002),)
+
+
+@dataclass
+class Call:
+    """One REST request: method, path below ``/api/v10``, JSON payload, uploads, status."""
+
+    method: str
+    path: str
+    body: Any = None
+    files: dict[str, bytes] = field(default_factory=dict)
+    status: int = 0
+
+    @property
+    def route(self) -> str:
+        return f"{self.method} {self.path}"
+
+
+class DiscordApiError(Exception):
+    """An error answer of Discord's REST API: HTTP status, JSON code, message, field errors."""
+
+    def __init__(self, status: int, code: int, message: str, errors: dict | None = None) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message, self.errors = status, code, message, errors
+
+    @classmethod
+    def form(cls, field_name: str, code: str, message: str) -> DiscordApiError:
+        """The 400 "Invalid Form Body" (code 50035) for one bad field."""
+        errors = {field_name: {"_errors": [{"code": code, "message": message}]}}
+        return cls(400, 50035, "Invalid Form Body", errors)
+
+    def response(self) -> web.Response:
+        body: dict[str, Any] = {"message": self.message, "code": self.code}
+        if self.errors is not None:
+            body["errors"] = self.errors
+        return json_response(body, self.status)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+def _user(user_id: int, name: str | None = None, bot: bool = False) -> dict[str, Any]:
+    name = name or f"user{user_id}"
+    return {
+        "id": str(user_id), "username": name, "discriminator": "0", "global_name": name,
+        "avatar": None, "bot": bot, "public_flags": 0,
+    }  # fmt: skip
+
+
+def _member(user: dict[str, Any] | None = None) -> dict[str, Any]:
+    member = {"roles": [], "joined_at": _now(), "deaf": False, "mute": False, "flags": 0}
+    return {**member, "user": user} if user is not None else member
+
+
+ApiHandler = Callable[[Call, Match], Awaitable[web.Response]]
+
+
+class FakeDiscord(FakeServer):
+    """Fake Discord REST + gateway. ``token=None`` accepts any token (standalone process)."""
+
+    def __init__(
+        self, token: str | None = DEFAULT_TOKEN, guilds: tuple[FakeGuild, ...] = DEFAULT_GUILDS
+    ) -> None:
+        self.token, self.guilds = token, guilds
+        self.bot_user = _user(BOT_ID, "mnemo", bot=True)
+        self.calls: list[Call] = []
+        self.gateway_received: list[dict[str, Any]] = []  # every op the client sent
+        self.identify: dict[str, Any] | None = None
+        self._channels: dict[int, dict[str, Any]] = {}
+        self._messages: dict[int, dict[int, dict[str, Any]]] = {}
+        self._dm_by_user: dict[int, int] = {}
+        self._faults: list[tuple[str, Callable[[], web.Response]]] = []
+        self._sockets: set[web.WebSocketResponse] = set()
+        self._live: web.WebSocketResponse | None = None
+        self._session_id, self._seq, self._last_id = "", 0, 0
+        self._changed = asyncio.Event()
+        for guild in guilds:
+            self._channels[guild.channel_id] = self._text_channel(guild)
+        super().__init__()
+
+    def setup_routes(self, app: web.Application) -> None:
+        app.router.add_get("/gateway", self._gateway)
+        api = {
+            ("GET", "/users/@me"): self._get_me,
+            ("GET", "/oauth2/applications/@me"): self._get_application,
+            ("GET", "/gateway"): self._get_gateway,
+            ("GET", "/gateway/bot"): self._get_gateway,
+            ("POST", "/users/@me/channels"): self._create_dm,
+            ("POST", "/channels/{cid}/typing"): self._typing,
+            ("POST", "/channels/{cid}/messages"): self._send,
+            ("PATCH", "/channels/{cid}/messages/{mid}"): self._edit,
+            ("DELETE", "/channels/{cid}/messages/{mid}"): self._delete,
+        }
+        for (method, path), handler in api.items():
+            app.router.add_route(method, API_PREFIX + path, self._api(handler))
+        # anything else under the API (unknown path or method): Discord's JSON 404
+        app.router.add_route("*", API_PREFIX + "/{tail:.*}", self._api(self._unknown))
+
+    # ----- what a test reads ------------------------------------------------------------
+
+    @property
+    def api_base(self) -> str:
+        return self.url + API_PREFIX
+
+    @property
+    def gateway_url(self) -> str:
+        return self.url.replace("http://", "ws://", 1) + "/gateway"
+
+    @property
+    def bot_id(self) -> int:
+        return BOT_ID
+
+    def channel_messages(self, channel_id: int) -> list[dict[str, Any]]:
+        """Messages still visible in a channel, oldest first, as they stand after edits."""
+        return list(self._messages.get(channel_id, {}).values())
+
+    def channel_texts(self, channel_id: int) -> list[str]:
+        return [m["content"] for m in self.channel_messages(channel_id)]
+
+    def dm_channel_id(self, user_id: int) -> int:
+        """The DM channel between the bot and a user (created on first use)."""
+        if user_id not in self._dm_by_user:
+            cid = self._snowflake()
+            self._dm_by_user[user_id] = cid
+            self._channels[cid] = {"id": str(cid), "type": 1, "last_message_id": None,
+                                   "recipients": [_user(user_id)], "flags": 0}  # fmt: skip
+        return self._dm_by_user[user_id]
+
+    async def wait_for(
+        self, match: str | Callable[[Call], bool], timeout: float = 5.0, count: int = 1
+    ) -> Call:
+        """Wait until `count` calls match (a substring of "METHOD /path" or a predicate)."""
+        pred = (lambda c: match in c.route) if isinstance(match, str) else match
+        return (await self.wait_until(lambda: [c for c in self.calls if pred(c)][count - 1 :]))[-1]
+
+    async def wait_until(self, probe: Callable[[], Any], timeout: float = 5.0) -> Any:
+        """Wait until `probe()` is truthy (re-checked on every request); return its value."""
+        deadline = time.monotonic() + timeout
+        while not (value := probe()):
+            self._changed.clear()
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"fake Discord: condition not met within {timeout} s")
+            try:
+                await asyncio.wait_for(self._changed.wait(), remaining)
+            except TimeoutError:
+                continue
+        return value
+
+    async def wait_ready(self, timeout: float = 5.0) -> None:
+        """Wait until a gateway connection has identified (or resumed) and is open."""
+        await self.wait_until(lambda: self._live is not None and not self._live.closed, timeout)
+
+    # ----- scripting --------------------------------------------------------------------
+
+    def fail_next(self, route: str, status: int, code: int = 0, message: str = "") -> None:
+        """Answer the next request whose "METHOD /path" contains `route` with an error."""
+        error = DiscordApiError(status, code, message or f"{status}: fake failure")
+        self._faults.append((route, error.response))
+
+    def rate_limit_next(self, route: str, retry_after: float = 0.05) -> None:
+        """Answer the next matching request with a 429 that discord.py retries after a wait."""
+        body = {"message": "You are being rate limited.", "retry_after": retry_after}
+        body["global"] = False
+        # discord.py retries a 429 only with a Via header (otherwise: a Cloudflare ban)
+        headers = {"Via": "1.1 google", "Retry-After": str(max(1, round(retry_after)))}
+        self._faults.append((route, lambda: json_response(body, 429, **headers)))
+
+    async def inject_message(
+        self,
+        content: str,
+        author_id: int,
+        channel_id: int | None = None,
+        guild: bool = True,
+        mentions_bot: bool = False,
+        username: str | None = None,
+    ) -> dict[str, Any]:
+        """Dispatch MESSAGE_CREATE from a user, in a guild text channel or in their DM.
+
+        With `mentions_bot`, the bot's mention is put in front of the content (unless the
+        content already holds it) and in ``mentions``, as Discord does. Returns the stored
+        message (with the full content, whatever the client's intents).
+        """
+        ws = self._require_live()
+        author = _user(author_id, username)
+        if guild:
+            channel_id = channel_id or self.guilds[0].channel_id
+            if self._channels.get(channel_id, {}).get("type") != 0:
+                raise ValueError(f"no guild text channel {channel_id} in the fake")
+        else:
+            channel_id = channel_id or self.dm_channel_id(author_id)
+            if self._channels.get(channel_id, {}).get("type") != 1:
+                raise ValueError(f"no DM channel {channel_id}; use dm_channel_id()")
+        mention = f"<@{BOT_ID}>"
+        if mentions_bot and mention not in content:
+            content = f"{mention} {content}"
+        mentions = [self.bot_user] if mentions_bot else []
+        message = self._new_message(channel_id, author, content, mentions)
+        if guild:
+            message["member"] = _member()
+            message["mentions"] = [{**m, "member": _member()} for m in mentions]
+        event = dict(message)
+        intents = (self.identify or {}).get("intents", 0)
+        if guild and not mentions_bot and not intents & MESSAGE_CONTENT_INTENT:
+            event["content"] = ""
+        await self._dispatch(ws, "MESSAGE_CREATE", event)
+        self._changed.set()
+        return message
+
+    async def send_reconnect(self) -> None:
+        """Send op 7 RECONNECT: the client reconnects and resumes the session."""
+        ws = self._require_live()
+        self._live = None
+        await ws.send_json({"op": 7, "d": None})
+
+    async def stop(self) -> None:
+        for ws in list(self._sockets):
+            await ws.close(code=1001, message=b"fake stopping")
+        await super().stop()
+
+    # ----- REST -------------------------------------------------------------------------
+
+    def _api(self, handler: ApiHandler) -> Callable[[web.Request], Awaitable[web.Response]]:
+        """Wrap a REST handler: record the call, check the token, apply scripted faults."""
+
+        async def serve(request: web.Request) -> web.Response:
+            call = Call(request.method, request.path.removeprefix(API_PREFIX))
+            self.calls.append(call)
+            try:
+                call.body, call.files = await _read_payload(request)
+                self._check_auth(request)
+                response = self._take_fault(call) or await handler(call, request.match_info)
+            except DiscordApiError as exc:
+                response = exc.response()
+            call.status = response.status
+            self._changed.set()
+            return response
+
+        return serve
+
+    def _check_auth(self, request: web.Request) -> None:
+        if request.path == API_PREFIX + "/gateway" or self.token is None:
+            return
+        if request.headers.get("Authorization") != f"Bot {self.token}":
+            raise DiscordApiError(401, 0, "401: Unauthorized")
+
+    def _take_fault(self, call: Call) -> web.Response | None:
+        for index, (route, respond) in enumerate(self._faults):
+            if route in call.route:
+                del self._faults[index]
+                return respond()
+        return None
+
+    async def _unknown(self, call: Call, match: Match) -> web.Response:
+        raise DiscordApiError(404, 0, "404: Not Found")
+
+    async def _get_me(self, call: Call, match: Match) -> web.Response:
+        return json_response({**self.bot_user, "verified": True, "mfa_enabled": False, "flags": 0})
+
+    async def _get_application(self, call: Call, match: Match) -> web.Response:
+        app = {
+            "id": str(BOT_ID), "name": "mnemo", "description": "", "icon": None,
+            "bot_public": True, "bot_require_code_grant": False, "verify_key": "0" * 64,
+            "owner": _user(OWNER_ID, "owner"), "flags": 0, "team": None, "rpc_origins": [],
+            "bot": self.bot_user,
+        }  # fmt: skip
+        return json_response(app)
+
+    async def _get_gateway(self, call: Call, match: Match) -> web.Response:
+        limit = {"total": 1000, "remaining": 999, "reset_after": 0, "max_concurrency": 1}
+        return json_response({"url": self.gateway_url, "shards": 1, "session_start_limit": limit})
+
+    async def _create_dm(self, call: Call, match: Match) -> web.Response:
+        recipient = str((call.body or {}).get("recipient_id", ""))
+        if not recipient.isdigit():
+            raise DiscordApiError.form("recipient_id", "NUMBER_TYPE_COERCE", "Not a snowflake.")
+        return json_response(self._channels[self.dm_channel_id(int(recipient))])
+
+    async def _typing(self, call: Call, match: Match) -> web.Response:
+        self._channel(match)
+        return web.Response(status=204)
+
+    async def _send(self, call: Call, match: Match) -> web.Response:
+        channel = self._channel(match)
+        payload, cid = call.body or {}, int(channel["id"])
+        embeds = payload.get("embeds") or []
+        content = _checked_content(payload.get("content"), bool(embeds or call.files))
+        reference = payload.get("message_reference")
+        referenced = self._referenced(cid, reference) if reference is not None else None
+        message = self._new_message(cid, self.bot_user, content, [], files=call.files)
+        message["embeds"] = embeds
+        if reference is not None:
+            ids = {k: str(v) for k, v in reference.items() if k.endswith("_id") and v is not None}
+            message.update(type=19, referenced_message=referenced, message_reference=ids)
+        return json_response(message)
+
+    def _referenced(self, channel_id: int, reference: Any) -> dict[str, Any] | None:
+        """The message a reply points to; unknown ones are refused unless told not to fail."""
+        if not isinstance(reference, dict):
+            raise DiscordApiError.form("message_reference", "MODEL_TYPE_CONVERT", "Not an object.")
+        found = self._messages.get(channel_id, {}).get(_int(reference.get("message_id")))
+        if found is None and reference.get("fail_if_not_exists", True):
+            unknown = "REPLIES_UNKNOWN_MESSAGE"
+            raise DiscordApiError.form("message_reference", unknown, "Unknown message")
+        return found
+
+    async def _edit(self, call: Call, match: Match) -> web.Response:
+        message = self._bot_message(match, "Cannot edit a message authored by another user")
+        payload = call.body or {}
+        embeds = payload.get("embeds", message["embeds"]) or []
+        has_other_parts = bool(embeds or message["attachments"])
+        content = _checked_content(payload.get("content", message["content"]), has_other_parts)
+        message.update(content=content, embeds=embeds, edited_timestamp=_now())
+        return json_response(message)
+
+    async def _delete(self, call: Call, match: Match) -> web.Response:
+        message = self._bot_message(match, "Missing Permissions", code=50013)
+        del self._messages[int(message["channel_id"])][int(message["id"])]
+        return web.Response(status=204)
+
+    def _channel(self, match: Match) -> dict[str, Any]:
+        channel = self._channels.get(_int(match["cid"]))
+        if channel is None:
+            raise DiscordApiError(404, 10003, "Unknown Channel")
+        return channel
+
+    def _bot_message(self, match: Match, refusal: str, code: int = 50005) -> dict:
+        """The bot's own message named in the path; other authors' messages are refused."""
+        cid = int(self._channel(match)["id"])
+        message = self._messages.get(cid, {}).get(_int(match["mid"]))
+        if message is None:
+            raise DiscordApiError(404, 10008, "Unknown Message")
+        if message["author"]["id"] != str(BOT_ID):
+            raise DiscordApiError(403, code, refusal)
+        return message
+
+    # ----- gateway ----------------------------------------------------------------------
+
+    async def _gateway(self, request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        self._sockets.add(ws)
+        try:
+            await ws.send_json({"op": 10, "d": {"heartbeat_interval": 41250}, "s": None, "t": None})
+            async for msg in ws:
+                if msg.type is WSMsgType.TEXT:
+                    await self._on_op(ws, json.loads(msg.data))
+        finally:
+            self._sockets.discard(ws)
+            if self._live is ws:
+                self._live = None
+            self._changed.set()
+        return ws
+
+    async def _on_op(self, ws: web.WebSocketResponse, payload: dict[str, Any]) -> None:
+        self.gateway_received.append(payload)
+        op, data = payload.get("op"), payload.get("d") or {}
+        if op == 1:
+            await ws.send_json({"op": 11, "d": None, "s": None, "t": None})
+        elif op == 2:
+            await self._on_identify(ws, data)
+        elif op == 6:
+            if data.get("session_id") != self._session_id or self.identify is None:
+                await ws.send_json({"op": 9, "d": False, "s": None, "t": None})
+                return
+            self._live = ws
+            await self._dispatch(ws, "RESUMED", {})
+        elif op == 8:
+            chunk = {
+                "guild_id": str(data.get("guild_id")), "members": [_member(self.bot_user)],
+                "chunk_index": 0, "chunk_count": 1, "not_found": [], "nonce": data.get("nonce"),
+            }  # fmt: skip
+            await self._dispatch(ws, "GUILD_MEMBERS_CHUNK", chunk)
+        self._changed.set()
+
+    async def _on_identify(self, ws: web.WebSocketResponse, data: dict[str, Any]) -> None:
+        if self.token is not None and data.get("token") != self.token:
+            await ws.close(code=4004, message=b"Authentication failed.")
+            return
+        self.identify, self._session_id, self._seq = data, uuid.uuid4().hex, 0
+        ready = {
+            "v": 10, "user": self.bot_user, "session_id": self._session_id,
+            "resume_gateway_url": self.gateway_url, "shard": data.get("shard", [0, 1]),
+            "guilds": [{"id": str(g.id), "unavailable": True} for g in self.guilds],
+            "application": {"id": str(BOT_ID), "flags": 0}, "private_channels": [],
+        }  # fmt: skip
+        await self._dispatch(ws, "READY", ready)
+        for guild in self.guilds:
+            await self._dispatch(ws, "GUILD_CREATE", self._guild_payload(guild))
+        self._live = ws
+
+    async def _dispatch(self, ws: web.WebSocketResponse, event: str, data: dict) -> None:
+        self._seq += 1
+        await ws.send_json({"op": 0, "t": event, "s": self._seq, "d": data})
+
+    def _require_live(self) -> web.WebSocketResponse:
+        if self._live is None or self._live.closed:
+            raise RuntimeError("no identified gateway connection; await wait_ready() first")
+        return self._live
+
+    # ----- payloads ---------------------------------------------------------------------
+
+    def _snowflake(self) -> int:
+        stamp = (int(time.time() * 1000) - _DISCORD_EPOCH_MS) << 22
+        self._last_id = max(self._last_id + 1, stamp)
+        return self._last_id
+
+    def _new_message(
+        self,
+        channel_id: int,
+        author: dict[str, Any],
+        content: str,
+        mentions: list[dict[str, Any]],
+        files: dict[str, bytes] | None = None,
+    ) -> dict[str, Any]:
+        """Build and store a message object with the fields discord.py reads."""
+        mid, channel = self._snowflake(), self._channels[channel_id]
+        link = f"{self.url}/attachments/{channel_id}/{mid}/"
+        attachments = [
+            {"id": str(self._snowflake()), "filename": name, "size": len(data),
+             "url": link + name, "proxy_url": link + name}
+            for name, data in (files or {}).items()
+        ]  # fmt: skip
+        message = {
+            "id": str(mid), "channel_id": str(channel_id), "author": author, "content": content,
+            "timestamp": _now(), "edited_timestamp": None, "tts": False, "pinned": False,
+            "mention_everyone": False, "mentions": mentions, "mention_roles": [],
+            "attachments": attachments, "embeds": [], "type": 0, "flags": 0, "components": [],
+        }  # fmt: skip
+        if "guild_id" in channel:
+            message["guild_id"] = channel["guild_id"]
+        self._messages.setdefault(channel_id, {})[mid] = message
+        channel["last_message_id"] = str(mid)
+        return message
+
+    @staticmethod
+    def _text_channel(guild: FakeGuild) -> dict[str, Any]:
+        return {
+            "id": str(guild.channel_id), "type": 0, "name": guild.channel_name, "position": 0,
+            "guild_id": str(guild.id), "permission_overwrites": [], "nsfw": False,
+            "topic": None, "last_message_id": None, "rate_limit_per_user": 0, "parent_id": None,
+        }  # fmt: skip
+
+    def _guild_payload(self, guild: FakeGuild) -> dict[str, Any]:
+        """A full GUILD_CREATE: an @everyone role, the text channel, the bot as member."""
+        everyone = {
+            "id": str(guild.id), "name": "@everyone", "permissions": _EVERYONE_PERMISSIONS,
+            "position": 0, "color": 0, "hoist": False, "managed": False, "mentionable": False,
+            "flags": 0,
+        }  # fmt: skip
+        empty = ["threads", "stage_instances", "guild_scheduled_events", "voice_states",
+                 "presences", "emojis", "stickers", "features", "soundboard_sounds"]  # fmt: skip
+        return {
+            "id": str(guild.id), "name": guild.name, "icon": None, "owner_id": str(OWNER_ID),
+            "roles": [everyone], "channels": [self._channels[guild.channel_id]],
+            "members": [_member(self.bot_user)], "member_count": 1, "large": False,
+            "unavailable": False, "joined_at": _now(), **{key: [] for key in empty},
+        }  # fmt: skip
+
+
+def _checked_content(content: Any, has_other_parts: bool) -> str:
+    """The message text (None: none), or Discord's answer for a bad, too long or empty one."""
+    content = "" if content is None else content
+    if not isinstance(content, str):
+        raise DiscordApiError.form("content", "STRING_TYPE_CONVERT", "Not a string.")
+    if len(content) > MAX_CONTENT:
+        limit = f"Must be {MAX_CONTENT} or fewer in length."
+        raise DiscordApiError.form("content", "BASE_TYPE_MAX_LENGTH", limit)
+    if not content and not has_other_parts:
+        raise DiscordApiError(400, 50006, "Cannot send an empty message")
+    return content
+
+
+def _int(value: Any) -> int:
+    """A snowflake from a path or payload; anything else maps to 0, which matches nothing."""
+    text = str(value) if value is not None else ""
+    return int(text) if text.isdigit() else 0
+
+
+async def _read_payload(request: web.Request) -> tuple[Any, dict[str, bytes]]:
+    """The JSON payload of a request (``payload_json`` for multipart) and any uploads."""
+    payload, files = None, {}
+    try:
+        if request.content_type.startswith("multipart/"):
+            async for part in await request.multipart():
+                if not isinstance(part, BodyPartReader):
+                    continue
+                data = await part.read()
+                if part.name == "payload_json":
+                    payload = json.loads(data)
+                elif part.filename:
+                    files[part.filename] = bytes(data)
+        elif raw := await request.read():
+            payload = json.loads(raw)
+    except ValueError as exc:
+        raise DiscordApiError(400, 50109, "The request body contains invalid JSON.") from exc
+    if payload is not None and not isinstance(payload, dict):
+        raise DiscordApiError(400, 50035, "Invalid Form Body")
+    return payload, files
+
+
+if __name__ == "__main__":
+    run_standalone(lambda args: FakeDiscord(token=None), "Fake Discord REST + gateway")

@@ -1,0 +1,198 @@
+"""`mnemo doctor`, `--version`, `--help` and configuration errors, through the real CLI.
+
+Doctor calls `asyncio.run`, so these are plain sync tests: the fake OpenAI
+server runs on its own event loop in a background thread, and a few tests run
+the installed `mnemo` console script as a real subprocess.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from gateway.cli import main
+from tests.fakes.openai import FakeOpenAI, Fault
+
+MNEMO = Path(sys.executable).parent / "mnemo"
+
+
+@contextmanager
+def serving(fake: FakeOpenAI) -> Iterator[FakeOpenAI]:
+    """Run `fake` on a private event loop in a daemon thread for the block's duration."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        asyncio.run_coroutine_threadsafe(fake.start(), loop).result(timeout=5)
+        yield fake
+    finally:
+        asyncio.run_coroutine_threadsafe(fake.stop(), loop).result(timeout=5)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=5)
+        loop.close()
+
+
+@pytest.fixture(autouse=True)
+def in_tmp_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No ./mnemo.yaml from the developer's working directory is picked up."""
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeOpenAI]:
+    with serving(FakeOpenAI()) as server:
+        yield server
+
+
+def closed_port() -> int:
+    """A loopback port that nothing listens on (bound, noted, closed)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def doctor(base_url: str, home: Path, *args: str, **env: str) -> Result:
+    environment = {"OPENAI_BASE_URL": base_url, "MNEMO_HOME": str(home), **env}
+    return CliRunner().invoke(main, [*args, "doctor", "--timeout", "2"], env=environment)
+
+
+def lines(text: str) -> list[str]:
+    return text.strip().splitlines()
+
+
+def test_doctor_passes_against_the_fake(fake: FakeOpenAI, tmp_path: Path) -> None:
+    result = doctor(fake.url + "/v1", tmp_path / "data")
+    assert result.exit_code == 0, result.output
+    model_line = next(line for line in lines(result.stdout) if "model:" in line)
+    assert model_line.startswith("ok   model: " + fake.url + "/v1")
+    assert "'gpt-4o-mini' is listed" in model_line
+    assert all(line.startswith("ok ") for line in lines(result.stdout))
+    assert [(r.method, r.path) for r in fake.requests] == [("GET", "/v1/models")]
+    assert (tmp_path / "data").is_dir()
+
+
+def test_doctor_fails_when_the_endpoint_is_a_closed_port(tmp_path: Path) -> None:
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    result = doctor(url, tmp_path / "data")
+    assert result.exit_code == 1
+    assert f"FAIL model: {url}: unreachable" in result.stdout
+    assert "ok   sqlite" in result.stdout  # the other checks still ran and reported
+
+
+def test_doctor_fails_when_the_key_is_rejected(tmp_path: Path) -> None:
+    with serving(FakeOpenAI(api_key="sk-right")) as fake:
+        result = doctor(fake.url + "/v1", tmp_path / "data", OPENAI_API_KEY="sk-wrong")
+        seen = fake.requests[0].authorization
+    assert result.exit_code == 1
+    assert "FAIL model:" in result.stdout
+    assert "rejected the API key (HTTP 401)" in result.stdout
+    assert seen == "Bearer sk-wrong"  # the key comes from the environment
+
+
+def test_doctor_fails_when_the_endpoint_stalls(fake: FakeOpenAI, tmp_path: Path) -> None:
+    fake.fail_next(Fault.stall())
+    env = {"OPENAI_BASE_URL": fake.url + "/v1", "MNEMO_HOME": str(tmp_path / "data")}
+    result = CliRunner().invoke(main, ["doctor", "--timeout", "0.3"], env=env)
+    assert result.exit_code == 1
+    assert "FAIL model:" in result.stdout and "timed out" in result.stdout
+
+
+def test_doctor_as_a_subprocess(fake: FakeOpenAI, tmp_path: Path) -> None:
+    env = {"OPENAI_BASE_URL": fake.url + "/v1", "MNEMO_HOME": str(tmp_path / "data")}
+    proc = run_mnemo(["doctor"], tmp_path, env)
+    assert proc.returncode == 0, proc.stderr
+    assert "ok   model: " + fake.url + "/v1" in proc.stdout
+    assert proc.stderr == ""
+
+
+def test_version_prints_the_package_version() -> None:
+    result = CliRunner().invoke(main, ["--version"])
+    assert result.exit_code == 0
+    assert result.stdout.strip() == f"mnemo, version {version('mnemo-gateway')}"
+
+
+@pytest.mark.parametrize("command", ["", "run", "chat", "doctor", "memory", "sessions", "skills"])
+def test_help_exits_zero(command: str) -> None:
+    result = CliRunner().invoke(main, [*command.split(), "--help"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith(f"Usage: main {command}".rstrip() + " [OPTIONS]")
+
+
+CONFIG_ERRORS = [
+    ("llm:\n  modle: x\n", "llm.modle: unknown key"),
+    ("llm:\n  timeout: abc\n", "llm.timeout:"),
+    ("llm:\n  api_key: sk-in-the-file\n", "llm.api_key:"),
+]
+
+
+@pytest.mark.parametrize(("yaml_text", "named"), CONFIG_ERRORS, ids=["typo", "type", "secret"])
+def test_bad_config_file_is_one_line_and_exit_2(tmp_path: Path, yaml_text: str, named: str) -> None:
+    config = tmp_path / "mnemo.yaml"
+    config.write_text(yaml_text, encoding="utf-8")
+    result = CliRunner().invoke(main, ["--config", str(config), "doctor"])
+    assert result.exit_code == 2
+    assert result.stdout == ""  # refused before any check ran
+    (line,) = lines(result.stderr)
+    assert line.startswith("mnemo: ") and named in line
+    assert "Traceback" not in result.stderr
+
+
+def test_secret_in_file_names_the_environment_variable(tmp_path: Path) -> None:
+    config = tmp_path / "mnemo.yaml"
+    config.write_text("llm:\n  api_key: sk-in-the-file\n", encoding="utf-8")
+    result = CliRunner().invoke(main, ["--config", str(config), "doctor"])
+    assert "OPENAI_API_KEY" in result.stderr
+    assert "sk-in-the-file" not in result.stderr  # the secret is not echoed back
+
+
+def test_bad_config_file_in_a_subprocess_has_no_traceback(tmp_path: Path) -> None:
+    config = tmp_path / "mnemo.yaml"
+    config.write_text("llm:\n  timeout: abc\n", encoding="utf-8")
+    proc = run_mnemo(["--config", str(config), "doctor"], tmp_path, {})
+    assert proc.returncode == 2
+    (line,) = lines(proc.stderr)
+    assert "llm.timeout" in line and "abc" in line
+
+
+def test_mnemo_home_overrides_home_from_the_file(fake: FakeOpenAI, tmp_path: Path) -> None:
+    config = tmp_path / "mnemo.yaml"
+    config.write_text(f"home: {tmp_path / 'from-file'}\n", encoding="utf-8")
+    result = doctor(fake.url + "/v1", tmp_path / "from-env", "--config", str(config))
+    assert result.exit_code == 0, result.output
+    assert f"ok   data dir: {tmp_path / 'from-env'} is writable" in result.stdout
+    assert (tmp_path / "from-env").is_dir()
+    assert not (tmp_path / "from-file").exists()
+
+
+@pytest.mark.parametrize(
+    "url", ["http://[::1/v1", "http://127.0.0.1:99999/v1", "ftp://127.0.0.1/v1", "127.0.0.1:8080"]
+)
+def test_malformed_base_url_is_a_config_error(tmp_path: Path, url: str) -> None:
+    result = doctor(url, tmp_path / "data")
+    assert isinstance(result.exception, SystemExit), result.exception
+    assert result.exit_code == 2
+    assert result.stderr.startswith("mnemo: config error: llm.base_url:")
+    assert result.stderr.count("\n") == 1
+
+
+def run_mnemo(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """The installed console script, with only the variables a test gives (plus PATH)."""
+    base = {"PATH": str(MNEMO.parent), "NO_PROXY": "127.0.0.1,localhost"}
+    return subprocess.run(
+        [str(MNEMO), *args],
+        cwd=cwd,
+        env={**base, **env},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )

@@ -1,0 +1,319 @@
+"""The fake OpenAI server, proven with the real `openai` client (httpx2 over loopback)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import urllib.request
+from collections.abc import AsyncIterator
+from pathlib import Path
+from subprocess import PIPE
+from typing import Any
+
+import openai
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.fakes.base import wait_until
+from tests.fakes.openai import FakeOpenAI, Fault, ToolCall, Turn
+
+ROOT = Path(__file__).resolve().parent.parent
+USER = [{"role": "user", "content": "你好"}]
+
+
+def client(fake: FakeOpenAI, max_retries: int = 0, timeout: float = 5.0) -> openai.AsyncOpenAI:
+    return openai.AsyncOpenAI(
+        base_url=fake.url + "/v1", api_key="sk-test", max_retries=max_retries, timeout=timeout
+    )
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeOpenAI]:
+    async with FakeOpenAI(chunk_size=3) as server:
+        yield server
+
+
+async def stream_chunks(fake: FakeOpenAI, **kwargs: Any) -> list[Any]:
+    async with client(fake) as c:
+        stream = await c.chat.completions.create(
+            model="gpt-4o-mini", messages=USER, stream=True, **kwargs
+        )
+        return [chunk async for chunk in stream]
+
+
+def content_of(chunks: list[Any]) -> list[str]:
+    return [
+        ch.choices[0].delta.content for ch in chunks if ch.choices and ch.choices[0].delta.content
+    ]
+
+
+async def test_non_streaming_text_with_usage(fake: FakeOpenAI) -> None:
+    fake.say("Hello there", usage=(12, 3))
+    async with client(fake) as c:
+        reply = await c.chat.completions.create(model="gpt-4o-mini", messages=USER)
+    assert reply.object == "chat.completion"
+    assert reply.choices[0].message.content == "Hello there"
+    assert reply.choices[0].message.role == "assistant"
+    assert reply.choices[0].finish_reason == "stop"
+    assert (reply.usage.prompt_tokens, reply.usage.completion_tokens) == (12, 3)
+    assert reply.usage.total_tokens == 15
+
+
+async def test_non_streaming_tool_calls(fake: FakeOpenAI) -> None:
+    fake.call_tools(ToolCall("memory", {"action": "add", "content": "喜欢茶"}, id="call_x"))
+    async with client(fake) as c:
+        reply = await c.chat.completions.create(model="gpt-4o-mini", messages=USER)
+    message = reply.choices[0].message
+    assert reply.choices[0].finish_reason == "tool_calls"
+    assert message.content is None
+    assert message.tool_calls[0].id == "call_x"
+    assert message.tool_calls[0].function.name == "memory"
+    assert json.loads(message.tool_calls[0].function.arguments)["content"] == "喜欢茶"
+
+
+async def test_streamed_cjk_text_is_split_mid_string_and_reassembled(fake: FakeOpenAI) -> None:
+    text = "服务器重启之后，记忆还在吗？Yes 🙂 ok"
+    fake.say(text)
+    chunks = await stream_chunks(fake)
+    pieces = content_of(chunks)
+    assert chunks[0].choices[0].delta.role == "assistant"
+    assert len(pieces) == -(-len(text) // 3)  # ceil: three characters a delta
+    assert pieces[0] == "服务器" and pieces[1] == "重启之"  # split inside a CJK run
+    assert "".join(pieces) == text
+    assert [ch.choices[0].finish_reason for ch in chunks][-1] == "stop"
+    assert all(ch.choices[0].finish_reason is None for ch in chunks[:-1])
+
+
+async def test_two_parallel_tool_calls_accumulate_by_index(fake: FakeOpenAI) -> None:
+    first = {"query": "上周的部署问题", "limit": 3}
+    second = {"action": "add", "content": "用户喜欢简短的回答"}
+    fake.call_tools(ToolCall("session_search", first), ToolCall("memory", second))
+    chunks = await stream_chunks(fake)
+    calls: dict[int, dict[str, str]] = {}
+    headers = 0
+    for chunk in chunks:
+        for tc in (chunk.choices[0].delta.tool_calls or []) if chunk.choices else []:
+            slot = calls.setdefault(tc.index, {"id": "", "name": "", "arguments": ""})
+            if tc.id:
+                headers += 1
+                assert tc.function.arguments == ""  # the header carries no arguments
+                slot["id"], slot["name"] = tc.id, tc.function.name
+            slot["arguments"] += tc.function.arguments or ""
+    assert headers == 2
+    assert [calls[i]["name"] for i in (0, 1)] == ["session_search", "memory"]
+    assert calls[0]["id"] != calls[1]["id"]
+    assert json.loads(calls[0]["arguments"]) == first
+    assert json.loads(calls[1]["arguments"]) == second
+    assert chunks[-1].choices[0].finish_reason == "tool_calls"
+
+
+async def test_usage_chunk_when_requested(fake: FakeOpenAI) -> None:
+    fake.say("short", usage=(40, 2))
+    chunks = await stream_chunks(fake, stream_options={"include_usage": True})
+    assert chunks[-1].choices == []
+    assert (chunks[-1].usage.prompt_tokens, chunks[-1].usage.total_tokens) == (40, 42)
+    assert chunks[-2].choices[0].finish_reason == "stop"
+    fake.say("short")
+    assert all(ch.usage is None for ch in await stream_chunks(fake))
+
+
+@pytest.mark.parametrize("attached", [False, True], ids=["queued", "attached"])
+async def test_429_is_retried_after_retry_after_ms(fake: FakeOpenAI, attached: bool) -> None:
+    fault = Fault.http(429, retry_after=0, retry_after_ms=10)
+    if attached:
+        fake.say("after the wait", fault=fault)
+    else:
+        fake.fail_next(fault)
+        fake.say("after the wait")
+    async with client(fake, max_retries=1) as c:
+        reply = await c.chat.completions.create(model="gpt-4o-mini", messages=USER)
+    assert reply.choices[0].message.content == "after the wait"
+    assert len(fake.requests) == 2
+
+
+@pytest.mark.parametrize(
+    ("status", "error"),
+    [
+        (400, openai.BadRequestError),
+        (401, openai.AuthenticationError),
+        (429, openai.RateLimitError),
+        (500, openai.InternalServerError),
+    ],
+)
+async def test_http_faults_raise_the_matching_error(
+    fake: FakeOpenAI, status: int, error: type[openai.APIStatusError]
+) -> None:
+    fake.fail_next(Fault.http(status))
+    async with client(fake) as c:
+        with pytest.raises(error) as caught:
+            await c.chat.completions.create(model="gpt-4o-mini", messages=USER)
+    assert caught.value.status_code == status
+    assert caught.value.body["message"] == f"fake fault {status}"  # OpenAI-shaped body
+    assert len(fake.requests) == 1
+
+
+async def test_wrong_api_key_is_rejected() -> None:
+    async with FakeOpenAI(api_key="sk-right") as fake:
+        fake.say("never sent")
+        async with client(fake) as c:
+            with pytest.raises(openai.AuthenticationError):
+                await c.chat.completions.create(model="gpt-4o-mini", messages=USER)
+            with pytest.raises(openai.AuthenticationError):
+                await c.models.list()
+
+
+async def test_stall_before_headers_times_out_and_shutdown_does_not_hang() -> None:
+    fake = FakeOpenAI()
+    await fake.start()
+    fake.fail_next(Fault.stall())
+    async with client(fake, timeout=0.3) as c:
+        with pytest.raises(openai.APITimeoutError):
+            await c.chat.completions.create(model="gpt-4o-mini", messages=USER)
+    assert fake.stalled == 1
+    await asyncio.wait_for(fake.stop(), timeout=5)
+
+
+async def test_stall_mid_stream_continues_when_released(fake: FakeOpenAI) -> None:
+    fake.say("abcdefghi", fault=Fault.stall(after=2))
+    task = asyncio.create_task(stream_chunks(fake))
+    await fake.wait_for_requests(1)
+    await wait_until(lambda: fake.stalled == 1)
+    assert not task.done()
+    fake.release()
+    chunks = await asyncio.wait_for(task, timeout=5)
+    assert "".join(content_of(chunks)) == "abcdefghi"
+    assert fake.stalled == 0
+
+
+async def test_stop_while_a_client_waits_drops_the_connection() -> None:
+    fake = FakeOpenAI()
+    await fake.start()
+    fake.fail_next(Fault.stall())
+    async with client(fake, timeout=30) as c:
+        call = asyncio.create_task(c.chat.completions.create(model="m", messages=USER))
+        await wait_until(lambda: fake.stalled == 1)
+        await asyncio.wait_for(fake.stop(), timeout=5)
+        with pytest.raises(openai.APIConnectionError):
+            await asyncio.wait_for(call, timeout=5)
+
+
+async def test_cut_stream_ends_without_finish_reason(fake: FakeOpenAI) -> None:
+    fake.say("this reply is truncated", fault=Fault.cut())
+    chunks = await stream_chunks(fake, stream_options={"include_usage": True})
+    assert "".join(content_of(chunks)) == "this reply is truncated"
+    assert all(ch.choices and ch.choices[0].finish_reason is None for ch in chunks)
+
+
+async def test_hard_drop_mid_stream_raises_connection_error(fake: FakeOpenAI) -> None:
+    fake.say("this reply is dropped", fault=Fault.cut(after=3, hard=True))
+    with pytest.raises(openai.APIConnectionError):
+        await stream_chunks(fake)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_malformed_tool_arguments_reach_the_client_verbatim(
+    fake: FakeOpenAI, stream: bool
+) -> None:
+    broken = '{"content": "半个'
+    fake.call_tools(ToolCall("memory", broken))
+    if stream:
+        chunks = await stream_chunks(fake)
+        deltas = [ch.choices[0].delta.tool_calls for ch in chunks if ch.choices]
+        arguments = "".join(tc[0].function.arguments or "" for tc in deltas if tc)
+    else:
+        async with client(fake) as c:
+            reply = await c.chat.completions.create(model="gpt-4o-mini", messages=USER)
+        arguments = reply.choices[0].message.tool_calls[0].function.arguments
+    assert arguments == broken
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(arguments)
+
+
+async def test_requests_are_recorded(fake: FakeOpenAI) -> None:
+    tools = [{"type": "function", "function": {"name": "memory", "parameters": {}}}]
+    messages = [{"role": "system", "content": "sys"}, {"role": "user", "content": "记住我"}]
+    fake.say("ok")
+    async with client(fake) as c:
+        await c.chat.completions.create(model="gpt-4o", messages=messages, tools=tools)
+    (seen,) = await fake.wait_for_requests(1)
+    assert (seen.method, seen.path) == ("POST", "/v1/chat/completions")
+    assert seen.authorization == "Bearer sk-test"
+    assert seen.body["model"] == "gpt-4o"
+    assert seen.body["messages"] == messages
+    assert seen.body["tools"] == tools
+
+
+async def test_unscripted_request_fails_unless_echoing() -> None:
+    async with FakeOpenAI() as fake, client(fake) as c:
+        with pytest.raises(openai.InternalServerError, match="no scripted turn"):
+            await c.chat.completions.create(model="m", messages=USER)
+    async with FakeOpenAI(echo_when_idle=True) as fake, client(fake) as c:
+        reply = await c.chat.completions.create(model="m", messages=USER)
+        assert reply.choices[0].message.content == "echo: 你好"
+
+
+async def test_models_lists_the_configured_ids() -> None:
+    async with FakeOpenAI(model_ids=("a-model", "b-model")) as fake, client(fake) as c:
+        page = await c.models.list()
+    assert [m.id for m in page.data] == ["a-model", "b-model"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(text=st.text(min_size=1, max_size=60), size=st.integers(min_value=1, max_value=7))
+def test_any_text_survives_any_chunk_size(text: str, size: int) -> None:
+    async def roundtrip() -> list[Any]:
+        async with FakeOpenAI(chunk_size=size) as fake:
+            fake.say(text)
+            return await stream_chunks(fake)
+
+    chunks = asyncio.run(roundtrip())
+    assert "".join(content_of(chunks)) == text
+
+
+def test_standalone_process_serves_and_stops_cleanly() -> None:
+    command = [sys.executable, "-m", "tests.fakes.openai", "--port", "0"]
+    with subprocess.Popen(command, cwd=ROOT, stdout=PIPE, stderr=PIPE, text=True) as proc:
+        try:
+            line = proc.stdout.readline()  # type: ignore[union-attr]
+            assert line.startswith("listening on http://127.0.0.1:"), line
+            body = {"model": "m", "messages": [{"role": "user", "content": "ping"}]}
+            request = urllib.request.Request(
+                line.split()[-1] + "/v1/chat/completions",
+                data=json.dumps(body).encode(),
+                headers={"Content-Type": "application/json"},
+            )
+            with urllib.request.urlopen(request, timeout=5) as response:
+                reply = json.load(response)
+        finally:
+            proc.terminate()
+            _, stderr = proc.communicate(timeout=10)
+    assert reply["choices"][0]["message"]["content"] == "echo: ping"
+    assert proc.returncode == 0
+    assert "Traceback" not in stderr
+
+
+async def test_finish_reason_can_be_scripted(fake: FakeOpenAI) -> None:
+    fake.add_turn(Turn(text="cut short by the model", finish_reason="length"))
+    chunks = await stream_chunks(fake)
+    assert chunks[-1].choices[0].finish_reason == "length"
+
+
+async def test_stall_mid_stream_times_out_a_reading_client(fake: FakeOpenAI) -> None:
+    fake.say("abcdefghi", fault=Fault.stall(after=2))
+    received: list[Any] = []
+    async with client(fake, timeout=0.3) as c:
+        stream = await c.chat.completions.create(model="m", messages=USER, stream=True)
+        with pytest.raises(openai.APITimeoutError):
+            async for chunk in stream:
+                received.append(chunk)
+    assert content_of(received) == ["abc"]  # the role delta and one piece, then silence
+
+
+async def test_cut_non_streamed_reply_is_a_connection_error(fake: FakeOpenAI) -> None:
+    fake.say("never arrives", fault=Fault.cut())
+    async with client(fake) as c:
+        with pytest.raises(openai.APIConnectionError):
+            await c.chat.completions.create(model="m", messages=USER)
