@@ -1,0 +1,519 @@
+"""A fake Telegram Bot API server on 127.0.0.1 that the real python-telegram-bot talks to.
+
+Point PTB at it with ``base_url=tg.url + "/bot"`` and ``base_file_url=tg.url + "/file/bot"``.
+It speaks the wire format PTB expects (form-encoded requests whose values are JSON,
+``{"ok": ..., "result": ...}`` envelopes, errors decided by the HTTP status) and keeps
+what a user would see in each chat: message ids are allocated per chat, edits replace
+the text, deletes remove the message. Like Telegram, surrounding whitespace is trimmed
+(ASCII whitespace here, an approximation) before texts are stored, compared for "not
+modified" and measured; ``parse_mode`` is not interpreted, so markup counts as text.
+
+Tests inject updates (`inject_text`, `inject_command`, `inject_callback_query`, ...),
+read the state (`chat_messages`, `calls`, `commands`) and wait for the bot
+(`wait_for`). `fail_next` / `respond_next` script one error or raw answer for a method.
+Run standalone with ``python -m tests.fakes.telegram --port N``: it then accepts any
+token, and ``POST /_fake/text`` (JSON ``chat_id``, ``user_id``, ``text``) and
+``GET /_fake/chats/{chat_id}`` let a person drive it with curl.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import time
+from collections import defaultdict, deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from tests.fakes.base import FakeServer, json_response, run_standalone
+
+MAX_TEXT_UTF16 = 4096
+MAX_POLL_SECONDS = 50.0
+ASCII_WHITESPACE = " \t\n\r\f\v"
+ERROR_DESCRIPTIONS = {
+    400: "Bad Request",
+    403: "Forbidden: bot was blocked by the user",
+    409: "Conflict: terminated by other getUpdates request; "
+    "make sure that only one bot instance is running",
+    502: "Bad Gateway",
+}
+# PTB sends str values as they are and JSON-encodes the rest, so a text such as "42" or
+# "null" must not be decoded: these parameters are always strings in the Bot API.
+STRING_PARAMS = frozenset(
+    {"text", "caption", "parse_mode", "action", "callback_query_id", "inline_message_id"}
+    | {"file_id", "language_code", "url", "emoji", "business_connection_id"}
+)
+
+
+class BotApiError(Exception):
+    """An error answer of the Bot API: HTTP status, description and optional parameters."""
+
+    def __init__(self, status: int, description: str, **parameters: Any) -> None:
+        super().__init__(description)
+        self.status, self.description, self.parameters = status, description, parameters
+
+    def body(self) -> dict[str, Any]:
+        body = {"ok": False, "error_code": self.status, "description": self.description}
+        return {**body, "parameters": self.parameters} if self.parameters else body
+
+
+@dataclass(frozen=True)
+class Call:
+    """One request the bot made: method name (canonical case), decoded params, HTTP status."""
+
+    method: str
+    params: dict[str, Any]
+    status: int
+
+
+@dataclass
+class ChatMessage:
+    """A message as it currently stands in a chat."""
+
+    chat_id: int
+    message_id: int
+    text: str | None
+    from_bot: bool
+    reply_to: int | None = None
+    reply_markup: dict[str, Any] | None = None
+    thread_id: int | None = None
+    edits: int = 0
+
+
+def utf16_len(text: str) -> int:
+    """Length in UTF-16 code units, the unit Telegram counts in."""
+    return len(text.encode("utf-16-le")) // 2
+
+
+class FakeTelegram(FakeServer):
+    """The fake Bot API. ``token=None`` accepts any token (used by the standalone process)."""
+
+    def __init__(self, token: str | None = "123:ABC", bot_username: str = "mnemo_bot") -> None:
+        self.token, self.bot_username = token, bot_username
+        self.calls: list[Call] = []
+        self.my_commands: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        self.callback_answers: dict[str, dict[str, Any]] = {}
+        self.files: dict[str, bytes] = {}
+        self.held_polls = 0  # getUpdates requests being held right now
+        self._callback_ids: set[str] = set()
+        self._pending: list[dict[str, Any]] = []
+        self._messages: dict[tuple[int, int], ChatMessage] = {}
+        self._chat_types: dict[int, str] = {}
+        self._next_message_id: dict[int, itertools.count[int]] = {}
+        self._update_ids, self._ids = itertools.count(1), itertools.count(1)
+        self._overrides: dict[str, deque[tuple[int, dict[str, Any]]]] = defaultdict(deque)
+        # Waiters register a future before yielding, so no notification can slip between
+        # a waiter's check and its wait (a shared Event that waiters clear can lose one).
+        self._waiters: set[asyncio.Future[None]] = set()
+        self._closing = False
+        # Bot API method names are case-insensitive; `_api_<name>` methods implement them.
+        self._methods: dict[str, tuple[str, Callable[[dict[str, Any]], Awaitable[Any]]]] = {
+            attr[5:].lower(): (attr[5:], getattr(self, attr))
+            for attr in dir(self)
+            if attr.startswith("_api_")
+        }
+        super().__init__()
+
+    def setup_routes(self, app: web.Application) -> None:
+        app.router.add_route("*", "/bot{token}/{method}", self._handle_api)
+        app.router.add_get("/file/bot{token}/{path:.+}", self._handle_file)
+        app.router.add_post("/_fake/text", self._handle_control_text)
+        app.router.add_get("/_fake/chats/{chat_id}", self._handle_control_chat)
+
+    # ----- state a test reads ---------------------------------------------------------
+
+    @property
+    def bot_id(self) -> int:
+        return int((self.token or "123:").split(":")[0])
+
+    @property
+    def pending_updates(self) -> list[dict[str, Any]]:
+        """Updates not yet confirmed by a later ``offset``."""
+        return list(self._pending)
+
+    def chat_messages(self, chat_id: int, include_user: bool = False) -> list[ChatMessage]:
+        """The bot's messages still visible in a chat (and the user's if asked), in order."""
+        found = [m for (c, _), m in self._messages.items() if c == chat_id]
+        return sorted((m for m in found if include_user or m.from_bot), key=lambda m: m.message_id)
+
+    def chat_texts(self, chat_id: int) -> list[str | None]:
+        """Current texts of the bot's visible messages in a chat, in order."""
+        return [m.text for m in self.chat_messages(chat_id)]
+
+    def calls_to(self, method: str) -> list[Call]:
+        return [c for c in self.calls if c.method == method]
+
+    def commands(self, scope: dict[str, Any] | None = None, language_code: str = "") -> list[dict]:
+        """Commands stored by ``setMyCommands`` for a scope (default scope when None)."""
+        return self.my_commands.get(self._scope_key(scope, language_code), [])
+
+    async def wait_for(
+        self, match: str | Callable[[Call], bool], timeout: float = 5.0, count: int = 1
+    ) -> Call:
+        """Wait until `count` calls match a method name or predicate; return the `count`-th."""
+        pred = (lambda c: c.method == match) if isinstance(match, str) else match
+        matches = await self.wait_until(
+            lambda: [c for c in self.calls if pred(c)][count - 1 :], timeout
+        )
+        return matches[0]
+
+    async def wait_until(self, probe: Callable[[], Any], timeout: float = 5.0) -> Any:
+        """Wait until `probe()` is truthy after some request or injection; return its value."""
+        deadline = time.monotonic() + timeout
+        while not (value := probe()):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"fake Telegram: condition not met within {timeout} s")
+            changed = asyncio.get_running_loop().create_future()
+            self._waiters.add(changed)
+            try:
+                await asyncio.wait([changed], timeout=remaining)
+            finally:
+                self._waiters.discard(changed)
+        return value
+
+    async def stop(self) -> None:
+        """Release held long polls first, so shutdown does not wait for their timeout."""
+        self._closing = True
+        self._notify()
+        await super().stop()
+
+    # ----- scripting --------------------------------------------------------------------
+
+    def fail_next(
+        self,
+        method: str,
+        status: int = 429,
+        retry_after: int | None = None,
+        description: str | None = None,
+    ) -> None:
+        """Make the next call of `method` fail the way Telegram fails (queued, once each)."""
+        if status == 429 and retry_after is None:
+            retry_after = 1
+        if description is None and status == 429:
+            description = f"Too Many Requests: retry after {retry_after}"
+        elif description is None:
+            description = ERROR_DESCRIPTIONS.get(status, "Internal Server Error")
+        params = {"retry_after": retry_after} if retry_after is not None else {}
+        self.respond_next(method, BotApiError(status, description, **params).body(), status)
+
+    def respond_next(self, method: str, body: dict[str, Any], status: int = 200) -> None:
+        """Answer the next call of `method` with this raw JSON body and status."""
+        self._overrides[method.lower()].append((status, body))
+
+    # ----- injecting updates ------------------------------------------------------------
+
+    def inject_update(self, update: dict[str, Any]) -> dict[str, Any]:
+        """Queue a raw update (its ``update_id`` is assigned here) and wake long polls."""
+        update = {"update_id": next(self._update_ids), **update}
+        self._pending.append(update)
+        self._notify()
+        return update
+
+    def inject_message(
+        self, chat_id: int, user_id: int, chat_type: str | None = None, **fields: Any
+    ) -> dict[str, Any]:
+        """Queue a user's message with arbitrary fields (text, sticker, photo, entities...)."""
+        message = self._user_message(chat_id, user_id, chat_type, fields)
+        return self.inject_update({"message": message})
+
+    def inject_text(
+        self, chat_id: int, user_id: int, text: str, chat_type: str | None = None, **fields: Any
+    ) -> dict[str, Any]:
+        """A text message; groups are told by a negative id (``supergroup``) unless given."""
+        return self.inject_message(chat_id, user_id, chat_type, text=text, **fields)
+
+    def inject_command(
+        self, chat_id: int, user_id: int, command_line: str, chat_type: str | None = None
+    ) -> dict[str, Any]:
+        """A ``/command args`` message carrying the ``bot_command`` entity PTB needs."""
+        command = command_line.split(maxsplit=1)[0]
+        entity = {"type": "bot_command", "offset": 0, "length": utf16_len(command)}
+        return self.inject_text(chat_id, user_id, command_line, chat_type, entities=[entity])
+
+    def inject_sticker(self, chat_id: int, user_id: int, emoji: str = "👍") -> dict[str, Any]:
+        sticker = {"type": "regular", "width": 512, "height": 512, "is_animated": False}
+        sticker |= {"is_video": False, "emoji": emoji, **self._file_ids()}
+        return self.inject_message(chat_id, user_id, sticker=sticker)
+
+    def inject_photo(
+        self, chat_id: int, user_id: int, content: bytes = b"\x89PNG", caption: str | None = None
+    ) -> dict[str, Any]:
+        """A photo whose bytes are downloadable through ``getFile``."""
+        ids = self._file_ids()
+        self.files[ids["file_id"]] = content
+        photo = [{"width": 90, "height": 90, "file_size": len(content), **ids}]
+        extra = {"caption": caption} if caption is not None else {}
+        return self.inject_message(chat_id, user_id, photo=photo, **extra)
+
+    def inject_edited_text(
+        self, chat_id: int, user_id: int, message_id: int, text: str
+    ) -> dict[str, Any]:
+        """The user edited an earlier message of theirs: an ``edited_message`` update."""
+        stored = self._own_message(chat_id, message_id, from_bot=False)
+        stored.text, stored.edits = text, stored.edits + 1
+        message = self._as_dict(stored) | {"from": self._user(user_id), "edit_date": _now()}
+        return self.inject_update({"edited_message": message})
+
+    def inject_callback_query(
+        self, chat_id: int, user_id: int, data: str, message_id: int
+    ) -> dict[str, Any]:
+        """The user pressed an inline button with `data` under one of the bot's messages."""
+        stored = self._own_message(chat_id, message_id, from_bot=True)
+        query = {"id": str(next(self._ids)), "from": self._user(user_id), "data": data}
+        query |= {"chat_instance": str(chat_id), "message": self._as_dict(stored)}
+        self._callback_ids.add(query["id"])
+        return self.inject_update({"callback_query": query})
+
+    # ----- HTTP -------------------------------------------------------------------------
+
+    async def _handle_api(self, request: web.Request) -> web.Response:
+        if self.token is not None and request.match_info["token"] != self.token:
+            return json_response(BotApiError(401, "Unauthorized").body(), 401)
+        params = await _read_params(request)
+        name, handler = self._methods.get(request.match_info["method"].lower(), (None, None))
+        key = (name or request.match_info["method"]).lower()
+        if self._overrides[key]:
+            status, body = self._overrides[key].popleft()
+        elif name is None or handler is None:
+            status, body = 404, BotApiError(404, "Not Found").body()
+        else:
+            try:
+                status, body = 200, {"ok": True, "result": await handler(params)}
+            except BotApiError as error:
+                status, body = error.status, error.body()
+        self.calls.append(Call(name or request.match_info["method"], params, status))
+        self._notify()
+        return json_response(body, status)
+
+    async def _handle_file(self, request: web.Request) -> web.Response:
+        file_id = request.match_info["path"].removeprefix("files/")
+        if file_id not in self.files or (
+            self.token is not None and request.match_info["token"] != self.token
+        ):
+            return web.Response(status=404, text="Not Found")
+        return web.Response(body=self.files[file_id])
+
+    async def _handle_control_text(self, request: web.Request) -> web.Response:
+        try:
+            data = await request.json()
+            args = (int(data["chat_id"]), int(data["user_id"]), str(data["text"]))
+        except (ValueError, KeyError, TypeError) as error:
+            return web.Response(status=400, text=f"expected JSON chat_id, user_id, text: {error}")
+        inject = self.inject_command if args[2].startswith("/") else self.inject_text
+        return json_response(inject(*args))
+
+    async def _handle_control_chat(self, request: web.Request) -> web.Response:
+        messages = self.chat_messages(int(request.match_info["chat_id"]), include_user=True)
+        return json_response([self._as_dict(m) for m in messages])
+
+    # ----- Bot API methods --------------------------------------------------------------
+
+    async def _api_getMe(self, params: dict[str, Any]) -> dict[str, Any]:
+        return self._bot_user() | {"can_join_groups": True, "supports_inline_queries": False}
+
+    async def _api_deleteWebhook(self, params: dict[str, Any]) -> bool:
+        return True
+
+    async def _api_getUpdates(self, params: dict[str, Any]) -> list[dict[str, Any]]:
+        offset, limit = int(params.get("offset") or 0), int(params.get("limit") or 100)
+        if offset > 0:  # confirms every update below it, as Telegram does
+            self._pending = [u for u in self._pending if u["update_id"] >= offset]
+            self._notify()
+        timeout = min(float(params.get("timeout") or 0), MAX_POLL_SECONDS)
+        self.held_polls += 1
+        self._notify()
+        try:
+            await self.wait_until(lambda: self._pending or self._closing, timeout)
+        except TimeoutError:
+            return []
+        finally:
+            self.held_polls -= 1
+        return self._pending[: max(1, min(limit, 100))]
+
+    async def _api_sendMessage(self, params: dict[str, Any]) -> dict[str, Any]:
+        chat_id, text = self._chat_id(params), self._text(params)
+        reply = params.get("reply_parameters") or {}
+        reply_to = reply.get("message_id") or params.get("reply_to_message_id")
+        if reply_to and (chat_id, int(reply_to)) not in self._messages:
+            if not reply.get("allow_sending_without_reply"):
+                raise BotApiError(400, "Bad Request: message to be replied not found")
+            reply_to = None
+        message = ChatMessage(chat_id, self._allocate_id(chat_id), text, True)
+        message.reply_to = int(reply_to) if reply_to else None
+        message.reply_markup = params.get("reply_markup")
+        message.thread_id = params.get("message_thread_id")
+        self._messages[(chat_id, message.message_id)] = message
+        return self._as_dict(message)
+
+    async def _api_editMessageText(self, params: dict[str, Any]) -> dict[str, Any]:
+        chat_id, text = self._chat_id(params), self._text(params)
+        message = self._get(chat_id, params.get("message_id"), "message to edit not found")
+        if not message.from_bot:
+            raise BotApiError(400, "Bad Request: message can't be edited")
+        markup = params.get("reply_markup")
+        if message.text == text and message.reply_markup == markup:
+            raise BotApiError(
+                400,
+                "Bad Request: message is not modified: specified new message content and "
+                "reply markup are exactly the same as a current content and reply markup "
+                "of the message",
+            )
+        message.text, message.reply_markup, message.edits = text, markup, message.edits + 1
+        return self._as_dict(message) | {"edit_date": _now()}
+
+    async def _api_sendChatAction(self, params: dict[str, Any]) -> bool:
+        self._chat_id(params)
+        return True
+
+    async def _api_deleteMessage(self, params: dict[str, Any]) -> bool:
+        message = self._get(
+            self._chat_id(params), params.get("message_id"), "message to delete not found"
+        )
+        del self._messages[(message.chat_id, message.message_id)]
+        return True
+
+    async def _api_setMyCommands(self, params: dict[str, Any]) -> bool:
+        key = self._scope_key(params.get("scope"), params.get("language_code") or "")
+        self.my_commands[key] = list(params.get("commands") or [])
+        return True
+
+    async def _api_getMyCommands(self, params: dict[str, Any]) -> list[dict[str, Any]]:
+        return self.commands(params.get("scope"), params.get("language_code") or "")
+
+    async def _api_deleteMyCommands(self, params: dict[str, Any]) -> bool:
+        key = self._scope_key(params.get("scope"), params.get("language_code") or "")
+        self.my_commands.pop(key, None)
+        return True
+
+    async def _api_answerCallbackQuery(self, params: dict[str, Any]) -> bool:
+        query_id = str(params.get("callback_query_id", ""))
+        if query_id not in self._callback_ids or query_id in self.callback_answers:
+            raise BotApiError(
+                400,
+                "Bad Request: query is too old and response timeout expired or query ID is invalid",
+            )
+        self.callback_answers[query_id] = params
+        return True
+
+    async def _api_getFile(self, params: dict[str, Any]) -> dict[str, Any]:
+        file_id = str(params.get("file_id", ""))
+        if file_id not in self.files:
+            raise BotApiError(400, "Bad Request: invalid file_id")
+        info = {"file_id": file_id, "file_unique_id": f"u{file_id}"}
+        return info | {"file_size": len(self.files[file_id]), "file_path": f"files/{file_id}"}
+
+    # ----- internals --------------------------------------------------------------------
+
+    def _notify(self) -> None:
+        for waiter in self._waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def _chat_id(self, params: dict[str, Any]) -> int:
+        value = params.get("chat_id")
+        if value is None or value == "":
+            raise BotApiError(400, "Bad Request: chat_id is empty")
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise BotApiError(400, "Bad Request: chat not found")
+        return value
+
+    def _text(self, params: dict[str, Any]) -> str:
+        text = params.get("text")
+        text = "" if text is None else str(text).strip(ASCII_WHITESPACE)
+        if not text:
+            raise BotApiError(400, "Bad Request: message text is empty")
+        if utf16_len(text) > MAX_TEXT_UTF16:
+            raise BotApiError(400, "Bad Request: message is too long")
+        return text
+
+    def _get(self, chat_id: int, message_id: Any, missing: str) -> ChatMessage:
+        message = self._messages.get((chat_id, message_id)) if isinstance(message_id, int) else None
+        if message is None:
+            raise BotApiError(400, f"Bad Request: {missing}")
+        return message
+
+    def _own_message(self, chat_id: int, message_id: int, from_bot: bool) -> ChatMessage:
+        """For injections: a visible message of the bot (or of a user), else ValueError."""
+        message = self._messages.get((chat_id, message_id))
+        if message is None or message.from_bot != from_bot:
+            who = "bot" if from_bot else "user"
+            raise ValueError(f"no {who} message {message_id} in chat {chat_id}")
+        return message
+
+    def _allocate_id(self, chat_id: int) -> int:
+        return next(self._next_message_id.setdefault(chat_id, itertools.count(1)))
+
+    def _chat(self, chat_id: int) -> dict[str, Any]:
+        kind = self._chat_types.get(chat_id, "private" if chat_id > 0 else "supergroup")
+        return {"id": chat_id, "type": kind} | ({"title": "Group"} if chat_id < 0 else {})
+
+    def _user(self, user_id: int) -> dict[str, Any]:
+        return {"id": user_id, "is_bot": False, "first_name": f"User{user_id}"}
+
+    def _bot_user(self) -> dict[str, Any]:
+        name = {"first_name": "Mnemo", "username": self.bot_username}
+        return {"id": self.bot_id, "is_bot": True} | name
+
+    def _file_ids(self) -> dict[str, str]:
+        n = next(self._ids)
+        return {"file_id": f"file{n}", "file_unique_id": f"ufile{n}"}
+
+    def _user_message(
+        self, chat_id: int, user_id: int, chat_type: str | None, fields: dict[str, Any]
+    ) -> dict[str, Any]:
+        if chat_type is not None:
+            self._chat_types[chat_id] = chat_type
+        stored = ChatMessage(chat_id, self._allocate_id(chat_id), fields.get("text"), False)
+        self._messages[(chat_id, stored.message_id)] = stored
+        return self._as_dict(stored) | {"from": self._user(user_id)} | fields
+
+    def _as_dict(self, message: ChatMessage) -> dict[str, Any]:
+        data: dict[str, Any] = {"message_id": message.message_id, "date": _now()}
+        data |= {"chat": self._chat(message.chat_id)}
+        if message.from_bot:
+            data["from"] = self._bot_user()
+        if message.text is not None:
+            data["text"] = message.text
+        if message.thread_id is not None:
+            data["message_thread_id"] = message.thread_id
+        if message.reply_markup and "inline_keyboard" in message.reply_markup:
+            data["reply_markup"] = message.reply_markup
+        return data
+
+    @staticmethod
+    def _scope_key(scope: Any, language_code: str) -> tuple[str, str]:
+        scope = scope or {"type": "default"}
+        return json.dumps(scope, sort_keys=True), language_code
+
+
+async def _read_params(request: web.Request) -> dict[str, Any]:
+    """Query, JSON body or form fields; each form value JSON-decoded, else kept as a string."""
+    params: dict[str, Any] = dict(request.query)
+    if request.content_type == "application/json":
+        return params | await request.json()
+    for key, value in (await request.post()).items():
+        params[key] = value
+    return {k: _decode(v) if k not in STRING_PARAMS else v for k, v in params.items()}
+
+
+def _decode(value: Any) -> Any:
+    """A JSON-encoded form value, or the raw string when it is not JSON (e.g. "@channel")."""
+    if not isinstance(value, str):
+        return value  # an uploaded file
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
+def _now() -> int:
+    return int(time.time())
+
+
+if __name__ == "__main__":
+    run_standalone(lambda args: FakeTelegram(token=None), "Fake Telegram Bot API server")
