@@ -13,13 +13,16 @@ import argparse
 import asyncio
 import json
 import signal
+import threading
 import time
-from collections.abc import Callable
-from typing import Any, Self
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, Self, TypeVar
 
 from aiohttp import web
 
 HOST = "127.0.0.1"
+F = TypeVar("F", bound="FakeServer")
 
 
 def json_response(payload: Any, status: int = 200, **headers: str) -> web.Response:
@@ -67,6 +70,25 @@ class FakeServer:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
+
+
+@contextmanager
+def serving_in_thread(fake: F) -> Iterator[F]:
+    """Run `fake` on a private event loop in a daemon thread for the block's duration.
+
+    For sync tests of code that calls `asyncio.run` itself (the CLI).
+    """
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        asyncio.run_coroutine_threadsafe(fake.start(), loop).result(timeout=5)
+        yield fake
+    finally:
+        asyncio.run_coroutine_threadsafe(fake.stop(), loop).result(timeout=5)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=5)
+        loop.close()
 
 
 async def wait_until(

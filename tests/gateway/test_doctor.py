@@ -7,13 +7,10 @@ the installed `mnemo` console script as a real subprocess.
 
 from __future__ import annotations
 
-import asyncio
 import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
 from importlib.metadata import version
 from pathlib import Path
 
@@ -21,25 +18,10 @@ import pytest
 from click.testing import CliRunner, Result
 
 from gateway.cli import main
+from tests.fakes.base import serving_in_thread
 from tests.fakes.openai import FakeOpenAI, Fault
 
 MNEMO = Path(sys.executable).parent / "mnemo"
-
-
-@contextmanager
-def serving(fake: FakeOpenAI) -> Iterator[FakeOpenAI]:
-    """Run `fake` on a private event loop in a daemon thread for the block's duration."""
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    try:
-        asyncio.run_coroutine_threadsafe(fake.start(), loop).result(timeout=5)
-        yield fake
-    finally:
-        asyncio.run_coroutine_threadsafe(fake.stop(), loop).result(timeout=5)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(timeout=5)
-        loop.close()
 
 
 @pytest.fixture(autouse=True)
@@ -50,7 +32,7 @@ def in_tmp_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def fake() -> Iterator[FakeOpenAI]:
-    with serving(FakeOpenAI()) as server:
+    with serving_in_thread(FakeOpenAI()) as server:
         yield server
 
 
@@ -90,7 +72,7 @@ def test_doctor_fails_when_the_endpoint_is_a_closed_port(tmp_path: Path) -> None
 
 
 def test_doctor_fails_when_the_key_is_rejected(tmp_path: Path) -> None:
-    with serving(FakeOpenAI(api_key="sk-right")) as fake:
+    with serving_in_thread(FakeOpenAI(api_key="sk-right")) as fake:
         result = doctor(fake.url + "/v1", tmp_path / "data", OPENAI_API_KEY="sk-wrong")
         seen = fake.requests[0].authorization
     assert result.exit_code == 1
