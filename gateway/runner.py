@@ -1,20 +1,119 @@
-"""Starting the bot: `mnemo run` and `mnemo chat`."""
+"""Starting the bot: `mnemo run` and `mnemo chat`.
+
+The runner builds every long-lived object from the validated configuration
+(stores, model client, provider registry) and hands them down through
+constructors; nothing below reads the configuration or the environment.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import sys
+from typing import TextIO
+
+from gateway.adapters.console_adapter import ConsoleAdapter
+from gateway.agent.model_client import ModelClient
 from gateway.config import Config
+from gateway.conversation import Conversations, ManagerFactory, Services
 from gateway.errors import NotAvailableError
+from memory_core import (
+    MEMORY_TOOL_SCHEMA,
+    SKILL_TOOL_SCHEMAS,
+    FileMemoryStore,
+    MemoryManager,
+    ProviderError,
+    ProviderResources,
+    SessionStore,
+    SkillsStore,
+    default_registry,
+)
+
+log = logging.getLogger(__name__)
 
 
 def run_bot(config: Config) -> None:
-    """Start every configured adapter."""
-    raise NotAvailableError(
-        "`mnemo run` is not available yet: the agent loop and adapters come in a later issue"
-    )
+    """Start every configured adapter; the console one when no platform is on."""
+    active = [
+        name
+        for name, section in (("telegram", config.telegram), ("discord", config.discord))
+        if section.active
+    ]
+    if active:
+        raise NotAvailableError(
+            f"the {' and '.join(active)} adapter is not available yet; unset the token "
+            "(or set enabled: false) to use the console adapter"
+        )
+    run_console(config)
 
 
-def run_console(config: Config) -> None:
-    """Talk to the bot in the terminal."""
-    raise NotAvailableError(
-        "`mnemo chat` is not available yet: the agent loop comes in a later issue"
+def run_console(config: Config, stdin: TextIO | None = None, stdout: TextIO | None = None) -> None:
+    """Talk to the bot in the terminal (or through the given streams)."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    adapter = ConsoleAdapter(stdin or sys.stdin, stdout or sys.stdout)
+    asyncio.run(_serve(config, adapter))
+
+
+async def _serve(config: Config, adapter: ConsoleAdapter) -> None:
+    config.home.mkdir(parents=True, exist_ok=True)
+    sessions = SessionStore(config.home / "state.db")
+    await sessions.open()
+    model = ModelClient(
+        base_url=config.llm.base_url,
+        api_key=config.llm.api_key,
+        model=config.llm.model,
+        timeout=config.llm.timeout,
     )
+    services = Services(
+        config=config,
+        model=model,
+        memory=FileMemoryStore(
+            config.home,
+            memory_char_limit=config.memory.memory_char_limit,
+            user_char_limit=config.memory.user_char_limit,
+        ),
+        skills=SkillsStore(
+            config.skills.dir,
+            config.home / "skills-manifest.json",
+            archive_dir=config.home / "skills-archive",
+        ),
+        sessions=sessions,
+        new_manager=_manager_factory(config, sessions),
+    )
+    conversations = Conversations(services)
+    try:
+        await adapter.run(conversations.handle)
+    finally:
+        await conversations.close()
+        await model.close()
+        await sessions.close()
+
+
+def _manager_factory(config: Config, sessions: SessionStore) -> ManagerFactory:
+    """Build each session's provider manager; a bad provider name fails at start-up."""
+    registry = default_registry()
+    registry.load_entry_points()
+    resources = ProviderResources(home=config.home, sessions=sessions)
+    builtins = ["history"] if config.providers.history_recall else []
+    core_tools = {MEMORY_TOOL_SCHEMA["function"]["name"]} | {
+        s["function"]["name"] for s in SKILL_TOOL_SCHEMAS
+    }
+    external_name = config.providers.external
+    if external_name is not None and external_name not in registry.names():
+        known = ", ".join(registry.names())
+        raise ProviderError(
+            f"providers.external: unknown memory provider {external_name!r} (known: {known})"
+        )
+
+    def new_manager() -> MemoryManager:
+        made, external = registry.create_selected(
+            resources, builtins=builtins, external=external_name
+        )
+        return MemoryManager(
+            made,
+            external=external,
+            core_tool_names=core_tools,
+            prefetch_timeout=config.providers.prefetch_timeout,
+        )
+
+    return new_manager

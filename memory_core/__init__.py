@@ -4,6 +4,108 @@ context wrapping and scrubbing, the safety scan, and the skills store.
 It is usable without the gateway and imports nothing from it.
 """
 
+from memory_core.atomic import AtomicWriteError, atomic_write_text
+from memory_core.context import append_memory_context, sanitize_context, wrap_memory_context
 from memory_core.errors import MemoryCoreError
+from memory_core.file_memory import (
+    FileMemoryStore,
+    MemoryDriftError,
+    MemoryFileError,
+    MemoryLockError,
+    MemoryState,
+    WriteResult,
+)
+from memory_core.memory_render import MemorySnapshot
+from memory_core.memory_tool import (
+    MEMORY_TOOL_SCHEMA,
+    MemoryPermissionError,
+    MemoryRequest,
+    MemoryTool,
+)
+from memory_core.providers import (
+    HistoryRecallProvider,
+    MemoryManager,
+    MemoryProvider,
+    ProviderError,
+    ProviderRegistry,
+    ProviderResources,
+    SessionContext,
+    TranscriptMessage,
+    default_registry,
+)
+from memory_core.safety import Finding, UnsafeContentError, scan, scan_all
+from memory_core.scrubber import StreamingContextScrubber, scrub_context
+from memory_core.session_db import SessionDB
+from memory_core.session_models import (
+    AppendResult,
+    NewMessage,
+    SearchScope,
+    SessionHit,
+    SessionInfo,
+    SessionOrigin,
+    SessionStoreError,
+    Snippet,
+    StoredMessage,
+)
+from memory_core.session_store import SessionStore
+from memory_core.skills_format import SkillError
+from memory_core.skills_store import Skill, SkillProblem, SkillsStore
+from memory_core.skills_tools import SKILL_TOOL_SCHEMAS, SkillsTools
+from memory_core.time_phrases import parse_time_phrase
+from memory_core.user_keys import InvalidUserKeyError, check_user_key, make_user_key
 
-__all__ = ["MemoryCoreError"]
+__all__ = [
+    "MEMORY_TOOL_SCHEMA",
+    "SKILL_TOOL_SCHEMAS",
+    "AppendResult",
+    "AtomicWriteError",
+    "FileMemoryStore",
+    "Finding",
+    "HistoryRecallProvider",
+    "InvalidUserKeyError",
+    "MemoryCoreError",
+    "MemoryDriftError",
+    "MemoryFileError",
+    "MemoryLockError",
+    "MemoryManager",
+    "MemoryPermissionError",
+    "MemoryProvider",
+    "MemoryRequest",
+    "MemorySnapshot",
+    "MemoryState",
+    "MemoryTool",
+    "NewMessage",
+    "ProviderError",
+    "ProviderRegistry",
+    "ProviderResources",
+    "SearchScope",
+    "SessionContext",
+    "SessionDB",
+    "SessionHit",
+    "SessionInfo",
+    "SessionOrigin",
+    "SessionStore",
+    "SessionStoreError",
+    "Skill",
+    "SkillError",
+    "SkillProblem",
+    "SkillsStore",
+    "SkillsTools",
+    "Snippet",
+    "StoredMessage",
+    "StreamingContextScrubber",
+    "TranscriptMessage",
+    "UnsafeContentError",
+    "WriteResult",
+    "append_memory_context",
+    "atomic_write_text",
+    "check_user_key",
+    "default_registry",
+    "make_user_key",
+    "parse_time_phrase",
+    "sanitize_context",
+    "scan",
+    "scan_all",
+    "scrub_context",
+    "wrap_memory_context",
+]

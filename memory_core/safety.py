@@ -207,11 +207,11 @@ _PATTERNS: tuple[tuple[str, str, str], ...] = (
 )
 
 
-
 @functools.cache
 def _compiled() -> tuple[tuple[str, str, re.Pattern[str]], ...]:
     # Compiled on first use, not at import time.
     return tuple((pid, cat, re.compile(rx, re.IGNORECASE)) for pid, cat, rx in _PATTERNS)
+
 
 _ZERO_WIDTH = frozenset("\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff\u00ad")
 _BIDI = frozenset("\u200e\u200f\u061c\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")

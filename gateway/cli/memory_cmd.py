@@ -1,10 +1,122 @@
-"""`mnemo memory …` commands."""
+"""`mnemo memory …`: the operator's view of file memory.
+
+Every command goes through `MemoryTool.execute`, the same path as the model's
+`memory` tool, bound to the chosen user (`--user telegram-12345`, the key as
+stored) or to the shared notes (`--shared`). The operator counts as an admin.
+A refusal prints one line (with the pattern id for a safety refusal) and exits
+non-zero.
+"""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+
 import click
+
+from gateway.cli.base import CliState, run_command
+from memory_core.file_memory import FileMemoryStore, MemoryState, Target
+from memory_core.memory_edits import Operation
+from memory_core.memory_tool import MemoryRequest, MemoryTool
+from memory_core.user_keys import check_user_key
+
+
+def _scope_options(command: Callable) -> Callable:
+    command = click.option("--shared", is_flag=True, help="The shared notes (MEMORY.md).")(command)
+    return click.option(
+        "--user", "user_key", metavar="KEY", help="A user's profile, e.g. telegram-12345."
+    )(command)
+
+
+def _target(user_key: str | None, shared: bool) -> Target:
+    if (user_key is None) == (not shared):
+        raise click.UsageError("give exactly one of --user KEY or --shared")
+    return "memory" if shared else "user"
+
+
+def _store(state: CliState) -> FileMemoryStore:
+    config = state.config()
+    return FileMemoryStore(
+        config.home,
+        memory_char_limit=config.memory.memory_char_limit,
+        user_char_limit=config.memory.user_char_limit,
+    )
+
+
+def _write(state: CliState, user_key: str | None, shared: bool, operation: Operation) -> None:
+    target = _target(user_key, shared)
+
+    def body() -> None:
+        key = check_user_key(user_key) if user_key is not None else None
+        tool = MemoryTool(_store(state), key, is_admin=True)
+        result = tool.execute(MemoryRequest(target, (operation,)))
+        count = len(result.state.entries)
+        entries = "entry" if count == 1 else "entries"
+        click.echo(f"{result.notes[0]} · {result.state.usage_label}, {count} {entries}")
+
+    run_command(body)
 
 
 @click.group()
 def memory() -> None:
-    """Manage memory."""
+    """Show and edit file memory (shared notes and user profiles)."""
+
+
+@memory.command()
+@_scope_options
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+@click.pass_obj
+def show(state: CliState, user_key: str | None, shared: bool, as_json: bool) -> None:
+    """Show the entries of a user's profile or of the shared notes."""
+    target = _target(user_key, shared)
+
+    def body() -> MemoryState:
+        key = check_user_key(user_key) if user_key is not None else None
+        return _store(state).read(target, key)
+
+    current = run_command(body)
+    if as_json:
+        payload = {
+            "target": target,
+            "entries": list(current.entries),
+            "chars": current.chars,
+            "limit": current.limit,
+        }
+        click.echo(json.dumps(payload, ensure_ascii=False))
+        return
+    title = "shared notes" if shared else f"profile of {user_key}"
+    click.echo(f"{title} [{current.usage_label}]")
+    if not current.entries:
+        click.echo("(no entries)")
+    for number, entry in enumerate(current.entries, start=1):
+        click.echo(f"{number:>3}. " + entry.replace("\n", "\n     "))
+
+
+@memory.command()
+@_scope_options
+@click.argument("text")
+@click.pass_obj
+def add(state: CliState, user_key: str | None, shared: bool, text: str) -> None:
+    """Add TEXT as a new entry."""
+    _write(state, user_key, shared, Operation("add", content=text))
+
+
+@memory.command()
+@_scope_options
+@click.argument("old_text")
+@click.argument("new_text")
+@click.pass_obj
+def replace(
+    state: CliState, user_key: str | None, shared: bool, old_text: str, new_text: str
+) -> None:
+    """Replace the entry containing OLD_TEXT with NEW_TEXT."""
+    _write(state, user_key, shared, Operation("replace", content=new_text, old_text=old_text))
+
+
+@memory.command()
+@_scope_options
+@click.argument("old_text")
+@click.pass_obj
+def remove(state: CliState, user_key: str | None, shared: bool, old_text: str) -> None:
+    """Remove the entry containing OLD_TEXT."""
+    _write(state, user_key, shared, Operation("remove", old_text=old_text))

@@ -1,10 +1,223 @@
-"""`mnemo sessions …` commands."""
+"""`mnemo sessions …`: import, export, search, delete and check session history.
+
+The history lives in ``<home>/state.db``. Every command opens it through the
+synchronous `SessionDB`; failures print one line and exit non-zero.
+"""
 
 from __future__ import annotations
 
+import json
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO
+
 import click
+
+from gateway.cli.base import CliState, fail, run_command
+from memory_core.session_db import SessionDB
+from memory_core.session_import import parse_timestamp
+from memory_core.session_models import SearchScope, SessionHit
+from memory_core.time_phrases import parse_time_phrase
+
+
+def _db_path(state: CliState) -> Path:
+    return state.config().home / "state.db"
+
+
+def _existing_db(state: CliState) -> SessionDB:
+    path = _db_path(state)
+    if not path.exists():
+        fail(f"no session history at {path}")
+    return SessionDB(path)
 
 
 @click.group()
 def sessions() -> None:
-    """Manage sessions."""
+    """Import, export, search, erase and check conversation history."""
+
+
+@sessions.command("import")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.pass_obj
+def import_(state: CliState, file: Path) -> None:
+    """Import FILE (JSON Lines, one message per line) in one transaction."""
+
+    def body() -> None:
+        with SessionDB(_db_path(state)) as db, file.open("rb") as lines:
+            if sys.stderr.isatty():
+                total = _count_lines(file)
+                with click.progressbar(length=total, label="importing", file=sys.stderr) as bar:
+                    result = db.import_lines(lines, progress=bar.update)
+            else:
+                result = db.import_lines(lines)
+        click.echo(
+            f"imported {result.messages_inserted:,} messages "
+            f"({result.sessions_created:,} new sessions, {result.sessions_extended:,} extended, "
+            f"{result.messages_skipped:,} already present) from {result.lines:,} lines"
+        )
+
+    run_command(body)
+
+
+def _count_lines(file: Path) -> int:
+    with file.open("rb") as handle:
+        return sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 20), b""))
+
+
+@sessions.command()
+@click.option("--user", "user_key", required=True, help="The person's user key.")
+@click.option(
+    "--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="File (default stdout)."
+)
+@click.pass_obj
+def export(state: CliState, user_key: str, output: Path | None) -> None:
+    """Write all of a person's messages as JSON Lines (the import format)."""
+
+    def body() -> int:
+        with _existing_db(state) as db:
+            if output is None:
+                return _write_lines(db, user_key, sys.stdout)
+            with output.open("w", encoding="utf-8") as handle:
+                return _write_lines(db, user_key, handle)
+
+    count = run_command(body)
+    click.echo(f"exported {count:,} messages of {user_key}", err=True)
+
+
+def _write_lines(db: SessionDB, user_key: str, out: IO[str]) -> int:
+    count = 0
+    for line in db.export_lines(user_key):
+        out.write(line + "\n")
+        count += 1
+    out.flush()
+    return count
+
+
+def _when(text: str | None, bound: str) -> float | None:
+    """Epoch seconds from a number, an ISO-8601 date or time, or a phrase ("last week")."""
+    if text is None:
+        return None
+    try:
+        return parse_timestamp(text)
+    except ValueError:
+        pass
+    window = parse_time_phrase(text, datetime.now(UTC).astimezone())
+    if window.query or (window.since is None and window.until is None):
+        raise click.BadParameter(f"cannot read {text!r} as a time", param_hint=f"--{bound}")
+    if bound == "until":
+        return window.until if window.until is not None else window.since
+    return window.since if window.since is not None else window.until
+
+
+@sessions.command()
+@click.argument("query")
+@click.option("--user", "user_key", required=True, help="Search this person's history.")
+@click.option("--chat", "chat_id", default=None, help="Only this chat.")
+@click.option("--since", default=None, help="From (epoch, ISO-8601 or e.g. 'last week').")
+@click.option("--until", default=None, help="Before (epoch, ISO-8601 or e.g. 'yesterday').")
+@click.option("--limit", default=10, show_default=True, type=click.IntRange(1, 100))
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
+@click.option("--include-internal", is_flag=True, help="Also review/extraction sessions.")
+@click.pass_obj
+def search(
+    state: CliState,
+    query: str,
+    user_key: str,
+    chat_id: str | None,
+    since: str | None,
+    until: str | None,
+    limit: int,
+    as_json: bool,
+    include_internal: bool,
+) -> None:
+    """Search a person's past conversations for QUERY, best first."""
+    since_at, until_at = _when(since, "since"), _when(until, "until")
+
+    def body() -> list[SessionHit]:
+        with _existing_db(state) as db:
+            return db.search(
+                query,
+                SearchScope(user_key, chat_id),
+                since=since_at,
+                until=until_at,
+                limit=limit,
+                include_internal=include_internal,
+            )
+
+    hits = run_command(body)
+    if as_json:
+        click.echo(json.dumps([_hit_json(h) for h in hits], ensure_ascii=False, indent=2))
+        return
+    if not hits:
+        click.echo("no matching sessions")
+    for rank, hit in enumerate(hits, start=1):
+        _print_hit(rank, hit, click.echo)
+
+
+def _iso(ts: float | None) -> str | None:
+    return None if ts is None else datetime.fromtimestamp(ts, UTC).isoformat()
+
+
+def _hit_json(hit: SessionHit) -> dict[str, object]:
+    return {
+        "session": hit.external_id if hit.external_id is not None else str(hit.session_id),
+        "session_id": hit.session_id,
+        "external_id": hit.external_id,
+        "started_at": hit.started_at,
+        "ended_at": hit.ended_at,
+        "source": hit.source,
+        "chat_id": hit.chat_id,
+        "chat_type": hit.chat_type,
+        "score": round(hit.score, 4),
+        "snippet": hit.snippets[0].text if hit.snippets else "",
+        "snippets": [
+            {"message_id": s.message_id, "role": s.role, "timestamp": s.timestamp, "text": s.text}
+            for s in hit.snippets
+        ],
+    }
+
+
+def _print_hit(rank: int, hit: SessionHit, echo: Callable[[str], None]) -> None:
+    name = hit.external_id if hit.external_id is not None else str(hit.session_id)
+    echo(
+        f"{rank}. session {name} (id {hit.session_id}) · {hit.source} · chat {hit.chat_id} "
+        f"({hit.chat_type}) · started {_iso(hit.started_at)} · score {hit.score:.2f}"
+    )
+    for snippet in hit.snippets:
+        text = " ".join(snippet.text.split())
+        echo(f"   [{snippet.role} {_iso(snippet.timestamp)}] {text}")
+
+
+@sessions.command()
+@click.option("--user", "user_key", required=True, help="The person whose history to erase.")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.pass_obj
+def delete(state: CliState, user_key: str, yes: bool) -> None:
+    """Erase all of a person's sessions, messages and index entries."""
+    if not yes:
+        click.confirm(f"Erase every session of {user_key}? This cannot be undone", abort=True)
+
+    def body() -> tuple[int, int]:
+        with _existing_db(state) as db:
+            result = db.delete_user(user_key)
+            return result.sessions, result.messages
+
+    sessions_deleted, messages_deleted = run_command(body)
+    click.echo(
+        f"deleted {sessions_deleted:,} sessions and {messages_deleted:,} messages of {user_key}"
+    )
+
+
+@sessions.command()
+@click.pass_obj
+def check(state: CliState) -> None:
+    """Check the database and both full-text indexes."""
+
+    def body() -> None:
+        with _existing_db(state) as db:
+            db.check(click.echo)
+
+    run_command(body)
+    click.echo("state.db is consistent")

@@ -1,0 +1,231 @@
+"""The application service between adapters and the agent.
+
+`Conversations` takes an `InboundMessage`, finds or starts its session, keeps
+that session's system prompt frozen (memory snapshot and skills index rendered
+once, at session start), writes the user's message before the model is asked
+(so nothing is lost on an error), runs one agent turn with per-person memory
+and skills tools, and stores the turn. One turn at a time per session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from gateway.agent.model_client import ModelClient, ModelError
+from gateway.agent.prompt import build_system_prompt
+from gateway.agent.turn import Agent, Tool
+from gateway.config import Config
+from gateway.messages import InboundMessage, ReplySink
+from memory_core import (
+    MEMORY_TOOL_SCHEMA,
+    FileMemoryStore,
+    MemoryManager,
+    MemoryTool,
+    NewMessage,
+    SearchScope,
+    SessionContext,
+    SessionOrigin,
+    SessionStore,
+    SkillsStore,
+    SkillsTools,
+)
+
+log = logging.getLogger(__name__)
+
+ManagerFactory = Callable[[], MemoryManager]
+
+
+@dataclass(frozen=True)
+class Services:
+    """The stores and clients one running bot shares across its sessions."""
+
+    config: Config
+    model: ModelClient
+    memory: FileMemoryStore
+    skills: SkillsStore
+    sessions: SessionStore
+    new_manager: ManagerFactory
+
+
+@dataclass
+class _Session:
+    """What stays fixed for one session: its id, frozen prompt and providers."""
+
+    session_id: int
+    system_prompt: str
+    manager: MemoryManager
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+class Conversations:
+    """Routes inbound messages to their sessions and runs turns."""
+
+    def __init__(self, services: Services) -> None:
+        self._s = services
+        self._open: dict[str, _Session] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    async def handle(self, message: InboundMessage, sink: ReplySink) -> None:
+        """Answer one message; errors become a short apology, never a crash."""
+        key = message.session_key(self._s.config.sessions.group_sessions_per_user)
+        lock = self._locks.setdefault(key, asyncio.Lock())
+        async with lock:
+            try:
+                await self._dispatch(key, message, sink)
+            except ModelError as exc:
+                log.warning("model error in session %s: %s", key, exc)
+                await sink.write(f"(the model is not answering right now: {exc})")
+            await sink.finish()
+
+    async def close(self) -> None:
+        """End every open session (reason ``shutdown``) and stop its providers."""
+        for key in list(self._open):
+            await self._end(key, "shutdown")
+
+    async def _dispatch(self, key: str, message: InboundMessage, sink: ReplySink) -> None:
+        command = message.text.split(maxsplit=1)[0].lower() if message.text else ""
+        if command == "/new":
+            await self._end(key, "new")
+            await sink.write("Started a fresh session.")
+        elif command == "/memory":
+            await sink.write(self._memory_listing(message.user_key))
+        elif command in ("/help", "/start"):
+            await sink.write(HELP)
+        else:
+            await self._turn(key, message, sink)
+
+    async def _turn(self, key: str, message: InboundMessage, sink: ReplySink) -> None:
+        origin = self._origin(key, message)
+        turn_id = uuid.uuid4().hex
+        first = await self._s.sessions.append_messages(
+            origin=origin, messages=[_new("user", message.text, f"{turn_id}:0")]
+        )
+        session = await self._session(key, message, first.session_id)
+        tools = self._tools(message)
+        history = await self._history(first.session_id, message)
+        recalled = await session.manager.prefetch_all(message.text)
+        agent = Agent(self._s.model, tools)
+        result = await agent.run_turn(
+            session.system_prompt, history, message.text, recalled, sink.write
+        )
+        rest = [
+            _new(m["role"], m.get("content") or "", f"{turn_id}:{i}", m)
+            for i, m in enumerate(result.messages[1:], start=1)
+        ]
+        await self._s.sessions.append_messages(origin=origin, messages=rest)
+        session.manager.sync_all(message.text, result.reply)
+        session.manager.queue_prefetch_all(message.text)
+
+    async def _session(self, key: str, message: InboundMessage, session_id: int) -> _Session:
+        current = self._open.get(key)
+        if current is not None and current.session_id == session_id:
+            return current
+        include_profile = message.chat_type == "private" or self._s.config.memory.profile_in_groups
+        snapshot = self._s.memory.snapshot(message.user_key, include_profile=include_profile)
+        manager = self._s.new_manager()
+        await manager.initialize(
+            SessionContext(
+                session_id=session_id,
+                user_key=message.user_key,
+                platform=message.platform,
+                chat_id=message.chat_id,
+                chat_type=message.chat_type,
+            )
+        )
+        prompt = build_system_prompt(
+            snapshot=snapshot,
+            skills_index=self._s.skills.index_block(),
+            provider_block=await manager.system_prompt_block(),
+            platform=message.platform,
+        )
+        session = _Session(session_id=session_id, system_prompt=prompt, manager=manager)
+        self._open[key] = session
+        return session
+
+    async def _history(self, session_id: int, message: InboundMessage) -> list[dict[str, Any]]:
+        scope = SearchScope(user_key=message.user_key, chat_id=message.chat_id)
+        stored = await self._s.sessions.get_messages(session_id, scope, lineage=False)
+        history: list[dict[str, Any]] = []
+        for m in stored[:-1]:  # the last one is the message of this turn
+            item: dict[str, Any] = {"role": m.role, "content": m.content}
+            if m.tool_calls:
+                item["tool_calls"] = json.loads(m.tool_calls)
+            if m.tool_call_id:
+                item["tool_call_id"] = m.tool_call_id
+            history.append(item)
+        return history
+
+    def _tools(self, message: InboundMessage) -> list[Tool]:
+        admin = message.platform == "console" or self._s.config.is_admin(
+            message.platform, message.user_id
+        )
+        memory_tool = MemoryTool(self._s.memory, user_key=message.user_key, is_admin=admin)
+        skills_tools = SkillsTools(self._s.skills, role="primary")
+        tools = [Tool(MEMORY_TOOL_SCHEMA, _sync_handler(memory_tool.handle))]
+        for schema in skills_tools.schemas():
+            name = schema["function"]["name"]
+            tools.append(Tool(schema, _sync_handler(lambda a, n=name: skills_tools.handle(n, a))))
+        return tools
+
+    def _memory_listing(self, user_key: str) -> str:
+        state = self._s.memory.read("user", user_key)
+        if not state.entries:
+            return "I don't remember anything about you yet."
+        lines = [f"{i}. {entry}" for i, entry in enumerate(state.entries, start=1)]
+        return "What I remember about you:\n" + "\n".join(lines)
+
+    def _origin(self, key: str, message: InboundMessage) -> SessionOrigin:
+        return SessionOrigin(
+            session_key=key,
+            source=message.platform,
+            user_key=message.user_key,
+            chat_id=message.chat_id,
+            chat_type=message.chat_type,
+            thread_id=message.thread_id,
+            model=self._s.model.model,
+        )
+
+    async def _end(self, key: str, reason: str) -> None:
+        session = self._open.pop(key, None)
+        if session is None:
+            current = await self._s.sessions.current_session(key)
+            if current is not None:
+                await self._s.sessions.end_session(current.id, reason)
+            return
+        await self._s.sessions.end_session(session.session_id, reason)
+        await session.manager.shutdown()
+
+
+HELP = (
+    "I'm Mnemo, a chat assistant that remembers you: what you tell me about yourself "
+    "(see /memory) and our past conversations. Commands: /new starts a fresh session, "
+    "/memory shows what I remember about you, /quit leaves the console."
+)
+
+
+def _new(role: str, content: str, key: str, raw: Mapping[str, Any] | None = None) -> NewMessage:
+    raw = raw or {}
+    calls = raw.get("tool_calls")
+    return NewMessage(
+        role=role,
+        content=content,
+        timestamp=time.time(),
+        key=key,
+        tool_name=raw.get("name"),
+        tool_calls=json.dumps(calls, ensure_ascii=False) if calls else None,
+        tool_call_id=raw.get("tool_call_id"),
+    )
+
+
+def _sync_handler(fn: Callable[[Mapping[str, Any]], str]) -> Callable[..., Awaitable[str]]:
+    async def handler(arguments: Mapping[str, Any]) -> str:
+        return await asyncio.to_thread(fn, arguments)
+
+    return handler

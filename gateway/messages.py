@@ -1,0 +1,54 @@
+"""The message types that adapters and the application exchange.
+
+Adapters turn platform events into `InboundMessage` and write replies to a
+`ReplySink`; they know nothing of storage or the agent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from memory_core import make_user_key
+
+ChatType = Literal["private", "group"]
+
+
+@dataclass(frozen=True)
+class InboundMessage:
+    """One message from a person, whatever the platform."""
+
+    platform: str
+    chat_id: str
+    chat_type: ChatType
+    user_id: str
+    text: str
+    message_id: str | None = None
+    user_name: str | None = None
+    thread_id: str | None = None
+
+    @property
+    def user_key(self) -> str:
+        """The owner key of this person's data: ``<platform>-<user id>``."""
+        return make_user_key(self.platform, self.user_id)
+
+    def session_key(self, group_sessions_per_user: bool = True) -> str:
+        """``<platform>:<chat type>:<chat id>[:<thread id>][:<user id in groups>]``."""
+        parts = [self.platform, self.chat_type, self.chat_id]
+        if self.thread_id:
+            parts.append(self.thread_id)
+        if self.chat_type == "group" and group_sessions_per_user:
+            parts.append(self.user_id)
+        return ":".join(parts)
+
+
+class ReplySink(Protocol):
+    """Where one reply goes: streamed pieces, then the end."""
+
+    async def write(self, piece: str) -> None: ...
+
+    async def finish(self) -> None: ...
+
+
+MessageHandler = Callable[[InboundMessage, ReplySink], Awaitable[None]]

@@ -1,0 +1,298 @@
+"""File memory: one shared MEMORY.md and one USER.md per user, under `<home>/memories/`.
+
+Layout: ``memories/MEMORY.md`` and ``memories/users/<user key>/USER.md``. Every
+write takes an exclusive lock on a ``<file>.lock`` sidecar (created 0600,
+never through a symlink), re-reads the file under the lock, refuses to touch a
+file that was edited by hand out of shape (keeping a timestamped backup),
+applies the operations all-or-nothing and replaces the file atomically.
+Readers take no lock: a replace is atomic, so they see the old or the new file.
+
+The store does not decide who may write what; `MemoryTool` does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from filelock import FileLock, Timeout
+
+from memory_core.atomic import atomic_write_text
+from memory_core.entries import file_text, is_canonical, parse_entries, usage
+from memory_core.errors import MemoryCoreError
+from memory_core.memory_edits import Operation, apply_operations
+from memory_core.memory_render import (
+    MEMORY_TITLE,
+    USER_TITLE,
+    MemorySnapshot,
+    render_block,
+    render_unreadable,
+    usage_label,
+)
+from memory_core.user_keys import InvalidUserKeyError, check_user_key
+
+Target = Literal["memory", "user"]
+TARGETS: tuple[Target, ...] = ("memory", "user")
+MEMORY_FILE = "MEMORY.md"
+# filelock polls a busy lock; a write holds it for about a millisecond, so the
+# default 50 ms poll would make every contended write wait far longer than needed.
+_LOCK_POLL = 0.002
+USER_FILE = "USER.md"
+
+
+class MemoryFileError(MemoryCoreError):
+    """A memory file could not be read or written; it was left as it was."""
+
+
+class UnreadableMemoryError(MemoryFileError):
+    """The file on disk is not valid UTF-8 (or cannot be read at all)."""
+
+
+class UndecodableMemoryError(UnreadableMemoryError):
+    """The file holds bytes that are not UTF-8."""
+
+
+class MemoryDriftError(MemoryFileError):
+    """The file was edited outside the tool and no longer round-trips; `backup` holds a copy."""
+
+    def __init__(self, message: str, backup: Path) -> None:
+        super().__init__(message)
+        self.backup = backup
+
+
+class MemoryLockError(MemoryFileError):
+    """The file's lock could not be taken (busy, or the lock file is unsafe)."""
+
+
+@dataclass(frozen=True)
+class MemoryState:
+    """The entries of one file as read, with their usage and budget."""
+
+    target: Target
+    entries: tuple[str, ...]
+    chars: int
+    limit: int
+
+    @property
+    def usage_label(self) -> str:
+        return usage_label(self.chars, self.limit)
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """The state after a write, whether the file changed, and one note per operation."""
+
+    state: MemoryState
+    changed: bool
+    notes: tuple[str, ...]
+
+
+class FileMemoryStore:
+    """MEMORY.md and the USER.md files under one data directory."""
+
+    def __init__(
+        self,
+        home: Path,
+        *,
+        memory_char_limit: int = 2200,
+        user_char_limit: int = 1375,
+        lock_timeout: float = 10.0,
+    ) -> None:
+        self._root = Path(home) / "memories"
+        self._limits: dict[Target, int] = {"memory": memory_char_limit, "user": user_char_limit}
+        self._lock_timeout = lock_timeout
+
+    def limit(self, target: Target) -> int:
+        """The budget of `target` in characters."""
+        return self._limits[_checked_target(target)]
+
+    def path(self, target: Target, user_key: str | None = None) -> Path:
+        """The file of `target`; `user_key` is required for (and only used by) `user`."""
+        if _checked_target(target) == "memory":
+            return self._root / MEMORY_FILE
+        if user_key is None:
+            raise InvalidUserKeyError("the user target needs a user key")
+        users = self._root / "users"
+        path = users / check_user_key(user_key) / USER_FILE
+        # Belt and braces: even a symlinked folder must not lead outside users/.
+        if not path.resolve().is_relative_to(users.resolve()):
+            raise InvalidUserKeyError(f"user key {user_key!r} resolves outside the users folder")
+        return path
+
+    def read(self, target: Target, user_key: str | None = None) -> MemoryState:
+        """The live entries of `target` (a missing file has none)."""
+        text = _read_text(self.path(target, user_key))
+        return self._state(target, parse_entries(text))
+
+    def apply(
+        self, target: Target, user_key: str | None, operations: Sequence[Operation]
+    ) -> WriteResult:
+        """Apply `operations` to the file all-or-nothing, under its lock."""
+        if not operations:
+            raise MemoryFileError("no operations given")
+        path = self.path(target, user_key)
+        limit = self.limit(target)
+        _make_dirs(path.parent, self._root.parent)
+        with self._locked(path):
+            text = self._read_for_write(path)
+            entries = parse_entries(text)
+            self._check_drift(path, text, entries, limit)
+            outcome = apply_operations(entries, operations, limit)
+            if outcome.changed:
+                _remove_stale_temps(path)
+                atomic_write_text(path, file_text(outcome.entries))
+        return WriteResult(self._state(target, outcome.entries), outcome.changed, outcome.notes)
+
+    def snapshot(self, user_key: str | None, include_profile: bool) -> MemorySnapshot:
+        """Render the prompt blocks once: MEMORY.md, and the user's USER.md if asked."""
+        problems: list[str] = []
+        memory_block = self._block("memory", None, MEMORY_TITLE, problems)
+        user_block = ""
+        if include_profile and user_key is not None:
+            user_block = self._block("user", user_key, USER_TITLE, problems)
+        return MemorySnapshot(memory_block, user_block, tuple(problems))
+
+    def _block(self, target: Target, user_key: str | None, title: str, problems: list[str]) -> str:
+        try:
+            state = self.read(target, user_key)
+        except UnreadableMemoryError as exc:
+            problems.append(str(exc))
+            return render_unreadable(title, str(exc))
+        return render_block(title, state.entries, state.limit)
+
+    def _state(self, target: Target, entries: Sequence[str]) -> MemoryState:
+        return MemoryState(target, tuple(entries), usage(entries), self.limit(target))
+
+    @contextlib.contextmanager
+    def _locked(self, path: Path) -> Iterator[None]:
+        lock_path = path.with_name(path.name + ".lock")
+        _prepare_lock_file(lock_path)
+        try:
+            with FileLock(
+                lock_path, timeout=self._lock_timeout, mode=0o600, poll_interval=_LOCK_POLL
+            ):
+                yield
+        except Timeout:
+            raise MemoryLockError(
+                f"{path.name} is busy: its lock was not free within {self._lock_timeout:g} s"
+            ) from None
+
+    def _read_for_write(self, path: Path) -> str:
+        try:
+            return _read_text(path)
+        except UndecodableMemoryError as exc:
+            backup = _backup(path)
+            raise UndecodableMemoryError(
+                f"{exc}; nothing was written, a copy is kept at {backup.name}"
+            ) from exc
+
+    def _check_drift(self, path: Path, text: str, entries: list[str], limit: int) -> None:
+        if is_canonical(text):
+            longest = max((len(e) for e in entries), default=0)
+            if longest <= limit:
+                return
+            why = f"one entry is {longest:,} chars, longer than the whole budget of {limit:,}"
+        else:
+            why = "it no longer splits into clean entries separated by lines holding only §"
+        backup = _backup(path)
+        raise MemoryDriftError(
+            f"{path.name} was edited outside the memory tool ({why}); the write was refused "
+            f"so the edit is not lost, and a copy is kept at {backup.name}. Fix the file by "
+            "hand or ask the operator",
+            backup,
+        )
+
+
+def _checked_target(target: str) -> Target:
+    if target not in TARGETS:
+        raise MemoryFileError(f"unknown target {target!r}: use 'memory' or 'user'")
+    return target  # type: ignore[return-value]
+
+
+def _read_text(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return ""
+    except OSError as exc:
+        raise UnreadableMemoryError(f"cannot read {path.name}: {exc.strerror or exc}") from exc
+    try:
+        # utf-8-sig: a byte-order mark left by a Windows editor is not content.
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        bad = data[exc.start]
+        raise UndecodableMemoryError(
+            f"{path.name} is not valid UTF-8 (byte 0x{bad:02x} at offset {exc.start})"
+        ) from None
+
+
+def _make_dirs(folder: Path, home: Path) -> None:
+    """Create `folder` and its missing parents below `home`, each private (0700)."""
+    missing = [p for p in (folder, *folder.parents) if p.is_relative_to(home) and p != home]
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        for part in reversed(missing):
+            part.mkdir(exist_ok=True, mode=0o700)
+    except OSError as exc:
+        raise MemoryFileError(f"cannot create {folder}: {exc.strerror or exc}") from exc
+
+
+def _prepare_lock_file(lock_path: Path) -> None:
+    """Create the lock file 0600 ourselves, refusing a symlink planted in its place."""
+    flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(lock_path, flags, 0o600)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise MemoryLockError(
+                f"{lock_path.name} is a symbolic link; refusing to follow it"
+            ) from None
+        raise MemoryLockError(f"cannot create {lock_path.name}: {exc.strerror or exc}") from exc
+    try:
+        os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+
+
+def _remove_stale_temps(path: Path) -> None:
+    # Under the lock no other writer is mid-write, so any temp file of ours left
+    # in the folder belongs to a writer that was killed.
+    for stale in path.parent.glob(f".{path.name}.*.tmp"):
+        with contextlib.suppress(FileNotFoundError):
+            stale.unlink()
+
+
+def _backup(path: Path) -> Path:
+    """Copy `path` to `<name>.bak.<unix time>` (reusing an identical existing copy)."""
+    try:
+        return _write_backup(path, path.read_bytes())
+    except OSError as exc:
+        raise MemoryFileError(
+            f"cannot back up {path.name}: {exc.strerror or exc}; nothing was written"
+        ) from exc
+
+
+def _write_backup(path: Path, data: bytes) -> Path:
+    for existing in sorted(path.parent.glob(f"{path.name}.bak.*")):
+        if existing.read_bytes() == data:
+            return existing
+    stamp = int(time.time())
+    for n in range(1000):
+        candidate = path.with_name(f"{path.name}.bak.{stamp}" + (f"-{n}" if n else ""))
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+        try:
+            fd = os.open(candidate, flags, 0o600)
+        except FileExistsError:
+            continue
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        return candidate
+    raise MemoryFileError(f"cannot find a free backup name for {path.name}")

@@ -1,0 +1,173 @@
+"""Turn free text into search terms that FTS5 syntax cannot break or widen.
+
+The user's text is never handed to `MATCH` as it is. It is normalised (NFKC,
+control characters and NUL removed, capped at `MAX_QUERY_CHARS`), then cut into
+terms, and each term is later quoted as one FTS5 string, so operators (`AND`,
+`OR`, `NOT`, `NEAR(`), column filters, `*`, `^` and parentheses are only
+ever searched for as words or dropped as punctuation.
+
+Term kinds:
+- `WORD`: one word for the `unicode61` index (lower-cased).
+- `PHRASE`: words that must be adjacent, from a balanced ``"quoted phrase"``
+  or a dotted/hyphenated token such as ``node.js`` or ``e-mail``.
+- `PREFIX`: a word matched as the start of longer words; never produced
+  from user syntax (a typed `*` is dropped), only by search as the fallback
+  for a word with no hit (``kube`` finds ``kubernetes``).
+- `LITERAL`: Chinese/Japanese/Korean text or emoji, matched as a substring
+  (trigram index from three characters, the base table below that). A CJK
+  run longer than three characters becomes its overlapping trigrams, so a
+  message sharing part of the run still matches (ranked below a full match).
+
+Common English words are dropped unless nothing else is left, so that they
+cannot swamp the rare words that carry the meaning.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from enum import Enum
+
+MAX_QUERY_CHARS = 2048
+MAX_TERMS = 24
+MAX_TERM_CHARS = 64
+MAX_TRIGRAMS_PER_RUN = 12
+
+_CJK = "\u3040-\u30ff\u3100-\u312f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_WORD = rf"(?:(?![{_CJK}])[^\W_])+"
+_TOKEN = re.compile(
+    rf'(?P<quoted>"[^"]*")'
+    rf"|(?P<cjk>[{_CJK}]+)"
+    rf"|(?P<word>{_WORD}(?:[.\-_]{_WORD})*)"
+    r"|(?P<symbol>[\U0001F000-\U0001FAFF\u2600-\u27BF]+)"
+)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_INVISIBLE = re.compile(r"[\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
+
+STOPWORDS = frozenset(
+    """
+    a about above after again against all am an and any are aren as at be because been
+    before being below between both but by can cannot could couldn d did didn do does
+    doesn doing don down during each else ever few for from further get got had hadn has
+    hasn have haven having he her here hers herself him himself his how i if in into is
+    isn it its itself just ll m ma me might more most must mustn my myself no nor not now
+    o of off on once only or other our ours ourselves out over own re s same shall shan
+    she should shouldn so some such t than that the their theirs them themselves then
+    there these they this those through to too under until up upon us ve very was wasn
+    we were weren what when where which while who whom whose why will with won would
+    wouldn y you your yours yourself yourselves also let like likely tell told say said
+    something anything thing things way ways kind sort many much one ones even still yet
+    per via etc ok okay yes yeah oh hey hi
+    """.split()  # noqa: SIM905 - a word list reads better as text
+)
+
+
+class TermKind(Enum):
+    WORD = "word"
+    PHRASE = "phrase"
+    PREFIX = "prefix"
+    LITERAL = "literal"
+
+
+@dataclass(frozen=True)
+class QueryTerm:
+    """One search term, already normalised."""
+
+    text: str
+    kind: TermKind
+
+    @property
+    def words(self) -> tuple[str, ...]:
+        return tuple(self.text.split(" ")) if self.kind is TermKind.PHRASE else (self.text,)
+
+    def match_expression(self) -> str:
+        """The term as one quoted FTS5 string: nothing inside can act as syntax."""
+        quoted = '"' + self.text.replace('"', '""') + '"'
+        return quoted + "*" if self.kind is TermKind.PREFIX else quoted
+
+    def as_prefix(self) -> QueryTerm:
+        """The same word matched as the start of longer words (the no-hit fallback)."""
+        return QueryTerm(self.text, TermKind.PREFIX)
+
+
+@dataclass(frozen=True)
+class ParsedQuery:
+    """The terms of a query, in the order they appeared, without duplicates."""
+
+    terms: tuple[QueryTerm, ...]
+
+    def __bool__(self) -> bool:
+        return bool(self.terms)
+
+    def or_expression(self) -> str:
+        """An OR of the quoted word-index terms ('' when there are none)."""
+        return word_index_expression(self.terms)
+
+
+def word_index_expression(terms: tuple[QueryTerm, ...] | list[QueryTerm]) -> str:
+    """The OR of the terms that the word index answers ('' when there are none)."""
+    kinds = (TermKind.WORD, TermKind.PHRASE, TermKind.PREFIX)
+    return " OR ".join(t.match_expression() for t in terms if t.kind in kinds)
+
+
+def normalise(text: str) -> str:
+    """NFKC, without control or invisible formatting characters, capped in length."""
+    text = unicodedata.normalize("NFKC", text[: MAX_QUERY_CHARS * 2])
+    text = _INVISIBLE.sub("", _CONTROL.sub(" ", text))  # invisible marks never split a word
+    return text[:MAX_QUERY_CHARS]
+
+
+def parse_query(text: str) -> ParsedQuery:
+    """Cut `text` into search terms; see the module docstring for the rules."""
+    candidates: list[QueryTerm] = []
+    for match in _TOKEN.finditer(normalise(text)):
+        kind = match.lastgroup
+        value = match.group()
+        if kind == "quoted":
+            candidates.extend(_quoted_terms(value[1:-1]))
+        elif kind == "cjk":
+            candidates.extend(_cjk_terms(value))
+        elif kind == "symbol":
+            candidates.append(QueryTerm(value[:MAX_TERM_CHARS], TermKind.LITERAL))
+        else:
+            candidates.append(_word_term(value))
+    return ParsedQuery(_select(candidates))
+
+
+def _word_term(token: str) -> QueryTerm:
+    words = [w for w in re.split(r"[.\-_]", token.casefold()) if w]
+    words = [w[:MAX_TERM_CHARS] for w in words]
+    if len(words) == 1:
+        return QueryTerm(words[0], TermKind.WORD)
+    return QueryTerm(" ".join(words), TermKind.PHRASE)
+
+
+def _quoted_terms(inner: str) -> list[QueryTerm]:
+    """A quoted phrase of words stays a phrase; CJK or symbols inside are split as usual."""
+    if re.search(rf"[{_CJK}]", inner):
+        return list(parse_query(inner).terms)
+    words = [w.casefold()[:MAX_TERM_CHARS] for w in re.findall(_WORD, inner)]
+    if not words:
+        return []
+    if len(words) == 1:
+        return [QueryTerm(words[0], TermKind.WORD)]
+    return [QueryTerm(" ".join(words[:MAX_TERMS]), TermKind.PHRASE)]
+
+
+def _cjk_terms(run: str) -> list[QueryTerm]:
+    if len(run) <= 3:
+        return [QueryTerm(run, TermKind.LITERAL)]
+    grams = [run[i : i + 3] for i in range(len(run) - 2)]
+    return [QueryTerm(g, TermKind.LITERAL) for g in grams[:MAX_TRIGRAMS_PER_RUN]]
+
+
+def is_stopword(term: QueryTerm) -> bool:
+    return term.kind is TermKind.WORD and term.text in STOPWORDS
+
+
+def _select(candidates: list[QueryTerm]) -> tuple[QueryTerm, ...]:
+    """Drop duplicates and stopwords (unless only stopwords remain); cap the count."""
+    unique = list(dict.fromkeys(candidates))
+    meaningful = [t for t in unique if not is_stopword(t)]
+    return tuple((meaningful or unique)[:MAX_TERMS])

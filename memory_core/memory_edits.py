@@ -1,0 +1,198 @@
+"""Operations on an entry list: add, replace, remove, and all-or-nothing batches.
+
+`apply_operations()` is pure: it takes the current entries, the operations and
+the budget, and returns the new list or raises a typed error carrying what the
+caller needs to recover (the current entries, the usage, the candidates).
+New content is normalised, checked against the budget and safety-scanned.
+
+Matching `old_text`: a `blocked:<hash>` handle names that entry; otherwise an
+exact whole-entry match wins; otherwise the entries containing it as a
+substring. None, or more than one, is refused.
+
+Budget: the final state is checked once, after every operation, so a batch can
+free space and add in one call. A write may leave the store over budget only
+if it does not make it larger (a hand-edited oversized file can still shrink).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from memory_core.entries import normalise_entry, usage
+from memory_core.errors import MemoryCoreError
+from memory_core.memory_render import HANDLE_PREFIX, entry_handle, safe_view
+from memory_core.safety import check
+
+Action = Literal["add", "replace", "remove"]
+ACTIONS: tuple[Action, ...] = ("add", "replace", "remove")
+PREVIEW_CHARS = 80
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One edit. `add` needs content; `replace` needs old_text and content; `remove` old_text."""
+
+    action: Action
+    content: str | None = None
+    old_text: str | None = None
+
+
+@dataclass(frozen=True)
+class EditOutcome:
+    """The entries after the edits, whether anything changed, and one note per operation."""
+
+    entries: tuple[str, ...]
+    changed: bool
+    notes: tuple[str, ...]
+
+
+class MemoryEditError(MemoryCoreError):
+    """An edit was refused. `entries` and `limit` describe the store as it was."""
+
+    def __init__(self, message: str, entries: Sequence[str] = (), limit: int = 0) -> None:
+        super().__init__(message)
+        self.entries = tuple(entries)
+        self.limit = limit
+
+
+class MissingOldTextError(MemoryEditError):
+    """replace or remove without `old_text`."""
+
+
+class NoMatchError(MemoryEditError):
+    """No entry contains `old_text`."""
+
+
+class AmbiguousMatchError(MemoryEditError):
+    """Several different entries contain `old_text`; `candidates` holds previews."""
+
+    def __init__(
+        self, message: str, candidates: Sequence[str], entries: Sequence[str], limit: int
+    ) -> None:
+        super().__init__(message, entries, limit)
+        self.candidates = tuple(candidates)
+
+
+class EntryTooLongError(MemoryEditError):
+    """One entry is longer than the whole store's budget."""
+
+
+class OverBudgetError(MemoryEditError):
+    """The final state would exceed the budget; `chars_after` is what it would be."""
+
+    def __init__(self, message: str, chars_after: int, entries: Sequence[str], limit: int) -> None:
+        super().__init__(message, entries, limit)
+        self.chars_after = chars_after
+
+
+class BatchRejectedError(MemoryCoreError):
+    """One operation of a batch was refused, so none was applied; `cause` says why."""
+
+    def __init__(self, index: int, count: int, action: str, cause: MemoryCoreError) -> None:
+        super().__init__(
+            f"operation {index + 1} of {count} ({action}) refused: {cause}; nothing was changed"
+        )
+        self.index = index
+        self.count = count
+        self.cause = cause
+
+
+def apply_operations(
+    entries: Sequence[str], operations: Sequence[Operation], limit: int
+) -> EditOutcome:
+    """Apply every operation to a copy of `entries`, or none of them."""
+    current = tuple(entries)
+    work = list(current)
+    notes: list[str] = []
+    for index, op in enumerate(operations):
+        try:
+            notes.append(_apply_one(work, op, current, limit))
+        except MemoryCoreError as exc:
+            if len(operations) == 1:
+                raise
+            raise BatchRejectedError(index, len(operations), op.action, exc) from exc
+    before, after = usage(current), usage(work)
+    if after > limit and after > before:
+        raise OverBudgetError(
+            f"memory at {before:,}/{limit:,} chars; this write would make it "
+            f"{after:,}/{limit:,}. Consolidate (replace or remove entries), "
+            "then retry in this turn",
+            chars_after=after,
+            entries=current,
+            limit=limit,
+        )
+    return EditOutcome(tuple(work), tuple(work) != current, tuple(notes))
+
+
+def _apply_one(work: list[str], op: Operation, current: tuple[str, ...], limit: int) -> str:
+    if op.action not in ACTIONS:
+        raise MemoryEditError(f"unknown action {op.action!r}: use add, replace or remove")
+    if op.action == "add":
+        entry = _new_entry(op.content, current, limit)
+        if entry in work:
+            return "already exists"
+        work.append(entry)
+        return "added"
+    index = _find(work, op.old_text, current, limit)
+    if op.action == "remove":
+        del work[index]
+        return "removed"
+    if op.content is None or not op.content.strip():
+        raise MemoryEditError("replace needs non-empty content; use remove to delete an entry")
+    entry = _new_entry(op.content, current, limit)
+    if entry in work and work.index(entry) != index:
+        del work[index]  # the new text already exists: replacing merges the two
+        return "replaced (merged with an identical entry)"
+    work[index] = entry
+    return "replaced"
+
+
+def _new_entry(content: str | None, current: tuple[str, ...], limit: int) -> str:
+    entry = normalise_entry(content or "")
+    if len(entry) > limit:
+        raise EntryTooLongError(
+            f"the entry is {len(entry):,} chars but the whole store holds {limit:,}; "
+            "write a shorter fact",
+            entries=current,
+            limit=limit,
+        )
+    check(entry)
+    return entry
+
+
+def _find(work: list[str], old_text: str | None, current: tuple[str, ...], limit: int) -> int:
+    needle = (old_text or "").strip()
+    if not needle:
+        raise MissingOldTextError(
+            "old_text is required: a short unique part of the entry to change",
+            entries=current,
+            limit=limit,
+        )
+    if needle.startswith(HANDLE_PREFIX):
+        for i, entry in enumerate(work):
+            if entry_handle(entry) == needle:
+                return i
+    if needle in work:
+        return work.index(needle)
+    hits = [i for i, entry in enumerate(work) if needle in entry]
+    if not hits:
+        raise NoMatchError(f"no entry contains {_preview(needle)}", entries=current, limit=limit)
+    if len(hits) > 1:
+        previews = [_preview(safe_view(work[i])) for i in hits]
+        raise AmbiguousMatchError(
+            f"{_preview(needle)} matches {len(hits)} entries: {', '.join(previews)}; "
+            "be more specific",
+            candidates=previews,
+            entries=current,
+            limit=limit,
+        )
+    return hits[0]
+
+
+def _preview(text: str) -> str:
+    flat = " ".join(text.split())
+    if len(flat) > PREVIEW_CHARS:
+        flat = flat[: PREVIEW_CHARS - 1] + "…"
+    return f'"{flat}"'

@@ -1,0 +1,311 @@
+"""The `memory` tool: the model's (and the operator CLI's) way to edit file memory.
+
+A `MemoryTool` is bound to one caller: their user key and whether they are an
+admin (or the operator). Personal facts go to that caller's own USER.md; the
+shared MEMORY.md is writable only by admins. `execute()` takes a typed
+`MemoryRequest` and returns a `WriteResult` or raises a typed error; `handle()`
+parses the model's arguments, runs `execute()` and turns the outcome into the
+JSON string the model sees. Three refused calls in one turn make the result
+terminal ("stop and answer"); any success, and `start_turn()`, reset the count.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from memory_core.atomic import AtomicWriteError
+from memory_core.entries import InvalidEntryError, usage
+from memory_core.errors import MemoryCoreError
+from memory_core.file_memory import (
+    TARGETS,
+    FileMemoryStore,
+    MemoryDriftError,
+    MemoryFileError,
+    MemoryLockError,
+    Target,
+    UnreadableMemoryError,
+    WriteResult,
+)
+from memory_core.memory_edits import (
+    ACTIONS,
+    AmbiguousMatchError,
+    BatchRejectedError,
+    EntryTooLongError,
+    MemoryEditError,
+    MissingOldTextError,
+    NoMatchError,
+    Operation,
+    OverBudgetError,
+)
+from memory_core.memory_render import safe_view, usage_label
+from memory_core.safety import UnsafeContentError
+from memory_core.user_keys import InvalidUserKeyError
+
+MAX_FAILURES_PER_TURN = 3
+
+MEMORY_TOOL_DESCRIPTION = (
+    "Save durable facts to persistent memory. Write facts, not commands: "
+    "'User prefers short answers', never 'Always answer briefly' - entries are read back "
+    "into your prompt in later sessions. target 'user' is the profile of the person you are "
+    "talking to (who they are, their preferences, their corrections); target 'memory' holds "
+    "shared notes about this deployment and its environment (admins only). Save proactively, "
+    "in this order of priority: preferences and corrections, then environment facts, then "
+    "stable conventions. Skip trivia, task progress and to-do items (past conversations are "
+    "searchable with session_search); procedures belong in skills, not memory. Do every change "
+    "in one call: use 'operations' for several edits; they apply all-or-nothing and the budget "
+    "is checked on the final state, so you can remove or shorten entries and add in one call. "
+    "old_text is a short unique part of the entry to replace or remove. When memory is full, "
+    "consolidate: merge related entries with replace, drop stale ones with remove."
+)
+
+_OPERATION_PROPERTIES: dict[str, Any] = {
+    "action": {"type": "string", "enum": list(ACTIONS), "description": "What to do."},
+    "content": {
+        "type": "string",
+        "description": "The entry text, a fact (for add and replace).",
+    },
+    "old_text": {
+        "type": "string",
+        "description": "A short unique part of the entry to change (for replace and remove).",
+    },
+}
+
+MEMORY_TOOL_SCHEMA: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "memory",
+        "description": MEMORY_TOOL_DESCRIPTION,
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "target": {
+                    "type": "string",
+                    "enum": list(TARGETS),
+                    "description": "'user': this person's profile; 'memory': shared notes.",
+                },
+                **_OPERATION_PROPERTIES,
+                "operations": {
+                    "type": "array",
+                    "description": "Several edits applied together, all or nothing.",
+                    "items": {
+                        "type": "object",
+                        "properties": _OPERATION_PROPERTIES,
+                        "required": ["action"],
+                    },
+                },
+            },
+            "required": ["target"],
+        },
+    },
+}
+
+
+class InvalidArgumentsError(MemoryCoreError):
+    """The tool call's arguments are malformed."""
+
+
+class MemoryPermissionError(MemoryCoreError):
+    """The caller may not write this target."""
+
+
+@dataclass(frozen=True)
+class MemoryRequest:
+    """A validated tool call: one target and one or more operations."""
+
+    target: Target
+    operations: tuple[Operation, ...]
+
+
+class MemoryTool:
+    """The memory tool for one caller: `user_key` (None: no profile) and admin rights."""
+
+    def __init__(
+        self,
+        store: FileMemoryStore,
+        user_key: str | None,
+        *,
+        is_admin: bool,
+        max_failures: int = MAX_FAILURES_PER_TURN,
+    ) -> None:
+        self._store = store
+        self._user_key = user_key
+        self._is_admin = is_admin
+        self._max_failures = max_failures
+        self._failures = 0
+
+    @property
+    def failures_this_turn(self) -> int:
+        return self._failures
+
+    def start_turn(self) -> None:
+        """A new user turn: forget the refusals of the previous one."""
+        self._failures = 0
+
+    def execute(self, request: MemoryRequest) -> WriteResult:
+        """Apply the request for this caller, or raise the reason it is refused."""
+        if request.target == "memory" and not self._is_admin:
+            raise MemoryPermissionError(
+                "only admins can write the shared notes (target 'memory'); save facts about "
+                "this user with target 'user'"
+            )
+        if request.target == "user" and self._user_key is None:
+            raise MemoryPermissionError("there is no user profile for this caller")
+        return self._store.apply(request.target, self._user_key, request.operations)
+
+    def handle(self, arguments: Mapping[str, Any] | str) -> str:
+        """Run one tool call from the model and return the JSON result it sees."""
+        try:
+            request = parse_request(arguments)
+            result = self.execute(request)
+        except MemoryCoreError as exc:
+            self._failures += 1
+            return _dumps(self._error_payload(exc))
+        self._failures = 0
+        return _dumps(_success_payload(request, result))
+
+    def _error_payload(self, exc: MemoryCoreError) -> dict[str, Any]:
+        cause = exc.cause if isinstance(exc, BatchRejectedError) else exc
+        payload: dict[str, Any] = {"success": False, "code": _code(cause), "error": str(exc)}
+        payload.update(_error_details(cause))
+        if isinstance(exc, BatchRejectedError):
+            payload["failed_operation"] = exc.index + 1
+        payload["failures_this_turn"] = self._failures
+        if self._failures >= self._max_failures:
+            payload["done"] = True
+            payload["stop"] = (
+                f"{self._failures} memory writes failed in this turn. Stop calling the memory "
+                "tool now and answer the user; tell them the memory could not be saved."
+            )
+        return payload
+
+
+def parse_request(arguments: Mapping[str, Any] | str) -> MemoryRequest:
+    """Validate the model's arguments into a `MemoryRequest`."""
+    args = _as_mapping(arguments)
+    target = args.get("target")
+    if target not in TARGETS:
+        raise InvalidArgumentsError(f"target must be 'memory' or 'user' (got {target!r})")
+    operations = args.get("operations")
+    if operations not in (None, []):
+        if args.get("action") is not None:
+            raise InvalidArgumentsError(
+                "give either action (one edit) or operations (a batch), not both"
+            )
+        if not isinstance(operations, list):
+            raise InvalidArgumentsError("operations must be a list of {action, content, old_text}")
+        ops = tuple(_operation(item, f"operations[{i}]") for i, item in enumerate(operations))
+    else:
+        ops = (_operation(args, "arguments"),)
+    return MemoryRequest(target, ops)
+
+
+def _as_mapping(arguments: Mapping[str, Any] | str) -> Mapping[str, Any]:
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except json.JSONDecodeError as exc:
+            raise InvalidArgumentsError(f"arguments are not valid JSON: {exc.msg}") from None
+    if not isinstance(arguments, Mapping):
+        raise InvalidArgumentsError("arguments must be a JSON object")
+    return arguments
+
+
+def _operation(item: Any, where: str) -> Operation:
+    if not isinstance(item, Mapping):
+        raise InvalidArgumentsError(f"{where} must be an object with action, content, old_text")
+    action = item.get("action")
+    if action not in ACTIONS:
+        raise InvalidArgumentsError(
+            f"{where}: action must be one of add, replace, remove (got {action!r})"
+        )
+    fields = {}
+    for name in ("content", "old_text"):
+        value = item.get(name)
+        if value is not None and not isinstance(value, str):
+            raise InvalidArgumentsError(f"{where}: {name} must be a string")
+        fields[name] = value
+    return Operation(action, **fields)
+
+
+_CODES: tuple[tuple[type[MemoryCoreError], str], ...] = (
+    (InvalidArgumentsError, "invalid_arguments"),
+    (MemoryPermissionError, "permission_denied"),
+    (InvalidUserKeyError, "invalid_user_key"),
+    (UnsafeContentError, "unsafe_content"),
+    (InvalidEntryError, "invalid_entry"),
+    (EntryTooLongError, "entry_too_long"),
+    (OverBudgetError, "over_budget"),
+    (MissingOldTextError, "missing_old_text"),
+    (NoMatchError, "no_match"),
+    (AmbiguousMatchError, "ambiguous_match"),
+    (MemoryEditError, "invalid_operation"),
+    (MemoryDriftError, "file_drift"),
+    (UnreadableMemoryError, "unreadable_file"),
+    (MemoryLockError, "busy"),
+    (AtomicWriteError, "write_failed"),
+    (MemoryFileError, "file_error"),
+)
+
+
+def _code(exc: MemoryCoreError) -> str:
+    for cls, code in _CODES:
+        if isinstance(exc, cls):
+            return code
+    return "error"
+
+
+def _error_details(exc: MemoryCoreError) -> dict[str, Any]:
+    details: dict[str, Any] = {}
+    if isinstance(exc, UnsafeContentError):
+        details["pattern_id"] = exc.finding.pattern_id
+        details["category"] = exc.finding.category
+    if isinstance(exc, AmbiguousMatchError):
+        details["matches"] = list(exc.candidates)
+    if isinstance(exc, OverBudgetError | EntryTooLongError | NoMatchError | MissingOldTextError):
+        details["current_entries"] = _visible(exc.entries)
+        details["usage"] = usage_label(usage(exc.entries), exc.limit)
+    if isinstance(exc, OverBudgetError):
+        details["usage_after"] = usage_label(exc.chars_after, exc.limit)
+    if isinstance(exc, MemoryDriftError):
+        details["backup"] = exc.backup.name
+    return details
+
+
+def _visible(entries: Sequence[str]) -> list[str]:
+    return [safe_view(entry) for entry in entries]
+
+
+_NOTE_MESSAGES = {
+    "added": "Entry added.",
+    "already exists": "Entry already exists; nothing changed.",
+    "replaced": "Entry replaced.",
+    "replaced (merged with an identical entry)": "Entry replaced (merged with an identical one).",
+    "removed": "Entry removed.",
+}
+
+
+def _success_payload(request: MemoryRequest, result: WriteResult) -> dict[str, Any]:
+    if len(result.notes) == 1:
+        message = _NOTE_MESSAGES[result.notes[0]]
+    else:
+        message = f"Batch of {len(result.notes)} operations applied ({', '.join(result.notes)})."
+    return {
+        "success": True,
+        "done": True,
+        "target": request.target,
+        "usage": result.state.usage_label,
+        "entry_count": len(result.state.entries),
+        "message": message,
+        "note": (
+            "Saved to disk; do not repeat this call."
+            if result.changed
+            else "Nothing needed saving; do not repeat this call."
+        ),
+    }
+
+
+def _dumps(payload: Mapping[str, Any]) -> str:
+    return json.dumps(payload, ensure_ascii=False)

@@ -1,0 +1,34 @@
+"""Memory providers: the interface, the registry and the per-session manager."""
+
+from memory_core.providers.base import (
+    AgentKind,
+    MemoryProvider,
+    ProviderError,
+    SessionContext,
+    TranscriptMessage,
+)
+from memory_core.providers.history import HistoryRecallProvider
+from memory_core.providers.manager import BackgroundWorker, MemoryManager
+from memory_core.providers.registry import (
+    ENTRY_POINT_GROUP,
+    ProviderFactory,
+    ProviderRegistry,
+    ProviderResources,
+    default_registry,
+)
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "AgentKind",
+    "BackgroundWorker",
+    "HistoryRecallProvider",
+    "MemoryManager",
+    "MemoryProvider",
+    "ProviderError",
+    "ProviderFactory",
+    "ProviderRegistry",
+    "ProviderResources",
+    "SessionContext",
+    "TranscriptMessage",
+    "default_registry",
+]

@@ -1,0 +1,114 @@
+"""The memory provider interface (DESIGN.md §4).
+
+A provider adds recall beyond the built-in layers. One provider instance
+serves one session: the manager creates it, calls `initialize` with the
+session's `SessionContext`, and then drives the other methods. Every method
+has a harmless default, so a provider implements only what it offers.
+
+Providers run inside the bot's event loop: their methods must not block it
+(do blocking work with ``asyncio.to_thread``). The manager times out and logs
+a provider that is slow or fails; it never lets one break a turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+from memory_core.errors import MemoryCoreError
+
+AgentKind = Literal["primary", "background"]
+
+# Chat types that name a one-to-one chat on the platforms we serve. Anything
+# else is treated as a group, the narrower scope, so an unknown type can only
+# hide recall, never widen it.
+DIRECT_CHAT_TYPES = frozenset({"direct", "dm", "private"})
+
+
+class ProviderError(MemoryCoreError):
+    """A provider could not be found, registered, created or called."""
+
+
+@dataclass(frozen=True)
+class SessionContext:
+    """Who and where a session is; handed to every provider at `initialize`.
+
+    `agent_kind` is ``"background"`` for the review and extraction agents:
+    providers give them recall, but they never cause provider writes.
+    """
+
+    session_id: int
+    user_key: str
+    platform: str
+    chat_id: str
+    chat_type: str
+    parent_session_id: int | None = None
+    agent_kind: AgentKind = "primary"
+
+    @property
+    def is_background(self) -> bool:
+        return self.agent_kind == "background"
+
+    @property
+    def is_group(self) -> bool:
+        return self.chat_type not in DIRECT_CHAT_TYPES
+
+
+@dataclass(frozen=True)
+class TranscriptMessage:
+    """One message of a finished session, as given to `on_session_end`."""
+
+    role: str
+    content: str
+    timestamp: float | None = None
+
+
+class MemoryProvider:
+    """Base class of every memory provider; subclasses set `name`.
+
+    `tool_schemas` returns OpenAI-style function schemas, either
+    ``{"type": "function", "function": {"name": …}}`` or the bare
+    ``{"name": …, "description": …, "parameters": …}``; `handle_tool_call`
+    answers a call of one of them with a string (JSON by convention).
+    """
+
+    name: ClassVar[str] = ""
+
+    async def initialize(self, session: SessionContext) -> None:
+        """Bind to a session; called once, before anything else."""
+
+    async def system_prompt_block(self) -> str:
+        """Static text for the session's frozen system prompt ("" for none)."""
+        return ""
+
+    async def prefetch(self, query: str) -> str:
+        """Recall for the coming turn, given the user's message ("" for none)."""
+        return ""
+
+    async def sync_turn(self, user_text: str, assistant_text: str) -> None:
+        """Learn from a finished turn; runs after the reply, off the reply path."""
+
+    async def queue_prefetch(self, query: str) -> None:
+        """Warm up recall for the next turn; runs after the reply."""
+
+    async def on_session_end(self, messages: Sequence[TranscriptMessage]) -> None:
+        """The session ended (a real boundary: /new, rotation, shutdown)."""
+
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        """The tools this provider offers the model (static, cheap to call)."""
+        return []
+
+    async def handle_tool_call(self, name: str, arguments: Mapping[str, Any]) -> str:
+        """Run one of this provider's tools; the default knows none."""
+        raise ProviderError(f"provider {self.name!r} has no tool {name!r}")
+
+    async def shutdown(self) -> None:
+        """Release resources; called once when the session's manager shuts down."""
+
+
+def schema_tool_name(schema: Mapping[str, Any]) -> str | None:
+    """The function name in an OpenAI-style tool schema, either shape."""
+    inner = schema.get("function", schema)
+    name = inner.get("name") if isinstance(inner, Mapping) else None
+    return name if isinstance(name, str) and name else None

@@ -1,0 +1,166 @@
+"""The built-in history recall provider: earlier conversations, every turn.
+
+On `prefetch` it searches the person's own past sessions for the message just
+received (their direct and group sessions; inside a group, only that group's;
+the current lineage left out) and returns the few best snippets with their
+dates, but only when the match is strong enough to help. Small talk recalls
+nothing: a message needs words that carry meaning (not stopwords, greetings
+or words like "remember" and "last week"), and a session counts only when it
+matched at least two of them (or the only one there is) and scored at least
+`min_score`. Messages without any such word never reach the database.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+from typing import Protocol
+
+from memory_core.fts_query import STOPWORDS
+from memory_core.providers.base import MemoryProvider, SessionContext
+from memory_core.session_models import MATCH_END, MATCH_START, SearchScope, SessionHit, Snippet
+
+# Words that say nothing about a topic: chat small talk, and the words people
+# use to ask for recall at all ("remember what we discussed last week").
+SMALL_TALK = frozenset(
+    """
+    hello hiya howdy yo sup morning afternoon evening night good great nice cool awesome
+    fine well thanks thank thx ty cheers please pls sure alright right bye goodbye later
+    lol lmao haha hahaha hehe wow hmm hm ah uh um welcome sorry np day today tonight
+    tomorrow yesterday week weeks month months year years ago last recent recently earlier
+    before time remember recall discussed discuss talked talk chat chatted conversation
+    mentioned mention going doing done fun love lovely help helpful really pretty quite
+    just think know want need see look going gonna wanna maybe perhaps definitely sounds
+    agreed agree ok okay yep yup nope nah hey hi yes yeah
+    你好 谢谢 多谢 早上好 晚上好 晚安 再见 好的 哈哈 哈哈哈 こんにちは おはよう ありがとう
+    こんばんは おやすみ さようなら
+    """.split()
+)
+_IGNORED = STOPWORDS | SMALL_TALK
+_CJK = "\u3040-\u30ff\u3100-\u312f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_TOKEN = re.compile(rf"[{_CJK}]+|[^\W_]+")
+_IS_CJK = re.compile(rf"[{_CJK}]")
+_MARKED = re.compile(f"{re.escape(MATCH_START)}(.*?){re.escape(MATCH_END)}", re.DOTALL)
+_SPACE = re.compile(r"\s+")
+_SUFFIXES = ("ations", "ation", "ments", "ment", "ings", "ing", "edly", "ed", "es", "s", "e")
+
+
+class SessionSearcher(Protocol):
+    """The part of the session store this provider needs."""
+
+    async def search(
+        self,
+        query: str,
+        scope: SearchScope,
+        *,
+        since: float | None = None,
+        until: float | None = None,
+        limit: int = 10,
+        exclude_lineage_of: int | None = None,
+        include_internal: bool = False,
+    ) -> list[SessionHit]: ...
+
+
+def meaningful_terms(text: str) -> list[str]:
+    """The words of `text` that could name a topic, lower-cased, in order, once each."""
+    terms: list[str] = []
+    for token in _TOKEN.findall(text.casefold()):
+        cjk = bool(_IS_CJK.match(token))
+        if token in _IGNORED or len(token) < (2 if cjk else 3) or token.isdigit():
+            continue
+        if token not in terms:
+            terms.append(token)
+    return terms
+
+
+def _stem(word: str) -> str:
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def _covers(term: str, matched: str) -> bool:
+    """Whether a word the index matched stands for the query term (stemming aside)."""
+    if _IS_CJK.match(term):
+        return len(matched) >= 2 and matched in term
+    a, b = _stem(term), _stem(matched)
+    return a == b or (min(len(a), len(b)) >= 4 and (a.startswith(b) or b.startswith(a)))
+
+
+def matched_terms(terms: Sequence[str], snippets: Sequence[Snippet]) -> set[str]:
+    """The query terms that the index marked as matches in `snippets`."""
+    marked = {m.casefold() for s in snippets for m in _MARKED.findall(s.text)}
+    return {t for t in terms if any(_covers(t, m) for m in marked)}
+
+
+class HistoryRecallProvider(MemoryProvider):
+    """Recalls snippets of the person's earlier conversations for the coming turn."""
+
+    name = "history"
+
+    def __init__(
+        self,
+        store: SessionSearcher,
+        *,
+        max_sessions: int = 3,
+        snippets_per_session: int = 2,
+        snippet_chars: int = 240,
+        min_score: float = 0.0,
+        search_limit: int = 8,
+    ) -> None:
+        self._store = store
+        self._max_sessions = max_sessions
+        self._snippets_per_session = snippets_per_session
+        self._snippet_chars = snippet_chars
+        self._min_score = min_score
+        self._search_limit = search_limit
+        self._session: SessionContext | None = None
+
+    async def initialize(self, session: SessionContext) -> None:
+        self._session = session
+
+    async def prefetch(self, query: str) -> str:
+        session = self._session
+        terms = meaningful_terms(query)
+        if session is None or not terms:
+            return ""
+        scope = SearchScope(session.user_key, session.chat_id if session.is_group else None)
+        hits = await self._store.search(
+            " ".join(terms),
+            scope,
+            limit=self._search_limit,
+            exclude_lineage_of=session.session_id,
+        )
+        needed = min(2, len(terms))
+        strong = [
+            (hit, found)
+            for hit in hits
+            if hit.score >= self._min_score
+            and len(found := matched_terms(terms, hit.snippets)) >= needed
+        ]
+        if not strong:
+            return ""
+        lines = ["Earlier conversations with this user that may be relevant:"]
+        for hit, _ in strong[: self._max_sessions]:
+            lines.append(self._render(hit, terms))
+        return "\n".join(lines)
+
+    def _render(self, hit: SessionHit, terms: Sequence[str]) -> str:
+        best = sorted(hit.snippets, key=lambda s: (-len(matched_terms(terms, [s])), s.timestamp))[
+            : self._snippets_per_session
+        ]
+        best = sorted(best, key=lambda s: s.timestamp)
+        parts = [f"{s.role}: {self._clean(s.text)}" for s in best]
+        return f"- {_date(best[0].timestamp if best else hit.started_at)}: " + " / ".join(parts)
+
+    def _clean(self, text: str) -> str:
+        plain = _SPACE.sub(" ", text.replace(MATCH_START, "").replace(MATCH_END, "")).strip()
+        if len(plain) <= self._snippet_chars:
+            return plain
+        return plain[: self._snippet_chars - 1].rstrip() + "…"
+
+
+def _date(timestamp: float) -> str:
+    return time.strftime("%Y-%m-%d", time.gmtime(timestamp))

@@ -1,0 +1,384 @@
+"""The memory manager: one session's providers, driven safely.
+
+The built-in layer is always there (the history recall provider unless it is
+turned off); beside it at most one external provider. Every call into a
+provider runs as its own task under a timeout: a provider that is slow, hangs
+(even one that ignores cancellation) or raises is logged and skipped, and the
+turn goes on. `prefetch_all` runs on the reply path and never takes longer
+than its timeout; writes (`sync_all`, `end_session`) and warm-ups
+(`queue_prefetch_all`) go to a `BackgroundWorker`, in order per session.
+Background agents (review, extraction) get recall but cause no provider
+writes and see no provider tools.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable, Collection, Coroutine, Hashable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from memory_core.context import sanitize_context
+from memory_core.providers.base import (
+    MemoryProvider,
+    ProviderError,
+    SessionContext,
+    TranscriptMessage,
+    schema_tool_name,
+)
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Job = Callable[[], Awaitable[None]]
+_CANCEL_GRACE = 0.5  # seconds a cancelled job gets to unwind at drain
+
+
+class BackgroundWorker:
+    """Runs jobs off the reply path: first in, first out per key, keys side by side.
+
+    One task per key with queued work (it ends when its queue is empty), so a
+    slow session never holds up another. Share one worker between the
+    managers of all sessions and `drain` it at shutdown.
+    """
+
+    def __init__(self) -> None:
+        self._queues: dict[Hashable, deque[tuple[str, Job]]] = {}
+        self._tasks: dict[Hashable, asyncio.Task[None]] = {}
+
+    def submit(self, key: Hashable, label: str, job: Job) -> None:
+        """Queue `job` behind the earlier jobs of `key` (needs a running event loop)."""
+        self._queues.setdefault(key, deque()).append((label, job))
+        if key not in self._tasks:
+            task = asyncio.get_running_loop().create_task(self._run(key), name=f"memory:{key}")
+            self._tasks[key] = task
+
+    def pending(self, key: Hashable | None = None) -> int:
+        """Jobs queued and not yet started (for `key`, or for all keys)."""
+        if key is not None:
+            return len(self._queues.get(key, ()))
+        return sum(len(queue) for queue in self._queues.values())
+
+    async def _run(self, key: Hashable) -> None:
+        queue = self._queues[key]
+        try:
+            while queue:
+                label, job = queue.popleft()
+                try:
+                    await job()
+                except Exception:  # the top of a job: log it, run the next one
+                    log.exception("memory background job %r failed", label)
+        finally:
+            del self._tasks[key]
+            if queue:  # submitted while a drain was cancelling this task
+                self._tasks[key] = asyncio.get_running_loop().create_task(self._run(key))
+            else:
+                del self._queues[key]
+
+    async def drain(self, timeout: float, key: Hashable | None = None) -> int:
+        """Wait up to `timeout` s for queued work (of `key`, or all); return the jobs dropped.
+
+        Work still running at the deadline is cancelled and what is queued
+        behind it is dropped, with a warning that says how much.
+        """
+        keys = [key] if key is not None else list(self._tasks)
+        tasks = {k: self._tasks[k] for k in keys if k in self._tasks}
+        if not tasks:
+            return 0
+        await asyncio.wait(tasks.values(), timeout=timeout)
+        dropped = 0
+        for k, task in tasks.items():
+            if not task.done():
+                dropped += 1 + len(self._queues.get(k, ()))
+                self._queues.get(k, deque()).clear()
+                task.cancel()
+        if dropped:
+            log.warning(
+                "memory background work not finished in %.1f s: %d job(s) dropped", timeout, dropped
+            )
+            await asyncio.wait([t for t in tasks.values() if not t.done()], timeout=_CANCEL_GRACE)
+        return dropped
+
+
+class MemoryManager:
+    """The providers of one session, called concurrently, each under a timeout.
+
+    `core_tool_names` are the bot's own tools; a provider tool with one of
+    those names (or one another provider already offers) is ignored with a
+    warning. `prefetch_timeout` bounds `prefetch_all`; `call_timeout` bounds
+    every other provider call; `drain_timeout` bounds the wait for queued
+    background work at `shutdown`.
+    """
+
+    def __init__(
+        self,
+        builtins: Sequence[MemoryProvider] = (),
+        *,
+        external: MemoryProvider | None = None,
+        core_tool_names: Collection[str] = (),
+        prefetch_timeout: float = 3.0,
+        call_timeout: float = 10.0,
+        drain_timeout: float = 5.0,
+        worker: BackgroundWorker | None = None,
+    ) -> None:
+        self._providers: list[MemoryProvider] = []
+        self._external: MemoryProvider | None = None
+        self._core_tools = frozenset(core_tool_names)
+        self._prefetch_timeout = prefetch_timeout
+        self._call_timeout = call_timeout
+        self._drain_timeout = drain_timeout
+        self._worker = worker if worker is not None else BackgroundWorker()
+        self._session: SessionContext | None = None
+        self._routes: dict[str, MemoryProvider] = {}
+        self._schemas: list[dict[str, Any]] = []
+        self._stray: set[asyncio.Task[Any]] = set()
+        self._closed = False
+        for provider in builtins:
+            self._check_new(provider)
+            self._providers.append(provider)
+        if external is not None:
+            self.add_external(external)
+
+    # -- membership ---------------------------------------------------------------
+
+    @property
+    def providers(self) -> tuple[MemoryProvider, ...]:
+        """The active providers, built-in ones first."""
+        return tuple(self._providers)
+
+    @property
+    def external(self) -> MemoryProvider | None:
+        return self._external
+
+    def add_external(self, provider: MemoryProvider) -> bool:
+        """Add the external provider; a second one is refused (logged, returns False)."""
+        if self._session is not None:
+            raise ProviderError("providers are added before the manager is initialized")
+        if self._external is not None:
+            log.warning(
+                "memory provider %r refused: %r is already the external provider "
+                "(only one external provider at a time)",
+                provider.name,
+                self._external.name,
+            )
+            return False
+        self._check_new(provider)
+        self._external = provider
+        self._providers.append(provider)
+        return True
+
+    def _check_new(self, provider: MemoryProvider) -> None:
+        if not provider.name:
+            raise ProviderError(f"{type(provider).__name__} has no provider name")
+        if any(p.name == provider.name for p in self._providers):
+            raise ProviderError(f"memory provider {provider.name!r} is already present")
+
+    # -- calling providers ------------------------------------------------------------
+
+    async def _call_all(
+        self,
+        what: str,
+        calls: Sequence[tuple[MemoryProvider, Coroutine[Any, Any, T]]],
+        timeout: float,
+    ) -> list[T | None]:
+        """Run one call per provider concurrently; None where it failed or timed out.
+
+        Returns within `timeout` (plus scheduling): calls still running are
+        cancelled and left to unwind on their own, never waited for.
+        """
+        if not calls:
+            return []
+        tasks = [asyncio.ensure_future(coro) for _, coro in calls]
+        _, pending = await asyncio.wait(tasks, timeout=timeout)
+        results: list[T | None] = []
+        for (provider, _), task in zip(calls, tasks, strict=True):
+            if task in pending:
+                task.cancel()
+                self._stray.add(task)
+                task.add_done_callback(self._forget_stray)
+                log.warning(
+                    "memory provider %r timed out after %.1f s on %s; skipped",
+                    provider.name,
+                    timeout,
+                    what,
+                )
+                results.append(None)
+            elif task.cancelled():
+                log.warning(
+                    "memory provider %r was cancelled during %s; skipped", provider.name, what
+                )
+                results.append(None)
+            elif (exc := task.exception()) is not None:
+                log.warning(
+                    "memory provider %r failed on %s; skipped", provider.name, what, exc_info=exc
+                )
+                results.append(None)
+            else:
+                results.append(task.result())
+        return results
+
+    def _forget_stray(self, task: asyncio.Task[Any]) -> None:
+        self._stray.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("a timed-out memory provider call failed later", exc_info=task.exception())
+
+    def _require_session(self) -> SessionContext:
+        if self._session is None:
+            raise ProviderError("the memory manager is not initialized")
+        return self._session
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    async def initialize(self, session: SessionContext) -> None:
+        """Initialize every provider for `session`; one that fails is left out of it."""
+        if self._session is not None:
+            raise ProviderError("the memory manager is already initialized")
+        self._session = session
+        calls = [(p, _initialized(p, session)) for p in self._providers]
+        results = await self._call_all("initialize", calls, self._call_timeout)
+        self._providers = [p for p, ok in zip(self._providers, results, strict=True) if ok]
+        if self._external not in self._providers:
+            self._external = None
+        self._build_routes()
+
+    async def system_prompt_block(self) -> str:
+        """The providers' static blocks for the frozen system prompt, cleaned and joined."""
+        self._require_session()
+        calls = [(p, p.system_prompt_block()) for p in self._providers]
+        return _join(await self._call_all("system_prompt_block", calls, self._call_timeout))
+
+    async def prefetch_all(self, query: str) -> str:
+        """Recall for this turn from every provider, cleaned and joined ("" for none).
+
+        Call once per turn and reuse the result through the tool loop. Each
+        provider has `prefetch_timeout` seconds; late or failing ones are skipped.
+        """
+        self._require_session()
+        if not query.strip():
+            return ""
+        calls = [(p, p.prefetch(query)) for p in self._providers]
+        return _join(await self._call_all("prefetch", calls, self._prefetch_timeout))
+
+    def sync_all(self, user_text: str, assistant_text: str) -> None:
+        """After the reply: queue `sync_turn` on every provider (not for background agents)."""
+        if self._writes_allowed("sync_turn"):
+            self._submit("sync_turn", lambda p: p.sync_turn(user_text, assistant_text))
+
+    def queue_prefetch_all(self, query: str) -> None:
+        """After the reply: queue `queue_prefetch` on every provider to warm the next turn."""
+        self._require_session()
+        self._submit("queue_prefetch", lambda p: p.queue_prefetch(query))
+
+    def end_session(self, messages: Sequence[TranscriptMessage]) -> None:
+        """The session ended: queue `on_session_end` (not for background agents)."""
+        if self._writes_allowed("on_session_end"):
+            frozen = tuple(messages)
+            self._submit("on_session_end", lambda p: p.on_session_end(frozen))
+
+    def _writes_allowed(self, what: str) -> bool:
+        session = self._require_session()
+        if session.is_background:
+            log.debug("%s skipped: background agents do not write to providers", what)
+            return False
+        return True
+
+    def _submit(
+        self, what: str, call: Callable[[MemoryProvider], Coroutine[Any, Any, None]]
+    ) -> None:
+        session = self._require_session()
+        if self._closed:
+            log.warning(
+                "memory %s for session %s dropped: the manager is shut down",
+                what,
+                session.session_id,
+            )
+            return
+        providers = list(self._providers)
+
+        async def job() -> None:
+            await self._call_all(what, [(p, call(p)) for p in providers], self._call_timeout)
+
+        self._worker.submit(session.session_id, f"{what} (session {session.session_id})", job)
+
+    async def shutdown(self) -> None:
+        """Drain this session's queued work (bounded), then shut providers down in reverse."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._session is not None:
+            await self._worker.drain(self._drain_timeout, key=self._session.session_id)
+        for provider in reversed(self._providers):
+            await self._call_all("shutdown", [(provider, provider.shutdown())], self._call_timeout)
+        for task in list(self._stray):
+            task.cancel()
+
+    # -- tools ----------------------------------------------------------------------------
+
+    def _build_routes(self) -> None:
+        self._routes, self._schemas = {}, []
+        if self._require_session().is_background:
+            return  # background agents work with the core memory and skills tools only
+        for provider in self._providers:
+            for schema in provider.tool_schemas():
+                name = schema_tool_name(schema)
+                if name is None:
+                    log.warning(
+                        "memory provider %r offers a tool without a name; ignored", provider.name
+                    )
+                elif name in self._core_tools:
+                    log.warning(
+                        "memory provider %r tool %r clashes with a core tool; ignored",
+                        provider.name,
+                        name,
+                    )
+                elif name in self._routes:
+                    log.warning(
+                        "memory provider %r tool %r is already offered by %r; ignored",
+                        provider.name,
+                        name,
+                        self._routes[name].name,
+                    )
+                else:
+                    self._routes[name] = provider
+                    self._schemas.append(dict(schema))
+
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        """The provider tools to offer the model (none for background agents)."""
+        self._require_session()
+        return [dict(schema) for schema in self._schemas]
+
+    def owns_tool(self, name: str) -> bool:
+        return name in self._routes
+
+    async def handle_tool_call(self, name: str, arguments: Mapping[str, Any]) -> str:
+        """Route a tool call to the provider that offers `name`."""
+        session = self._require_session()
+        provider = self._routes.get(name)
+        if provider is None:
+            why = " to background agents" if session.is_background else ""
+            raise ProviderError(f"no memory provider tool named {name!r} is available{why}")
+        try:
+            async with asyncio.timeout(self._call_timeout):
+                return await provider.handle_tool_call(name, arguments)
+        except TimeoutError as exc:
+            raise ProviderError(
+                f"memory provider {provider.name!r} did not answer {name!r} "
+                f"within {self._call_timeout:.1f} s"
+            ) from exc
+        except ProviderError:
+            raise
+        except Exception as exc:
+            raise ProviderError(
+                f"memory provider {provider.name!r} failed on {name!r}: {exc}"
+            ) from exc
+
+
+async def _initialized(provider: MemoryProvider, session: SessionContext) -> bool:
+    await provider.initialize(session)
+    return True
+
+
+def _join(results: Sequence[object]) -> str:
+    cleaned = (sanitize_context(text) for text in results if isinstance(text, str))
+    return "\n\n".join(text for text in cleaned if text)

@@ -1,0 +1,156 @@
+"""`SessionDB`: the synchronous session store on one connection.
+
+The command line and the benchmarks use it directly; the async
+`SessionStore` runs the same functions on its writer and reader threads. A
+`SessionDB` is not thread-safe: use it from one thread at a time.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+from memory_core import session_import, session_reads, session_writes
+from memory_core.session_conn import ConnectHook, connect, create_database_file, enable_wal
+from memory_core.session_models import (
+    AppendResult,
+    NewMessage,
+    SearchScope,
+    SessionHit,
+    SessionInfo,
+    SessionOrigin,
+    SessionStoreError,
+    StoredMessage,
+)
+from memory_core.session_schema import check_integrity, migrate
+from memory_core.session_search import search_sessions
+from memory_core.session_writes import DeleteResult
+
+
+def open_writer(path: Path, on_connect: ConnectHook | None = None) -> sqlite3.Connection:
+    """Create the file if needed, switch to WAL, migrate, and return the writer connection."""
+    create_database_file(path)
+    conn = connect(path, on_connect=on_connect)
+    try:
+        conn.execute("PRAGMA secure_delete = ON")  # erased history is zeroed on disk
+        enable_wal(conn)
+        migrate(conn)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+class SessionDB:
+    """Session history on a single connection (writes and reads)."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        clock: Callable[[], float] = time.time,
+        on_connect: ConnectHook | None = None,
+    ) -> None:
+        self.path = Path(path)
+        self._clock = clock
+        self._on_connect = on_connect
+        self._conn: sqlite3.Connection | None = None
+
+    def open(self) -> SessionDB:
+        if self._conn is None:
+            self._conn = open_writer(self.path, self._on_connect)
+        return self
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def __enter__(self) -> SessionDB:
+        return self.open()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise SessionStoreError("the session database is not open")
+        return self._conn
+
+    # writes
+    def append_message(self, *, origin: SessionOrigin, message: NewMessage) -> AppendResult:
+        return session_writes.append_messages(self.conn, origin, [message])
+
+    def append_messages(
+        self, *, origin: SessionOrigin, messages: Sequence[NewMessage]
+    ) -> AppendResult:
+        return session_writes.append_messages(self.conn, origin, messages)
+
+    def end_session(self, session_id: int, reason: str) -> None:
+        session_writes.end_session(self.conn, session_id, reason, self._clock())
+
+    def start_child_session(
+        self,
+        parent_id: int,
+        *,
+        end_reason: str = "compression",
+        model: str | None = None,
+        title: str | None = None,
+    ) -> int:
+        return session_writes.start_child_session(
+            self.conn, parent_id, now=self._clock(), end_reason=end_reason, model=model, title=title
+        )
+
+    def delete_user(self, user_key: str, *, purge: bool = True) -> DeleteResult:
+        return session_writes.delete_user(self.conn, user_key, purge=purge)
+
+    def import_lines(
+        self, lines: Iterable[bytes | str], *, progress: Callable[[int], None] | None = None
+    ) -> session_import.ImportResult:
+        return session_import.import_lines(self.conn, lines, progress=progress)
+
+    # reads
+    def export_lines(self, user_key: str) -> Iterable[str]:
+        return session_import.export_lines(self.conn, user_key)
+
+    def search(
+        self,
+        query: str,
+        scope: SearchScope,
+        *,
+        since: float | None = None,
+        until: float | None = None,
+        limit: int = 10,
+        exclude_lineage_of: int | None = None,
+        include_internal: bool = False,
+    ) -> list[SessionHit]:
+        return search_sessions(
+            self.conn,
+            query,
+            scope,
+            since=since,
+            until=until,
+            limit=limit,
+            exclude_lineage_of=exclude_lineage_of,
+            include_internal=include_internal,
+        )
+
+    def get_session(self, session_id: int) -> SessionInfo | None:
+        return session_reads.get_session(self.conn, session_id)
+
+    def current_session(self, session_key: str) -> SessionInfo | None:
+        return session_reads.current_session(self.conn, session_key)
+
+    def get_messages(
+        self, session_id: int, scope: SearchScope, *, lineage: bool = True
+    ) -> list[StoredMessage]:
+        return session_reads.get_messages(self.conn, session_id, scope, lineage=lineage)
+
+    def list_sessions(self, scope: SearchScope, limit: int = 20) -> list[SessionInfo]:
+        return session_reads.list_sessions(self.conn, scope, limit)
+
+    def check(self, echo: Callable[[str], None] | None = None) -> None:
+        check_integrity(self.conn, echo)

@@ -1,0 +1,185 @@
+"""Value types and errors of the session store.
+
+MemoryCoreError
+ └── SessionStoreError           anything the session store refuses or cannot do
+      ├── SchemaVersionError     state.db was written by a newer Mnemo
+      ├── IndexIntegrityError    the database or a full-text index is damaged
+      ├── InvalidMessageError    a message or session field is not acceptable
+      ├── SessionNotFoundError   no session with that id
+      ├── SessionConflictError   the write contradicts a stored session
+      └── ImportFormatError      a bad line in an import file (session_import)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from memory_core.errors import MemoryCoreError
+
+MATCH_START = ">>>"
+MATCH_END = "<<<"
+
+ROLES = frozenset({"user", "assistant", "system", "tool"})
+CHAT_TYPES = frozenset({"private", "group"})
+INTERNAL_SOURCES = ("review", "extraction")
+
+
+class SessionStoreError(MemoryCoreError):
+    """Root of the session store's errors."""
+
+
+class SchemaVersionError(SessionStoreError):
+    """The database was written by a newer version of Mnemo."""
+
+
+class IndexIntegrityError(SessionStoreError):
+    """The database or one of its full-text indexes failed its integrity check."""
+
+
+class InvalidMessageError(SessionStoreError):
+    """A message or session field is missing or not acceptable."""
+
+
+class SessionNotFoundError(SessionStoreError):
+    """No session has the given id."""
+
+
+class SessionConflictError(SessionStoreError):
+    """The write contradicts what is stored (another owner, an open session in the way)."""
+
+
+@dataclass(frozen=True)
+class SearchScope:
+    """Whose history a search may see: one person, optionally one chat."""
+
+    user_key: str
+    chat_id: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.user_key:
+            raise InvalidMessageError("a search scope needs a user key")
+
+
+@dataclass(frozen=True)
+class Snippet:
+    """One matching message; matches in `text` sit between MATCH_START and MATCH_END."""
+
+    message_id: int
+    role: str
+    timestamp: float
+    text: str
+
+
+@dataclass(frozen=True)
+class SessionHit:
+    """A matching conversation, reported by the root session of its lineage."""
+
+    session_id: int
+    external_id: str | None
+    source: str
+    chat_id: str
+    chat_type: str
+    started_at: float
+    ended_at: float | None
+    score: float
+    snippets: tuple[Snippet, ...]
+
+
+@dataclass(frozen=True)
+class SessionOrigin:
+    """Where a session lives: its routing key and owner, used to create it lazily."""
+
+    session_key: str
+    source: str
+    user_key: str
+    chat_id: str
+    chat_type: str
+    thread_id: str | None = None
+    model: str | None = None
+    title: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("session_key", "source", "user_key", "chat_id"):
+            if not getattr(self, name):
+                raise InvalidMessageError(f"session {name} must not be empty")
+        if self.chat_type not in CHAT_TYPES:
+            raise InvalidMessageError(f"chat type {self.chat_type!r} is not private or group")
+
+
+@dataclass(frozen=True)
+class NewMessage:
+    """A message to append.
+
+    A message is identified inside its session by `platform_message_id` when
+    the platform gave one, else by `key`, a stable caller-chosen key (for
+    example ``"<turn id>:<index>"``); at least one is required, so writing the
+    same turn twice adds nothing.
+    """
+
+    role: str
+    content: str
+    timestamp: float
+    platform_message_id: str | None = None
+    key: str | None = None
+    tool_name: str | None = None
+    tool_calls: str | None = None
+    tool_call_id: str | None = None
+    speaker_name: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise InvalidMessageError(f"role {self.role!r} is not one of {sorted(ROLES)}")
+        if not isinstance(self.content, str):
+            raise InvalidMessageError("message content must be a string")
+        if not isinstance(self.timestamp, int | float) or not math.isfinite(self.timestamp):
+            raise InvalidMessageError(f"timestamp {self.timestamp!r} is not a finite number")
+        if self.platform_message_id is None and self.key is None:
+            raise InvalidMessageError("a message needs a platform_message_id or a stable key")
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    """What a write did: the session used, whether it was created, the message ids."""
+
+    session_id: int
+    session_created: bool
+    message_ids: tuple[int, ...]
+    inserted: int
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """One stored session row."""
+
+    id: int
+    source: str
+    user_key: str
+    chat_id: str
+    chat_type: str
+    thread_id: str | None
+    session_key: str | None
+    title: str | None
+    model: str | None
+    started_at: float
+    ended_at: float | None
+    end_reason: str | None
+    parent_session_id: int | None
+    root_id: int
+    external_id: str | None
+
+
+@dataclass(frozen=True)
+class StoredMessage:
+    """One stored message row."""
+
+    id: int
+    session_id: int
+    role: str
+    content: str
+    timestamp: float
+    tool_name: str | None
+    tool_calls: str | None
+    tool_call_id: str | None
+    platform_message_id: str | None
+    speaker_name: str | None

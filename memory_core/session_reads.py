@@ -1,0 +1,79 @@
+"""Plain reads of state.db: sessions by id or key, and a conversation's messages.
+
+Reads that return message text take a `SearchScope` and check it in SQL, so a
+session id alone never opens another person's conversation.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from memory_core.session_models import SearchScope, SessionInfo, StoredMessage
+
+SESSION_COLUMNS = (
+    "id, source, user_key, chat_id, chat_type, thread_id, session_key, title, model, "
+    "started_at, ended_at, end_reason, parent_session_id, root_id, external_id"
+)
+MESSAGE_COLUMNS = (
+    "m.id, m.session_id, m.role, m.content, m.timestamp, m.tool_name, m.tool_calls, "
+    "m.tool_call_id, m.platform_message_id, m.speaker_name"
+)
+
+
+def _session(row: tuple | None) -> SessionInfo | None:
+    return None if row is None else SessionInfo(*row)
+
+
+def get_session(conn: sqlite3.Connection, session_id: int) -> SessionInfo | None:
+    """The session row with this id, or None."""
+    row = conn.execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,))
+    return _session(row.fetchone())
+
+
+def current_session(conn: sqlite3.Connection, session_key: str) -> SessionInfo | None:
+    """The open session of a routing key, or None when the next message starts one."""
+    row = conn.execute(
+        f"SELECT {SESSION_COLUMNS} FROM sessions WHERE session_key = ? AND ended_at IS NULL",
+        (session_key,),
+    )
+    return _session(row.fetchone())
+
+
+def scope_sql(scope: SearchScope, alias: str = "s") -> tuple[str, list[object]]:
+    """The SQL condition (and its parameters) that confines rows to a scope."""
+    sql = f"{alias}.user_key = ?"
+    params: list[object] = [scope.user_key]
+    if scope.chat_id is not None:
+        sql += f" AND {alias}.chat_id = ?"
+        params.append(scope.chat_id)
+    return sql, params
+
+
+def get_messages(
+    conn: sqlite3.Connection, session_id: int, scope: SearchScope, *, lineage: bool = True
+) -> list[StoredMessage]:
+    """The messages of a session (and, with `lineage`, of its whole lineage), in order.
+
+    Empty when the session does not exist or lies outside `scope`.
+    """
+    where, params = scope_sql(scope)
+    target = "s.root_id = (SELECT root_id FROM sessions WHERE id = ?)" if lineage else "s.id = ?"
+    rows = conn.execute(
+        f"SELECT {MESSAGE_COLUMNS} FROM messages m JOIN sessions s ON s.id = m.session_id "
+        f"WHERE {target} AND {where} ORDER BY m.timestamp, m.id",
+        (session_id, *params),
+    )
+    return [StoredMessage(*row) for row in rows]
+
+
+def list_sessions(
+    conn: sqlite3.Connection, scope: SearchScope, limit: int = 20
+) -> list[SessionInfo]:
+    """The most recent root sessions in scope, newest first."""
+    where, params = scope_sql(scope)
+    rows = conn.execute(
+        f"SELECT {SESSION_COLUMNS} FROM sessions s WHERE {where} AND s.id = s.root_id "
+        "ORDER BY s.started_at DESC, s.id DESC LIMIT ?",
+        (*params, max(1, limit)),
+    )
+    return [SessionInfo(*row) for row in rows]

@@ -1,0 +1,372 @@
+"""The state.db schema: tables, full-text indexes, triggers and migrations.
+
+The schema is numbered. `migrate()` brings a database of any older version up
+to `SCHEMA_VERSION` by running the forward steps in order, each in the same
+transaction as the version bump, so a crash mid-migration leaves the previous
+version intact. A database newer than this code is refused.
+
+Two FTS5 indexes read the `messages` table through views (external content),
+each with the message text and an `owner` column (see `owner_token`):
+
+- `messages_fts`: words, `porter unicode61` (stemmed, diacritics folded).
+  Tool output is indexed only up to `TOOL_INDEX_CHARS` characters.
+- `messages_trigram`: `trigram`, for Chinese/Japanese text, emoji and
+  substrings of non-ASCII text. Only rows holding non-ASCII characters are
+  in it (pure ASCII text is served by the word index), and no tool rows.
+
+One insert, one delete and one update trigger keep both in sync (and the
+per-session message counts). Bulk loads
+drop the insert trigger, insert, index the new rows in one statement and put
+the trigger back (`drop_insert_trigger` / `index_rows_after` /
+`create_insert_trigger`), all inside the caller's transaction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from memory_core.session_models import IndexIntegrityError, SchemaVersionError
+
+SCHEMA_VERSION = 3
+TOOL_INDEX_CHARS = 8192
+WORD_INDEX = "messages_fts"
+TRIGRAM_INDEX = "messages_trigram"
+
+
+_V1 = """
+CREATE TABLE sessions (
+    id INTEGER PRIMARY KEY,
+    source TEXT NOT NULL,
+    user_key TEXT NOT NULL,
+    chat_id TEXT NOT NULL,
+    chat_type TEXT NOT NULL CHECK (chat_type IN ('private', 'group')),
+    thread_id TEXT,
+    session_key TEXT,
+    title TEXT,
+    model TEXT,
+    started_at REAL NOT NULL,
+    ended_at REAL,
+    end_reason TEXT,
+    parent_session_id INTEGER REFERENCES sessions(id)
+);
+CREATE INDEX sessions_user_chat ON sessions(user_key, chat_id);
+CREATE INDEX sessions_parent ON sessions(parent_session_id);
+CREATE TABLE messages (
+    id INTEGER PRIMARY KEY,
+    session_id INTEGER NOT NULL REFERENCES sessions(id),
+    role TEXT NOT NULL,
+    content TEXT NOT NULL DEFAULT '',
+    tool_name TEXT,
+    tool_calls TEXT,
+    tool_call_id TEXT,
+    timestamp REAL NOT NULL,
+    platform_message_id TEXT,
+    speaker_name TEXT
+);
+CREATE INDEX messages_session ON messages(session_id, timestamp);
+CREATE VIEW messages_fts_source AS
+    SELECT id, CASE WHEN role = 'tool' THEN substr(content, 1, 8192) ELSE content END
+        AS content
+    FROM messages;
+CREATE VIRTUAL TABLE messages_fts USING fts5(
+    content, content='messages_fts_source', content_rowid='id',
+    tokenize='porter unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER messages_fts_ai AFTER INSERT ON messages BEGIN
+    INSERT INTO messages_fts(rowid, content) VALUES (new.id,
+        CASE WHEN new.role = 'tool' THEN substr(new.content, 1, 8192) ELSE new.content END);
+END;
+CREATE TRIGGER messages_fts_ad AFTER DELETE ON messages BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, content) VALUES ('delete', old.id,
+        CASE WHEN old.role = 'tool' THEN substr(old.content, 1, 8192) ELSE old.content END);
+END;
+CREATE TRIGGER messages_fts_au AFTER UPDATE OF id, role, content ON messages BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, content) VALUES ('delete', old.id,
+        CASE WHEN old.role = 'tool' THEN substr(old.content, 1, 8192) ELSE old.content END);
+    INSERT INTO messages_fts(rowid, content) VALUES (new.id,
+        CASE WHEN new.role = 'tool' THEN substr(new.content, 1, 8192) ELSE new.content END);
+END;
+"""
+
+# v2: the trigram index, for CJK text and substrings.
+_V2 = """
+CREATE VIEW messages_trigram_source AS
+    SELECT id, content FROM messages WHERE role != 'tool';
+CREATE VIRTUAL TABLE messages_trigram USING fts5(
+    content, content='messages_trigram_source', content_rowid='id', tokenize='trigram'
+);
+INSERT INTO messages_trigram(messages_trigram) VALUES ('rebuild');
+DROP TRIGGER messages_fts_ai;
+DROP TRIGGER messages_fts_ad;
+DROP TRIGGER messages_fts_au;
+CREATE TRIGGER messages_ai AFTER INSERT ON messages BEGIN
+    INSERT INTO messages_fts(rowid, content) VALUES (new.id,
+        CASE WHEN new.role = 'tool' THEN substr(new.content, 1, 8192) ELSE new.content END);
+    INSERT INTO messages_trigram(rowid, content)
+        SELECT new.id, new.content WHERE new.role != 'tool';
+END;
+CREATE TRIGGER messages_ad AFTER DELETE ON messages BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, content) VALUES ('delete', old.id,
+        CASE WHEN old.role = 'tool' THEN substr(old.content, 1, 8192) ELSE old.content END);
+    INSERT INTO messages_trigram(messages_trigram, rowid, content)
+        SELECT 'delete', old.id, old.content WHERE old.role != 'tool';
+END;
+"""
+
+# Only rows with non-ASCII text go to the trigram index (byte length differs
+# from character length): ASCII text is served by the word index, and leaving
+# it out halves the cost of the trigram index, by far the costliest part.
+_TRIGRAM_ROW = "{r}.role != 'tool' AND length(CAST({r}.content AS BLOB)) != length({r}.content)"
+_WORD_VALUE = "CASE WHEN {r}.role = 'tool' THEN substr({r}.content, 1, 8192) ELSE {r}.content END"
+_OWNER = "(SELECT owner_token FROM sessions WHERE id = {r}.session_id)"
+
+_INSERT_TRIGGER = f"""
+CREATE TRIGGER messages_ai AFTER INSERT ON messages BEGIN
+    INSERT INTO messages_fts(rowid, content, owner)
+        VALUES (new.id, {_WORD_VALUE.format(r="new")}, {_OWNER.format(r="new")});
+    INSERT INTO messages_trigram(rowid, content, owner)
+        SELECT new.id, new.content, {_OWNER.format(r="new")} WHERE {_TRIGRAM_ROW.format(r="new")};
+    UPDATE sessions SET message_count = message_count + 1 WHERE id = new.session_id;
+END
+"""
+
+_DELETE_OLD = f"""
+    INSERT INTO messages_fts(messages_fts, rowid, content, owner)
+        VALUES ('delete', old.id, {_WORD_VALUE.format(r="old")}, {_OWNER.format(r="old")});
+    INSERT INTO messages_trigram(messages_trigram, rowid, content, owner)
+        SELECT 'delete', old.id, old.content, {_OWNER.format(r="old")}
+        WHERE {_TRIGRAM_ROW.format(r="old")};
+    UPDATE sessions SET message_count = message_count - 1 WHERE id = old.session_id;
+"""
+
+# v3: lineage roots, import ids, idempotency keys, one open session per routing
+# key, per-session message counts, and an owner column in both indexes. The
+# owner column holds a token derived from the user key (`owner_token`), so
+# that FTS5 itself narrows a match to one person's rows before SQL applies
+# the scope; the scope in SQL stays the rule, the token is only a shortcut.
+_V3 = f"""
+ALTER TABLE sessions ADD COLUMN root_id INTEGER;
+ALTER TABLE sessions ADD COLUMN external_id TEXT;
+ALTER TABLE sessions ADD COLUMN owner_token TEXT;
+ALTER TABLE sessions ADD COLUMN message_count INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE messages ADD COLUMN dedupe_key TEXT;
+WITH RECURSIVE lineage(id, root) AS (
+    SELECT id, id FROM sessions WHERE parent_session_id IS NULL
+    UNION ALL
+    SELECT s.id, lineage.root FROM sessions s JOIN lineage ON s.parent_session_id = lineage.id
+)
+UPDATE sessions SET root_id = (SELECT root FROM lineage WHERE lineage.id = sessions.id);
+UPDATE sessions SET root_id = id WHERE root_id IS NULL;
+UPDATE sessions SET owner_token = mnemo_owner_token(user_key),
+    message_count = (SELECT count(*) FROM messages WHERE session_id = sessions.id);
+CREATE INDEX sessions_root ON sessions(root_id);
+CREATE UNIQUE INDEX sessions_external
+    ON sessions(source, user_key, external_id) WHERE external_id IS NOT NULL;
+CREATE UNIQUE INDEX sessions_open_key
+    ON sessions(session_key) WHERE session_key IS NOT NULL AND ended_at IS NULL;
+CREATE UNIQUE INDEX messages_platform_id
+    ON messages(session_id, platform_message_id) WHERE platform_message_id IS NOT NULL;
+CREATE UNIQUE INDEX messages_dedupe
+    ON messages(session_id, dedupe_key) WHERE dedupe_key IS NOT NULL;
+CREATE TRIGGER sessions_owner_fixed BEFORE UPDATE OF user_key, owner_token ON sessions
+    WHEN old.owner_token IS NOT NULL BEGIN
+    SELECT RAISE(ABORT, 'the owner of a session cannot change');
+END;
+DROP TRIGGER messages_ai;
+DROP TRIGGER messages_ad;
+DROP TABLE messages_fts;
+DROP TABLE messages_trigram;
+DROP VIEW messages_fts_source;
+DROP VIEW messages_trigram_source;
+CREATE VIEW messages_fts_source AS
+    SELECT m.id AS id, {_WORD_VALUE.format(r="m")} AS content, s.owner_token AS owner
+    FROM messages m JOIN sessions s ON s.id = m.session_id;
+CREATE VIEW messages_trigram_source AS
+    SELECT m.id AS id, m.content AS content, s.owner_token AS owner
+    FROM messages m JOIN sessions s ON s.id = m.session_id WHERE {_TRIGRAM_ROW.format(r="m")};
+CREATE VIRTUAL TABLE messages_fts USING fts5(
+    content, owner, content='messages_fts_source', content_rowid='id',
+    tokenize='porter unicode61 remove_diacritics 2'
+);
+CREATE VIRTUAL TABLE messages_trigram USING fts5(
+    content, owner, content='messages_trigram_source', content_rowid='id', tokenize='trigram'
+);
+INSERT INTO messages_fts(messages_fts) VALUES ('rebuild');
+INSERT INTO messages_trigram(messages_trigram) VALUES ('rebuild');
+CREATE TRIGGER messages_ad AFTER DELETE ON messages BEGIN {_DELETE_OLD}
+END;
+CREATE TRIGGER messages_au AFTER UPDATE OF id, session_id, role, content ON messages BEGIN
+    {_DELETE_OLD}
+    INSERT INTO messages_fts(rowid, content, owner)
+        VALUES (new.id, {_WORD_VALUE.format(r="new")}, {_OWNER.format(r="new")});
+    INSERT INTO messages_trigram(rowid, content, owner)
+        SELECT new.id, new.content, {_OWNER.format(r="new")} WHERE {_TRIGRAM_ROW.format(r="new")};
+    UPDATE sessions SET message_count = message_count + 1 WHERE id = new.session_id;
+END;
+{_INSERT_TRIGGER};
+"""
+
+
+def owner_token(user_key: str) -> str:
+    """Three private-use characters derived from a user key: one word, one trigram.
+
+    Private-use characters are word characters for `unicode61` and fold to
+    themselves, and three of them are exactly one trigram, so the token is a
+    single term in both indexes. Two people could share a token (48 bits of
+    a hash); that costs speed, never privacy, because SQL checks the user key.
+    """
+    digest = hashlib.blake2b(user_key.encode("utf-8", "surrogatepass"), digest_size=6).digest()
+    value = int.from_bytes(digest, "big")
+    return "".join(chr(0xF0000 + ((value >> (16 * i)) & 0xFFFF) % 0xFFFE) for i in range(3))
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One forward step: the version it produces and the SQL that gets there."""
+
+    version: int
+    script: str
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, _V1),
+    Migration(2, _V2),
+    Migration(3, _V3),
+)
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    """The database's schema version; 0 for a database without our tables."""
+    row = conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
+    ).fetchone()
+    if row is None:
+        return 0
+    found = conn.execute("SELECT max(version) FROM schema_version").fetchone()[0]
+    return int(found or 0)
+
+
+def migrate(conn: sqlite3.Connection, target: int = SCHEMA_VERSION) -> int:
+    """Apply every step above the current version up to `target`; return the new version.
+
+    Each step runs in its own IMMEDIATE transaction with its version bump.
+    `conn` must be in autocommit mode (``isolation_level=None``).
+    """
+    conn.create_function("mnemo_owner_token", 1, owner_token, deterministic=True)
+    current = schema_version(conn)
+    if current > SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"state.db has schema version {current}, newer than this Mnemo "
+            f"understands ({SCHEMA_VERSION}); upgrade Mnemo"
+        )
+    for step in MIGRATIONS:
+        if current < step.version <= target:
+            _apply(conn, step)
+            current = step.version
+    return current
+
+
+def _apply(conn: sqlite3.Connection, step: Migration) -> None:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        # Another process may have migrated while we waited for the lock.
+        if schema_version(conn) >= step.version:
+            conn.execute("COMMIT")
+            return
+        conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+        for statement in _statements(step.script):
+            conn.execute(statement)
+        conn.execute("DELETE FROM schema_version")
+        conn.execute("INSERT INTO schema_version(version) VALUES (?)", (step.version,))
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def _statements(script: str) -> list[str]:
+    """Split a script into complete statements (trigger bodies hold semicolons)."""
+    statements: list[str] = []
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            statements.append(buffer.strip())
+            buffer = ""
+    if buffer.strip():
+        statements.append(buffer.strip())
+    return statements
+
+
+def drop_insert_trigger(conn: sqlite3.Connection) -> None:
+    """Stop indexing inserts (bulk load); call inside the load's transaction."""
+    conn.execute("DROP TRIGGER IF EXISTS messages_ai")
+
+
+def create_insert_trigger(conn: sqlite3.Connection) -> None:
+    """Put the insert trigger back after a bulk load."""
+    conn.execute(_INSERT_TRIGGER)
+
+
+def index_rows_after(conn: sqlite3.Connection, last_id: int) -> None:
+    """Index every message whose id is above `last_id` (rows a bulk load inserted)."""
+    conn.execute(
+        "INSERT INTO messages_fts(rowid, content, owner) SELECT id, content, owner "
+        "FROM messages_fts_source WHERE id > ?",
+        (last_id,),
+    )
+    conn.execute(
+        "INSERT INTO messages_trigram(rowid, content, owner) SELECT id, content, owner "
+        "FROM messages_trigram_source WHERE id > ?",
+        (last_id,),
+    )
+
+
+def recount_messages(conn: sqlite3.Connection, session_ids: list[int]) -> None:
+    """Set `message_count` of these sessions from their rows (after a bulk load)."""
+    conn.executemany(
+        "UPDATE sessions SET message_count = "
+        "(SELECT count(*) FROM messages WHERE session_id = sessions.id) WHERE id = ?",
+        [(i,) for i in session_ids],
+    )
+
+
+def rebuild_indexes(conn: sqlite3.Connection) -> None:
+    """Rebuild both full-text indexes from the messages table."""
+    conn.execute(f"INSERT INTO {WORD_INDEX}({WORD_INDEX}) VALUES ('rebuild')")
+    conn.execute(f"INSERT INTO {TRIGRAM_INDEX}({TRIGRAM_INDEX}) VALUES ('rebuild')")
+
+
+def optimize_indexes(conn: sqlite3.Connection) -> None:
+    """Merge each index into one segment (drops deleted rows' tokens for good)."""
+    conn.execute(f"INSERT INTO {WORD_INDEX}({WORD_INDEX}) VALUES ('optimize')")
+    conn.execute(f"INSERT INTO {TRIGRAM_INDEX}({TRIGRAM_INDEX}) VALUES ('optimize')")
+
+
+def check_integrity(conn: sqlite3.Connection, echo: Callable[[str], None] | None = None) -> None:
+    """Run SQLite's integrity check and FTS5's on both indexes; raise on any problem."""
+    say = echo or (lambda _line: None)
+    rows = [r[0] for r in conn.execute("PRAGMA integrity_check").fetchall()]
+    if rows != ["ok"]:
+        raise IndexIntegrityError("database integrity check failed: " + "; ".join(rows[:5]))
+    say("ok   database integrity")
+    for index in (WORD_INDEX, TRIGRAM_INDEX):
+        try:
+            conn.execute(f"INSERT INTO {index}({index}, rank) VALUES ('integrity-check', 1)")
+        except sqlite3.DatabaseError as exc:
+            raise IndexIntegrityError(f"full-text index {index} is out of sync: {exc}") from None
+        say(f"ok   index {index}")
+    wrong = conn.execute(
+        "SELECT count(*) FROM sessions WHERE message_count != "
+        "(SELECT count(*) FROM messages WHERE session_id = sessions.id)"
+    ).fetchone()[0]
+    if wrong:
+        raise IndexIntegrityError(f"{wrong} sessions have a wrong message count")
+    say("ok   message counts")
+    version = schema_version(conn)
+    if version != SCHEMA_VERSION:
+        raise IndexIntegrityError(f"schema version {version}, expected {SCHEMA_VERSION}")
+    say(f"ok   schema version {version}")

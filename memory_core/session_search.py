@@ -1,0 +1,320 @@
+"""Scoped search over session history, ranked per conversation.
+
+How a query is answered:
+
+1. `parse_query` turns the text into quoted terms (see `fts_query`).
+2. Every SQL statement carries the scope (`sessions.user_key = ?`, plus
+   `chat_id = ?` when a chat is given), the time window, the lineage to skip
+   and the internal-source filter (`ScopeFilter`). Nothing outside the scope
+   is read, so nothing outside it can be returned or even weigh on a score.
+3. Each term is looked up on its own: words and phrases in the word index,
+   CJK/emoji of three or more characters in the trigram index, shorter ones
+   with `instr()` on the base table (the trigram index cannot match them). A
+   word of three or more letters with no hit is retried as a substring in
+   the trigram index (``kube`` finds ``kubernetes``).
+4. Hits are grouped by lineage root and scored as documents with BM25,
+   computed from the statistics of the caller's own scope: each term weighs
+   its inverse document frequency, so common words do not swamp rare ones,
+   and term frequency saturates, so a conversation matching more of the
+   query ranks higher. A bonus for the best single message rewards terms
+   found together. Recency breaks ties.
+5. The best messages of each top conversation become marked snippets.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from collections import defaultdict
+from dataclasses import dataclass
+
+from memory_core.fts_query import ParsedQuery, QueryTerm, TermKind, parse_query
+from memory_core.session_models import (
+    INTERNAL_SOURCES,
+    MATCH_END,
+    MATCH_START,
+    SearchScope,
+    SessionHit,
+    Snippet,
+)
+from memory_core.session_reads import scope_sql
+from memory_core.session_schema import TRIGRAM_INDEX, WORD_INDEX, owner_token
+from memory_core.session_snippets import highlighted_texts
+
+__all__ = [
+    "MATCH_END",
+    "MATCH_START",
+    "Ranking",
+    "ScopeFilter",
+    "SearchScope",
+    "SessionHit",
+    "Snippet",
+    "search_sessions",
+]
+
+MAX_LIMIT = 100
+MAX_HITS_PER_TERM = 5000  # newest matches per term; bounds work on very long histories
+SNIPPETS_PER_HIT = 3
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """Tunable constants of the ranking (measured with bench/locomo_recall.py)."""
+
+    k1: float = 2.0
+    b: float = 0.3
+    best_message_weight: float = 0.5
+    coverage_weight: float = 1.0
+
+
+DEFAULT_RANKING = Ranking()
+
+
+@dataclass(frozen=True)
+class ScopeFilter:
+    """The WHERE clause every search statement shares (alias `s` sessions, `m` messages).
+
+    `sessions_sql` holds the conditions on sessions only (scope, sources,
+    lineage); `sql` adds the time window on messages.
+    """
+
+    sessions_sql: str
+    sessions_params: tuple[object, ...]
+    sql: str
+    params: tuple[object, ...]
+    owner: str
+
+    @classmethod
+    def build(
+        cls,
+        scope: SearchScope,
+        *,
+        since: float | None = None,
+        until: float | None = None,
+        exclude_lineage_of: int | None = None,
+        include_internal: bool = False,
+    ) -> ScopeFilter:
+        where, params = scope_sql(scope, "s")
+        parts = [where]
+        if not include_internal:
+            parts.append(f"s.source NOT IN ({', '.join('?' * len(INTERNAL_SOURCES))})")
+            params.extend(INTERNAL_SOURCES)
+        if exclude_lineage_of is not None:
+            parts.append("s.root_id IS NOT (SELECT root_id FROM sessions WHERE id = ?)")
+            params.append(int(exclude_lineage_of))
+        session_parts, session_params = list(parts), tuple(params)
+        if since is not None:
+            parts.append("m.timestamp >= ?")
+            params.append(float(since))
+        if until is not None:
+            parts.append("m.timestamp < ?")
+            params.append(float(until))
+        return cls(
+            " AND ".join(session_parts),
+            session_params,
+            " AND ".join(parts),
+            tuple(params),
+            owner_token(scope.user_key),
+        )
+
+
+@dataclass
+class _Doc:
+    """One lineage root's matches."""
+
+    tf: dict[int, int]
+    last: float = 0.0
+
+
+def search_sessions(
+    conn: sqlite3.Connection,
+    query: str,
+    scope: SearchScope,
+    *,
+    since: float | None = None,
+    until: float | None = None,
+    limit: int = 10,
+    exclude_lineage_of: int | None = None,
+    include_internal: bool = False,
+    ranking: Ranking = DEFAULT_RANKING,
+) -> list[SessionHit]:
+    """Ranked conversations of `scope` matching `query` (see the module docstring)."""
+    parsed = parse_query(query)
+    if not parsed or limit < 1:
+        return []
+    where = ScopeFilter.build(
+        scope,
+        since=since,
+        until=until,
+        exclude_lineage_of=exclude_lineage_of,
+        include_internal=include_internal,
+    )
+    terms, hits = _collect_hits(conn, parsed, where)
+    if not any(hits):
+        return []
+    stats = _scope_stats(conn, where, {root for found in hits for _, root, _ in found})
+    scored, weights = _score(hits, stats, ranking)
+    top = sorted(scored, key=lambda r: (-scored[r][0], -scored[r][1], -r))[: min(limit, MAX_LIMIT)]
+    return _hits(conn, top, {r: scored[r][0] for r in top}, terms, hits, weights)
+
+
+def _collect_hits(
+    conn: sqlite3.Connection, parsed: ParsedQuery, where: ScopeFilter
+) -> tuple[list[QueryTerm], list[list[tuple[int, int, float]]]]:
+    terms: list[QueryTerm] = []
+    hits: list[list[tuple[int, int, float]]] = []
+    for term in parsed.terms:
+        found = _term_hits(conn, term, where)
+        if not found and term.kind is TermKind.WORD and len(term.text) >= 3:
+            term = term.as_prefix()  # no such word: try it as the start of longer ones
+            found = _fts_hits(conn, WORD_INDEX, term, where)
+        terms.append(term)
+        hits.append(found)
+    return terms, hits
+
+
+def _term_hits(
+    conn: sqlite3.Connection, term: QueryTerm, where: ScopeFilter
+) -> list[tuple[int, int, float]]:
+    if term.kind is not TermKind.LITERAL:
+        return _fts_hits(conn, WORD_INDEX, term, where)
+    if len(term.text) >= 3:
+        return _fts_hits(conn, TRIGRAM_INDEX, term, where)
+    # Trigram MATCH cannot find fewer than three characters, and LIKE on the
+    # FTS table is wrong for 2-character CJK on SQLite 3.40: scan the base table.
+    return conn.execute(
+        "SELECT m.id, s.root_id, m.timestamp FROM sessions s "
+        "CROSS JOIN messages m ON m.session_id = s.id "
+        f"WHERE {where.sql} AND m.role != 'tool' AND instr(m.content, ?) > 0 "
+        "ORDER BY m.id DESC LIMIT ?",
+        (*where.params, term.text, MAX_HITS_PER_TERM),
+    ).fetchall()
+
+
+def _fts_hits(
+    conn: sqlite3.Connection, index: str, term: QueryTerm, where: ScopeFilter
+) -> list[tuple[int, int, float]]:
+    """The newest `MAX_HITS_PER_TERM` messages in scope that match `term`.
+
+    FTS5 first intersects the term with the caller's owner token (cheap:
+    it seeks in the shorter list), then SQL applies the real scope.
+    """
+    expression = f'owner : "{where.owner}" AND content : {term.match_expression()}'
+    return conn.execute(
+        "SELECT m.id, s.root_id, m.timestamp FROM messages m "
+        "CROSS JOIN sessions s ON s.id = m.session_id "
+        f"WHERE m.id IN (SELECT rowid FROM {index} WHERE {index} MATCH ? "
+        f"ORDER BY rowid DESC LIMIT ?) AND {where.sql}",
+        (expression, MAX_HITS_PER_TERM, *where.params),
+    ).fetchall()
+
+
+@dataclass(frozen=True)
+class _Stats:
+    """Document statistics of the caller's scope: messages, lineages, candidate lengths."""
+
+    messages: int
+    lineages: int
+    lengths: dict[int, int]
+
+
+def _scope_stats(conn: sqlite3.Connection, where: ScopeFilter, roots: set[int]) -> _Stats:
+    messages, lineages = conn.execute(
+        "SELECT coalesce(sum(s.message_count), 0), count(DISTINCT s.root_id) FROM sessions s "
+        f"WHERE {where.sessions_sql}",
+        where.sessions_params,
+    ).fetchone()
+    ordered = sorted(roots)
+    lengths: dict[int, int] = {}
+    for start in range(0, len(ordered), 500):
+        chunk = ordered[start : start + 500]
+        rows = conn.execute(
+            "SELECT root_id, sum(message_count) FROM sessions "
+            f"WHERE root_id IN ({','.join('?' * len(chunk))}) GROUP BY root_id",
+            chunk,
+        )
+        lengths.update(rows.fetchall())
+    return _Stats(max(1, messages), max(1, lineages), lengths)
+
+
+def _score(
+    hits: list[list[tuple[int, int, float]]], stats: _Stats, ranking: Ranking
+) -> tuple[dict[int, tuple[float, float]], dict[int, float]]:
+    """Score and latest match time per lineage root, and the weight of each matching message."""
+    average = stats.messages / stats.lineages
+    idf = [math.log(1 + (stats.messages - len(h) + 0.5) / (len(h) + 0.5)) for h in hits]
+    docs: dict[int, _Doc] = {}
+    message_weight: dict[int, float] = defaultdict(float)
+    message_root: dict[int, int] = {}
+    for index, term_hits in enumerate(hits):
+        for message_id, root, ts in term_hits:
+            doc = docs.setdefault(root, _Doc({}))
+            doc.tf[index] = doc.tf.get(index, 0) + 1
+            doc.last = max(doc.last, ts)
+            message_weight[message_id] += idf[index]
+            message_root[message_id] = root
+    best: dict[int, float] = defaultdict(float)
+    for message_id, weight in message_weight.items():
+        root = message_root[message_id]
+        best[root] = max(best[root], weight)
+    k1, b = ranking.k1, ranking.b
+    all_weight = sum(idf) or 1.0
+    scored: dict[int, tuple[float, float]] = {}
+    for root, doc in docs.items():
+        norm = k1 * (1 - b + b * stats.lengths.get(root, 1) / average)
+        bm25 = sum(idf[t] * tf * (k1 + 1) / (tf + norm) for t, tf in doc.tf.items())
+        coverage = sum(idf[t] for t in doc.tf) / all_weight
+        score = (bm25 + ranking.best_message_weight * best[root]) * (
+            1 + ranking.coverage_weight * coverage
+        )
+        scored[root] = (score, doc.last)
+    return scored, message_weight
+
+
+def _hits(
+    conn: sqlite3.Connection,
+    roots: list[int],
+    scores: dict[int, float],
+    terms: list[QueryTerm],
+    hits: list[list[tuple[int, int, float]]],
+    weights: dict[int, float],
+) -> list[SessionHit]:
+    """SessionHits for the chosen roots, each with its best messages as snippets."""
+    wanted = set(roots)
+    where_root = {m: (r, ts) for found in hits for m, r, ts in found if r in wanted}
+    chosen: dict[int, list[int]] = defaultdict(list)
+    for message_id in sorted(where_root, key=lambda m: (-weights[m], -where_root[m][1])):
+        root = where_root[message_id][0]
+        if len(chosen[root]) < SNIPPETS_PER_HIT:
+            chosen[root].append(message_id)
+    ids = [m for root in roots for m in chosen[root]]
+    texts = highlighted_texts(conn, ids, terms)
+    details = _message_details(conn, ids)
+    return [_session_hit(conn, root, scores[root], chosen[root], texts, details) for root in roots]
+
+
+def _message_details(conn: sqlite3.Connection, ids: list[int]) -> dict[int, tuple[str, float]]:
+    marks = ",".join("?" * len(ids))
+    rows = conn.execute(f"SELECT id, role, timestamp FROM messages WHERE id IN ({marks})", ids)
+    return {row[0]: (row[1], row[2]) for row in rows}
+
+
+def _session_hit(
+    conn: sqlite3.Connection,
+    root: int,
+    score: float,
+    message_ids: list[int],
+    texts: dict[int, str],
+    details: dict[int, tuple[str, float]],
+) -> SessionHit:
+    row = conn.execute(
+        "SELECT r.external_id, r.source, r.chat_id, r.chat_type, r.started_at, "
+        "(SELECT CASE WHEN count(*) = count(ended_at) THEN max(ended_at) END "
+        " FROM sessions WHERE root_id = r.id) "
+        "FROM sessions r WHERE r.id = ?",
+        (root,),
+    ).fetchone()
+    snippets = tuple(
+        Snippet(m, details[m][0], details[m][1], texts.get(m, "")) for m in message_ids
+    )
+    return SessionHit(root, row[0], row[1], row[2], row[3], row[4], row[5], score, snippets)

@@ -1,0 +1,200 @@
+"""`SessionStore`: the async session store the bot uses.
+
+All blocking work runs off the event loop. Writes go through one dedicated
+writer thread that owns the only writing connection (so they are serialised
+in arrival order); reads run on a small pool of threads, each with its own
+read-only connection, so a slow search never blocks a write or the loop.
+WAL mode lets readers and the writer work at the same time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from pathlib import Path
+from typing import TypeVar
+
+from memory_core import session_reads, session_writes
+from memory_core.session_conn import ConnectHook, connect
+from memory_core.session_db import open_writer
+from memory_core.session_models import (
+    AppendResult,
+    NewMessage,
+    SearchScope,
+    SessionHit,
+    SessionInfo,
+    SessionOrigin,
+    SessionStoreError,
+    StoredMessage,
+)
+from memory_core.session_search import search_sessions
+from memory_core.session_writes import DeleteResult
+
+T = TypeVar("T")
+
+
+class SessionStore:
+    """Session history for async code: one writer thread, pooled readers."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        readers: int = 2,
+        clock: Callable[[], float] = time.time,
+        on_connect: ConnectHook | None = None,
+    ) -> None:
+        """No I/O here; `open()` creates or migrates the database."""
+        self.path = Path(path)
+        self._readers = max(1, readers)
+        self._clock = clock
+        self._on_connect = on_connect
+        self._writer: ThreadPoolExecutor | None = None
+        self._reader_pool: ThreadPoolExecutor | None = None
+        self._write_conn: sqlite3.Connection | None = None
+        self._local = threading.local()
+        self._read_conns: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+
+    async def open(self) -> None:
+        """Create the database if needed, switch to WAL and migrate it."""
+        if self._writer is not None:
+            return
+        writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mnemo-db-writer")
+        try:
+            self._write_conn = await asyncio.get_running_loop().run_in_executor(
+                writer, open_writer, self.path, self._on_connect
+            )
+        except BaseException:
+            writer.shutdown(wait=True)
+            raise
+        self._writer = writer
+        self._reader_pool = ThreadPoolExecutor(
+            max_workers=self._readers, thread_name_prefix="mnemo-db-reader"
+        )
+
+    async def close(self) -> None:
+        """Finish queued work and close every connection."""
+        writer, readers = self._writer, self._reader_pool
+        self._writer = self._reader_pool = None
+        loop = asyncio.get_running_loop()
+        if readers is not None:
+            await loop.run_in_executor(None, partial(readers.shutdown, wait=True))
+        if writer is not None:
+            if self._write_conn is not None:
+                await loop.run_in_executor(writer, self._write_conn.close)
+            await loop.run_in_executor(None, partial(writer.shutdown, wait=True))
+        self._write_conn = None
+        with self._lock:
+            for conn in self._read_conns:
+                conn.close()
+            self._read_conns.clear()
+
+    async def __aenter__(self) -> SessionStore:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # plumbing
+    async def _write(self, fn: Callable[..., T], *args: object, **kwargs: object) -> T:
+        if self._writer is None or self._write_conn is None:
+            raise SessionStoreError("the session store is not open")
+        call = partial(fn, self._write_conn, *args, **kwargs)
+        return await asyncio.get_running_loop().run_in_executor(self._writer, call)
+
+    async def _read(self, fn: Callable[..., T], *args: object, **kwargs: object) -> T:
+        if self._reader_pool is None:
+            raise SessionStoreError("the session store is not open")
+        call = partial(self._with_reader, fn, *args, **kwargs)
+        return await asyncio.get_running_loop().run_in_executor(self._reader_pool, call)
+
+    def _with_reader(self, fn: Callable[..., T], *args: object, **kwargs: object) -> T:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = connect(self.path, readonly=True, on_connect=self._on_connect)
+            self._local.conn = conn
+            with self._lock:
+                self._read_conns.append(conn)
+        return fn(conn, *args, **kwargs)
+
+    # writes
+    async def append_message(self, *, origin: SessionOrigin, message: NewMessage) -> AppendResult:
+        """Append one message to the open session of `origin`, creating it lazily."""
+        return await self._write(session_writes.append_messages, origin, [message])
+
+    async def append_messages(
+        self, *, origin: SessionOrigin, messages: Sequence[NewMessage]
+    ) -> AppendResult:
+        """Append a turn's messages in one transaction (idempotent per message)."""
+        return await self._write(session_writes.append_messages, origin, list(messages))
+
+    async def end_session(self, session_id: int, reason: str) -> None:
+        await self._write(session_writes.end_session, session_id, reason, self._clock())
+
+    async def start_child_session(
+        self,
+        parent_id: int,
+        *,
+        end_reason: str = "compression",
+        model: str | None = None,
+        title: str | None = None,
+    ) -> int:
+        """End `parent_id` and start its continuation in the same lineage; return its id."""
+        return await self._write(
+            session_writes.start_child_session,
+            parent_id,
+            now=self._clock(),
+            end_reason=end_reason,
+            model=model,
+            title=title,
+        )
+
+    async def delete_user(self, user_key: str, *, purge: bool = True) -> DeleteResult:
+        """Erase every session and message of one person."""
+        return await self._write(session_writes.delete_user, user_key, purge=purge)
+
+    # reads
+    async def search(
+        self,
+        query: str,
+        scope: SearchScope,
+        *,
+        since: float | None = None,
+        until: float | None = None,
+        limit: int = 10,
+        exclude_lineage_of: int | None = None,
+        include_internal: bool = False,
+    ) -> list[SessionHit]:
+        """Ranked conversations of `scope` matching `query` (see `session_search`)."""
+        return await self._read(
+            search_sessions,
+            query,
+            scope,
+            since=since,
+            until=until,
+            limit=limit,
+            exclude_lineage_of=exclude_lineage_of,
+            include_internal=include_internal,
+        )
+
+    async def get_session(self, session_id: int) -> SessionInfo | None:
+        return await self._read(session_reads.get_session, session_id)
+
+    async def current_session(self, session_key: str) -> SessionInfo | None:
+        return await self._read(session_reads.current_session, session_key)
+
+    async def get_messages(
+        self, session_id: int, scope: SearchScope, *, lineage: bool = True
+    ) -> list[StoredMessage]:
+        """A conversation's messages, only if it lies inside `scope`."""
+        return await self._read(session_reads.get_messages, session_id, scope, lineage=lineage)
+
+    async def list_sessions(self, scope: SearchScope, limit: int = 20) -> list[SessionInfo]:
+        return await self._read(session_reads.list_sessions, scope, limit)

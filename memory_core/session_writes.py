@@ -1,0 +1,198 @@
+"""Writes to state.db: messages (creating sessions lazily), ends, children, erasure.
+
+Every function takes the writer connection and runs one IMMEDIATE
+transaction. Message writes are idempotent: a message is identified inside
+its session by its platform message id, else by its caller key, both under
+unique indexes, and inserted with ``INSERT OR IGNORE``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from memory_core.session_conn import transaction
+from memory_core.session_models import (
+    AppendResult,
+    InvalidMessageError,
+    NewMessage,
+    SessionConflictError,
+    SessionNotFoundError,
+    SessionOrigin,
+)
+from memory_core.session_schema import optimize_indexes, owner_token
+
+_INSERT_MESSAGE = """
+INSERT OR IGNORE INTO messages(session_id, role, content, tool_name, tool_calls, tool_call_id,
+    timestamp, platform_message_id, speaker_name, dedupe_key)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+"""
+
+
+@dataclass(frozen=True)
+class DeleteResult:
+    """How much of a person's history was removed."""
+
+    sessions: int
+    messages: int
+
+
+def append_messages(
+    conn: sqlite3.Connection, origin: SessionOrigin, messages: Sequence[NewMessage]
+) -> AppendResult:
+    """Append `messages` to the open session of `origin.session_key`, creating it if needed."""
+    if not messages:
+        raise InvalidMessageError("append_messages needs at least one message")
+    with transaction(conn):
+        session_id, created = _open_session(conn, origin, messages[0].timestamp)
+        ids: list[int] = []
+        inserted = 0
+        for message in messages:
+            cursor = conn.execute(_INSERT_MESSAGE, _message_row(session_id, message))
+            if cursor.rowcount == 1:
+                ids.append(int(cursor.lastrowid or 0))
+                inserted += 1
+            else:
+                ids.append(_existing_message_id(conn, session_id, message))
+    return AppendResult(session_id, created, tuple(ids), inserted)
+
+
+def _message_row(session_id: int, m: NewMessage) -> tuple[object, ...]:
+    return (
+        session_id,
+        m.role,
+        m.content,
+        m.tool_name,
+        m.tool_calls,
+        m.tool_call_id,
+        float(m.timestamp),
+        m.platform_message_id,
+        m.speaker_name,
+        m.key,
+    )
+
+
+def _existing_message_id(conn: sqlite3.Connection, session_id: int, m: NewMessage) -> int:
+    row = conn.execute(
+        "SELECT id FROM messages WHERE session_id = ? AND "
+        "(platform_message_id = ? OR dedupe_key = ?)",
+        (session_id, m.platform_message_id, m.key),
+    ).fetchone()
+    return int(row[0])
+
+
+def _open_session(
+    conn: sqlite3.Connection, origin: SessionOrigin, first_at: float
+) -> tuple[int, bool]:
+    row = conn.execute(
+        "SELECT id, user_key, chat_id FROM sessions WHERE session_key = ? AND ended_at IS NULL",
+        (origin.session_key,),
+    ).fetchone()
+    if row is not None:
+        if (row[1], row[2]) != (origin.user_key, origin.chat_id):
+            raise SessionConflictError(
+                f"session key {origin.session_key!r} is open for another user or chat"
+            )
+        return int(row[0]), False
+    cursor = conn.execute(
+        "INSERT INTO sessions(source, user_key, owner_token, chat_id, chat_type, thread_id, "
+        "session_key, title, model, started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            origin.source,
+            origin.user_key,
+            owner_token(origin.user_key),
+            origin.chat_id,
+            origin.chat_type,
+            origin.thread_id,
+            origin.session_key,
+            origin.title,
+            origin.model,
+            float(first_at),
+        ),
+    )
+    session_id = int(cursor.lastrowid or 0)
+    conn.execute("UPDATE sessions SET root_id = id WHERE id = ?", (session_id,))
+    return session_id, True
+
+
+def end_session(conn: sqlite3.Connection, session_id: int, reason: str, now: float) -> None:
+    """Mark a session ended; ending an ended session keeps its first end."""
+    with transaction(conn):
+        row = conn.execute("SELECT ended_at FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        if row is None:
+            raise SessionNotFoundError(f"no session {session_id}")
+        if row[0] is None:
+            conn.execute(
+                "UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ?",
+                (now, reason, session_id),
+            )
+
+
+def start_child_session(
+    conn: sqlite3.Connection,
+    parent_id: int,
+    *,
+    now: float,
+    end_reason: str = "compression",
+    model: str | None = None,
+    title: str | None = None,
+) -> int:
+    """End `parent_id` (if open) and start its continuation, which takes over its routing key.
+
+    The child belongs to the same person and chat as the parent and shares
+    its lineage root, so search reports both as one conversation.
+    """
+    with transaction(conn):
+        parent = conn.execute(
+            "SELECT source, user_key, chat_id, chat_type, thread_id, session_key, model, title, "
+            "root_id, ended_at, owner_token FROM sessions WHERE id = ?",
+            (parent_id,),
+        ).fetchone()
+        if parent is None:
+            raise SessionNotFoundError(f"no session {parent_id}")
+        if parent[9] is None:
+            conn.execute(
+                "UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ?",
+                (now, end_reason, parent_id),
+            )
+        try:
+            cursor = conn.execute(
+                "INSERT INTO sessions(source, user_key, chat_id, chat_type, thread_id, "
+                "session_key, model, title, started_at, parent_session_id, root_id, owner_token) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    *parent[:6],
+                    model or parent[6],
+                    title or parent[7],
+                    now,
+                    parent_id,
+                    parent[8],
+                    parent[10],
+                ),
+            )
+        except sqlite3.IntegrityError:
+            raise SessionConflictError(
+                f"session key {parent[5]!r} already has another open session"
+            ) from None
+        return int(cursor.lastrowid or 0)
+
+
+def delete_user(conn: sqlite3.Connection, user_key: str, *, purge: bool = True) -> DeleteResult:
+    """Remove every session and message of one person, and their index entries.
+
+    With `purge`, the full-text indexes are merged afterwards so the deleted
+    words leave the index segments too, and the WAL is checkpointed.
+    """
+    with transaction(conn):
+        messages = conn.execute(
+            "DELETE FROM messages WHERE session_id IN (SELECT id FROM sessions WHERE user_key = ?)",
+            (user_key,),
+        ).rowcount
+        conn.execute("UPDATE sessions SET parent_session_id = NULL WHERE user_key = ?", (user_key,))
+        sessions = conn.execute("DELETE FROM sessions WHERE user_key = ?", (user_key,)).rowcount
+        if purge and sessions:
+            optimize_indexes(conn)
+    if purge and sessions:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return DeleteResult(sessions=sessions, messages=messages)

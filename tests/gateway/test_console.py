@@ -1,0 +1,138 @@
+"""`mnemo run` / `mnemo chat` with the console adapter, against the fake model API."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gateway.config import Config, load_config
+from gateway.runner import run_console
+from memory_core import SearchScope, SessionDB
+from tests.fakes.base import serving_in_thread
+from tests.fakes.openai import FakeOpenAI, Fault, ToolCall
+
+USER = "ada"
+USER_KEY = f"console-{USER}"
+SKILLS = Path(__file__).resolve().parents[2] / "skills"
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeOpenAI]:
+    with serving_in_thread(FakeOpenAI(chunk_size=4)) as server:
+        yield server
+
+
+def config_for(fake: FakeOpenAI, home: Path) -> Config:
+    env = {"OPENAI_BASE_URL": fake.url + "/v1", "MNEMO_HOME": str(home)}
+    return load_config(None, environ={**env, "MNEMO_SKILLS_DIR": str(SKILLS)})
+
+
+def chat(config: Config, *lines: str) -> str:
+    out = io.StringIO()
+    run_console(config, stdin=io.StringIO("".join(f"{line}\n" for line in lines)), stdout=out)
+    return out.getvalue()
+
+
+@pytest.fixture(autouse=True)
+def console_user(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("USER", USER)
+    monkeypatch.setenv("LOGNAME", USER)
+    monkeypatch.chdir(tmp_path)
+
+
+def stored(home: Path) -> list[tuple[str, str]]:
+    db = SessionDB(home / "state.db").open()
+    try:
+        sessions = db.list_sessions(SearchScope(user_key=USER_KEY))
+        return [
+            (m.role, m.content)
+            for s in reversed(sessions)
+            for m in db.get_messages(s.id, SearchScope(user_key=USER_KEY), lineage=False)
+        ]
+    finally:
+        db.close()
+
+
+def test_a_turn_streams_the_reply_and_stores_it(fake: FakeOpenAI, tmp_path: Path) -> None:
+    fake.say("Hello Ada, 很高兴认识你!")
+    out = chat(config_for(fake, tmp_path / "data"), "hi there")
+    assert "Hello Ada, 很高兴认识你!" in out
+    assert stored(tmp_path / "data") == [
+        ("user", "hi there"),
+        ("assistant", "Hello Ada, 很高兴认识你!"),
+    ]
+    body = fake.requests[0].body
+    system = body["messages"][0]
+    assert system["role"] == "system" and "recall-past-conversations" in system["content"]
+    assert body["messages"][-1] == {"role": "user", "content": "hi there"}
+    assert {t["function"]["name"] for t in body["tools"]} >= {"memory", "skill_view"}
+
+
+def test_memory_tool_writes_the_profile_and_the_next_session_sees_it(
+    fake: FakeOpenAI, tmp_path: Path
+) -> None:
+    fake.call_tools(ToolCall("memory", {"target": "user", "action": "add", "content": "Name: Ada"}))
+    fake.say("Noted.")
+    fake.say("Fresh start.")
+    out = chat(config_for(fake, tmp_path / "data"), "call me Ada", "/memory", "/new", "hello")
+    assert "Noted." in out and "1. Name: Ada" in out and "Fresh start." in out
+    profile = tmp_path / "data" / "memories" / "users" / USER_KEY / "USER.md"
+    assert profile.read_text(encoding="utf-8").strip() == "Name: Ada"
+    first_prompt = fake.requests[0].body["messages"][0]["content"]
+    tool_result = fake.requests[1].body["messages"][-1]
+    assert tool_result["role"] == "tool" and '"success": true' in tool_result["content"]
+    # The snapshot is frozen per session: only the session after /new carries the entry.
+    assert "Name: Ada" not in first_prompt
+    assert "Name: Ada" in fake.requests[2].body["messages"][0]["content"]
+
+
+def test_recall_reaches_the_model_but_is_not_stored(fake: FakeOpenAI, tmp_path: Path) -> None:
+    fake.say("Roll back with the blue-green switch.")
+    fake.say("You decided on the blue-green rollback.")
+    home = tmp_path / "data"
+    chat(
+        config_for(fake, home),
+        "how should we roll back the kubernetes deploy of the billing service?",
+        "/new",
+        "what did we decide about the billing deploy rollback?",
+    )
+    sent = fake.requests[1].body["messages"][-1]["content"]
+    assert "<memory-context>" in sent and "deploy of the billing service" in sent
+    assert all("<memory-context>" not in content for _, content in stored(home))
+
+
+def test_model_failure_is_reported_and_the_message_kept(fake: FakeOpenAI, tmp_path: Path) -> None:
+    fake.fail_next(Fault.http(500))
+    out = chat(config_for(fake, tmp_path / "data"), "are you there?")
+    assert "the model is not answering right now" in out
+    assert stored(tmp_path / "data") == [("user", "are you there?")]
+
+
+def test_mnemo_run_subprocess_uses_the_console_by_default(tmp_path: Path) -> None:
+    """The README's command: no platform token, so `mnemo run` talks on stdin/stdout."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.fakes.openai", "--port", "0"],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    try:
+        url = proc.stdout.readline().split()[-1]  # type: ignore[union-attr]
+        env = {**os.environ, "OPENAI_BASE_URL": url + "/v1", "MNEMO_HOME": str(tmp_path / "d")}
+        mnemo = Path(sys.executable).parent / "mnemo"
+        result = subprocess.run(
+            [str(mnemo), "run"], input="good morning\n", env=env, capture_output=True,
+            text=True, timeout=60, cwd=tmp_path,
+        )  # fmt: skip
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    assert result.returncode == 0, result.stderr
+    assert "echo: good morning" in result.stdout
+    assert (tmp_path / "d" / "state.db").exists()

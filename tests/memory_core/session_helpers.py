@@ -1,0 +1,47 @@
+"""Small builders shared by the session-store tests."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+from memory_core.session_db import SessionDB
+from memory_core.session_models import NewMessage, SessionOrigin
+
+_keys = itertools.count(1)
+
+
+def origin(
+    user: str = "telegram-1",
+    chat: str | None = None,
+    *,
+    chat_type: str = "private",
+    source: str = "telegram",
+    key: str | None = None,
+) -> SessionOrigin:
+    chat = chat or user
+    return SessionOrigin(
+        session_key=key or f"{source}:{chat_type}:{chat}:{user}",
+        source=source,
+        user_key=user,
+        chat_id=chat,
+        chat_type=chat_type,
+    )
+
+
+def message(content: str, ts: float = 1000.0, role: str = "user", **extra: object) -> NewMessage:
+    if "platform_message_id" not in extra and "key" not in extra:
+        extra["key"] = f"k{next(_keys)}"
+    return NewMessage(role=role, content=content, timestamp=ts, **extra)  # type: ignore[arg-type]
+
+
+def open_db(tmp_path: Path) -> SessionDB:
+    return SessionDB(tmp_path / "state.db").open()
+
+
+def say(db: SessionDB, text: str, *, ts: float = 1000.0, end: bool = True, **where: object) -> int:
+    """Write one message in a fresh session of `where` and (by default) end it; return its id."""
+    result = db.append_message(origin=origin(**where), message=message(text, ts))  # type: ignore[arg-type]
+    if end:
+        db.end_session(result.session_id, "test")
+    return result.session_id
