@@ -35,6 +35,7 @@ from memory_core import (
     SessionStore,
     SkillsStore,
     SkillsTools,
+    TranscriptMessage,
 )
 
 log = logging.getLogger(__name__)
@@ -193,13 +194,21 @@ class Conversations:
         )
 
     async def _end(self, key: str, reason: str) -> None:
+        """End the session of `key`; its providers get the transcript, then shut down."""
         session = self._open.pop(key, None)
         if session is None:
             current = await self._s.sessions.current_session(key)
             if current is not None:
                 await self._s.sessions.end_session(current.id, reason)
             return
+        info = await self._s.sessions.get_session(session.session_id)
         await self._s.sessions.end_session(session.session_id, reason)
+        if info is not None:
+            scope = SearchScope(user_key=info.user_key, chat_id=info.chat_id)
+            stored = await self._s.sessions.get_messages(session.session_id, scope, lineage=False)
+            session.manager.end_session(
+                [TranscriptMessage(m.role, m.content, m.timestamp) for m in stored]
+            )
         await session.manager.shutdown()
 
 

@@ -107,8 +107,10 @@ class MemoryProvider:
         """Release resources; called once when the session's manager shuts down."""
 
 
-def schema_tool_name(schema: Mapping[str, Any]) -> str | None:
-    """The function name in an OpenAI-style tool schema, either shape."""
+def schema_tool_name(schema: object) -> str | None:
+    """The function name in an OpenAI-style tool schema, either shape (None if it has none)."""
+    if not isinstance(schema, Mapping):
+        return None
     inner = schema.get("function", schema)
     name = inner.get("name") if isinstance(inner, Mapping) else None
     return name if isinstance(name, str) and name else None

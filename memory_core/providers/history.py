@@ -23,8 +23,7 @@ from memory_core.session_models import MATCH_END, MATCH_START, SearchScope, Sess
 
 # Words that say nothing about a topic: chat small talk, and the words people
 # use to ask for recall at all ("remember what we discussed last week").
-SMALL_TALK = frozenset(
-    """
+_SMALL_TALK_WORDS = """
     hello hiya howdy yo sup morning afternoon evening night good great nice cool awesome
     fine well thanks thank thx ty cheers please pls sure alright right bye goodbye later
     lol lmao haha hahaha hehe wow hmm hm ah uh um welcome sorry np day today tonight
@@ -32,13 +31,17 @@ SMALL_TALK = frozenset(
     before time remember recall discussed discuss talked talk chat chatted conversation
     mentioned mention going doing done fun love lovely help helpful really pretty quite
     just think know want need see look going gonna wanna maybe perhaps definitely sounds
-    agreed agree ok okay yep yup nope nah hey hi yes yeah
+    agreed agree ok okay yep yup nope nah hey hi yes yeah remind reminded idea ideas
+    stuff anyway again question questions wondering wonder
     你好 谢谢 多谢 早上好 晚上好 晚安 再见 好的 哈哈 哈哈哈 こんにちは おはよう ありがとう
-    こんばんは おやすみ さようなら
-    """.split()
-)
+    こんばんは おやすみ さようなら ございます 没问题 不客气
+"""
+SMALL_TALK = frozenset(_SMALL_TALK_WORDS.split())
 _IGNORED = STOPWORDS | SMALL_TALK
 _CJK = "\u3040-\u30ff\u3100-\u312f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_CJK_SMALL_TALK = re.compile(
+    "|".join(sorted((w for w in SMALL_TALK if re.match(f"[{_CJK}]", w)), key=len, reverse=True))
+)
 _TOKEN = re.compile(rf"[{_CJK}]+|[^\W_]+")
 _IS_CJK = re.compile(rf"[{_CJK}]")
 _MARKED = re.compile(f"{re.escape(MATCH_START)}(.*?){re.escape(MATCH_END)}", re.DOTALL)
@@ -64,8 +67,10 @@ class SessionSearcher(Protocol):
 
 def meaningful_terms(text: str) -> list[str]:
     """The words of `text` that could name a topic, lower-cased, in order, once each."""
+    # CJK has no spaces: cut greetings out of a run ("你好吗" leaves "吗", too short)
+    text = _CJK_SMALL_TALK.sub(" ", text.casefold())
     terms: list[str] = []
-    for token in _TOKEN.findall(text.casefold()):
+    for token in _TOKEN.findall(text):
         cjk = bool(_IS_CJK.match(token))
         if token in _IGNORED or len(token) < (2 if cjk else 3) or token.isdigit():
             continue
@@ -108,7 +113,7 @@ class HistoryRecallProvider(MemoryProvider):
         snippets_per_session: int = 2,
         snippet_chars: int = 240,
         min_score: float = 0.0,
-        search_limit: int = 8,
+        search_limit: int = 4,
     ) -> None:
         self._store = store
         self._max_sessions = max_sessions

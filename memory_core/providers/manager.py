@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable, Collection, Coroutine, Hashable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Hashable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from memory_core.context import sanitize_context
@@ -179,44 +179,63 @@ class MemoryManager:
     async def _call_all(
         self,
         what: str,
-        calls: Sequence[tuple[MemoryProvider, Coroutine[Any, Any, T]]],
+        providers: Sequence[MemoryProvider],
+        call: Callable[[MemoryProvider], Awaitable[T]],
         timeout: float,
     ) -> list[T | None]:
-        """Run one call per provider concurrently; None where it failed or timed out.
+        """Run `call` on every provider concurrently; None where it failed or timed out.
 
         Returns within `timeout` (plus scheduling): calls still running are
-        cancelled and left to unwind on their own, never waited for.
+        cancelled and left to unwind on their own, never waited for. The call
+        itself happens inside the task, so even a provider that raises before
+        returning an awaitable only fails its own part.
         """
-        if not calls:
+        if not providers:
             return []
-        tasks = [asyncio.ensure_future(coro) for _, coro in calls]
-        _, pending = await asyncio.wait(tasks, timeout=timeout)
-        results: list[T | None] = []
-        for (provider, _), task in zip(calls, tasks, strict=True):
-            if task in pending:
+
+        async def one(provider: MemoryProvider) -> T:
+            return await call(provider)
+
+        tasks = [asyncio.ensure_future(one(p)) for p in providers]
+        try:
+            _, pending = await asyncio.wait(tasks, timeout=timeout)
+        except asyncio.CancelledError:  # the turn itself was cancelled: take the calls along
+            for task in tasks:
                 task.cancel()
-                self._stray.add(task)
-                task.add_done_callback(self._forget_stray)
-                log.warning(
-                    "memory provider %r timed out after %.1f s on %s; skipped",
-                    provider.name,
-                    timeout,
-                    what,
-                )
-                results.append(None)
-            elif task.cancelled():
-                log.warning(
-                    "memory provider %r was cancelled during %s; skipped", provider.name, what
-                )
-                results.append(None)
-            elif (exc := task.exception()) is not None:
-                log.warning(
-                    "memory provider %r failed on %s; skipped", provider.name, what, exc_info=exc
-                )
-                results.append(None)
-            else:
-                results.append(task.result())
-        return results
+            raise
+        return [
+            self._outcome(what, p, t, t in pending, timeout)
+            for p, t in zip(providers, tasks, strict=True)
+        ]
+
+    def _outcome(
+        self,
+        what: str,
+        provider: MemoryProvider,
+        task: asyncio.Future[T],
+        late: bool,
+        timeout: float,
+    ) -> T | None:
+        if late:
+            task.cancel()
+            self._stray.add(task)
+            task.add_done_callback(self._forget_stray)
+            log.warning(
+                "memory provider %r timed out after %.1f s on %s; skipped",
+                provider.name,
+                timeout,
+                what,
+            )
+            return None
+        if task.cancelled():
+            log.warning("memory provider %r was cancelled during %s; skipped", provider.name, what)
+            return None
+        if (exc := task.exception()) is not None:
+            log.warning(
+                "memory provider %r failed on %s; skipped", provider.name, what, exc_info=exc
+            )
+            return None
+        return task.result()
 
     def _forget_stray(self, task: asyncio.Task[Any]) -> None:
         self._stray.discard(task)
@@ -235,8 +254,9 @@ class MemoryManager:
         if self._session is not None:
             raise ProviderError("the memory manager is already initialized")
         self._session = session
-        calls = [(p, _initialized(p, session)) for p in self._providers]
-        results = await self._call_all("initialize", calls, self._call_timeout)
+        results = await self._call_all(
+            "initialize", self._providers, lambda p: _initialized(p, session), self._call_timeout
+        )
         self._providers = [p for p, ok in zip(self._providers, results, strict=True) if ok]
         if self._external not in self._providers:
             self._external = None
@@ -245,8 +265,14 @@ class MemoryManager:
     async def system_prompt_block(self) -> str:
         """The providers' static blocks for the frozen system prompt, cleaned and joined."""
         self._require_session()
-        calls = [(p, p.system_prompt_block()) for p in self._providers]
-        return _join(await self._call_all("system_prompt_block", calls, self._call_timeout))
+        return _join(
+            await self._call_all(
+                "system_prompt_block",
+                self._providers,
+                lambda p: p.system_prompt_block(),
+                self._call_timeout,
+            )
+        )
 
     async def prefetch_all(self, query: str) -> str:
         """Recall for this turn from every provider, cleaned and joined ("" for none).
@@ -257,8 +283,11 @@ class MemoryManager:
         self._require_session()
         if not query.strip():
             return ""
-        calls = [(p, p.prefetch(query)) for p in self._providers]
-        return _join(await self._call_all("prefetch", calls, self._prefetch_timeout))
+        return _join(
+            await self._call_all(
+                "prefetch", self._providers, lambda p: p.prefetch(query), self._prefetch_timeout
+            )
+        )
 
     def sync_all(self, user_text: str, assistant_text: str) -> None:
         """After the reply: queue `sync_turn` on every provider (not for background agents)."""
@@ -283,9 +312,7 @@ class MemoryManager:
             return False
         return True
 
-    def _submit(
-        self, what: str, call: Callable[[MemoryProvider], Coroutine[Any, Any, None]]
-    ) -> None:
+    def _submit(self, what: str, call: Callable[[MemoryProvider], Awaitable[None]]) -> None:
         session = self._require_session()
         if self._closed:
             log.warning(
@@ -297,7 +324,7 @@ class MemoryManager:
         providers = list(self._providers)
 
         async def job() -> None:
-            await self._call_all(what, [(p, call(p)) for p in providers], self._call_timeout)
+            await self._call_all(what, providers, call, self._call_timeout)
 
         self._worker.submit(session.session_id, f"{what} (session {session.session_id})", job)
 
@@ -309,7 +336,7 @@ class MemoryManager:
         if self._session is not None:
             await self._worker.drain(self._drain_timeout, key=self._session.session_id)
         for provider in reversed(self._providers):
-            await self._call_all("shutdown", [(provider, provider.shutdown())], self._call_timeout)
+            await self._call_all("shutdown", [provider], lambda p: p.shutdown(), self._call_timeout)
         for task in list(self._stray):
             task.cancel()
 
@@ -320,7 +347,14 @@ class MemoryManager:
         if self._require_session().is_background:
             return  # background agents work with the core memory and skills tools only
         for provider in self._providers:
-            for schema in provider.tool_schemas():
+            try:
+                schemas = list(provider.tool_schemas())
+            except Exception:  # one provider's broken schemas must not cost the session
+                log.exception(
+                    "memory provider %r tool_schemas failed; its tools are off", provider.name
+                )
+                continue
+            for schema in schemas:
                 name = schema_tool_name(schema)
                 if name is None:
                     log.warning(

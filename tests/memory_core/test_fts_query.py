@@ -46,13 +46,19 @@ def run(conn: sqlite3.Connection, q: ParsedQuery) -> set[int]:
     found: set[int] = set()
     for term in q.terms:
         table = "t" if term.kind is TermKind.LITERAL and len(term.text) >= 3 else "w"
-        rows = conn.execute(f"SELECT rowid FROM {table} WHERE {table} MATCH ?", (term.match_expression(),))
+        rows = conn.execute(
+            f"SELECT rowid FROM {table} WHERE {table} MATCH ?", (term.match_expression(),)
+        )
         found.update(r[0] for r in rows)
     return found
 
 
 def test_words_are_lower_cased_and_stopwords_dropped() -> None:
-    assert texts(parse_query("What did Caroline PAINT at the lake?")) == ["caroline", "paint", "lake"]
+    assert texts(parse_query("What did Caroline PAINT at the lake?")) == [
+        "caroline",
+        "paint",
+        "lake",
+    ]
 
 
 def test_only_stopwords_are_kept_rather_than_searching_nothing() -> None:

@@ -33,6 +33,8 @@ SMALL_TALK = [
     "hey, what's up?",
     "yes please",
     "谢谢",
+    "你好吗？",
+    "ありがとうございます",
 ]
 
 
@@ -73,7 +75,10 @@ async def build_history(store: SessionStore) -> dict[str, int]:
         me,
         [
             ("user", "The deploy of v2.3 broke checkout for some users. Should we roll back?"),
-            ("assistant", "Yes: do the rollback to v2.2 now and pin it until the payment fix lands."),
+            (
+                "assistant",
+                "Yes: do the rollback to v2.2 now and pin it until the payment fix lands.",
+            ),
             ("user", "Agreed. Rollback plan: pin v2.2, redeploy v2.3 on Monday after the fix."),
         ],
         NOW - 8 * DAY,
@@ -90,6 +95,13 @@ async def build_history(store: SessionStore) -> dict[str, int]:
         sid = await _conversation(store, me, [topic, ("assistant", "Sure.")], NOW - when * DAY)
         await store.end_session(sid, "new")
         ids[f"other{n}"] = sid
+    ids["zh"] = await _conversation(
+        store,
+        _origin(ME, "1", "telegram:private:1:zh"),
+        [("user", "部署回滚的计划：先固定2.2版本，周一再发布。")],
+        NOW - 3 * DAY,
+    )
+    await store.end_session(ids["zh"], "new")
     elsewhere = _origin(SOMEONE_ELSE, "2", "telegram:private:2")
     ids["secret"] = await _conversation(
         store,
@@ -175,6 +187,14 @@ async def test_a_one_word_topic_recalls_when_that_word_matches(
 ) -> None:
     provider = await _provider(store, history["current"])
     assert "arborio" in await provider.prefetch("risotto?")
+
+
+async def test_chinese_text_is_recalled_through_the_trigram_index(
+    store: SessionStore, history: dict[str, int]
+) -> None:
+    provider = await _provider(store, history["current"])
+    assert "周一再发布" in await provider.prefetch("上周我们说的部署回滚是什么？")
+    assert await provider.prefetch("天气怎么样") == ""
 
 
 async def test_inside_a_group_only_that_groups_sessions_are_searched(

@@ -128,7 +128,7 @@ def test_entry_points_are_registered_and_imported_only_when_created(
     assert isinstance(registry.create("echo", resources), Echo)
     with pytest.raises(ProviderError, match=r"plugin 'broken' .* could not be loaded"):
         registry.create("broken", resources)
-    with pytest.raises(ProviderError, match="'not_callable' .* is not a factory"):
+    with pytest.raises(ProviderError, match=r"'not_callable' .* is not a factory"):
         registry.create("not_callable", resources)
     assert registry.is_builtin("history")
 
@@ -161,4 +161,4 @@ def test_installed_plugins_are_discovered_from_package_metadata(
     assert "mnemo_echo_plugin" not in sys.modules  # imported only when created
     provider = registry.create("plugged", resources)
     assert provider.name == "plugged"
-    monkeypatch.delitem(sys.modules, "mnemo_echo_plugin")
+    sys.modules.pop("mnemo_echo_plugin", None)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import sqlite3
 import stat
@@ -183,8 +184,8 @@ async def test_a_slow_query_does_not_block_the_event_loop(tmp_path: Path) -> Non
     slow = threading.Event()
 
     def throttle(conn: sqlite3.Connection) -> None:
-        # Every 1,000 VM steps, sleep 2 ms while `slow` is set: any query crawls.
-        conn.set_progress_handler(lambda: time.sleep(0.002) if slow.is_set() else None, 1000)
+        # Every 20 VM steps, sleep 2 ms while `slow` is set: any query crawls.
+        conn.set_progress_handler(lambda: time.sleep(0.002) if slow.is_set() else None, 20)
 
     with open_db(tmp_path) as db:
         for i in range(40):
@@ -206,7 +207,7 @@ async def test_a_slow_query_does_not_block_the_event_loop(tmp_path: Path) -> Non
         beat.cancel()
     assert hits and took > 0.1, "the throttle should have made the search slow"
     during = [t for t in ticks if started <= t <= started + took]
-    gaps = [b - a for a, b in zip(during, during[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(during)]
     assert len(during) >= 10 and max(gaps) < 0.1
 
 

@@ -1,0 +1,254 @@
+"""Benchmark: the latency `prefetch_all` adds to a turn, with the history provider.
+
+Builds (or reuses) a state.db of synthetic conversations under the temp
+folder through the bulk import path (`SessionDB.import_lines`, the one behind
+``mnemo sessions import``), then runs a few hundred realistic messages through
+`MemoryManager.prefetch_all` with the built-in history recall provider, each
+as the first message of a new session of a user picked in proportion to their
+activity (heavy users search a larger history). A quarter of the messages are
+small talk, the rest mention topics of the user's past (or of nobody's).
+Prints p50/p95/p99/max of the added latency, overall, per kind of message and
+for the heaviest users (5% or more of all messages each), and how often
+something was recalled.
+
+    python bench/prefetch.py                       # 100,000 messages, 400 queries
+    python bench/prefetch.py --messages 20000 --queries 200 --fresh
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import bisect
+import itertools
+import json
+import random
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from memory_core.providers import (
+    MemoryManager,
+    ProviderResources,
+    SessionContext,
+    default_registry,
+)
+from memory_core.session_db import SessionDB
+from memory_core.session_models import SessionStoreError
+from memory_core.session_store import SessionStore
+
+TOPICS = {
+    "deploy": "deploy rollback release staging canary pipeline hotfix version cluster outage",
+    "database": "postgres index migration query replica vacuum schema backup latency table",
+    "cooking": "risotto recipe oven garlic sourdough pasta basil simmer onion saffron",
+    "travel": "flight lisbon hotel passport itinerary train luggage visa booking museum",
+    "fitness": "marathon squat protein stretching interval cadence hamstring mileage rest pace",
+    "money": "budget mortgage invoice savings pension taxes refund receipt expense salary",
+    "garden": "tomato compost seedlings pruning mulch aphids watering roses trellis soil",
+    "music": "guitar chord metronome scales ukulele rehearsal setlist tuning album vinyl",
+    "kids": "homework school daycare birthday allergy pediatrician bedtime playground piano",
+    "car": "tyres brake mechanic insurance mileage battery clutch garage inspection diesel",
+    "writing": "chapter draft editor manuscript outline publisher deadline paragraph plot",
+    "health": "dentist prescription allergy headache appointment vitamin insomnia therapist",
+    "home": "plumber boiler renovation landlord lease paint insulation furniture leak",
+    "work": "interview promotion manager roadmap quarterly review offsite hiring sprint",
+    "python": "asyncio pytest typing decorator generator dataclass virtualenv packaging",
+    "photo": "lens aperture exposure lightroom portrait tripod shutter bokeh raw",
+}
+_FILLER_WORDS = (
+    "the a and to of in it is that for on with as this was at be by have from or but not "
+    "we you they i my your our so if then just about would could should can will there"
+)
+FILLER = _FILLER_WORDS.split()
+SMALL_TALK = [
+    "hi", "hello!", "thanks!", "thank you so much", "ok cool", "how are you?", "good morning",
+    "haha nice", "great, thanks", "yes please", "bye for now", "lol", "sure", "sounds good",
+]  # fmt: skip
+QUESTIONS = [
+    "what did we decide about the {a} {b} last week?",
+    "remind me what you said about {a} and {b}",
+    "how did the {a} thing go with the {b}?",
+    "can you recall our {a} plan?",
+    "what was the {a} {b} issue again?",
+    "I need to sort out the {a} today, any ideas about {b}?",
+]
+
+
+class Corpus:
+    """Synthetic history: skewed users, sessions on one or two topics each."""
+
+    def __init__(self, rng: random.Random, users: int, long_tail: int = 20000) -> None:
+        self.rng = rng
+        syllables = [a + b for a in "bdfgklmnprstvz" for b in ("a", "e", "i", "o", "u", "ai")]
+        tail: set[str] = set()
+        while len(tail) < long_tail:
+            tail.add("".join(rng.choice(syllables) for _ in range(rng.choice((2, 3, 3, 4)))))
+        self.tail = sorted(tail)
+        self.tail_weights = list(itertools.accumulate(1.0 / (r + 5) for r in range(long_tail)))
+        self.user_weights = list(itertools.accumulate(1.0 / (r + 1) for r in range(users)))
+        self.users = [f"telegram-{1000 + i}" for i in range(users)]
+        self.user_topics = {u: rng.sample(sorted(TOPICS), 5) for u in self.users}
+
+    def pick_user(self) -> str:
+        r = self.rng.random() * self.user_weights[-1]
+        return self.users[bisect.bisect_left(self.user_weights, r)]
+
+    def sentence(self, topics: list[str], n: int) -> str:
+        words = []
+        for _ in range(n):
+            roll = self.rng.random()
+            if roll < 0.35:
+                words.append(self.rng.choice(FILLER))
+            elif roll < 0.6:
+                words.append(self.rng.choice(TOPICS[self.rng.choice(topics)].split()))
+            else:
+                r = self.rng.random() * self.tail_weights[-1]
+                words.append(self.tail[bisect.bisect_left(self.tail_weights, r)])
+        return " ".join(words).capitalize() + self.rng.choice(".?!.")
+
+    def lines(self, messages: int) -> Iterator[str]:
+        start = time.time() - 365 * 86400
+        written = 0
+        for n in itertools.count():
+            user = self.pick_user()
+            topics = self.rng.sample(self.user_topics[user], self.rng.choice((1, 2)))
+            group = self.rng.random() < 0.15
+            chat = f"-100{int(user.split('-')[1]) % 7}" if group else user.split("-")[1]
+            at = start + self.rng.random() * 360 * 86400
+            for i in range(min(self.rng.randint(10, 60), messages - written)):
+                role = "user" if i % 2 == 0 else "assistant"
+                text = (
+                    self.rng.choice(SMALL_TALK)
+                    if role == "user" and self.rng.random() < 0.1
+                    else self.sentence(topics, self.rng.randint(4, 14) * (1 if i % 2 == 0 else 3))
+                )
+                record = {
+                    "session": f"s{n}", "user": user, "platform": "telegram", "chat": chat,
+                    "chat_type": "group" if group else "private", "role": role,
+                    "content": text, "timestamp": at + i * 45,
+                }  # fmt: skip
+                yield json.dumps(record)
+                written += 1
+            if written >= messages:
+                return
+
+    def query(self, user: str) -> tuple[str, str]:
+        """A message and its kind: small talk, the user's own topic, or an unknown one."""
+        roll = self.rng.random()
+        if roll < 0.25:
+            return "small talk", self.rng.choice(SMALL_TALK)
+        pool = self.user_topics[user] if roll < 0.8 else sorted(TOPICS)
+        a, b = (self.rng.choice(TOPICS[self.rng.choice(pool)].split()) for _ in range(2))
+        return ("own topic" if roll < 0.8 else "any topic"), self.rng.choice(QUESTIONS).format(
+            a=a, b=b
+        )
+
+
+def build(path: Path, messages: int, rng: random.Random, users: int) -> Corpus:
+    corpus = Corpus(rng, users)
+    try:
+        with SessionDB(path) as db:
+            count = db.conn.execute("SELECT count(*) FROM messages").fetchone()[0]
+    except (SessionStoreError, sqlite3.DatabaseError):  # a broken leftover is rebuilt
+        count = -1
+    if count == messages:
+        print(f"reusing {path} ({count:,} messages)")
+        return corpus
+    for stale in path.parent.glob(path.name + "*"):
+        stale.unlink()
+    started = time.perf_counter()
+    with SessionDB(path) as db:
+        result = db.import_lines(corpus.lines(messages))
+    elapsed = time.perf_counter() - started
+    print(
+        f"built {path}: {result.messages_inserted:,} messages in {result.sessions_created:,} "
+        f"sessions, {elapsed:.1f} s, {path.stat().st_size / 1e6:.0f} MB"
+    )
+    return corpus
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+async def measure(path: Path, corpus: Corpus, queries: int) -> None:
+    registry = default_registry()
+    async with SessionStore(path) as store:
+        resources = ProviderResources(home=path.parent, sessions=store)
+        sizes = _history_sizes(path)
+        heavy = 0.05 * sum(sizes.values())  # users holding 5% or more of all messages
+        timings: dict[str, list[float]] = {}
+        recalled: dict[str, int] = {}
+        for n in range(queries + 10):
+            user = corpus.pick_user()
+            kind, text = corpus.query(user)
+            builtins, _ = registry.create_selected(resources, builtins=["history"], external=None)
+            manager = MemoryManager(builtins)
+            session = SessionContext(
+                session_id=10_000_000 + n,  # a new session: no lineage to exclude
+                user_key=user,
+                platform="telegram",
+                chat_id=user.split("-")[1],
+                chat_type="private",
+            )
+            await manager.initialize(session)
+            started = time.perf_counter()
+            result = await manager.prefetch_all(text)
+            elapsed = (time.perf_counter() - started) * 1000
+            await manager.shutdown()
+            if n < 10:
+                continue  # warm-up: reader threads open their connections
+            for group in (kind, "heavy users" if sizes.get(user, 0) >= heavy else None):
+                if group is not None:
+                    timings.setdefault(group, []).append(elapsed)
+                    recalled[group] = recalled.get(group, 0) + bool(result)
+    kinds = [k for k in timings if k != "heavy users"]
+    everything = [t for k in kinds for t in timings[k]]
+    recalled["all"] = sum(recalled[k] for k in kinds)
+    print(f"prefetch_all added latency over {len(everything)} messages (ms):")
+    for kind, values in [("all", everything), *sorted(timings.items())]:
+        hit = recalled[kind]
+        print(
+            f"  {kind:<11} n={len(values):<4} p50={statistics.median(values):6.2f} "
+            f"p95={_pct(values, 0.95):6.2f} p99={_pct(values, 0.99):6.2f} "
+            f"max={max(values):6.2f}  recalled {hit / len(values):4.0%}"
+        )
+
+
+def _history_sizes(path: Path) -> dict[str, int]:
+    with SessionDB(path) as db:
+        rows = db.conn.execute(
+            "SELECT s.user_key, count(*) FROM sessions s JOIN messages m ON m.session_id = s.id "
+            "GROUP BY s.user_key"
+        )
+        return dict(rows.fetchall())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--messages", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=400)
+    parser.add_argument("--users", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=5)
+    parser.add_argument("--fresh", action="store_true", help="rebuild the database")
+    parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "mnemo-bench")
+    args = parser.parse_args()
+    args.dir.mkdir(parents=True, exist_ok=True)
+    path = args.dir / f"prefetch-{args.messages}-{args.users}-{args.seed}.db"
+    if args.fresh:
+        for stale in args.dir.glob(path.name + "*"):
+            stale.unlink()
+    corpus = build(path, args.messages, random.Random(args.seed), args.users)
+    corpus.rng = random.Random(args.seed + 1)  # queries do not depend on whether we rebuilt
+    asyncio.run(measure(path, corpus, args.queries))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,226 @@
+"""JSON Lines import/export: format, errors (nothing imported), idempotency, SIGKILL safety."""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from memory_core.session_db import SessionDB
+from memory_core.session_import import ImportFormatError, parse_timestamp
+from memory_core.session_models import SearchScope
+from tests.memory_core.session_helpers import message, origin
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def line(**fields: object) -> str:
+    record = {
+        "session": "s1", "user": "telegram-1", "platform": "telegram", "chat": "c1",
+        "chat_type": "private", "role": "user", "content": "hello", "timestamp": 1000,
+    }  # fmt: skip
+    record.update(fields)
+    return json.dumps({k: v for k, v in record.items() if v is not ...}, ensure_ascii=False)
+
+
+SAMPLE = [
+    line(content="we booked the ferry to 小岛", timestamp="2024-05-01T10:00:00Z"),
+    line(role="assistant", content="Enjoy the ferry!", timestamp="2024-05-01T10:00:05+00:00"),
+    line(session="s2", chat="g1", chat_type="group", content="group ferry chat", name="Ann",
+         timestamp=1714560000.5),
+    line(session="s1", user="telegram-2", content="someone else's ferry", timestamp=1714560001),
+]  # fmt: skip
+
+
+@pytest.fixture
+def db(tmp_path: Path):
+    with SessionDB(tmp_path / "state.db") as opened:
+        yield opened
+
+
+def counts(db: SessionDB) -> tuple[int, int]:
+    return (
+        db.conn.execute("SELECT count(*) FROM sessions").fetchone()[0],
+        db.conn.execute("SELECT count(*) FROM messages").fetchone()[0],
+    )
+
+
+def test_import_creates_sessions_as_given(db: SessionDB) -> None:
+    result = db.import_lines(SAMPLE)
+    assert (result.lines, result.sessions_created, result.messages_inserted) == (4, 3, 4)
+    row = db.conn.execute(
+        "SELECT source, user_key, chat_id, chat_type, started_at, ended_at, external_id "
+        "FROM sessions WHERE external_id = 's1' AND user_key = 'telegram-1'"
+    ).fetchone()
+    assert row == ("telegram", "telegram-1", "c1", "private", 1714557600.0, 1714557605.0, "s1")
+    hits = db.search("ferry", SearchScope("telegram-1"))
+    assert {h.external_id for h in hits} == {"s1", "s2"}
+    assert db.search("小岛", SearchScope("telegram-1"))[0].external_id == "s1"
+    db.check()
+
+
+def test_triggers_are_back_after_an_import(db: SessionDB) -> None:
+    db.import_lines(SAMPLE)
+    db.append_message(origin=origin(), message=message("live walrus message"))
+    assert len(db.search("walrus", SearchScope("telegram-1"))) == 1
+    db.check()
+
+
+def test_export_then_import_round_trips(db: SessionDB, tmp_path: Path) -> None:
+    db.import_lines(SAMPLE)
+    db.append_messages(
+        origin=origin(),
+        messages=[message("live one", 2000.5), message('{"ok": 1}', 2001.0, role="tool",
+                                                         tool_name="calc", tool_call_id="c9")],
+    )  # fmt: skip
+    exported = list(db.export_lines("telegram-1"))
+    assert len(exported) == 5 and all("telegram-2" not in x for x in exported)
+    with SessionDB(tmp_path / "copy.db") as copy:
+        copy.import_lines(exported)
+        assert list(copy.export_lines("telegram-1")) == exported
+        copy.check()
+
+
+def test_importing_twice_adds_nothing_and_extends_with_new_lines(db: SessionDB) -> None:
+    db.import_lines(SAMPLE)
+    again = db.import_lines(SAMPLE)
+    assert (again.sessions_created, again.messages_inserted, again.messages_skipped) == (0, 0, 4)
+    more = db.import_lines([*SAMPLE[:2], line(content="a later message", timestamp=1714600000)])
+    assert (more.sessions_extended, more.messages_inserted, more.messages_skipped) == (1, 1, 2)
+    ended = db.conn.execute(
+        "SELECT ended_at, message_count FROM sessions WHERE external_id = 's1' "
+        "AND user_key = 'telegram-1'"
+    ).fetchone()
+    assert ended == (1714600000.0, 3)
+    db.check()
+
+
+BAD_LINES = [
+    ("{not json", "not valid JSON"),
+    ("[1, 2]", "one JSON object"),
+    (line(role=...), "missing role"),
+    (line(extra=1), "unknown key 'extra'"),
+    (line(role="bot"), "'role' must be"),
+    (line(chat_type="channel"), "'chat_type' must be"),
+    (line(timestamp="yesterday-ish"), "bad timestamp"),
+    (line(timestamp=True), "bad timestamp"),
+    (line(timestamp=float("inf")), "bad timestamp"),
+    (line(user=""), "'user' must be a non-empty string"),
+    (line(content=5), "'content' must be a string"),
+    (line(name=5), "'name' must be a string"),
+    (line(chat="elsewhere"), "session 's1' is in chat 'c1'"),
+]
+
+
+@pytest.mark.parametrize(("bad", "problem"), BAD_LINES)
+def test_a_bad_line_names_its_number_and_imports_nothing(
+    db: SessionDB, bad: str, problem: str
+) -> None:
+    db.import_lines([line(session="before", content="kept")])
+    before = counts(db)
+    lines = [SAMPLE[0], "", SAMPLE[1], bad, SAMPLE[2]]
+    with pytest.raises(ImportFormatError) as caught:
+        db.import_lines(lines)
+    assert caught.value.line == 4 and str(caught.value).startswith("line 4: ")
+    assert problem in str(caught.value)
+    assert counts(db) == before
+    db.check()  # the insert trigger is back too
+
+
+def test_bad_bytes_name_their_line(db: SessionDB) -> None:
+    with pytest.raises(ImportFormatError, match=r"line 2: not UTF-8"):
+        db.import_lines([SAMPLE[0].encode(), b'{"session": "\xff"}'])
+    assert counts(db) == (0, 0)
+
+
+def test_progress_reports_every_line(db: SessionDB) -> None:
+    seen: list[int] = []
+    db.import_lines([SAMPLE[0], "", SAMPLE[1]], progress=seen.append)
+    assert sum(seen) == 3
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(0, 0.0), (1.5, 1.5), ("1.5", 1.5), ("1970-01-01T00:00:10", 10.0),
+     ("1970-01-01T01:00:10+01:00", 10.0), ("1970-01-01T00:00:10Z", 10.0)],
+)  # fmt: skip
+def test_timestamps(value: object, expected: float) -> None:
+    assert parse_timestamp(value) == expected
+
+
+def write_big_file(path: Path, sessions: int, per_session: int) -> None:
+    rng = random.Random(5)
+    words = ["alpha", "beta", "gamma", "天气", "服务器", "delta", "kayak", "river", "plan"]
+    with path.open("w", encoding="utf-8") as out:
+        for s in range(sessions):
+            for i in range(per_session):
+                text = " ".join(rng.choice(words) for _ in range(12))
+                out.write(line(session=f"s{s}", user=f"u{s % 50}", content=text,
+                               role="user" if i % 2 == 0 else "assistant",
+                               timestamp=1_700_000_000 + s * 1000 + i) + "\n")  # fmt: skip
+
+
+def run_import(home: Path, file: Path) -> subprocess.Popen[bytes]:
+    code = "import sys; from gateway.cli import main; sys.exit(main())"
+    return subprocess.Popen(
+        [sys.executable, "-c", code, "sessions", "import", str(file)],
+        cwd=ROOT,
+        env={"MNEMO_HOME": str(home), "PATH": "/usr/bin:/bin"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+def test_sigkill_during_an_import_leaves_a_consistent_database(tmp_path: Path) -> None:
+    sessions, per_session = 400, 50
+    big = tmp_path / "big.jsonl"
+    write_big_file(big, sessions, per_session)
+    started = time.perf_counter()
+    reference = run_import(tmp_path / "reference", big)
+    assert reference.wait(timeout=120) == 0
+    whole = time.perf_counter() - started  # start-up plus import, on this machine, now
+    home = tmp_path / "home"
+    rng = random.Random(11)
+    kills = 0
+    for _ in range(4):
+        proc = run_import(home, big)
+        time.sleep(rng.uniform(0.45, 0.95) * whole)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            kills += 1
+        proc.wait(timeout=60)
+        assert_consistent(home / "state.db", sessions, per_session)
+    assert kills >= 2, "the import finished too fast to be interrupted"
+    proc = run_import(home, big)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err.decode()
+    assert_consistent(home / "state.db", sessions, per_session, complete=True)
+
+
+def assert_consistent(path: Path, sessions: int, per_session: int, complete: bool = False) -> None:
+    if not path.exists():
+        return
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        if conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'messages'").fetchone()[0]:
+            for index in ("messages_fts", "messages_trigram"):
+                conn.execute(f"INSERT INTO {index}({index}, rank) VALUES ('integrity-check', 1)")
+            sizes = [
+                r[0] for r in conn.execute("SELECT count(*) FROM messages GROUP BY session_id")
+            ]
+            assert all(size == per_session for size in sizes), "a partial session"
+            assert len(sizes) in ((sessions,) if complete else (0, sessions))
+            triggers = {
+                r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='trigger'")
+            }
+            assert "messages_ai" in triggers
+    finally:
+        conn.close()

@@ -1,0 +1,90 @@
+"""Schema versions: an older database is migrated forward, a newer one refused."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from memory_core.session_db import SessionDB
+from memory_core.session_models import SchemaVersionError, SearchScope
+from memory_core.session_schema import SCHEMA_VERSION, migrate, schema_version
+from tests.memory_core.session_helpers import message, origin
+
+
+def make_v1_database(path: Path) -> None:
+    """A state.db as version 1 wrote it: no trigram index, no lineage roots, no owner column."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    assert migrate(conn, target=1) == 1
+    conn.executemany(
+        "INSERT INTO sessions(id, source, user_key, chat_id, chat_type, started_at, ended_at, "
+        "parent_session_id) VALUES (?, 'telegram', ?, ?, 'private', ?, ?, ?)",
+        [(1, "telegram-1", "c1", 100.0, 200.0, None), (2, "telegram-1", "c1", 200.0, None, 1),
+         (3, "telegram-2", "c2", 150.0, None, None)],
+    )  # fmt: skip
+    conn.executemany(
+        "INSERT INTO messages(session_id, role, content, timestamp) VALUES (?, ?, ?, ?)",
+        [(1, "user", "we planned the hiking trip 登山计划", 101.0),
+         (2, "assistant", "the hiking trip continues", 201.0),
+         (3, "user", "hiking alone 登山", 151.0)],
+    )  # fmt: skip
+    conn.close()
+
+
+def test_a_version_1_database_is_migrated_and_searchable(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    make_v1_database(path)
+    with SessionDB(path) as db:
+        assert schema_version(db.conn) == SCHEMA_VERSION
+        db.check()  # both indexes rebuilt and in sync, counts filled in
+        child = db.get_session(2)
+        assert child is not None and child.root_id == 1
+        hits = db.search("hiking", SearchScope("telegram-1"))
+        assert [h.session_id for h in hits] == [1]  # the child resolves to its root
+        assert len(hits[0].snippets) == 2
+        assert [h.session_id for h in db.search("登山", SearchScope("telegram-1"))] == [1]
+        assert [h.session_id for h in db.search("登山计划", SearchScope("telegram-1"))] == [1]
+        assert [h.session_id for h in db.search("登山", SearchScope("telegram-2"))] == [3]
+        # New writes after the migration are indexed by the new triggers.
+        db.append_message(origin=origin("telegram-2", "c2"), message=message("kayak", 300.0))
+        assert len(db.search("kayak", SearchScope("telegram-2"))) == 1
+        db.check()
+
+
+def test_every_step_in_turn_reaches_the_same_schema(tmp_path: Path) -> None:
+    stepwise = sqlite3.connect(tmp_path / "a.db", isolation_level=None)
+    for target in range(1, SCHEMA_VERSION + 1):
+        assert migrate(stepwise, target=target) == target
+    direct = sqlite3.connect(tmp_path / "b.db", isolation_level=None)
+    migrate(direct)
+    query = "SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name"
+    assert stepwise.execute(query).fetchall() == direct.execute(query).fetchall()
+
+
+def test_migrating_twice_changes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    with SessionDB(path):
+        pass
+    with SessionDB(path) as db:
+        assert db.conn.execute("SELECT count(*) FROM schema_version").fetchone()[0] == 1
+
+
+def test_a_newer_database_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    with SessionDB(path) as db:
+        db.conn.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION + 1,))
+    with pytest.raises(SchemaVersionError, match="newer"):
+        SessionDB(path).open()
+
+
+def test_a_failed_step_leaves_the_previous_version(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    migrate(conn, target=2)
+    conn.execute("CREATE INDEX sessions_root ON sessions(source)")  # v3 would create this name
+    with pytest.raises(sqlite3.OperationalError, match="already exists"):
+        migrate(conn)
+    assert schema_version(conn) == 2
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(sessions)")}
+    assert "root_id" not in columns  # the half-run step was rolled back
