@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.agent.model_client import Completion, ModelClient, TextSink
-from memory_core import StreamingContextScrubber, append_memory_context
+from memory_core import StreamingContextScrubber, append_memory_context, scrub_context
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +122,11 @@ class Agent:
 
 
 def _assistant_message(completion: Completion) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": completion.text or None}
+    # What the person saw: the model's echo of a recall block is never stored either.
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": scrub_context(completion.text) or None,
+    }
     if completion.tool_calls:
         message["tool_calls"] = [call.as_message() for call in completion.tool_calls]
     return message

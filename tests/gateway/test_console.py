@@ -136,3 +136,10 @@ def test_mnemo_run_subprocess_uses_the_console_by_default(tmp_path: Path) -> Non
     assert result.returncode == 0, result.stderr
     assert "echo: good morning" in result.stdout
     assert (tmp_path / "d" / "state.db").exists()
+
+
+def test_echoed_recall_block_is_neither_shown_nor_stored(fake: FakeOpenAI, tmp_path: Path) -> None:
+    fake.say("Sure.<memory-context>\nsecret recalled text\n</memory-context> Done.")
+    out = chat(config_for(fake, tmp_path / "data"), "hello")
+    assert "Sure. Done." in out and "secret recalled text" not in out
+    assert stored(tmp_path / "data")[-1] == ("assistant", "Sure. Done.")
