@@ -42,6 +42,7 @@ from memory_core.memory_edits import (
 )
 from memory_core.memory_render import safe_view, usage_label
 from memory_core.safety import UnsafeContentError
+from memory_core.tool_args import decode_arguments
 from memory_core.user_keys import InvalidUserKeyError
 
 MAX_FAILURES_PER_TURN = 3
@@ -203,14 +204,7 @@ def parse_request(arguments: Mapping[str, Any] | str) -> MemoryRequest:
 
 
 def _as_mapping(arguments: Mapping[str, Any] | str) -> Mapping[str, Any]:
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments) if arguments.strip() else {}
-        except json.JSONDecodeError as exc:
-            raise InvalidArgumentsError(f"arguments are not valid JSON: {exc.msg}") from None
-    if not isinstance(arguments, Mapping):
-        raise InvalidArgumentsError("arguments must be a JSON object")
-    return arguments
+    return decode_arguments(arguments, InvalidArgumentsError)
 
 
 def _operation(item: Any, where: str) -> Operation:

@@ -37,6 +37,7 @@ from memory_core.skills_store import (
     SkillProtectedError,
     SkillsStore,
 )
+from memory_core.tool_args import decode_arguments
 
 Role = Literal["primary", "background"]
 ROLES: tuple[Role, ...] = ("primary", "background")
@@ -266,14 +267,7 @@ class SkillsTools:
 
 
 def _as_mapping(arguments: Mapping[str, Any] | str) -> Mapping[str, Any]:
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments) if arguments.strip() else {}
-        except json.JSONDecodeError as exc:
-            raise SkillArgumentError(f"arguments are not valid JSON: {exc}") from None
-    if not isinstance(arguments, Mapping):
-        raise SkillArgumentError("arguments must be a JSON object")
-    return arguments
+    return decode_arguments(arguments, SkillArgumentError)
 
 
 def _req_str(args: Mapping[str, Any], key: str, *, allow_empty: bool = False) -> str:
