@@ -83,6 +83,9 @@ class Conversations:
             except ModelError as exc:
                 log.warning("model error in session %s: %s", key, exc)
                 await sink.write(f"(the model is not answering right now: {exc})")
+            except Exception:  # the top of a turn: log it, tell the person, keep serving
+                log.exception("turn failed in session %s", key)
+                await sink.write("(something went wrong on my side; please try again)")
             await sink.finish()
 
     async def close(self) -> None:
