@@ -15,7 +15,7 @@ import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from gateway.agent.model_client import ModelClient, ModelError
@@ -62,7 +62,6 @@ class _Session:
     session_id: int
     system_prompt: str
     manager: MemoryManager
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
 class Conversations:
@@ -129,8 +128,10 @@ class Conversations:
 
     async def _session(self, key: str, message: InboundMessage, session_id: int) -> _Session:
         current = self._open.get(key)
-        if current is not None and current.session_id == session_id:
-            return current
+        if current is not None:
+            if current.session_id == session_id:
+                return current
+            await current.manager.shutdown()  # the store moved on: don't leak its providers
         include_profile = message.chat_type == "private" or self._s.config.memory.profile_in_groups
         snapshot = self._s.memory.snapshot(message.user_key, include_profile=include_profile)
         manager = self._s.new_manager()
