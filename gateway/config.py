@@ -30,8 +30,8 @@ from gateway.errors import ConfigError
 DEFAULT_CONFIG_FILE = Path("mnemo.yaml")
 
 
-def _check_url(value: str | None, schemes: tuple[str, ...]) -> str | None:
-    """Refuse a URL that the HTTP clients would choke on later."""
+def check_url(value: str | None, schemes: tuple[str, ...]) -> str | None:
+    """Refuse a URL that the HTTP clients would choke on later (`ValueError`)."""
     if value is None:
         return None
     try:
@@ -45,11 +45,11 @@ def _check_url(value: str | None, schemes: tuple[str, ...]) -> str | None:
 
 
 def _http_url(value: str | None) -> str | None:
-    return _check_url(value, ("http", "https"))
+    return check_url(value, ("http", "https"))
 
 
 def _ws_url(value: str | None) -> str | None:
-    return _check_url(value, ("ws", "wss"))
+    return check_url(value, ("ws", "wss"))
 
 
 HttpUrl = Annotated[str, AfterValidator(_http_url)]

@@ -22,6 +22,7 @@ import discord.gateway
 import discord.http
 import yarl
 
+from gateway.config import check_url
 from gateway.errors import ConfigError
 
 _API_SCHEMES = ("http", "https")
@@ -46,13 +47,10 @@ def current_discord_endpoints() -> DiscordEndpoints:
 
 def _checked_url(value: str, schemes: tuple[str, ...], key: str) -> yarl.URL:
     try:
-        url = yarl.URL(value)
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"{key}: not a URL: {value!r}") from exc
-    if url.scheme not in schemes or not url.host:
-        expected = " or ".join(f"{s}://" for s in schemes)
-        raise ConfigError(f"{key}: expected an absolute {expected} URL, got {value!r}")
-    return url
+        check_url(value, schemes)
+    except ValueError as exc:
+        raise ConfigError(f"{key}: {exc}, got {value!r}") from None
+    return yarl.URL(value)
 
 
 def use_discord_endpoints(api_base: str, gateway_url: str) -> DiscordEndpoints:
