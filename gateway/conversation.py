@@ -115,14 +115,18 @@ class Conversations:
         history = await self._history(first.session_id, message)
         recalled = await session.manager.prefetch_all(message.text)
         agent = Agent(self._s.model, tools)
-        result = await agent.run_turn(
-            session.system_prompt, history, message.text, recalled, sink.write
-        )
-        rest = [
-            _new(m["role"], m.get("content") or "", f"{turn_id}:{i}", m)
-            for i, m in enumerate(result.messages[1:], start=1)
-        ]
-        await self._s.sessions.append_messages(origin=origin, messages=rest)
+        done: list[dict[str, Any]] = []
+        try:
+            result = await agent.run_turn(
+                session.system_prompt, history, message.text, recalled, sink.write, done
+            )
+        finally:  # tool steps already taken are kept even when a later model call fails
+            rest = [
+                _new(m["role"], m.get("content") or "", f"{turn_id}:{i}", m)
+                for i, m in enumerate(done[1:], start=1)
+            ]
+            if rest:
+                await self._s.sessions.append_messages(origin=origin, messages=rest)
         session.manager.sync_all(message.text, result.reply)
         session.manager.queue_prefetch_all(message.text)
 

@@ -59,11 +59,18 @@ class Agent:
         user_text: str,
         recalled: str,
         on_text: TextSink,
+        stored: list[dict[str, Any]] | None = None,
     ) -> TurnResult:
-        """Run one turn; `history` holds earlier messages of the session (no system one)."""
+        """Run one turn; `history` holds earlier messages of the session (no system one).
+
+        Every message of the turn is appended to `stored` as it happens (the
+        user's first), so a caller can still save what was done when a later
+        model call fails.
+        """
         user_message = {"role": "user", "content": user_text}
         request_user = {"role": "user", "content": append_memory_context(user_text, recalled)}
-        stored: list[dict[str, Any]] = [user_message]
+        stored = [] if stored is None else stored
+        stored.append(user_message)
         sent: list[dict[str, Any]] = [
             {"role": "system", "content": system_prompt},
             *history,

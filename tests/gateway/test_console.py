@@ -143,3 +143,14 @@ def test_echoed_recall_block_is_neither_shown_nor_stored(fake: FakeOpenAI, tmp_p
     out = chat(config_for(fake, tmp_path / "data"), "hello")
     assert "Sure. Done." in out and "secret recalled text" not in out
     assert stored(tmp_path / "data")[-1] == ("assistant", "Sure. Done.")
+
+
+def test_tool_steps_are_kept_when_the_next_model_call_fails(
+    fake: FakeOpenAI, tmp_path: Path
+) -> None:
+    fake.call_tools(ToolCall("memory", {"target": "user", "action": "add", "content": "Likes tea"}))
+    fake.say("never sent", fault=Fault.cut(after=2))
+    out = chat(config_for(fake, tmp_path / "data"), "I like tea")
+    assert "the model is not answering right now" in out
+    roles = [role for role, _ in stored(tmp_path / "data")]
+    assert roles == ["user", "assistant", "tool"]
