@@ -30,9 +30,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from memory_core.session_db import SessionDB  # noqa: E402
-from memory_core.session_models import SearchScope  # noqa: E402
-from memory_core.session_search import DEFAULT_RANKING, Ranking, search_sessions  # noqa: E402
+from memory_core.sessions.db import SessionDB  # noqa: E402
+from memory_core.sessions.models import SearchScope  # noqa: E402
+from memory_core.sessions.search import DEFAULT_RANKING, Ranking, search_sessions  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo-dev.json"
 KS = (5, 10)

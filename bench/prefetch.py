@@ -39,9 +39,9 @@ from memory_core.providers import (
     SessionContext,
     default_registry,
 )
-from memory_core.session_db import SessionDB
-from memory_core.session_models import SessionStoreError
-from memory_core.session_store import SessionStore
+from memory_core.sessions.db import SessionDB
+from memory_core.sessions.models import SessionStoreError
+from memory_core.sessions.store import SessionStore
 
 TOPICS = {
     "deploy": "deploy rollback release staging canary pipeline hotfix version cluster outage",

@@ -27,9 +27,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from memory_core.fts_query import STOPWORDS
-from memory_core.session_db import SessionDB
-from memory_core.session_models import SearchScope
+from memory_core.sessions.db import SessionDB
+from memory_core.sessions.models import SearchScope
+from memory_core.sessions.query import STOPWORDS
 
 SYLLABLES = [a + b for a in "bcdfghklmnprstvwz" for b in ("a", "e", "i", "o", "u", "ai", "ou")]
 FUNCTION_WORDS = sorted(STOPWORDS)[:90]

@@ -5,9 +5,16 @@ It is usable without the gateway and imports nothing from it.
 """
 
 from memory_core.atomic import AtomicWriteError, atomic_write_text
-from memory_core.context import append_memory_context, sanitize_context, wrap_memory_context
+from memory_core.context import (
+    StreamingContextScrubber,
+    append_memory_context,
+    sanitize_context,
+    scrub_context,
+    wrap_memory_context,
+)
 from memory_core.errors import MemoryCoreError
-from memory_core.file_memory import (
+from memory_core.file_memory.render import MemorySnapshot
+from memory_core.file_memory.store import (
     FileMemoryStore,
     MemoryDriftError,
     MemoryFileError,
@@ -15,8 +22,7 @@ from memory_core.file_memory import (
     MemoryState,
     WriteResult,
 )
-from memory_core.memory_render import MemorySnapshot
-from memory_core.memory_tool import (
+from memory_core.file_memory.tool import (
     MEMORY_TOOL_SCHEMA,
     MemoryPermissionError,
     MemoryRequest,
@@ -34,9 +40,8 @@ from memory_core.providers import (
     default_registry,
 )
 from memory_core.safety import Finding, UnsafeContentError, scan, scan_all
-from memory_core.scrubber import StreamingContextScrubber, scrub_context
-from memory_core.session_db import SessionDB
-from memory_core.session_models import (
+from memory_core.sessions.db import SessionDB
+from memory_core.sessions.models import (
     AppendResult,
     NewMessage,
     SearchScope,
@@ -47,11 +52,11 @@ from memory_core.session_models import (
     Snippet,
     StoredMessage,
 )
-from memory_core.session_store import SessionStore
-from memory_core.skills_format import SkillError
-from memory_core.skills_store import Skill, SkillProblem, SkillsStore
-from memory_core.skills_tools import SKILL_TOOL_SCHEMAS, SkillsTools
-from memory_core.time_phrases import parse_time_phrase
+from memory_core.sessions.store import SessionStore
+from memory_core.sessions.time_phrases import parse_time_phrase
+from memory_core.skills.format import SkillError
+from memory_core.skills.store import Skill, SkillProblem, SkillsStore
+from memory_core.skills.tools import SKILL_TOOL_SCHEMAS, SkillsTools
 from memory_core.user_keys import InvalidUserKeyError, check_user_key, make_user_key
 
 __all__ = [

@@ -16,10 +16,10 @@ from typing import IO
 import click
 
 from gateway.cli.base import CliState, fail, run_command
-from memory_core.session_db import SessionDB
-from memory_core.session_import import parse_timestamp
-from memory_core.session_models import SearchScope, SessionHit
-from memory_core.time_phrases import parse_time_phrase
+from memory_core.sessions.db import SessionDB
+from memory_core.sessions.jsonl import parse_timestamp
+from memory_core.sessions.models import SearchScope, SessionHit
+from memory_core.sessions.time_phrases import parse_time_phrase
 
 
 def _db_path(state: CliState) -> Path:

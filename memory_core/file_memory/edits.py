@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from memory_core.entries import normalise_entry, usage
 from memory_core.errors import MemoryCoreError
-from memory_core.memory_render import HANDLE_PREFIX, entry_handle, safe_view
+from memory_core.file_memory.entries import normalise_entry, usage
+from memory_core.file_memory.render import HANDLE_PREFIX, entry_handle, safe_view
 from memory_core.safety import check
 
 Action = Literal["add", "replace", "remove"]

@@ -14,7 +14,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memory_core.entries import join_entries, usage
+from memory_core.file_memory.entries import join_entries, usage
 from memory_core.safety import scan
 
 RULE = "═" * 46

@@ -24,10 +24,10 @@ from typing import Literal
 from filelock import FileLock, Timeout
 
 from memory_core.atomic import atomic_write_text
-from memory_core.entries import file_text, is_canonical, parse_entries, usage
 from memory_core.errors import MemoryCoreError
-from memory_core.memory_edits import Operation, apply_operations
-from memory_core.memory_render import (
+from memory_core.file_memory.edits import Operation, apply_operations
+from memory_core.file_memory.entries import file_text, is_canonical, parse_entries, usage
+from memory_core.file_memory.render import (
     MEMORY_TITLE,
     USER_TITLE,
     MemorySnapshot,

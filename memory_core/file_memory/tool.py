@@ -17,19 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from memory_core.atomic import AtomicWriteError
-from memory_core.entries import InvalidEntryError, usage
 from memory_core.errors import MemoryCoreError
-from memory_core.file_memory import (
-    TARGETS,
-    FileMemoryStore,
-    MemoryDriftError,
-    MemoryFileError,
-    MemoryLockError,
-    Target,
-    UnreadableMemoryError,
-    WriteResult,
-)
-from memory_core.memory_edits import (
+from memory_core.file_memory.edits import (
     ACTIONS,
     AmbiguousMatchError,
     BatchRejectedError,
@@ -40,7 +29,18 @@ from memory_core.memory_edits import (
     Operation,
     OverBudgetError,
 )
-from memory_core.memory_render import safe_view, usage_label
+from memory_core.file_memory.entries import InvalidEntryError, usage
+from memory_core.file_memory.render import safe_view, usage_label
+from memory_core.file_memory.store import (
+    TARGETS,
+    FileMemoryStore,
+    MemoryDriftError,
+    MemoryFileError,
+    MemoryLockError,
+    Target,
+    UnreadableMemoryError,
+    WriteResult,
+)
 from memory_core.safety import UnsafeContentError
 from memory_core.tool_args import decode_arguments
 from memory_core.user_keys import InvalidUserKeyError

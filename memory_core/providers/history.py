@@ -17,9 +17,9 @@ import time
 from collections.abc import Sequence
 from typing import Protocol
 
-from memory_core.fts_query import STOPWORDS
 from memory_core.providers.base import MemoryProvider, SessionContext
-from memory_core.session_models import MATCH_END, MATCH_START, SearchScope, SessionHit, Snippet
+from memory_core.sessions.models import MATCH_END, MATCH_START, SearchScope, SessionHit, Snippet
+from memory_core.sessions.query import STOPWORDS
 
 # Words that say nothing about a topic: chat small talk, and the words people
 # use to ask for recall at all ("remember what we discussed last week").

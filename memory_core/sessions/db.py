@@ -12,9 +12,11 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from memory_core import session_import, session_reads, session_writes
-from memory_core.session_conn import ConnectHook, connect, create_database_file, enable_wal
-from memory_core.session_models import (
+from memory_core.sessions import jsonl as session_import
+from memory_core.sessions import reads as session_reads
+from memory_core.sessions import writes as session_writes
+from memory_core.sessions.connection import ConnectHook, connect, create_database_file, enable_wal
+from memory_core.sessions.models import (
     AppendResult,
     NewMessage,
     SearchScope,
@@ -24,9 +26,9 @@ from memory_core.session_models import (
     SessionStoreError,
     StoredMessage,
 )
-from memory_core.session_schema import check_integrity, migrate
-from memory_core.session_search import search_sessions
-from memory_core.session_writes import DeleteResult
+from memory_core.sessions.schema import check_integrity, migrate
+from memory_core.sessions.search import search_sessions
+from memory_core.sessions.writes import DeleteResult
 
 
 def open_writer(path: Path, on_connect: ConnectHook | None = None) -> sqlite3.Connection:

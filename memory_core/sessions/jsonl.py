@@ -32,13 +32,13 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from memory_core.session_conn import transaction
-from memory_core.session_models import (
+from memory_core.sessions.connection import transaction
+from memory_core.sessions.models import (
     CHAT_TYPES,
     ROLES,
     SessionStoreError,
 )
-from memory_core.session_schema import (
+from memory_core.sessions.schema import (
     create_insert_trigger,
     drop_insert_trigger,
     index_rows_after,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from memory_core.session_models import SearchScope, SessionInfo, StoredMessage
+from memory_core.sessions.models import SearchScope, SessionInfo, StoredMessage
 
 SESSION_COLUMNS = (
     "id, source, user_key, chat_id, chat_type, thread_id, session_key, title, model, "

@@ -28,8 +28,7 @@ import sqlite3
 from collections import defaultdict
 from dataclasses import dataclass
 
-from memory_core.fts_query import ParsedQuery, QueryTerm, TermKind, parse_query
-from memory_core.session_models import (
+from memory_core.sessions.models import (
     INTERNAL_SOURCES,
     MATCH_END,
     MATCH_START,
@@ -37,9 +36,10 @@ from memory_core.session_models import (
     SessionHit,
     Snippet,
 )
-from memory_core.session_reads import scope_sql
-from memory_core.session_schema import TRIGRAM_INDEX, WORD_INDEX, owner_token
-from memory_core.session_snippets import highlighted_texts
+from memory_core.sessions.query import ParsedQuery, QueryTerm, TermKind, parse_query
+from memory_core.sessions.reads import scope_sql
+from memory_core.sessions.schema import TRIGRAM_INDEX, WORD_INDEX, owner_token
+from memory_core.sessions.snippets import highlighted_texts
 
 __all__ = [
     "MATCH_END",

@@ -13,9 +13,9 @@ import re
 import sqlite3
 from collections.abc import Sequence
 
-from memory_core.fts_query import QueryTerm, TermKind, word_index_expression
-from memory_core.session_models import MATCH_END, MATCH_START
-from memory_core.session_schema import WORD_INDEX
+from memory_core.sessions.models import MATCH_END, MATCH_START
+from memory_core.sessions.query import QueryTerm, TermKind, word_index_expression
+from memory_core.sessions.schema import WORD_INDEX
 
 SNIPPET_CHARS = 320
 _LEAD = 80  # characters shown before the first match

@@ -19,10 +19,11 @@ from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
-from memory_core import session_reads, session_writes
-from memory_core.session_conn import ConnectHook, connect
-from memory_core.session_db import open_writer
-from memory_core.session_models import (
+from memory_core.sessions import reads as session_reads
+from memory_core.sessions import writes as session_writes
+from memory_core.sessions.connection import ConnectHook, connect
+from memory_core.sessions.db import open_writer
+from memory_core.sessions.models import (
     AppendResult,
     NewMessage,
     SearchScope,
@@ -32,8 +33,8 @@ from memory_core.session_models import (
     SessionStoreError,
     StoredMessage,
 )
-from memory_core.session_search import search_sessions
-from memory_core.session_writes import DeleteResult
+from memory_core.sessions.search import search_sessions
+from memory_core.sessions.writes import DeleteResult
 
 T = TypeVar("T")
 

@@ -12,8 +12,8 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memory_core.session_conn import transaction
-from memory_core.session_models import (
+from memory_core.sessions.connection import transaction
+from memory_core.sessions.models import (
     AppendResult,
     InvalidMessageError,
     NewMessage,
@@ -21,7 +21,7 @@ from memory_core.session_models import (
     SessionNotFoundError,
     SessionOrigin,
 )
-from memory_core.session_schema import optimize_indexes, owner_token
+from memory_core.sessions.schema import optimize_indexes, owner_token
 
 _INSERT_MESSAGE = """
 INSERT OR IGNORE INTO messages(session_id, role, content, tool_name, tool_calls, tool_call_id,

@@ -56,7 +56,7 @@ from filelock import FileLock, Timeout
 
 from memory_core.atomic import atomic_write_text
 from memory_core.safety import UnsafeContentError, scan
-from memory_core.skills_format import (
+from memory_core.skills.format import (
     SKILL_FILE,
     SUPPORT_DIRS,
     SkillDocument,

@@ -29,8 +29,8 @@ from typing import Any, Literal
 
 from memory_core.errors import MemoryCoreError
 from memory_core.safety import UnsafeContentError
-from memory_core.skills_format import SUPPORT_DIRS, SkillError
-from memory_core.skills_store import (
+from memory_core.skills.format import SUPPORT_DIRS, SkillError
+from memory_core.skills.store import (
     GENERAL,
     Skill,
     SkillNotFoundError,

@@ -25,7 +25,7 @@ from gateway.adapters.discord_endpoints import (
 from gateway.errors import ConfigError
 from tests.fakes.discord import DEFAULT_GUILDS, DEFAULT_TOKEN, FakeDiscord
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 USER_ID = 4200000000000000001
 
 

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from tests.fakes.base import wait_until
 from tests.fakes.openai import FakeOpenAI, Fault, ToolCall, Turn
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 USER = [{"role": "user", "content": "你好"}]
 
 

@@ -37,7 +37,7 @@ from telegram.ext import (
 from tests.fakes.telegram import FakeTelegram, utf16_len
 
 TOKEN = "123:ABC"
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 Context = ContextTypes.DEFAULT_TYPE
 
 

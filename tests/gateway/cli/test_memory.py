@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from gateway.cli import main
-from memory_core.file_memory import FileMemoryStore
+from memory_core.file_memory.store import FileMemoryStore
 
 MNEMO = Path(sys.executable).parent / "mnemo"
 ALICE = "telegram-12345"

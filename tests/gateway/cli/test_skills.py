@@ -10,9 +10,9 @@ import pytest
 from click.testing import CliRunner, Result
 
 from gateway.cli import main
-from memory_core.skills_store import SkillsStore
+from memory_core.skills.store import SkillsStore
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 MNEMO = Path(sys.executable).parent / "mnemo"
 
 

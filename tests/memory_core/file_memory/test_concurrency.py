@@ -12,18 +12,18 @@ import sys
 import time
 from pathlib import Path
 
-from memory_core.file_memory import FileMemoryStore
-from memory_core.memory_edits import Operation
-from tests.memory_core.memory_worker import BIG_BUDGET, crash_entry, loop_signalling
+from memory_core.file_memory.edits import Operation
+from memory_core.file_memory.store import FileMemoryStore
+from tests.memory_core.file_memory.worker_process import BIG_BUDGET, crash_entry, loop_signalling
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 KEY = "telegram-777"
 CRASH_ENTRY = re.compile(r"crash (\d+) (x*) end")
 
 
 def _worker(*args: object, **kwargs: object) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "tests.memory_core.memory_worker", *map(str, args)],
+        [sys.executable, "-m", "tests.memory_core.file_memory.worker_process", *map(str, args)],
         cwd=ROOT,
         **kwargs,  # type: ignore[arg-type]
     )
@@ -46,7 +46,9 @@ def test_four_processes_adding_100_entries_each_lose_nothing(tmp_path: Path) -> 
 def test_sigkill_at_random_moments_never_tears_the_file(tmp_path: Path) -> None:
     # A forkserver with the store preloaded makes each of the 50 children cheap.
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["memory_core.file_memory", "tests.memory_core.memory_worker"])
+    ctx.set_forkserver_preload(
+        ["memory_core.file_memory.store", "tests.memory_core.file_memory.worker_process"]
+    )
     rng = random.Random(20240531)
     store = FileMemoryStore(tmp_path, user_char_limit=BIG_BUDGET)
     path = store.path("user", KEY)

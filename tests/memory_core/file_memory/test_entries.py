@@ -6,7 +6,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from memory_core.entries import (
+from memory_core.file_memory.entries import (
     DELIMITER,
     InvalidEntryError,
     file_text,

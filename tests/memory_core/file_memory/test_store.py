@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
-from memory_core.entries import file_text
-from memory_core.file_memory import (
+from memory_core.file_memory.edits import EntryTooLongError, Operation
+from memory_core.file_memory.entries import file_text
+from memory_core.file_memory.render import entry_handle
+from memory_core.file_memory.store import (
     FileMemoryStore,
     MemoryDriftError,
     MemoryLockError,
     UnreadableMemoryError,
 )
-from memory_core.memory_edits import EntryTooLongError, Operation
-from memory_core.memory_render import entry_handle
 from memory_core.user_keys import InvalidUserKeyError
 
 ALICE, BOB = "telegram-1001", "discord-2002"

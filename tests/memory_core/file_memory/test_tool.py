@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from memory_core.entries import file_text
-from memory_core.file_memory import FileMemoryStore
-from memory_core.memory_render import entry_handle
-from memory_core.memory_tool import MEMORY_TOOL_SCHEMA, MemoryTool
+from memory_core.file_memory.entries import file_text
+from memory_core.file_memory.render import entry_handle
+from memory_core.file_memory.store import FileMemoryStore
+from memory_core.file_memory.tool import MEMORY_TOOL_SCHEMA, MemoryTool
 
 ALICE, BOB = "telegram-1001", "telegram-2002"
 

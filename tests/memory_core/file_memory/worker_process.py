@@ -1,7 +1,7 @@
 """A child process for the multi-process and crash tests (run with -m).
 
-    python -m tests.memory_core.memory_worker add HOME KEY PREFIX COUNT
-    python -m tests.memory_core.memory_worker loop HOME KEY START
+    python -m tests.memory_core.file_memory.worker_process add HOME KEY PREFIX COUNT
+    python -m tests.memory_core.file_memory.worker_process loop HOME KEY START
 
 `add` adds COUNT distinct entries; `loop` writes forever (adding, and removing
 the oldest entry to keep the file small), printing "ready" after its first write.
@@ -16,8 +16,8 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from memory_core.file_memory import FileMemoryStore
-from memory_core.memory_edits import Operation
+from memory_core.file_memory.edits import Operation
+from memory_core.file_memory.store import FileMemoryStore
 
 BIG_BUDGET = 1_000_000
 

@@ -14,8 +14,8 @@ from memory_core.providers.base import SessionContext
 from memory_core.providers.history import HistoryRecallProvider, meaningful_terms
 from memory_core.providers.manager import MemoryManager
 from memory_core.providers.registry import ProviderResources, default_registry
-from memory_core.session_models import NewMessage, SessionOrigin
-from memory_core.session_store import SessionStore
+from memory_core.sessions.models import NewMessage, SessionOrigin
+from memory_core.sessions.store import SessionStore
 
 DAY = 86400.0
 NOW = time.time()

@@ -5,8 +5,8 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
-from memory_core.session_db import SessionDB
-from memory_core.session_models import NewMessage, SessionOrigin
+from memory_core.sessions.db import SessionDB
+from memory_core.sessions.models import NewMessage, SessionOrigin
 
 _keys = itertools.count(1)
 

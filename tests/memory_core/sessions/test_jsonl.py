@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from memory_core.session_db import SessionDB
-from memory_core.session_import import ImportFormatError, parse_timestamp
-from memory_core.session_models import SearchScope
-from tests.memory_core.session_helpers import message, origin
+from memory_core.sessions.db import SessionDB
+from memory_core.sessions.jsonl import ImportFormatError, parse_timestamp
+from memory_core.sessions.models import SearchScope
+from tests.memory_core.sessions.helpers import message, origin
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def line(**fields: object) -> str:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory_core.fts_query import (
+from memory_core.sessions.query import (
     MAX_QUERY_CHARS,
     MAX_TERMS,
     ParsedQuery,

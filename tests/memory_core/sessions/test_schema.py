@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from memory_core.session_db import SessionDB
-from memory_core.session_models import SchemaVersionError, SearchScope
-from memory_core.session_schema import SCHEMA_VERSION, migrate, schema_version
-from tests.memory_core.session_helpers import message, origin
+from memory_core.sessions.db import SessionDB
+from memory_core.sessions.models import SchemaVersionError, SearchScope
+from memory_core.sessions.schema import SCHEMA_VERSION, migrate, schema_version
+from tests.memory_core.sessions.helpers import message, origin
 
 
 def make_v1_database(path: Path) -> None:

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from memory_core.session_db import SessionDB
-from memory_core.session_models import MATCH_END, MATCH_START, SearchScope
-from memory_core.session_snippets import SNIPPET_CHARS
-from tests.memory_core.session_helpers import message, origin, say
+from memory_core.sessions.db import SessionDB
+from memory_core.sessions.models import MATCH_END, MATCH_START, SearchScope
+from memory_core.sessions.snippets import SNIPPET_CHARS
+from tests.memory_core.sessions.helpers import message, origin, say
 
 ME = SearchScope("telegram-1")
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from memory_core.session_db import SessionDB
-from memory_core.session_models import (
+from memory_core.sessions.db import SessionDB
+from memory_core.sessions.models import (
     InvalidMessageError,
     NewMessage,
     SearchScope,
@@ -22,8 +22,8 @@ from memory_core.session_models import (
     SessionNotFoundError,
     SessionStoreError,
 )
-from memory_core.session_store import SessionStore
-from tests.memory_core.session_helpers import message, open_db, origin
+from memory_core.sessions.store import SessionStore
+from tests.memory_core.sessions.helpers import message, open_db, origin
 
 
 @pytest.fixture

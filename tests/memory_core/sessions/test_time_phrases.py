@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory_core.time_phrases import TimeWindow, parse_time_phrase
+from memory_core.sessions.time_phrases import TimeWindow, parse_time_phrase
 
 NOW = datetime(2025, 4, 16, 15, 30, tzinfo=UTC)
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memory_core.errors import MemoryCoreError
-from memory_core.skills_format import (
+from memory_core.skills.format import (
     MAX_DESCRIPTION_CHARS,
     MAX_NAME_CHARS,
     MAX_SKILL_CHARS,

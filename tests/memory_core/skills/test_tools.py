@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from memory_core.skills_store import SkillsStore
-from memory_core.skills_tools import (
+from memory_core.skills.store import SkillsStore
+from memory_core.skills.tools import (
     ACTIONS,
     SKILL_TOOL_SCHEMAS,
     TOOL_NAMES,

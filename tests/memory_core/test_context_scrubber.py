@@ -7,7 +7,7 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory_core.scrubber import LONGEST_TAG, StreamingContextScrubber, scrub_context
+from memory_core.context import LONGEST_TAG, StreamingContextScrubber, scrub_context
 
 
 def _stream(chunks: list[str]) -> str:
