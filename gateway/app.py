@@ -1,6 +1,6 @@
 """Starting the bot: `mnemo run` and `mnemo chat`.
 
-The runner builds every long-lived object from the validated configuration
+The application builds every long-lived object from the validated configuration
 (stores, model client, provider registry) and hands them down through
 constructors; nothing below reads the configuration or the environment.
 """
@@ -8,13 +8,16 @@ constructors; nothing below reads the configuration or the environment.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sys
+from collections.abc import AsyncIterator
 from typing import TextIO
 
 from gateway.adapters.console_adapter import ConsoleAdapter
 from gateway.agent.model_client import ModelClient
 from gateway.config import Config
+from gateway.commands import builtin_commands
 from gateway.conversation import Conversations, ManagerFactory, Services
 from gateway.errors import NotAvailableError
 from memory_core import (
@@ -47,14 +50,33 @@ def run_bot(config: Config) -> None:
     run_console(config)
 
 
-def run_console(config: Config, stdin: TextIO | None = None, stdout: TextIO | None = None) -> None:
-    """Talk to the bot in the terminal (or through the given streams)."""
+def run_console(
+    config: Config,
+    stdin: TextIO | None = None,
+    stdout: TextIO | None = None,
+    user_id: str | None = None,
+) -> None:
+    """Talk to the bot in the terminal (or through the given streams).
+
+    `user_id` names the person at the console; by default the login name.
+    """
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    adapter = ConsoleAdapter(stdin or sys.stdin, stdout or sys.stdout)
+    adapter = ConsoleAdapter(stdin or sys.stdin, stdout or sys.stdout, user_id=user_id)
     asyncio.run(_serve(config, adapter))
 
 
 async def _serve(config: Config, adapter: ConsoleAdapter) -> None:
+    async with open_services(config) as services:
+        conversations = Conversations(services)
+        try:
+            await adapter.run(conversations.handle)
+        finally:
+            await conversations.close()
+
+
+@contextlib.asynccontextmanager
+async def open_services(config: Config) -> AsyncIterator[Services]:
+    """Open the stores and the model client for `config`; close them on the way out."""
     config.home.mkdir(parents=True, exist_ok=True)
     sessions = SessionStore(config.home / "state.db")
     await sessions.open()
@@ -64,27 +86,25 @@ async def _serve(config: Config, adapter: ConsoleAdapter) -> None:
         model=config.llm.model,
         timeout=config.llm.timeout,
     )
-    services = Services(
-        config=config,
-        model=model,
-        memory=FileMemoryStore(
-            config.home,
-            memory_char_limit=config.memory.memory_char_limit,
-            user_char_limit=config.memory.user_char_limit,
-        ),
-        skills=SkillsStore(
-            config.skills.dir,
-            config.home / "skills-manifest.json",
-            archive_dir=config.home / "skills-archive",
-        ),
-        sessions=sessions,
-        new_manager=_manager_factory(config, sessions),
-    )
-    conversations = Conversations(services)
     try:
-        await adapter.run(conversations.handle)
+        yield Services(
+            config=config,
+            model=model,
+            memory=FileMemoryStore(
+                config.home,
+                memory_char_limit=config.memory.memory_char_limit,
+                user_char_limit=config.memory.user_char_limit,
+            ),
+            skills=SkillsStore(
+                config.skills.dir,
+                config.home / "skills-manifest.json",
+                archive_dir=config.home / "skills-archive",
+            ),
+            sessions=sessions,
+            new_manager=_manager_factory(config, sessions),
+            commands=builtin_commands(),
+        )
     finally:
-        await conversations.close()
         await model.close()
         await sessions.close()
 

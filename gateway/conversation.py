@@ -1,10 +1,13 @@
 """The application service between adapters and the agent.
 
-`Conversations` takes an `InboundMessage`, finds or starts its session, keeps
-that session's system prompt frozen (memory snapshot and skills index rendered
-once, at session start), writes the user's message before the model is asked
-(so nothing is lost on an error), runs one agent turn with per-person memory
-and skills tools, and stores the turn. One turn at a time per session.
+`Conversations.handle` takes an `InboundMessage` and routes it: a registered
+command runs and answers (never reaching the model or the transcript);
+anything else is a turn of the message's session. For a turn it finds or
+starts the session, keeps that session's system prompt frozen (memory
+snapshot and skills index rendered once, at session start), writes the user's
+message before the model is asked (so nothing is lost on an error), runs one
+agent turn with the person's tools, and stores what the turn produced. One
+turn at a time per session.
 """
 
 from __future__ import annotations
@@ -14,27 +17,27 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.agent.model_client import ModelClient, ModelError
+from gateway.agent.model_client import ModelClient
 from gateway.agent.prompt import build_system_prompt
-from gateway.agent.turn import Agent, Tool
+from gateway.agent.tools import build_tools
+from gateway.agent.turn import Agent, TurnMessage
+from gateway.commands import CommandCall, CommandContext, CommandRegistry, parse_command
 from gateway.config import Config
+from gateway.errors import ModelError
 from gateway.messages import InboundMessage, ReplySink
 from memory_core import (
-    MEMORY_TOOL_SCHEMA,
     FileMemoryStore,
     MemoryManager,
-    MemoryTool,
     NewMessage,
     SearchScope,
     SessionContext,
     SessionOrigin,
     SessionStore,
     SkillsStore,
-    SkillsTools,
     TranscriptMessage,
 )
 
@@ -53,6 +56,7 @@ class Services:
     skills: SkillsStore
     sessions: SessionStore
     new_manager: ManagerFactory
+    commands: CommandRegistry
 
 
 @dataclass
@@ -65,7 +69,7 @@ class _Session:
 
 
 class Conversations:
-    """Routes inbound messages to their sessions and runs turns."""
+    """Routes inbound messages to a command or to their session's next turn."""
 
     def __init__(self, services: Services) -> None:
         self._s = services
@@ -78,7 +82,11 @@ class Conversations:
         lock = self._locks.setdefault(key, asyncio.Lock())
         async with lock:
             try:
-                await self._dispatch(key, message, sink)
+                call = parse_command(message.text)
+                if call is not None and self._s.commands.get(call.name) is not None:
+                    await self._command(key, message, call, sink)
+                else:
+                    await self._turn(key, message, sink)
             except ModelError as exc:
                 log.warning("model error in session %s: %s", key, exc)
                 await sink.write(f"(the model is not answering right now: {exc})")
@@ -92,41 +100,61 @@ class Conversations:
         for key in list(self._open):
             await self._end(key, "shutdown")
 
-    async def _dispatch(self, key: str, message: InboundMessage, sink: ReplySink) -> None:
-        command = message.text.split(maxsplit=1)[0].lower() if message.text else ""
-        if command == "/new":
-            await self._end(key, "new")
-            await sink.write("Started a fresh session.")
-        elif command == "/memory":
-            await sink.write(self._memory_listing(message.user_key))
-        elif command in ("/help", "/start"):
-            await sink.write(HELP)
-        else:
-            await self._turn(key, message, sink)
+    def _is_admin(self, message: InboundMessage) -> bool:
+        return message.platform == "console" or self._s.config.is_admin(
+            message.platform, message.user_id
+        )
+
+    async def _command(
+        self, key: str, message: InboundMessage, call: CommandCall, sink: ReplySink
+    ) -> None:
+        command = self._s.commands.get(call.name)
+        assert command is not None  # checked by the caller
+        is_admin = self._is_admin(message)
+        if command.admin_only and not is_admin:
+            await sink.write(f"/{command.name} is for admins only.")
+            return
+
+        async def end_session(reason: str) -> None:
+            await self._end(key, reason)
+
+        context = CommandContext(
+            message=message,
+            args=call.args,
+            is_admin=is_admin,
+            memory=self._s.memory,
+            registry=self._s.commands,
+            end_session=end_session,
+        )
+        reply = await command.handler(context)
+        await sink.write(reply.as_text())
 
     async def _turn(self, key: str, message: InboundMessage, sink: ReplySink) -> None:
         origin = self._origin(key, message)
         turn_id = uuid.uuid4().hex
         first = await self._s.sessions.append_messages(
-            origin=origin, messages=[_new("user", message.text, f"{turn_id}:0")]
+            origin=origin, messages=[_stored(TurnMessage("user", message.text), f"{turn_id}:0")]
         )
         session = await self._session(key, message, first.session_id)
-        tools = self._tools(message)
+        tools = build_tools(
+            self._s.memory,
+            self._s.skills,
+            user_key=message.user_key,
+            is_admin=self._is_admin(message),
+        )
         history = await self._history(first.session_id, message)
         recalled = await session.manager.prefetch_all(message.text)
         agent = Agent(self._s.model, tools)
-        done: list[dict[str, Any]] = []
-        try:
-            result = await agent.run_turn(
-                session.system_prompt, history, message.text, recalled, sink.write, done
-            )
-        finally:  # tool steps already taken are kept even when a later model call fails
-            rest = [
-                _new(m["role"], m.get("content") or "", f"{turn_id}:{i}", m)
-                for i, m in enumerate(done[1:], start=1)
-            ]
-            if rest:
-                await self._s.sessions.append_messages(origin=origin, messages=rest)
+        result = await agent.run_turn(
+            session.system_prompt, history, message.text, recalled, sink.write
+        )
+        steps = [  # the user's message (index 0) is stored already
+            _stored(m, f"{turn_id}:{i}") for i, m in enumerate(result.messages[1:], start=1)
+        ]
+        if steps:  # tool steps already taken are kept even when a later model call failed
+            await self._s.sessions.append_messages(origin=origin, messages=steps)
+        if result.error is not None:
+            raise result.error
         session.manager.sync_all(message.text, result.reply)
         session.manager.queue_prefetch_all(message.text)
 
@@ -171,25 +199,6 @@ class Conversations:
             history.append(item)
         return history
 
-    def _tools(self, message: InboundMessage) -> list[Tool]:
-        admin = message.platform == "console" or self._s.config.is_admin(
-            message.platform, message.user_id
-        )
-        memory_tool = MemoryTool(self._s.memory, user_key=message.user_key, is_admin=admin)
-        skills_tools = SkillsTools(self._s.skills, role="primary")
-        tools = [Tool(MEMORY_TOOL_SCHEMA, _sync_handler(memory_tool.handle))]
-        for schema in skills_tools.schemas():
-            name = schema["function"]["name"]
-            tools.append(Tool(schema, _sync_handler(lambda a, n=name: skills_tools.handle(n, a))))
-        return tools
-
-    def _memory_listing(self, user_key: str) -> str:
-        state = self._s.memory.read("user", user_key)
-        if not state.entries:
-            return "I don't remember anything about you yet."
-        lines = [f"{i}. {entry}" for i, entry in enumerate(state.entries, start=1)]
-        return "What I remember about you:\n" + "\n".join(lines)
-
     def _origin(self, key: str, message: InboundMessage) -> SessionOrigin:
         return SessionOrigin(
             session_key=key,
@@ -220,29 +229,14 @@ class Conversations:
         await session.manager.shutdown()
 
 
-HELP = (
-    "I'm Mnemo, a chat assistant that remembers you: what you tell me about yourself "
-    "(see /memory) and our past conversations. Commands: /new starts a fresh session, "
-    "/memory shows what I remember about you, /quit leaves the console."
-)
-
-
-def _new(role: str, content: str, key: str, raw: Mapping[str, Any] | None = None) -> NewMessage:
-    raw = raw or {}
-    calls = raw.get("tool_calls")
+def _stored(message: TurnMessage, key: str) -> NewMessage:
+    calls = [call.as_message() for call in message.tool_calls]
     return NewMessage(
-        role=role,
-        content=content,
+        role=message.role,
+        content=message.content or "",
         timestamp=time.time(),
         key=key,
-        tool_name=raw.get("name"),
+        tool_name=message.tool_name,
         tool_calls=json.dumps(calls, ensure_ascii=False) if calls else None,
-        tool_call_id=raw.get("tool_call_id"),
+        tool_call_id=message.tool_call_id,
     )
-
-
-def _sync_handler(fn: Callable[[Mapping[str, Any]], str]) -> Callable[..., Awaitable[str]]:
-    async def handler(arguments: Mapping[str, Any]) -> str:
-        return await asyncio.to_thread(fn, arguments)
-
-    return handler

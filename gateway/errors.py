@@ -1,9 +1,13 @@
 """Errors of the gateway package.
 
 GatewayError
- ├── ConfigError          configuration file or environment is invalid
- └── NotAvailableError    a command whose feature is not built yet
+ ├── ConfigError            configuration file or environment is invalid
+ ├── NotAvailableError      a command whose feature is not built yet
+ ├── ModelError             the model endpoint failed (status, retry_after)
+ └── RateLimitedError       a platform asked us to wait `retry_after` seconds
 """
+
+from __future__ import annotations
 
 
 class GatewayError(Exception):
@@ -16,3 +20,22 @@ class ConfigError(GatewayError):
 
 class NotAvailableError(GatewayError):
     """A command was asked for a feature this build does not have yet."""
+
+
+class ModelError(GatewayError):
+    """The model endpoint failed; `status` is the HTTP status when there was one."""
+
+    def __init__(
+        self, message: str, status: int | None = None, retry_after: float | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retry_after = retry_after
+
+
+class RateLimitedError(GatewayError):
+    """A chat platform refused a call for now; try again after `retry_after` seconds."""
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after

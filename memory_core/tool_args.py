@@ -1,4 +1,4 @@
-"""Decoding a tool call's arguments, shared by every tool memory_core offers."""
+"""Decoding a tool call's arguments: the one way, used by memory_core's tools and the agent."""
 
 from __future__ import annotations
 
@@ -6,11 +6,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from memory_core.errors import MemoryCoreError
-
 
 def decode_arguments(
-    arguments: Mapping[str, Any] | str, error: type[MemoryCoreError]
+    arguments: Mapping[str, Any] | str, error: type[Exception]
 ) -> Mapping[str, Any]:
     """The arguments as a mapping: JSON text is parsed, blank text is ``{}``.
 

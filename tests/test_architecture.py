@@ -21,8 +21,29 @@ RESTRICTED = {
 }
 
 
+# What code outside memory_core may import from it: the package and its subpackages.
+MEMORY_CORE_PUBLIC = frozenset(
+    {
+        "memory_core",
+        "memory_core.sessions",
+        "memory_core.file_memory",
+        "memory_core.skills",
+        "memory_core.providers",
+    }
+)
+
+
 def _modules() -> list[Path]:
     return sorted(p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py"))
+
+
+def _consumers() -> list[Path]:
+    """Modules outside memory_core that must use only its public API."""
+    return sorted([*(ROOT / "gateway").rglob("*.py"), *(ROOT / "bench").rglob("*.py")])
+
+
+def _packages() -> list[Path]:
+    return sorted(p for pkg in PACKAGES for p in (ROOT / pkg).rglob("__init__.py"))
 
 
 def _imports(tree: ast.AST) -> set[str]:
@@ -69,9 +90,72 @@ def test_sizes(path: Path) -> None:
             )
 
 
+def private_memory_core_imports(tree: ast.AST) -> list[str]:
+    """The memory_core modules `tree` imports that are not its public API."""
+    private = []
+    for name in _imports(tree):
+        if name.split(".")[0] == "memory_core" and name not in MEMORY_CORE_PUBLIC:
+            private.append(name)
+    for node in ast.walk(tree):  # `from memory_core.sessions import store` names a module too
+        if isinstance(node, ast.ImportFrom) and node.module in MEMORY_CORE_PUBLIC:
+            for alias in node.names:
+                if (ROOT / node.module.replace(".", "/") / f"{alias.name}.py").exists():
+                    private.append(f"{node.module}.{alias.name}")
+    return sorted(private)
+
+
+@pytest.mark.parametrize("path", _consumers(), ids=_rel)
+def test_outside_memory_core_only_its_public_api_is_used(path: Path) -> None:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    assert private_memory_core_imports(tree) == [], f"{_rel(path)} reaches inside memory_core"
+
+
+@pytest.mark.parametrize("path", _packages(), ids=_rel)
+def test_package_all_lists_exactly_what_it_exports(path: Path) -> None:
+    """`__all__` is sorted and names only what exists; a library package (memory_core and
+    its subpackages, gateway.commands) has one, listing every name it imports from itself."""
+    import importlib
+
+    module_name = _rel(path)[: -len("/__init__.py")].replace("/", ".")
+    module = importlib.import_module(module_name)
+    exported = getattr(module, "__all__", None)
+    library = module_name.startswith("memory_core") or module_name == "gateway.commands"
+    if exported is None:
+        assert not library, f"{module_name} has no __all__"
+        return
+    assert list(exported) == sorted(set(exported)), f"{module_name}.__all__ is unsorted or repeats"
+    assert [n for n in exported if not hasattr(module, n)] == []
+    if library:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        own = {
+            alias.asname or alias.name
+            for node in tree.body
+            if isinstance(node, ast.ImportFrom)
+            and node.module
+            and node.module.split(".")[0] == module_name.split(".")[0]
+            for alias in node.names
+        }
+        assert sorted(own - set(exported)) == [], f"{module_name} imports names it doesn't export"
+
+
 def test_the_checker_sees_a_violation() -> None:
     tree = ast.parse("import telegram\nfrom gateway.config import Config\n")
     assert _imports(tree) == {"telegram", "gateway.config"}
+
+
+def test_the_checker_sees_a_private_memory_core_import() -> None:
+    tree = ast.parse(
+        "from memory_core.sessions.store import SessionStore\n"
+        "from memory_core.sessions import search\n"
+        "from memory_core.safety import scan\n"
+        "from memory_core.sessions import SessionStore\n"
+        "from memory_core import SessionDB\n"
+    )
+    assert private_memory_core_imports(tree) == [
+        "memory_core.safety",
+        "memory_core.sessions.search",
+        "memory_core.sessions.store",
+    ]
 
 
 def test_no_import_time_work() -> None:

@@ -13,18 +13,7 @@ from typing import Any
 
 import openai
 
-from gateway.errors import GatewayError
-
-
-class ModelError(GatewayError):
-    """The model endpoint failed; `status` is the HTTP status when there was one."""
-
-    def __init__(
-        self, message: str, status: int | None = None, retry_after: float | None = None
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.retry_after = retry_after
+from gateway.errors import ModelError
 
 
 @dataclass(frozen=True)
@@ -34,13 +23,6 @@ class ToolCallRequest:
     id: str
     name: str
     arguments: str
-
-    def parsed_arguments(self) -> dict[str, Any]:
-        """The arguments as a mapping; malformed JSON raises `ValueError`."""
-        value = json.loads(self.arguments or "{}")
-        if not isinstance(value, dict):
-            raise ValueError("tool arguments must be a JSON object")
-        return value
 
     def as_message(self) -> dict[str, Any]:
         return {

@@ -4,44 +4,68 @@ The turn knows no platform. It takes the frozen system prompt, the history of
 the session, the user's text and the recalled context (appended to the user
 message for this request only), streams the model's reply through the
 `<memory-context>` scrubber to a text sink, runs the tools the model asks for,
-and returns every message of the turn for the caller to store.
+and returns a `TurnResult`: every message of the turn, in order, for the
+caller to store. A model failure part-way ends the turn early with the
+failure recorded, so the steps already taken are still returned.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
 
-from gateway.agent.model_client import Completion, ModelClient, TextSink
-from memory_core import StreamingContextScrubber, append_memory_context, scrub_context
+from gateway.agent.model_client import Completion, ModelClient, TextSink, ToolCallRequest
+from gateway.agent.tools import Tool
+from gateway.errors import ModelError
+from memory_core import (
+    StreamingContextScrubber,
+    append_memory_context,
+    decode_arguments,
+    scrub_context,
+)
 
 log = logging.getLogger(__name__)
 
-ToolHandler = Callable[[Mapping[str, Any]], Awaitable[str]]
+STEP_LIMIT_NOTE = "(stopped: too many tool steps in one turn)"
 
 
 @dataclass(frozen=True)
-class Tool:
-    """A tool the model may call: its OpenAI schema and an async handler returning JSON."""
+class TurnMessage:
+    """One message of a turn, as stored: the user's, the model's, or a tool result."""
 
-    schema: dict[str, Any]
-    handler: ToolHandler
+    role: Literal["user", "assistant", "tool"]
+    content: str | None
+    tool_calls: tuple[ToolCallRequest, ...] = ()
+    tool_call_id: str | None = None
+    tool_name: str | None = None
 
-    @property
-    def name(self) -> str:
-        return str(self.schema["function"]["name"])
+    def as_request(self) -> dict[str, Any]:
+        """The message in the shape the chat-completions API takes."""
+        message: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            message["tool_calls"] = [call.as_message() for call in self.tool_calls]
+        if self.tool_call_id is not None:
+            message["tool_call_id"] = self.tool_call_id
+        if self.tool_name is not None:
+            message["name"] = self.tool_name
+        return message
 
 
-@dataclass
+@dataclass(frozen=True)
 class TurnResult:
-    """What one turn produced: the reply shown, and the messages to store."""
+    """What one turn produced.
+
+    `messages` starts with the user's message. `error` is set when a model
+    call failed part-way; `messages` then holds the steps taken before it.
+    """
 
     reply: str
-    messages: list[dict[str, Any]] = field(default_factory=list)
+    messages: tuple[TurnMessage, ...]
     truncated: bool = False
+    error: ModelError | None = None
 
 
 class Agent:
@@ -55,45 +79,40 @@ class Agent:
     async def run_turn(
         self,
         system_prompt: str,
-        history: Sequence[dict[str, Any]],
+        history: Sequence[Mapping[str, Any]],
         user_text: str,
         recalled: str,
         on_text: TextSink,
-        stored: list[dict[str, Any]] | None = None,
     ) -> TurnResult:
-        """Run one turn; `history` holds earlier messages of the session (no system one).
-
-        Every message of the turn is appended to `stored` as it happens (the
-        user's first), so a caller can still save what was done when a later
-        model call fails.
-        """
-        user_message = {"role": "user", "content": user_text}
+        """Run one turn; `history` holds earlier messages of the session (no system one)."""
+        done = [TurnMessage("user", user_text)]
         request_user = {"role": "user", "content": append_memory_context(user_text, recalled)}
-        stored = [] if stored is None else stored
-        stored.append(user_message)
         sent: list[dict[str, Any]] = [
             {"role": "system", "content": system_prompt},
-            *history,
+            *(dict(m) for m in history),
             request_user,
         ]
         schemas = [tool.schema for tool in self._tools.values()]
         for _ in range(self._max_steps):
-            completion = await self._complete(sent, schemas, on_text)
+            try:
+                completion = await self._complete(sent, schemas, on_text)
+            except ModelError as exc:
+                return TurnResult(reply="", messages=tuple(done), error=exc)
             assistant = _assistant_message(completion)
-            stored.append(assistant)
-            sent.append(assistant)
+            done.append(assistant)
+            sent.append(assistant.as_request())
             if not completion.tool_calls:
-                return TurnResult(reply=assistant["content"] or "", messages=stored)
+                return TurnResult(reply=assistant.content or "", messages=tuple(done))
             for call in completion.tool_calls:
                 result = await self._run_tool(call.name, call.arguments)
-                tool_message = {"role": "tool", "tool_call_id": call.id, "content": result}
-                tool_message["name"] = call.name
-                stored.append(tool_message)
-                sent.append(tool_message)
-        note = "(stopped: too many tool steps in one turn)"
-        await on_text(note)
-        stored.append({"role": "assistant", "content": note})
-        return TurnResult(reply=note, messages=stored, truncated=True)
+                tool_message = TurnMessage(
+                    "tool", result, tool_call_id=call.id, tool_name=call.name
+                )
+                done.append(tool_message)
+                sent.append(tool_message.as_request())
+        await on_text(STEP_LIMIT_NOTE)
+        done.append(TurnMessage("assistant", STEP_LIMIT_NOTE))
+        return TurnResult(reply=STEP_LIMIT_NOTE, messages=tuple(done), truncated=True)
 
     async def _complete(
         self, messages: list[dict[str, Any]], schemas: list[dict[str, Any]], on_text: TextSink
@@ -116,11 +135,9 @@ class Agent:
         if tool is None:
             return json.dumps({"success": False, "error": f"unknown tool {name!r}"})
         try:
-            arguments = json.loads(raw_arguments or "{}")
+            arguments = decode_arguments(raw_arguments, ValueError)
         except ValueError as exc:
-            return json.dumps({"success": False, "error": f"arguments are not valid JSON: {exc}"})
-        if not isinstance(arguments, dict):
-            return json.dumps({"success": False, "error": "arguments must be a JSON object"})
+            return json.dumps({"success": False, "error": str(exc)})
         try:
             return await tool.handler(arguments)
         except Exception as exc:  # a tool's bug must not end the turn
@@ -128,12 +145,8 @@ class Agent:
             return json.dumps({"success": False, "error": f"tool {name} failed: {exc}"})
 
 
-def _assistant_message(completion: Completion) -> dict[str, Any]:
+def _assistant_message(completion: Completion) -> TurnMessage:
     # What the person saw: the model's echo of a recall block is never stored either.
-    message: dict[str, Any] = {
-        "role": "assistant",
-        "content": scrub_context(completion.text) or None,
-    }
-    if completion.tool_calls:
-        message["tool_calls"] = [call.as_message() for call in completion.tool_calls]
-    return message
+    return TurnMessage(
+        "assistant", scrub_context(completion.text) or None, tool_calls=completion.tool_calls
+    )

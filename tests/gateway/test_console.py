@@ -35,14 +35,13 @@ def config_for(fake: FakeOpenAI, home: Path) -> Config:
 
 def chat(config: Config, *lines: str) -> str:
     out = io.StringIO()
-    run_console(config, stdin=io.StringIO("".join(f"{line}\n" for line in lines)), stdout=out)
+    lines_in = io.StringIO("".join(f"{line}\n" for line in lines))
+    run_console(config, stdin=lines_in, stdout=out, user_id=USER)
     return out.getvalue()
 
 
 @pytest.fixture(autouse=True)
-def console_user(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("USER", USER)
-    monkeypatch.setenv("LOGNAME", USER)
+def in_tmp(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.chdir(tmp_path)
 
 

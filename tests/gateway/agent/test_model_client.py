@@ -6,7 +6,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from gateway.agent.model_client import ModelClient, ModelError
+from gateway.agent.model_client import ModelClient
+from gateway.errors import ModelError
+from memory_core import decode_arguments
 from tests.fakes.openai import FakeOpenAI, Fault, ToolCall
 
 MESSAGES = [{"role": "user", "content": "hello"}]
@@ -51,7 +53,7 @@ async def test_stream_accumulates_parallel_tool_calls(fake: FakeOpenAI) -> None:
     await model.close()
     assert result.finish_reason == "tool_calls"
     assert [c.id for c in result.tool_calls] == ["c1", "c2"]
-    assert result.tool_calls[0].parsed_arguments() == {
+    assert decode_arguments(result.tool_calls[0].arguments, ValueError) == {
         "action": "add",
         "content": "用户喜欢简短的回答",
     }
@@ -65,8 +67,8 @@ async def test_malformed_tool_arguments_are_kept_raw(fake: FakeOpenAI) -> None:
     result = await model.stream_chat(MESSAGES)
     await model.close()
     assert result.tool_calls[0].arguments == '{"action": "add", "content": '
-    with pytest.raises(ValueError):
-        result.tool_calls[0].parsed_arguments()
+    with pytest.raises(ValueError, match="not valid JSON"):
+        decode_arguments(result.tool_calls[0].arguments, ValueError)
 
 
 async def test_cut_stream_is_a_truncation_error(fake: FakeOpenAI) -> None:

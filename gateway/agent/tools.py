@@ -1,0 +1,61 @@
+"""The tools one turn offers the model, bound to the person it serves.
+
+A `Tool` is an OpenAI function schema plus an async handler that returns the
+JSON text the model reads. `build_tools` makes the list for one inbound
+message: the memory tool bound to that person's key (so it can never write
+anyone else's file) and the skills tools. memory_core's tools are synchronous
+and touch files, so their handlers run in a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from memory_core import MEMORY_TOOL_SCHEMA, FileMemoryStore, MemoryTool, SkillsStore, SkillsTools
+
+ToolHandler = Callable[[Mapping[str, Any]], Awaitable[str]]
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A tool the model may call: its OpenAI schema and an async handler returning JSON."""
+
+    schema: dict[str, Any]
+    handler: ToolHandler
+
+    @property
+    def name(self) -> str:
+        return str(self.schema["function"]["name"])
+
+
+def build_tools(
+    memory: FileMemoryStore, skills: SkillsStore, *, user_key: str, is_admin: bool
+) -> list[Tool]:
+    """The memory tool for `user_key` and the skills tools, in that order."""
+    memory_tool = MemoryTool(memory, user_key=user_key, is_admin=is_admin)
+    tools = [Tool(MEMORY_TOOL_SCHEMA, _in_thread(memory_tool.handle))]
+    skills_tools = SkillsTools(skills, role="primary")
+    for schema in skills_tools.schemas():
+        tools.append(Tool(schema, _in_thread(_skill_handler(skills_tools, schema))))
+    return tools
+
+
+def _skill_handler(
+    skills_tools: SkillsTools, schema: Mapping[str, Any]
+) -> Callable[[Mapping[str, Any]], str]:
+    name = str(schema["function"]["name"])
+
+    def handle(arguments: Mapping[str, Any]) -> str:
+        return skills_tools.handle(name, arguments)
+
+    return handle
+
+
+def _in_thread(fn: Callable[[Mapping[str, Any]], str]) -> ToolHandler:
+    async def handler(arguments: Mapping[str, Any]) -> str:
+        return await asyncio.to_thread(fn, arguments)
+
+    return handler

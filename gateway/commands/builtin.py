@@ -1,0 +1,38 @@
+"""The built-in commands: /start, /help, /new and /memory."""
+
+from __future__ import annotations
+
+from gateway.commands.registry import Command, CommandContext, CommandRegistry, CommandReply
+
+INTRO = (
+    "I'm Mnemo, a chat assistant that remembers you: what you tell me about yourself "
+    "and our past conversations. Only you can see what I keep about you."
+)
+
+
+async def _help(ctx: CommandContext) -> CommandReply:
+    lines = [INTRO, "", "Commands:", *ctx.registry.help_lines(ctx.is_admin)]
+    return CommandReply("\n".join(lines))
+
+
+async def _new(ctx: CommandContext) -> CommandReply:
+    await ctx.end_session("new")
+    return CommandReply("Started a fresh session.")
+
+
+async def _memory(ctx: CommandContext) -> CommandReply:
+    state = ctx.memory.read("user", ctx.message.user_key)
+    if not state.entries:
+        return CommandReply("I don't remember anything about you yet.")
+    lines = [f"{i}. {entry}" for i, entry in enumerate(state.entries, start=1)]
+    return CommandReply("What I remember about you:\n" + "\n".join(lines))
+
+
+def builtin_commands() -> CommandRegistry:
+    """A registry holding the built-in commands."""
+    registry = CommandRegistry()
+    registry.register(Command("start", "what I am and how to use me", _help))
+    registry.register(Command("help", "this list of commands", _help))
+    registry.register(Command("new", "end this conversation and start a fresh one", _new))
+    registry.register(Command("memory", "show what I remember about you", _memory))
+    return registry

@@ -1,0 +1,122 @@
+"""The command registry: what a chat command is, and how a message names one.
+
+A command declares its name, a one-line description (for `/help` and the
+platforms' command menus), its arguments and whether only admins may use it.
+Its handler gets a `CommandContext` and returns a `CommandReply`: data, not
+platform text, so each adapter renders it its own way. Commands never reach
+the model and are never stored as conversation turns.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
+
+from gateway.messages import InboundMessage
+from memory_core import FileMemoryStore
+
+# "/name", "/name args" and Telegram's "/name@botname args".
+_COMMAND = re.compile(r"^/([A-Za-z0-9_]{1,32})(?:@\S+)?(?:\s+(.*))?$", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One option offered with a reply; `payload` comes back when it is picked."""
+
+    label: str
+    payload: str
+
+
+@dataclass(frozen=True)
+class CommandReply:
+    """What a command answers: text, and optionally numbered choices."""
+
+    text: str
+    choices: tuple[Choice, ...] = ()
+
+    def as_text(self) -> str:
+        """The reply for a platform without buttons: the choices as a numbered list."""
+        if not self.choices:
+            return self.text
+        numbered = [f"{i}. {choice.label}" for i, choice in enumerate(self.choices, start=1)]
+        return "\n".join([self.text, *numbered])
+
+
+@dataclass(frozen=True)
+class CommandArgument:
+    """An argument a command takes, for the platforms that declare them (slash options)."""
+
+    name: str
+    description: str
+    required: bool = False
+
+
+@dataclass(frozen=True)
+class CommandContext:
+    """What a command may use: the message, its arguments, and the person's stores."""
+
+    message: InboundMessage
+    args: str
+    is_admin: bool
+    memory: FileMemoryStore
+    registry: CommandRegistry
+    end_session: Callable[[str], Awaitable[None]]
+    """Ends the session of the chat the command came from, with the given reason."""
+
+
+CommandHandler = Callable[[CommandContext], Awaitable[CommandReply]]
+
+
+@dataclass(frozen=True)
+class Command:
+    """One chat command."""
+
+    name: str
+    description: str
+    handler: CommandHandler
+    arguments: tuple[CommandArgument, ...] = ()
+    admin_only: bool = False
+
+
+@dataclass(frozen=True)
+class CommandCall:
+    """A message read as a command: its lower-cased name and the text after it."""
+
+    name: str
+    args: str
+
+
+def parse_command(text: str) -> CommandCall | None:
+    """The command a message names, or None when it is not a command."""
+    match = _COMMAND.match(text.strip())
+    if match is None:
+        return None
+    return CommandCall(match.group(1).lower(), (match.group(2) or "").strip())
+
+
+class CommandRegistry:
+    """Commands by name, in the order they were registered."""
+
+    def __init__(self) -> None:
+        self._commands: dict[str, Command] = {}
+
+    def register(self, command: Command) -> None:
+        """Add `command`; a second command of the same name is a programming error."""
+        if command.name in self._commands:
+            raise ValueError(f"command /{command.name} is already registered")
+        self._commands[command.name] = command
+
+    def get(self, name: str) -> Command | None:
+        return self._commands.get(name)
+
+    def __iter__(self) -> Iterator[Command]:
+        return iter(self._commands.values())
+
+    def help_lines(self, is_admin: bool) -> list[str]:
+        """``/name — description`` for each command this person may use."""
+        return [
+            f"/{command.name} — {command.description}"
+            for command in self
+            if is_admin or not command.admin_only
+        ]

@@ -1,0 +1,66 @@
+"""The command registry and the parsing of a message into a command."""
+
+from __future__ import annotations
+
+import pytest
+
+from gateway.commands import (
+    Choice,
+    Command,
+    CommandCall,
+    CommandContext,
+    CommandRegistry,
+    CommandReply,
+    builtin_commands,
+    parse_command,
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("/new", CommandCall("new", "")),
+        ("/NEW", CommandCall("new", "")),
+        ("/recall  last week's deploy ", CommandCall("recall", "last week's deploy")),
+        ("/new@mnemo_bot", CommandCall("new", "")),
+        ("/forget@mnemo_bot all", CommandCall("forget", "all")),
+        ("  /help", CommandCall("help", "")),
+        ("/recall line one\nline two", CommandCall("recall", "line one\nline two")),
+    ],
+)
+def test_commands_are_parsed(text: str, expected: CommandCall) -> None:
+    assert parse_command(text) == expected
+
+
+@pytest.mark.parametrize("text", ["hello /new", "", "/", "//new", "/ new", "/naïve", "a/b"])
+def test_other_text_is_not_a_command(text: str) -> None:
+    assert parse_command(text) is None
+
+
+async def _noop(ctx: CommandContext) -> CommandReply:
+    return CommandReply("ok")
+
+
+def test_a_name_is_registered_once() -> None:
+    registry = CommandRegistry()
+    registry.register(Command("ping", "answers", _noop))
+    with pytest.raises(ValueError, match="already registered"):
+        registry.register(Command("ping", "again", _noop))
+
+
+def test_help_lines_hide_admin_commands_from_others() -> None:
+    registry = CommandRegistry()
+    registry.register(Command("ping", "answers", _noop))
+    registry.register(Command("promote", "share a skill", _noop, admin_only=True))
+    assert registry.help_lines(is_admin=False) == ["/ping — answers"]
+    assert registry.help_lines(is_admin=True) == ["/ping — answers", "/promote — share a skill"]
+
+
+def test_builtins_are_registered_in_order() -> None:
+    assert [c.name for c in builtin_commands()] == ["start", "help", "new", "memory"]
+
+
+def test_choices_render_as_numbered_text() -> None:
+    reply = CommandReply("Forget which?", (Choice("tea", "f:1"), Choice("coffee", "f:2")))
+    assert reply.as_text() == "Forget which?\n1. tea\n2. coffee"
+    assert CommandReply("plain").as_text() == "plain"
