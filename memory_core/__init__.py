@@ -4,7 +4,7 @@ context wrapping and scrubbing, the safety scan, and the skills store.
 It is usable without the gateway and imports nothing from it.
 """
 
-from memory_core.atomic import AtomicWriteError, atomic_write_text
+from memory_core.atomic import atomic_write_text
 from memory_core.context import (
     StreamingContextScrubber,
     append_memory_context,
@@ -12,19 +12,27 @@ from memory_core.context import (
     scrub_context,
     wrap_memory_context,
 )
-from memory_core.errors import MemoryCoreError
-from memory_core.file_memory.render import MemorySnapshot
-from memory_core.file_memory.store import (
-    FileMemoryStore,
+from memory_core.errors import (
+    AtomicWriteError,
+    InvalidUserKeyError,
+    MemoryCoreError,
     MemoryDriftError,
     MemoryFileError,
     MemoryLockError,
+    MemoryPermissionError,
+    ProviderError,
+    SessionStoreError,
+    SkillError,
+    UnsafeContentError,
+)
+from memory_core.file_memory.render import MemorySnapshot
+from memory_core.file_memory.store import (
+    FileMemoryStore,
     MemoryState,
     WriteResult,
 )
 from memory_core.file_memory.tool import (
     MEMORY_TOOL_SCHEMA,
-    MemoryPermissionError,
     MemoryRequest,
     MemoryTool,
 )
@@ -32,14 +40,13 @@ from memory_core.providers import (
     HistoryRecallProvider,
     MemoryManager,
     MemoryProvider,
-    ProviderError,
     ProviderRegistry,
     ProviderResources,
     SessionContext,
     TranscriptMessage,
     default_registry,
 )
-from memory_core.safety import Finding, UnsafeContentError, scan, scan_all
+from memory_core.safety import Finding, scan, scan_all
 from memory_core.sessions.db import SessionDB
 from memory_core.sessions.models import (
     AppendResult,
@@ -48,16 +55,14 @@ from memory_core.sessions.models import (
     SessionHit,
     SessionInfo,
     SessionOrigin,
-    SessionStoreError,
     Snippet,
     StoredMessage,
 )
 from memory_core.sessions.store import SessionStore
 from memory_core.sessions.time_phrases import parse_time_phrase
-from memory_core.skills.format import SkillError
 from memory_core.skills.store import Skill, SkillProblem, SkillsStore
 from memory_core.skills.tools import SKILL_TOOL_SCHEMAS, SkillsTools
-from memory_core.user_keys import InvalidUserKeyError, check_user_key, make_user_key
+from memory_core.user_keys import check_user_key, make_user_key
 
 __all__ = [
     "MEMORY_TOOL_SCHEMA",

@@ -15,13 +15,9 @@ import stat
 import tempfile
 from pathlib import Path
 
-from memory_core.errors import MemoryCoreError
+from memory_core.errors import AtomicWriteError
 
 DEFAULT_MODE = 0o600
-
-
-class AtomicWriteError(MemoryCoreError):
-    """The file could not be written; the previous content is untouched."""
 
 
 def atomic_write_text(path: Path, text: str, *, mode: int | None = None) -> None:

@@ -21,7 +21,7 @@ import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from memory_core.errors import MemoryCoreError
+from memory_core.errors import UnsafeContentError
 
 PROMPT_INJECTION = "prompt_injection"
 ROLE_HIJACK = "role_hijack"
@@ -41,16 +41,6 @@ class Finding:
     pattern_id: str
     category: str
     excerpt: str
-
-
-class UnsafeContentError(MemoryCoreError):
-    """Content was refused by the safety scan; `.finding` says why."""
-
-    def __init__(self, finding: Finding) -> None:
-        super().__init__(
-            f"Blocked: content matches threat pattern '{finding.pattern_id}' ({finding.category})"
-        )
-        self.finding = finding
 
 
 # A gap of up to `n` filler words between trigger words. Words are separated by

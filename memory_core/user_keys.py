@@ -13,17 +13,13 @@ from __future__ import annotations
 
 import re
 
-from memory_core.errors import MemoryCoreError
+from memory_core.errors import InvalidUserKeyError
 
 MAX_KEY_LENGTH = 200  # well under the 255-byte file name limit
 
 _PLATFORM = re.compile(r"[a-z0-9_]{1,32}")
 _ID_SAFE = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789_.")
 _KEY = re.compile(r"([a-z0-9_]{1,32})-((?:[a-z0-9_.]|%[0-9A-F]{2})+)")
-
-
-class InvalidUserKeyError(MemoryCoreError):
-    """A platform, user id or user key that cannot name a user's folder."""
 
 
 def make_user_key(platform: str, user_id: str) -> str:

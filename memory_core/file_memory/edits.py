@@ -20,7 +20,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from memory_core.errors import MemoryCoreError
+from memory_core.errors import (
+    AmbiguousMatchError,
+    BatchRejectedError,
+    EntryTooLongError,
+    MemoryCoreError,
+    MemoryEditError,
+    MissingOldTextError,
+    NoMatchError,
+    OverBudgetError,
+)
 from memory_core.file_memory.entries import normalise_entry, usage
 from memory_core.file_memory.render import HANDLE_PREFIX, entry_handle, safe_view
 from memory_core.safety import check
@@ -46,57 +55,6 @@ class EditOutcome:
     entries: tuple[str, ...]
     changed: bool
     notes: tuple[str, ...]
-
-
-class MemoryEditError(MemoryCoreError):
-    """An edit was refused. `entries` and `limit` describe the store as it was."""
-
-    def __init__(self, message: str, entries: Sequence[str] = (), limit: int = 0) -> None:
-        super().__init__(message)
-        self.entries = tuple(entries)
-        self.limit = limit
-
-
-class MissingOldTextError(MemoryEditError):
-    """replace or remove without `old_text`."""
-
-
-class NoMatchError(MemoryEditError):
-    """No entry contains `old_text`."""
-
-
-class AmbiguousMatchError(MemoryEditError):
-    """Several different entries contain `old_text`; `candidates` holds previews."""
-
-    def __init__(
-        self, message: str, candidates: Sequence[str], entries: Sequence[str], limit: int
-    ) -> None:
-        super().__init__(message, entries, limit)
-        self.candidates = tuple(candidates)
-
-
-class EntryTooLongError(MemoryEditError):
-    """One entry is longer than the whole store's budget."""
-
-
-class OverBudgetError(MemoryEditError):
-    """The final state would exceed the budget; `chars_after` is what it would be."""
-
-    def __init__(self, message: str, chars_after: int, entries: Sequence[str], limit: int) -> None:
-        super().__init__(message, entries, limit)
-        self.chars_after = chars_after
-
-
-class BatchRejectedError(MemoryCoreError):
-    """One operation of a batch was refused, so none was applied; `cause` says why."""
-
-    def __init__(self, index: int, count: int, action: str, cause: MemoryCoreError) -> None:
-        super().__init__(
-            f"operation {index + 1} of {count} ({action}) refused: {cause}; nothing was changed"
-        )
-        self.index = index
-        self.count = count
-        self.cause = cause
 
 
 def apply_operations(

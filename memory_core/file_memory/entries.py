@@ -15,14 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from memory_core.errors import MemoryCoreError
+from memory_core.errors import InvalidEntryError
 
 DELIMITER = "\n§\n"
 SECTION_SIGN = "§"
-
-
-class InvalidEntryError(MemoryCoreError):
-    """Content that cannot be stored as one entry (empty, or holding a delimiter line)."""
 
 
 def parse_entries(text: str) -> list[str]:

@@ -24,7 +24,14 @@ from typing import Literal
 from filelock import FileLock, Timeout
 
 from memory_core.atomic import atomic_write_text
-from memory_core.errors import MemoryCoreError
+from memory_core.errors import (
+    InvalidUserKeyError,
+    MemoryDriftError,
+    MemoryFileError,
+    MemoryLockError,
+    UndecodableMemoryError,
+    UnreadableMemoryError,
+)
 from memory_core.file_memory.edits import Operation, apply_operations
 from memory_core.file_memory.entries import file_text, is_canonical, parse_entries, usage
 from memory_core.file_memory.render import (
@@ -35,7 +42,7 @@ from memory_core.file_memory.render import (
     render_unreadable,
     usage_label,
 )
-from memory_core.user_keys import InvalidUserKeyError, check_user_key
+from memory_core.user_keys import check_user_key
 
 Target = Literal["memory", "user"]
 TARGETS: tuple[Target, ...] = ("memory", "user")
@@ -44,30 +51,6 @@ MEMORY_FILE = "MEMORY.md"
 # default 50 ms poll would make every contended write wait far longer than needed.
 _LOCK_POLL = 0.002
 USER_FILE = "USER.md"
-
-
-class MemoryFileError(MemoryCoreError):
-    """A memory file could not be read or written; it was left as it was."""
-
-
-class UnreadableMemoryError(MemoryFileError):
-    """The file on disk is not valid UTF-8 (or cannot be read at all)."""
-
-
-class UndecodableMemoryError(UnreadableMemoryError):
-    """The file holds bytes that are not UTF-8."""
-
-
-class MemoryDriftError(MemoryFileError):
-    """The file was edited outside the tool and no longer round-trips; `backup` holds a copy."""
-
-    def __init__(self, message: str, backup: Path) -> None:
-        super().__init__(message)
-        self.backup = backup
-
-
-class MemoryLockError(MemoryFileError):
-    """The file's lock could not be taken (busy, or the lock file is unsafe)."""
 
 
 @dataclass(frozen=True)

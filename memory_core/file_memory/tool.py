@@ -16,34 +16,31 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memory_core.atomic import AtomicWriteError
-from memory_core.errors import MemoryCoreError
-from memory_core.file_memory.edits import (
-    ACTIONS,
+from memory_core.errors import (
     AmbiguousMatchError,
+    AtomicWriteError,
     BatchRejectedError,
     EntryTooLongError,
-    MemoryEditError,
-    MissingOldTextError,
-    NoMatchError,
-    Operation,
-    OverBudgetError,
-)
-from memory_core.file_memory.entries import InvalidEntryError, usage
-from memory_core.file_memory.render import safe_view, usage_label
-from memory_core.file_memory.store import (
-    TARGETS,
-    FileMemoryStore,
+    InvalidArgumentsError,
+    InvalidEntryError,
+    InvalidUserKeyError,
+    MemoryCoreError,
     MemoryDriftError,
+    MemoryEditError,
     MemoryFileError,
     MemoryLockError,
-    Target,
+    MemoryPermissionError,
+    MissingOldTextError,
+    NoMatchError,
+    OverBudgetError,
     UnreadableMemoryError,
-    WriteResult,
+    UnsafeContentError,
 )
-from memory_core.safety import UnsafeContentError
+from memory_core.file_memory.edits import ACTIONS, Operation
+from memory_core.file_memory.entries import usage
+from memory_core.file_memory.render import safe_view, usage_label
+from memory_core.file_memory.store import TARGETS, FileMemoryStore, Target, WriteResult
 from memory_core.tool_args import decode_arguments
-from memory_core.user_keys import InvalidUserKeyError
 
 MAX_FAILURES_PER_TURN = 3
 
@@ -102,14 +99,6 @@ MEMORY_TOOL_SCHEMA: dict[str, Any] = {
         },
     },
 }
-
-
-class InvalidArgumentsError(MemoryCoreError):
-    """The tool call's arguments are malformed."""
-
-
-class MemoryPermissionError(MemoryCoreError):
-    """The caller may not write this target."""
 
 
 @dataclass(frozen=True)

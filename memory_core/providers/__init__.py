@@ -1,9 +1,9 @@
 """Memory providers: the interface, the registry and the per-session manager."""
 
+from memory_core.errors import ProviderError
 from memory_core.providers.base import (
     AgentKind,
     MemoryProvider,
-    ProviderError,
     SessionContext,
     TranscriptMessage,
 )

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from memory_core.errors import MemoryCoreError
+from memory_core.errors import ProviderError
 
 AgentKind = Literal["primary", "background"]
 
@@ -24,10 +24,6 @@ AgentKind = Literal["primary", "background"]
 # else is treated as a group, the narrower scope, so an unknown type can only
 # hide recall, never widen it.
 DIRECT_CHAT_TYPES = frozenset({"direct", "dm", "private"})
-
-
-class ProviderError(MemoryCoreError):
-    """A provider could not be found, registered, created or called."""
 
 
 @dataclass(frozen=True)

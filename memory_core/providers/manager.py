@@ -20,9 +20,9 @@ from collections.abc import Awaitable, Callable, Collection, Hashable, Mapping, 
 from typing import Any, TypeVar
 
 from memory_core.context import sanitize_context
+from memory_core.errors import ProviderError
 from memory_core.providers.base import (
     MemoryProvider,
-    ProviderError,
     SessionContext,
     TranscriptMessage,
     schema_tool_name,

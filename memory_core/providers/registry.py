@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from memory_core.providers.base import MemoryProvider, ProviderError
+from memory_core.errors import ProviderError
+from memory_core.providers.base import MemoryProvider
 from memory_core.providers.history import HistoryRecallProvider, SessionSearcher
 
 ENTRY_POINT_GROUP = "mnemo.memory_providers"

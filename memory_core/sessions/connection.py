@@ -15,7 +15,7 @@ import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from memory_core.sessions.models import SessionStoreError
+from memory_core.errors import SessionStoreError
 
 WRITE_BUSY_TIMEOUT = 30.0  # imports hold the write lock for a while; wait rather than fail
 READ_BUSY_TIMEOUT = 5.0

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from memory_core.errors import SessionStoreError
 from memory_core.sessions import jsonl as session_import
 from memory_core.sessions import reads as session_reads
 from memory_core.sessions import writes as session_writes
@@ -23,7 +24,6 @@ from memory_core.sessions.models import (
     SessionHit,
     SessionInfo,
     SessionOrigin,
-    SessionStoreError,
     StoredMessage,
 )
 from memory_core.sessions.schema import check_integrity, migrate

@@ -32,12 +32,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from memory_core.errors import ImportFormatError
 from memory_core.sessions.connection import transaction
-from memory_core.sessions.models import (
-    CHAT_TYPES,
-    ROLES,
-    SessionStoreError,
-)
+from memory_core.sessions.models import CHAT_TYPES, ROLES
 from memory_core.sessions.schema import (
     create_insert_trigger,
     drop_insert_trigger,
@@ -54,15 +51,6 @@ _INSERT = (
     "INSERT INTO messages(session_id, role, content, tool_name, tool_calls, tool_call_id, "
     "timestamp, speaker_name) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 )
-
-
-class ImportFormatError(SessionStoreError):
-    """A line of an import file is not a valid message; `line` is its 1-based number."""
-
-    def __init__(self, line: int, problem: str) -> None:
-        super().__init__(f"line {line}: {problem}")
-        self.line = line
-        self.problem = problem
 
 
 @dataclass(frozen=True)

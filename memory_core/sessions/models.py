@@ -1,13 +1,10 @@
-"""Value types and errors of the session store.
+"""Value types of the session store: scopes, messages, sessions and search hits.
 
-MemoryCoreError
- └── SessionStoreError           anything the session store refuses or cannot do
-      ├── SchemaVersionError     state.db was written by a newer Mnemo
-      ├── IndexIntegrityError    the database or a full-text index is damaged
-      ├── InvalidMessageError    a message or session field is not acceptable
-      ├── SessionNotFoundError   no session with that id
-      ├── SessionConflictError   the write contradicts a stored session
-      └── ImportFormatError      a bad line in an import file (session_import)
+Two words are kept apart: the `platform` of a person (telegram, discord,
+console; part of their user key) and the `source` of a session, which is the
+platform it came from or, for the background agents' own sessions, one of
+`INTERNAL_SOURCES` (review, extraction). The store's errors live in
+`memory_core.errors`.
 """
 
 from __future__ import annotations
@@ -15,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from memory_core.errors import MemoryCoreError
+from memory_core.errors import InvalidMessageError
 
 MATCH_START = ">>>"
 MATCH_END = "<<<"
@@ -23,30 +20,6 @@ MATCH_END = "<<<"
 ROLES = frozenset({"user", "assistant", "system", "tool"})
 CHAT_TYPES = frozenset({"private", "group"})
 INTERNAL_SOURCES = ("review", "extraction")
-
-
-class SessionStoreError(MemoryCoreError):
-    """Root of the session store's errors."""
-
-
-class SchemaVersionError(SessionStoreError):
-    """The database was written by a newer version of Mnemo."""
-
-
-class IndexIntegrityError(SessionStoreError):
-    """The database or one of its full-text indexes failed its integrity check."""
-
-
-class InvalidMessageError(SessionStoreError):
-    """A message or session field is missing or not acceptable."""
-
-
-class SessionNotFoundError(SessionStoreError):
-    """No session has the given id."""
-
-
-class SessionConflictError(SessionStoreError):
-    """The write contradicts what is stored (another owner, an open session in the way)."""
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from memory_core.sessions.models import IndexIntegrityError, SchemaVersionError
+from memory_core.errors import IndexIntegrityError, SchemaVersionError
 
 SCHEMA_VERSION = 3
 TOOL_INDEX_CHARS = 8192

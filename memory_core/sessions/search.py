@@ -2,7 +2,7 @@
 
 How a query is answered:
 
-1. `parse_query` turns the text into quoted terms (see `fts_query`).
+1. `parse_query` turns the text into quoted terms (see `query`).
 2. Every SQL statement carries the scope (`sessions.user_key = ?`, plus
    `chat_id = ?` when a chat is given), the time window, the lineage to skip
    and the internal-source filter (`ScopeFilter`). Nothing outside the scope

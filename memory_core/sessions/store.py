@@ -19,6 +19,7 @@ from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
+from memory_core.errors import SessionStoreError
 from memory_core.sessions import reads as session_reads
 from memory_core.sessions import writes as session_writes
 from memory_core.sessions.connection import ConnectHook, connect
@@ -30,7 +31,6 @@ from memory_core.sessions.models import (
     SessionHit,
     SessionInfo,
     SessionOrigin,
-    SessionStoreError,
     StoredMessage,
 )
 from memory_core.sessions.search import search_sessions
@@ -173,7 +173,7 @@ class SessionStore:
         exclude_lineage_of: int | None = None,
         include_internal: bool = False,
     ) -> list[SessionHit]:
-        """Ranked conversations of `scope` matching `query` (see `session_search`)."""
+        """Ranked conversations of `scope` matching `query` (see `search_sessions`)."""
         return await self._read(
             search_sessions,
             query,

@@ -12,15 +12,9 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from memory_core.errors import InvalidMessageError, SessionConflictError, SessionNotFoundError
 from memory_core.sessions.connection import transaction
-from memory_core.sessions.models import (
-    AppendResult,
-    InvalidMessageError,
-    NewMessage,
-    SessionConflictError,
-    SessionNotFoundError,
-    SessionOrigin,
-)
+from memory_core.sessions.models import AppendResult, NewMessage, SessionOrigin
 from memory_core.sessions.schema import optimize_indexes, owner_token
 
 _INSERT_MESSAGE = """

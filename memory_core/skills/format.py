@@ -17,8 +17,8 @@ keys are allowed and ignored, so skills written for other agents still load.
 
 This module also holds the rules the store and the tools share: the limits,
 names, support-file paths (`support_path()` on the text,
-`resolve_support_path()` on disk), reading files under those rules, the
-patch rule, and the root `SkillError` of every skills error.
+`resolve_support_path()` on disk), reading files under those rules and the
+patch rule. The skills errors (`SkillError` and below) live in `memory_core.errors`.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from typing import Any
 
 import yaml
 
-from memory_core.errors import MemoryCoreError
+from memory_core.errors import SkillFormatError, SkillPatchError, SkillPathError, SkillSizeError
 
 SKILL_FILE = "SKILL.md"
 MAX_NAME_CHARS = 64
@@ -43,26 +43,6 @@ SUPPORT_DIRS = ("references", "templates", "scripts", "assets")
 _NAME_RE = re.compile(r"[a-z0-9][a-z0-9._-]*")
 _FENCE = "---"
 _FENCE_ENDS = ("---", "...")
-
-
-class SkillError(MemoryCoreError):
-    """Root of every skills error; the message is safe to show to the model."""
-
-
-class SkillFormatError(SkillError):
-    """A SKILL.md (or a name, category or path) breaks the format rules."""
-
-
-class SkillSizeError(SkillError):
-    """Content is over one of the size limits."""
-
-
-class SkillPatchError(SkillError):
-    """`old_string` was not found, or matched several places without `replace_all`."""
-
-
-class SkillPathError(SkillFormatError):
-    """A support-file path is not allowed (traversal, absolute, outside the folder)."""
 
 
 @dataclass(frozen=True)

@@ -22,19 +22,9 @@ Changes run under a file lock next to the manifest, validate the full result
 (front matter, names, sizes, paths), run the safety scan and write atomically,
 so a refused change leaves the skill byte-for-byte as it was.
 
-Errors (the first four from `skills_format`)::
-
-    SkillError
-     ├── SkillFormatError ── SkillPathError
-     ├── SkillSizeError
-     ├── SkillPatchError
-     ├── SkillNotFoundError
-     ├── SkillExistsError
-     ├── SkillProtectedError
-     ├── SkillManifestError
-     └── SkillStorageError
-    UnsafeContentError (safety)    the scan refused model-written content
-    AtomicWriteError (atomic)      the disk refused a write
+Errors: the `SkillError` family of `memory_core.errors` (its docstring draws
+the tree), `UnsafeContentError` when the scan refuses model-written content,
+and `AtomicWriteError` when the disk refuses a write.
 """
 
 from __future__ import annotations
@@ -55,13 +45,21 @@ from typing import Any, Literal
 from filelock import FileLock, Timeout
 
 from memory_core.atomic import atomic_write_text
-from memory_core.safety import UnsafeContentError, scan
+from memory_core.errors import (
+    SkillError,
+    SkillExistsError,
+    SkillManifestError,
+    SkillNotFoundError,
+    SkillPathError,
+    SkillProtectedError,
+    SkillStorageError,
+    UnsafeContentError,
+)
+from memory_core.safety import scan
 from memory_core.skills.format import (
     SKILL_FILE,
     SUPPORT_DIRS,
     SkillDocument,
-    SkillError,
-    SkillPathError,
     apply_patch,
     check_text_size,
     parse_skill,
@@ -82,26 +80,6 @@ _INDEX_HEADER = (
     "Saved procedures for recurring tasks. When a request matches a skill below, "
     "load it with skill_view(name) before acting and follow it."
 )
-
-
-class SkillNotFoundError(SkillError):
-    """No valid skill (or support file) by that name."""
-
-
-class SkillExistsError(SkillError):
-    """A skill or folder of that name already exists."""
-
-
-class SkillProtectedError(SkillError):
-    """The change is not allowed: the skill is the operator's, or the caller may not do it."""
-
-
-class SkillManifestError(SkillError):
-    """The authorship manifest cannot be read, parsed or locked."""
-
-
-class SkillStorageError(SkillError):
-    """The filesystem refused a change (a folder could not be made, renamed or removed)."""
 
 
 @dataclass(frozen=True)

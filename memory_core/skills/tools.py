@@ -27,16 +27,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from memory_core.errors import MemoryCoreError
-from memory_core.safety import UnsafeContentError
-from memory_core.skills.format import SUPPORT_DIRS, SkillError
-from memory_core.skills.store import (
-    GENERAL,
-    Skill,
+from memory_core.errors import (
+    MemoryCoreError,
+    SkillArgumentError,
     SkillNotFoundError,
     SkillProtectedError,
-    SkillsStore,
+    UnsafeContentError,
 )
+from memory_core.skills.format import SUPPORT_DIRS
+from memory_core.skills.store import GENERAL, Skill, SkillsStore
 from memory_core.tool_args import decode_arguments
 
 Role = Literal["primary", "background"]
@@ -52,10 +51,6 @@ _PAST = {
     "write_file": "file written",
     "remove_file": "file removed",
 }
-
-
-class SkillArgumentError(SkillError):
-    """A tool call's arguments are missing or of the wrong type."""
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from memory_core.atomic import AtomicWriteError, atomic_write_text
-from memory_core.errors import MemoryCoreError
+from memory_core.atomic import atomic_write_text
+from memory_core.errors import AtomicWriteError, MemoryCoreError
 
 
 def _mode(path: Path) -> int:

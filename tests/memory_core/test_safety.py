@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_core.errors import MemoryCoreError
+from memory_core.errors import MemoryCoreError, UnsafeContentError
 from memory_core.safety import (
     CREDENTIAL_FILES,
     EXFILTRATION,
@@ -14,7 +14,6 @@ from memory_core.safety import (
     ROLE_HIJACK,
     SECRET,
     Finding,
-    UnsafeContentError,
     check,
     scan,
     scan_all,

@@ -6,12 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory_core.user_keys import (
-    InvalidUserKeyError,
-    check_user_key,
-    make_user_key,
-    split_user_key,
-)
+from memory_core.errors import InvalidUserKeyError
+from memory_core.user_keys import check_user_key, make_user_key, split_user_key
 
 
 def test_plain_numeric_ids_stay_readable() -> None:

@@ -6,9 +6,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from memory_core.errors import InvalidEntryError
 from memory_core.file_memory.entries import (
     DELIMITER,
-    InvalidEntryError,
     file_text,
     is_canonical,
     join_entries,

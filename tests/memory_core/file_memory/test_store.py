@@ -9,16 +9,17 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
-from memory_core.file_memory.edits import EntryTooLongError, Operation
-from memory_core.file_memory.entries import file_text
-from memory_core.file_memory.render import entry_handle
-from memory_core.file_memory.store import (
-    FileMemoryStore,
+from memory_core.errors import (
+    EntryTooLongError,
+    InvalidUserKeyError,
     MemoryDriftError,
     MemoryLockError,
     UnreadableMemoryError,
 )
-from memory_core.user_keys import InvalidUserKeyError
+from memory_core.file_memory.edits import Operation
+from memory_core.file_memory.entries import file_text
+from memory_core.file_memory.render import entry_handle
+from memory_core.file_memory.store import FileMemoryStore
 
 ALICE, BOB = "telegram-1001", "discord-2002"
 

@@ -9,12 +9,8 @@ from typing import Any
 
 import pytest
 
-from memory_core.providers.base import (
-    MemoryProvider,
-    ProviderError,
-    SessionContext,
-    TranscriptMessage,
-)
+from memory_core.errors import ProviderError
+from memory_core.providers.base import MemoryProvider, SessionContext, TranscriptMessage
 from memory_core.providers.manager import BackgroundWorker, MemoryManager
 
 PRIMARY = SessionContext(

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from memory_core.providers.base import MemoryProvider, ProviderError
+from memory_core.errors import ProviderError
+from memory_core.providers.base import MemoryProvider
 from memory_core.providers.registry import (
     ENTRY_POINT_GROUP,
     ProviderRegistry,

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from memory_core.errors import ImportFormatError
 from memory_core.sessions.db import SessionDB
-from memory_core.sessions.jsonl import ImportFormatError, parse_timestamp
+from memory_core.sessions.jsonl import parse_timestamp
 from memory_core.sessions.models import SearchScope
 from tests.memory_core.sessions.helpers import message, origin
 

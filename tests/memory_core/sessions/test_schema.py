@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from memory_core.errors import SchemaVersionError
 from memory_core.sessions.db import SessionDB
-from memory_core.sessions.models import SchemaVersionError, SearchScope
+from memory_core.sessions.models import SearchScope
 from memory_core.sessions.schema import SCHEMA_VERSION, migrate, schema_version
 from tests.memory_core.sessions.helpers import message, origin
 

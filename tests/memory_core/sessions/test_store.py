@@ -13,15 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from memory_core.sessions.db import SessionDB
-from memory_core.sessions.models import (
+from memory_core.errors import (
     InvalidMessageError,
-    NewMessage,
-    SearchScope,
     SessionConflictError,
     SessionNotFoundError,
     SessionStoreError,
 )
+from memory_core.sessions.db import SessionDB
+from memory_core.sessions.models import NewMessage, SearchScope
 from memory_core.sessions.store import SessionStore
 from tests.memory_core.sessions.helpers import message, open_db, origin
 

@@ -9,17 +9,19 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory_core.errors import MemoryCoreError
-from memory_core.skills.format import (
-    MAX_DESCRIPTION_CHARS,
-    MAX_NAME_CHARS,
-    MAX_SKILL_CHARS,
-    SUPPORT_DIRS,
+from memory_core.errors import (
+    MemoryCoreError,
     SkillError,
     SkillFormatError,
     SkillPatchError,
     SkillPathError,
     SkillSizeError,
+)
+from memory_core.skills.format import (
+    MAX_DESCRIPTION_CHARS,
+    MAX_NAME_CHARS,
+    MAX_SKILL_CHARS,
+    SUPPORT_DIRS,
     apply_patch,
     parse_skill,
     support_path,
