@@ -8,7 +8,7 @@ from memory_core.providers.base import (
     TranscriptMessage,
 )
 from memory_core.providers.history import HistoryRecallProvider
-from memory_core.providers.manager import BackgroundWorker, MemoryManager
+from memory_core.providers.manager import MemoryManager
 from memory_core.providers.registry import (
     ENTRY_POINT_GROUP,
     ProviderFactory,
@@ -16,6 +16,7 @@ from memory_core.providers.registry import (
     ProviderResources,
     default_registry,
 )
+from memory_core.providers.worker import BackgroundWorker
 
 __all__ = [
     "ENTRY_POINT_GROUP",

@@ -11,10 +11,10 @@ are parsed again, so an operator's edit is seen on the next call without a
 restart. Invalid skills are skipped with one logged warning per problem. The
 caller freezes `index_block()` once per session; that keeps the prompt stable.
 
-Authorship. The manifest (a JSON file in the data dir, not in the skills
-folder) records each skill the bot created: its relative path and the SHA-256
-of its SKILL.md as the bot last wrote it. A skill is bot-owned only while both
-still match. Everything else — bundled skills, operators' skills, and a bot
+Authorship. The manifest (`manifest.py`: a JSON file in the data dir, not in
+the skills folder) records each skill the bot created: its relative path and
+the SHA-256 of its SKILL.md as the bot last wrote it. A skill is bot-owned only
+while both still match. Everything else — bundled skills, operators' skills, and a bot
 skill an operator has since edited by hand — is operator-owned, and every
 change method here refuses it: operators change their skills on disk.
 
@@ -30,8 +30,6 @@ and `AtomicWriteError` when the disk refuses a write.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import logging
 import os
 import shutil
@@ -41,8 +39,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
-
-from filelock import FileLock, Timeout
 
 from memory_core.atomic import atomic_write_text
 from memory_core.errors import (
@@ -68,13 +64,21 @@ from memory_core.skills.format import (
     resolve_support_path,
     validate_name,
 )
+from memory_core.skills.manifest import (
+    Entries,
+    is_bot_owned,
+    locked,
+    read_manifest,
+    record,
+    text_digest,
+    write_manifest,
+)
 
 log = logging.getLogger(__name__)
 
 Owner = Literal["operator", "bot"]
 GENERAL = "general"
 _FILE_MODE = 0o644  # skills are not secret, and the operator must be able to read them
-_MANIFEST_VERSION = 1
 _INDEX_HEADER = (
     "## Skills\n"
     "Saved procedures for recurring tasks. When a request matches a skill below, "
@@ -152,7 +156,6 @@ class SkillsStore:
         self.skills_dir = Path(skills_dir)
         self.manifest_path = Path(manifest_path)
         self.archive_dir = Path(archive_dir) if archive_dir is not None else None
-        self._lock_path = self.manifest_path.with_name(self.manifest_path.name + ".lock")
         self._lock_timeout = lock_timeout
         self._parsed: dict[Path, _Parsed] = {}
         self._snapshot_cache: _Snapshot | None = None
@@ -220,7 +223,7 @@ class SkillsStore:
             except BaseException:
                 _remove_made(made)
                 raise
-        return Skill(document, category, folder, "bot", _sha256(content))
+        return Skill(document, category, folder, "bot", text_digest(content))
 
     def edit(self, name: str, content: str) -> Skill:
         """Replace a bot-owned skill's SKILL.md with a full new text."""
@@ -229,7 +232,7 @@ class SkillsStore:
             document = parse_skill(content, skill.folder.name)
             _scan(content)
             self._commit_skill_file(skill.folder / SKILL_FILE, content, old, entries, name)
-        return Skill(document, skill.category, skill.folder, "bot", _sha256(content))
+        return Skill(document, skill.category, skill.folder, "bot", text_digest(content))
 
     def patch(
         self,
@@ -287,7 +290,7 @@ class SkillsStore:
                 if self.archive_dir is not None:
                     archived = self._archive(doomed, name)
                 del entries[name]
-                _write_manifest(self.manifest_path, entries)
+                write_manifest(self.manifest_path, entries)
             except BaseException:
                 os.rename(doomed, skill.folder)
                 if archived is not None:
@@ -300,26 +303,15 @@ class SkillsStore:
         return archived
 
     @contextlib.contextmanager
-    def _writing(self) -> Iterator[dict[str, dict[str, str]]]:
+    def _writing(self) -> Iterator[Entries]:
         """Hold the writers' lock and yield the manifest entries, read under it."""
-        lock = FileLock(str(self._lock_path), timeout=self._lock_timeout)
-        try:
-            self.manifest_path.parent.mkdir(parents=True, exist_ok=True)
-            lock.acquire()
-        except Timeout:
-            raise SkillManifestError(
-                f"skills are being changed by another writer ({self._lock_path}); try again"
-            ) from None
-        except OSError as exc:
-            raise SkillManifestError(f"cannot lock {self._lock_path}: {exc}") from exc
-        try:
-            yield _read_manifest(self.manifest_path)
-        except OSError as exc:
-            raise SkillStorageError(f"the change could not be made on disk: {exc}") from exc
-        finally:
-            lock.release()
+        with locked(self.manifest_path, self._lock_timeout) as entries:
+            try:
+                yield entries
+            except OSError as exc:
+                raise SkillStorageError(f"the change could not be made on disk: {exc}") from exc
 
-    def _owned(self, name: str, entries: dict[str, dict[str, str]]) -> tuple[Skill, str]:
+    def _owned(self, name: str, entries: Entries) -> tuple[Skill, str]:
         """The skill and its current text, if the bot owns it; else refuse."""
         skill = self.get(name)
         path = skill.folder / SKILL_FILE
@@ -330,7 +322,7 @@ class SkillsStore:
                 f"skill {name!r} was written by the operator and is read-only; "
                 "create a new skill instead, or ask the operator to change it"
             )
-        if entry.get("sha256") != _sha256(text):
+        if entry.get("sha256") != text_digest(text):
             raise SkillProtectedError(
                 f"skill {name!r} was edited by the operator since the bot wrote it and is "
                 "now read-only; create a new skill instead"
@@ -357,22 +349,15 @@ class SkillsStore:
         path: Path,
         text: str,
         old: str | None,
-        entries: dict[str, dict[str, str]],
+        entries: Entries,
         name: str,
     ) -> None:
         """Write SKILL.md, then record it; if recording fails, put the old text back."""
         atomic_write_text(path, text, mode=_FILE_MODE if old is None else None)
-        now = _now()
         rel = path.parent.relative_to(self.skills_dir).as_posix()
-        previous = entries.get(name, {})
-        entries[name] = {
-            "path": rel,
-            "sha256": _sha256(text),
-            "created_at": previous.get("created_at", now),
-            "updated_at": now,
-        }
+        record(entries, name, rel, text_digest(text))
         try:
-            _write_manifest(self.manifest_path, entries)
+            write_manifest(self.manifest_path, entries)
         except BaseException:
             if old is not None:
                 atomic_write_text(path, old)
@@ -402,7 +387,7 @@ class SkillsStore:
     ) -> _Snapshot:
         problems = list(listing_problems)
         try:
-            entries = _read_manifest(self.manifest_path)
+            entries = read_manifest(self.manifest_path)
         except SkillManifestError as exc:
             problems.append(SkillProblem(self.manifest_path, str(exc)))
             entries = {}  # with no readable record, every skill counts as the operator's
@@ -423,8 +408,7 @@ class SkillsStore:
                 problems.append(SkillProblem(path, f"duplicate skill name {name!r} (see {other})"))
                 continue
             rel = f"{category}/{name}" if category else name
-            entry = entries.get(name) or {}
-            bot = entry.get("path") == rel and entry.get("sha256") == item.digest
+            bot = is_bot_owned(entries.get(name), rel, item.digest)
             owner: Owner = "bot" if bot else "operator"
             skills[name] = Skill(item.document, category, folder, owner, item.digest)
         self._parsed = parsed
@@ -485,7 +469,7 @@ def _parse_file(path: Path, key: tuple[Any, ...]) -> _Parsed:
         document = parse_skill(text, path.parent.name)
     except SkillError as exc:
         return _Parsed(key, None, "", str(exc))
-    return _Parsed(key, document, _sha256(text), None)
+    return _Parsed(key, document, text_digest(text), None)
 
 
 def _write_support(path: Path, text: str, label: str) -> None:
@@ -523,30 +507,6 @@ def _remove_made(made: list[Path]) -> None:
         shutil.rmtree(made[0], ignore_errors=True)
 
 
-def _read_manifest(path: Path) -> dict[str, dict[str, str]]:
-    try:
-        raw = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SkillManifestError(f"cannot read skills manifest {path}: {exc}") from None
-    try:
-        data = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise SkillManifestError(f"skills manifest {path} is not valid JSON: {exc}") from None
-    skills = data.get("skills") if isinstance(data, dict) else None
-    if not isinstance(skills, dict) or not all(
-        isinstance(k, str) and isinstance(v, dict) for k, v in skills.items()
-    ):
-        raise SkillManifestError(f"skills manifest {path} has an unexpected shape")
-    return {k: {str(a): str(b) for a, b in v.items()} for k, v in skills.items()}
-
-
-def _write_manifest(path: Path, entries: dict[str, dict[str, str]]) -> None:
-    data = {"version": _MANIFEST_VERSION, "skills": dict(sorted(entries.items()))}
-    atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-
-
 def _render_index(skills: tuple[Skill, ...]) -> str:
     if not skills:
         return ""
@@ -567,11 +527,3 @@ def _order(skill: Skill) -> tuple[bool, str, str]:
     # "general" category folder if there is one.
     category = skill.category or GENERAL
     return (category != GENERAL, category, skill.name)
-
-
-def _sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -11,7 +11,8 @@ import pytest
 
 from memory_core.errors import ProviderError
 from memory_core.providers.base import MemoryProvider, SessionContext, TranscriptMessage
-from memory_core.providers.manager import BackgroundWorker, MemoryManager
+from memory_core.providers.manager import MemoryManager
+from memory_core.providers.worker import BackgroundWorker
 
 PRIMARY = SessionContext(
     session_id=7, user_key="telegram-1", platform="telegram", chat_id="1", chat_type="private"
