@@ -30,9 +30,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from memory_core.sessions.db import SessionDB  # noqa: E402
-from memory_core.sessions.models import SearchScope  # noqa: E402
-from memory_core.sessions.search import DEFAULT_RANKING, Ranking, search_sessions  # noqa: E402
+from memory_core.sessions import (  # noqa: E402
+    DEFAULT_RANKING,
+    Ranking,
+    SearchOptions,
+    SearchScope,
+    SessionDB,
+    search_sessions,
+)
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo-dev.json"
 KS = (5, 10)
@@ -89,7 +94,9 @@ def session_number(external_id: str | None) -> int:
 
 
 def our_ranking(db: SessionDB, question: str, user: str, ranking: Ranking) -> list[int]:
-    hits = search_sessions(db.conn, question, SearchScope(user), limit=max(KS), ranking=ranking)
+    hits = search_sessions(
+        db.conn, question, SearchScope(user), SearchOptions(limit=max(KS)), ranking=ranking
+    )
     return [session_number(h.external_id) for h in hits]
 
 

@@ -20,8 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from memory_core.file_memory.edits import Operation
-from memory_core.file_memory.store import FileMemoryStore
+from memory_core.file_memory import FileMemoryStore, Operation
 
 KEY = "telegram-1"
 BUDGET = 10_000_000  # raised so every write fits; the default is 1,375

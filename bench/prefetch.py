@@ -39,9 +39,7 @@ from memory_core.providers import (
     SessionContext,
     default_registry,
 )
-from memory_core.sessions.db import SessionDB
-from memory_core.sessions.models import SessionStoreError
-from memory_core.sessions.store import SessionStore
+from memory_core.sessions import SessionDB, SessionStore, SessionStoreError
 
 TOPICS = {
     "deploy": "deploy rollback release staging canary pipeline hotfix version cluster outage",

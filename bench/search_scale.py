@@ -27,9 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from memory_core.sessions.db import SessionDB
-from memory_core.sessions.models import SearchScope
-from memory_core.sessions.query import STOPWORDS
+from memory_core.sessions import STOPWORDS, SearchOptions, SearchScope, SessionDB
 
 SYLLABLES = [a + b for a in "bcdfghklmnprstvwz" for b in ("a", "e", "i", "o", "u", "ai", "ou")]
 FUNCTION_WORDS = sorted(STOPWORDS)[:90]
@@ -215,7 +213,7 @@ def main() -> None:
             timings, found = [], 0
             for query, scope in items:
                 t0 = time.perf_counter()
-                hits = db.search(query, scope, limit=10)
+                hits = db.search(query, scope, SearchOptions(limit=10))
                 timings.append((time.perf_counter() - t0) * 1000)
                 found += bool(hits)
             print(f"search {label:12s}: p50 {percentile(timings, 0.5):6.1f} ms   "

@@ -11,7 +11,7 @@ import click
 
 from gateway.config import Config, load_config
 from gateway.errors import GatewayError
-from memory_core.errors import MemoryCoreError
+from memory_core import MemoryCoreError
 
 T = TypeVar("T")
 

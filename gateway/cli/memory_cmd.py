@@ -15,10 +15,15 @@ from collections.abc import Callable
 import click
 
 from gateway.cli.base import CliState, run_command
-from memory_core.file_memory.edits import Operation
-from memory_core.file_memory.store import FileMemoryStore, MemoryState, Target
-from memory_core.file_memory.tool import MemoryRequest, MemoryTool
-from memory_core.user_keys import check_user_key
+from memory_core import check_user_key
+from memory_core.file_memory import (
+    FileMemoryStore,
+    MemoryRequest,
+    MemoryState,
+    MemoryTool,
+    Operation,
+    Target,
+)
 
 
 def _scope_options(command: Callable) -> Callable:

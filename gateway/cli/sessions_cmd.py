@@ -16,10 +16,14 @@ from typing import IO
 import click
 
 from gateway.cli.base import CliState, fail, run_command
-from memory_core.sessions.db import SessionDB
-from memory_core.sessions.jsonl import parse_timestamp
-from memory_core.sessions.models import SearchScope, SessionHit
-from memory_core.sessions.time_phrases import parse_time_phrase
+from memory_core.sessions import (
+    SearchOptions,
+    SearchScope,
+    SessionDB,
+    SessionHit,
+    parse_time_phrase,
+    parse_timestamp,
+)
 
 
 def _db_path(state: CliState) -> Path:
@@ -137,14 +141,10 @@ def search(
 
     def body() -> list[SessionHit]:
         with _existing_db(state) as db:
-            return db.search(
-                query,
-                SearchScope(user_key, chat_id),
-                since=since_at,
-                until=until_at,
-                limit=limit,
-                include_internal=include_internal,
+            options = SearchOptions(
+                since=since_at, until=until_at, limit=limit, include_internal=include_internal
             )
+            return db.search(query, SearchScope(user_key, chat_id), options)
 
     hits = run_command(body)
     if as_json:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import click
 
 from gateway.cli.base import CliState, fail, run_command
-from memory_core.skills.store import GENERAL, SkillNotFoundError, SkillProblem, SkillsStore
+from memory_core.skills import GENERAL, SkillNotFoundError, SkillProblem, SkillsStore
 
 MANIFEST_NAME = "skills-manifest.json"
 ARCHIVE_NAME = "skills-archive"

@@ -17,30 +17,35 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from memory_core.errors import ProviderError
+from memory_core.sessions.models import CHAT_TYPES, ChatType
 
 AgentKind = Literal["primary", "background"]
-
-# Chat types that name a one-to-one chat on the platforms we serve. Anything
-# else is treated as a group, the narrower scope, so an unknown type can only
-# hide recall, never widen it.
-DIRECT_CHAT_TYPES = frozenset({"direct", "dm", "private"})
 
 
 @dataclass(frozen=True)
 class SessionContext:
     """Who and where a session is; handed to every provider at `initialize`.
 
-    `agent_kind` is ``"background"`` for the review and extraction agents:
-    providers give them recall, but they never cause provider writes.
+    `platform` is the person's platform (telegram, discord, console), the one
+    in their user key; the stored session's `source` is that platform too, or
+    review / extraction for a background agent's session. `chat_type` takes
+    the values the session store takes (`CHAT_TYPES`); `recall_scope` turns
+    user, chat and chat type into what recall may see. `agent_kind` is
+    ``"background"`` for the review and extraction agents: providers give them
+    recall, but they never cause provider writes.
     """
 
     session_id: int
     user_key: str
     platform: str
     chat_id: str
-    chat_type: str
+    chat_type: ChatType
     parent_session_id: int | None = None
     agent_kind: AgentKind = "primary"
+
+    def __post_init__(self) -> None:
+        if self.chat_type not in CHAT_TYPES:
+            raise ProviderError(f"chat type {self.chat_type!r} is not private or group")
 
     @property
     def is_background(self) -> bool:
@@ -48,7 +53,7 @@ class SessionContext:
 
     @property
     def is_group(self) -> bool:
-        return self.chat_type not in DIRECT_CHAT_TYPES
+        return self.chat_type != "private"
 
 
 @dataclass(frozen=True)

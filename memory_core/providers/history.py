@@ -18,7 +18,15 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from memory_core.providers.base import MemoryProvider, SessionContext
-from memory_core.sessions.models import MATCH_END, MATCH_START, SearchScope, SessionHit, Snippet
+from memory_core.sessions.models import (
+    MATCH_END,
+    MATCH_START,
+    SearchOptions,
+    SearchScope,
+    SessionHit,
+    Snippet,
+    recall_scope,
+)
 from memory_core.sessions.query import STOPWORDS
 
 # Words that say nothing about a topic: chat small talk, and the words people
@@ -53,15 +61,7 @@ class SessionSearcher(Protocol):
     """The part of the session store this provider needs."""
 
     async def search(
-        self,
-        query: str,
-        scope: SearchScope,
-        *,
-        since: float | None = None,
-        until: float | None = None,
-        limit: int = 10,
-        exclude_lineage_of: int | None = None,
-        include_internal: bool = False,
+        self, query: str, scope: SearchScope, options: SearchOptions = ...
     ) -> list[SessionHit]: ...
 
 
@@ -131,13 +131,9 @@ class HistoryRecallProvider(MemoryProvider):
         terms = meaningful_terms(query)
         if session is None or not terms:
             return ""
-        scope = SearchScope(session.user_key, session.chat_id if session.is_group else None)
-        hits = await self._store.search(
-            " ".join(terms),
-            scope,
-            limit=self._search_limit,
-            exclude_lineage_of=session.session_id,
-        )
+        scope = recall_scope(session.user_key, session.chat_id, session.chat_type)
+        options = SearchOptions(limit=self._search_limit, exclude_lineage_of=session.session_id)
+        hits = await self._store.search(" ".join(terms), scope, options)
         needed = min(2, len(terms))
         strong = [
             (hit, found)

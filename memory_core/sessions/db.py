@@ -18,8 +18,10 @@ from memory_core.sessions import reads as session_reads
 from memory_core.sessions import writes as session_writes
 from memory_core.sessions.connection import ConnectHook, connect, create_database_file, enable_wal
 from memory_core.sessions.models import (
+    DEFAULT_SEARCH_OPTIONS,
     AppendResult,
     NewMessage,
+    SearchOptions,
     SearchScope,
     SessionHit,
     SessionInfo,
@@ -119,26 +121,9 @@ class SessionDB:
         return session_import.export_lines(self.conn, user_key)
 
     def search(
-        self,
-        query: str,
-        scope: SearchScope,
-        *,
-        since: float | None = None,
-        until: float | None = None,
-        limit: int = 10,
-        exclude_lineage_of: int | None = None,
-        include_internal: bool = False,
+        self, query: str, scope: SearchScope, options: SearchOptions = DEFAULT_SEARCH_OPTIONS
     ) -> list[SessionHit]:
-        return search_sessions(
-            self.conn,
-            query,
-            scope,
-            since=since,
-            until=until,
-            limit=limit,
-            exclude_lineage_of=exclude_lineage_of,
-            include_internal=include_internal,
-        )
+        return search_sessions(self.conn, query, scope, options)
 
     def get_session(self, session_id: int) -> SessionInfo | None:
         return session_reads.get_session(self.conn, session_id)

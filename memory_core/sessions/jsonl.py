@@ -7,10 +7,11 @@ One message per line::
      "content": str, "timestamp": ISO-8601 or epoch seconds, "name": str (optional)}
 
 `user` is the person the session belongs to (also on the assistant's lines);
-`platform` becomes the session's source and `session` its external id, unique
-per platform and user. Exports also carry the rarer roles `system` and `tool`
-(with `tool_name`, `tool_calls`, `tool_call_id`), so an export imports back
-unchanged; any other key is refused.
+`platform` is where the conversation happened and becomes the session's
+`source` (an export writes the source back under this key), and `session` is
+its external id, unique per source and user. Exports also carry the rarer
+roles `system` and `tool` (with `tool_name`, `tool_calls`, `tool_call_id`), so
+an export imports back unchanged; any other key is refused.
 
 A whole file is one transaction: a bad line stops the import with its line
 number and nothing is kept, and a killed import leaves nothing behind. The FTS
@@ -31,10 +32,11 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import cast
 
 from memory_core.errors import ImportFormatError
 from memory_core.sessions.connection import transaction
-from memory_core.sessions.models import CHAT_TYPES, ROLES
+from memory_core.sessions.models import CHAT_TYPES, ROLES, ChatType
 from memory_core.sessions.schema import (
     create_insert_trigger,
     drop_insert_trigger,
@@ -68,7 +70,7 @@ class ImportResult:
 class _Session:
     id: int
     chat: str
-    chat_type: str
+    chat_type: ChatType
     created: bool
     first: float
     last: float
@@ -216,7 +218,8 @@ class _Importer:
         )
         session_id = int(cursor.lastrowid or 0)
         self.conn.execute("UPDATE sessions SET root_id = id WHERE id = ?", (session_id,))
-        return _Session(session_id, str(record["chat"]), str(record["chat_type"]), True, ts, ts)
+        chat_type = cast(ChatType, record["chat_type"])  # checked by parse_line
+        return _Session(session_id, str(record["chat"]), chat_type, True, ts, ts)
 
     def finish(self) -> None:
         self.flush()

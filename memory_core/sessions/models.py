@@ -1,9 +1,10 @@
-"""Value types of the session store: scopes, messages, sessions and search hits.
+"""Value types of the session store: scopes, search options, messages, sessions, hits.
 
 Two words are kept apart: the `platform` of a person (telegram, discord,
-console; part of their user key) and the `source` of a session, which is the
-platform it came from or, for the background agents' own sessions, one of
-`INTERNAL_SOURCES` (review, extraction). The store's errors live in
+console; the first part of their user key) and the `source` of a session,
+which is the platform it came from or, for the background agents' own
+sessions, one of `INTERNAL_SOURCES` (review, extraction). `recall_scope` is
+the one rule for what recall may see from a chat. The store's errors live in
 `memory_core.errors`.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 from memory_core.errors import InvalidMessageError
 
@@ -18,7 +20,8 @@ MATCH_START = ">>>"
 MATCH_END = "<<<"
 
 ROLES = frozenset({"user", "assistant", "system", "tool"})
-CHAT_TYPES = frozenset({"private", "group"})
+ChatType = Literal["private", "group"]
+CHAT_TYPES: frozenset[str] = frozenset(get_args(ChatType))
 INTERNAL_SOURCES = ("review", "extraction")
 
 
@@ -32,6 +35,35 @@ class SearchScope:
     def __post_init__(self) -> None:
         if not self.user_key:
             raise InvalidMessageError("a search scope needs a user key")
+
+
+def recall_scope(user_key: str, chat_id: str, chat_type: ChatType) -> SearchScope:
+    """What recall may see from a chat: in a group, only that group; in a direct
+    chat, all of the person's history (their direct chats and their groups).
+
+    Anything but ``"private"`` counts as a group, so a bad value can only narrow recall.
+    """
+    return SearchScope(user_key, None if chat_type == "private" else chat_id)
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """How a search is narrowed within its scope, and how many conversations it returns.
+
+    `since` (inclusive) and `until` (exclusive) bound the message times;
+    `exclude_lineage_of` leaves out the conversation that session belongs to
+    (the current one, for recall); sessions whose source is internal (review,
+    extraction) are left out unless `include_internal`.
+    """
+
+    since: float | None = None
+    until: float | None = None
+    limit: int = 10
+    exclude_lineage_of: int | None = None
+    include_internal: bool = False
+
+
+DEFAULT_SEARCH_OPTIONS = SearchOptions()
 
 
 @dataclass(frozen=True)
@@ -50,9 +82,9 @@ class SessionHit:
 
     session_id: int
     external_id: str | None
-    source: str
+    source: str  # a platform, or review / extraction
     chat_id: str
-    chat_type: str
+    chat_type: ChatType
     started_at: float
     ended_at: float | None
     score: float
@@ -61,13 +93,17 @@ class SessionHit:
 
 @dataclass(frozen=True)
 class SessionOrigin:
-    """Where a session lives: its routing key and owner, used to create it lazily."""
+    """Where a session lives: its routing key and owner, used to create it lazily.
+
+    `source` is the platform the conversation happens on, or review / extraction
+    for a background agent's session.
+    """
 
     session_key: str
     source: str
     user_key: str
     chat_id: str
-    chat_type: str
+    chat_type: ChatType
     thread_id: str | None = None
     model: str | None = None
     title: str | None = None
@@ -126,10 +162,10 @@ class SessionInfo:
     """One stored session row."""
 
     id: int
-    source: str
+    source: str  # a platform, or review / extraction
     user_key: str
     chat_id: str
-    chat_type: str
+    chat_type: ChatType
     thread_id: str | None
     session_key: str | None
     title: str | None

@@ -29,9 +29,11 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from memory_core.sessions.models import (
+    DEFAULT_SEARCH_OPTIONS,
     INTERNAL_SOURCES,
     MATCH_END,
     MATCH_START,
+    SearchOptions,
     SearchScope,
     SessionHit,
     Snippet,
@@ -46,6 +48,7 @@ __all__ = [
     "MATCH_START",
     "Ranking",
     "ScopeFilter",
+    "SearchOptions",
     "SearchScope",
     "SessionHit",
     "Snippet",
@@ -85,30 +88,22 @@ class ScopeFilter:
     owner: str
 
     @classmethod
-    def build(
-        cls,
-        scope: SearchScope,
-        *,
-        since: float | None = None,
-        until: float | None = None,
-        exclude_lineage_of: int | None = None,
-        include_internal: bool = False,
-    ) -> ScopeFilter:
+    def build(cls, scope: SearchScope, options: SearchOptions) -> ScopeFilter:
         where, params = scope_sql(scope, "s")
         parts = [where]
-        if not include_internal:
+        if not options.include_internal:
             parts.append(f"s.source NOT IN ({', '.join('?' * len(INTERNAL_SOURCES))})")
             params.extend(INTERNAL_SOURCES)
-        if exclude_lineage_of is not None:
+        if options.exclude_lineage_of is not None:
             parts.append("s.root_id IS NOT (SELECT root_id FROM sessions WHERE id = ?)")
-            params.append(int(exclude_lineage_of))
+            params.append(int(options.exclude_lineage_of))
         session_parts, session_params = list(parts), tuple(params)
-        if since is not None:
+        if options.since is not None:
             parts.append("m.timestamp >= ?")
-            params.append(float(since))
-        if until is not None:
+            params.append(float(options.since))
+        if options.until is not None:
             parts.append("m.timestamp < ?")
-            params.append(float(until))
+            params.append(float(options.until))
         return cls(
             " AND ".join(session_parts),
             session_params,
@@ -130,25 +125,16 @@ def search_sessions(
     conn: sqlite3.Connection,
     query: str,
     scope: SearchScope,
+    options: SearchOptions = DEFAULT_SEARCH_OPTIONS,
     *,
-    since: float | None = None,
-    until: float | None = None,
-    limit: int = 10,
-    exclude_lineage_of: int | None = None,
-    include_internal: bool = False,
     ranking: Ranking = DEFAULT_RANKING,
 ) -> list[SessionHit]:
     """Ranked conversations of `scope` matching `query` (see the module docstring)."""
     parsed = parse_query(query)
+    limit = options.limit
     if not parsed or limit < 1:
         return []
-    where = ScopeFilter.build(
-        scope,
-        since=since,
-        until=until,
-        exclude_lineage_of=exclude_lineage_of,
-        include_internal=include_internal,
-    )
+    where = ScopeFilter.build(scope, options)
     terms, hits = _collect_hits(conn, parsed, where)
     if not any(hits):
         return []

@@ -25,8 +25,10 @@ from memory_core.sessions import writes as session_writes
 from memory_core.sessions.connection import ConnectHook, connect
 from memory_core.sessions.db import open_writer
 from memory_core.sessions.models import (
+    DEFAULT_SEARCH_OPTIONS,
     AppendResult,
     NewMessage,
+    SearchOptions,
     SearchScope,
     SessionHit,
     SessionInfo,
@@ -163,27 +165,10 @@ class SessionStore:
 
     # reads
     async def search(
-        self,
-        query: str,
-        scope: SearchScope,
-        *,
-        since: float | None = None,
-        until: float | None = None,
-        limit: int = 10,
-        exclude_lineage_of: int | None = None,
-        include_internal: bool = False,
+        self, query: str, scope: SearchScope, options: SearchOptions = DEFAULT_SEARCH_OPTIONS
     ) -> list[SessionHit]:
         """Ranked conversations of `scope` matching `query` (see `search_sessions`)."""
-        return await self._read(
-            search_sessions,
-            query,
-            scope,
-            since=since,
-            until=until,
-            limit=limit,
-            exclude_lineage_of=exclude_lineage_of,
-            include_internal=include_internal,
-        )
+        return await self._read(search_sessions, query, scope, options)
 
     async def get_session(self, session_id: int) -> SessionInfo | None:
         return await self._read(session_reads.get_session, session_id)

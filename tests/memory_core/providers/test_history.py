@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from memory_core.context import wrap_memory_context
+from memory_core.errors import ProviderError
 from memory_core.providers.base import SessionContext
 from memory_core.providers.history import HistoryRecallProvider, meaningful_terms
 from memory_core.providers.manager import MemoryManager
@@ -229,3 +230,15 @@ async def test_through_the_registry_and_manager(
     assert block.startswith("<memory-context>\n[System note:")
     assert "pin v2.2" in block
     await manager.shutdown()
+
+
+def test_a_session_context_takes_only_the_chat_types_the_store_takes() -> None:
+    for chat_type in ("dm", "direct", "channel"):
+        with pytest.raises(ProviderError, match="chat type"):
+            SessionContext(
+                session_id=1,
+                user_key=ME,
+                platform="telegram",
+                chat_id="1",
+                chat_type=chat_type,  # type: ignore[arg-type]
+            )

@@ -9,7 +9,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memory_core.sessions.db import SessionDB
-from memory_core.sessions.models import MATCH_END, MATCH_START, NewMessage, SearchScope
+from memory_core.sessions.models import (
+    MATCH_END,
+    MATCH_START,
+    NewMessage,
+    SearchOptions,
+    SearchScope,
+    recall_scope,
+)
 from tests.memory_core.sessions.helpers import origin
 
 USERS = ["telegram-1", "telegram-2", "discord-3", "discord-4"]
@@ -54,7 +61,7 @@ def test_every_hit_belongs_to_the_searcher(
         query = " ".join(query_words)
         for user in USERS:
             for chat in (None, f"dm-{user}", *GROUPS):
-                hits = db.search(query, SearchScope(user, chat), limit=100)
+                hits = db.search(query, SearchScope(user, chat), SearchOptions(limit=100))
                 others_private = set().union(*(private_texts[u] for u in USERS if u != user))
                 for hit in hits:
                     hit_user, hit_chat = owner[hit.session_id]
@@ -80,3 +87,8 @@ def _matches(word: str, content: str) -> bool:
     if word.isascii() and word.isalpha():
         return any(token.startswith(word) for token in text.split())
     return word in text
+
+
+def test_recall_sees_only_the_group_in_a_group_and_everything_mine_in_a_direct_chat() -> None:
+    assert recall_scope("telegram-1", "group-9", "group") == SearchScope("telegram-1", "group-9")
+    assert recall_scope("telegram-1", "1", "private") == SearchScope("telegram-1")

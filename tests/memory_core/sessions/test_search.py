@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from memory_core.sessions.db import SessionDB
-from memory_core.sessions.models import MATCH_END, MATCH_START, SearchScope
+from memory_core.sessions.models import MATCH_END, MATCH_START, SearchOptions, SearchScope
 from memory_core.sessions.snippets import SNIPPET_CHARS
 from tests.memory_core.sessions.helpers import message, origin, say
 
@@ -94,8 +94,8 @@ def test_child_sessions_resolve_to_their_root(db: SessionDB) -> None:
     assert len(hits[0].snippets) == 2
     assert hits[0].ended_at is None  # the lineage is still open in the child
     other = say(db, "another saga elsewhere", ts=3.0, chat="c2")
-    assert ids(db.search("saga", ME, exclude_lineage_of=child)) == [other]
-    assert set(ids(db.search("saga", ME, exclude_lineage_of=999))) == {root, other}
+    assert ids(db.search("saga", ME, SearchOptions(exclude_lineage_of=child))) == [other]
+    assert set(ids(db.search("saga", ME, SearchOptions(exclude_lineage_of=999)))) == {root, other}
 
 
 def test_internal_sources_are_hidden_unless_asked(db: SessionDB) -> None:
@@ -103,16 +103,20 @@ def test_internal_sources_are_hidden_unless_asked(db: SessionDB) -> None:
     review = say(db, "tax return review", source="review")
     extraction = say(db, "tax return facts", source="extraction")
     assert ids(db.search("tax", ME)) == [visible]
-    assert set(ids(db.search("tax", ME, include_internal=True))) == {visible, review, extraction}
+    assert set(ids(db.search("tax", ME, SearchOptions(include_internal=True)))) == {
+        visible,
+        review,
+        extraction,
+    }
 
 
 def test_time_window(db: SessionDB) -> None:
     early = say(db, "dentist appointment", ts=100.0)
     late = say(db, "dentist again", ts=500.0)
-    assert ids(db.search("dentist", ME, since=400.0)) == [late]
-    assert ids(db.search("dentist", ME, until=400.0)) == [early]
-    assert ids(db.search("dentist", ME, since=100.0, until=100.5)) == [early]
-    assert db.search("dentist", ME, since=600.0) == []
+    assert ids(db.search("dentist", ME, SearchOptions(since=400.0))) == [late]
+    assert ids(db.search("dentist", ME, SearchOptions(until=400.0))) == [early]
+    assert ids(db.search("dentist", ME, SearchOptions(since=100.0, until=100.5))) == [early]
+    assert db.search("dentist", ME, SearchOptions(since=600.0)) == []
 
 
 def test_chat_scope(db: SessionDB) -> None:
@@ -152,8 +156,8 @@ def test_hit_fields_and_snippets(db: SessionDB) -> None:
 def test_limit_and_empty_queries(db: SessionDB) -> None:
     for i in range(5):
         say(db, f"walk number {i}", ts=float(i))
-    assert len(db.search("walk", ME, limit=3)) == 3
-    assert db.search("walk", ME, limit=0) == []
+    assert len(db.search("walk", ME, SearchOptions(limit=3))) == 3
+    assert db.search("walk", ME, SearchOptions(limit=0)) == []
     assert db.search("", ME) == []
     assert db.search('"" ** ()', ME) == []
     assert db.search("nothing matches this", ME) == []

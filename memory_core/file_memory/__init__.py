@@ -1,0 +1,57 @@
+"""File memory: the shared MEMORY.md and one USER.md per person, as `§`-separated entries.
+
+`FileMemoryStore` reads the files, renders them into a `MemorySnapshot` for the
+system prompt, and applies `Operation`s all-or-nothing under a file lock.
+`MemoryTool` is the one way to change them, for the model (`MEMORY_TOOL_SCHEMA`)
+and the operator's command line alike: it decides who may write what.
+"""
+
+from memory_core.errors import (
+    AmbiguousMatchError,
+    BatchRejectedError,
+    EntryTooLongError,
+    InvalidArgumentsError,
+    InvalidEntryError,
+    MemoryDriftError,
+    MemoryEditError,
+    MemoryFileError,
+    MemoryLockError,
+    MemoryPermissionError,
+    MissingOldTextError,
+    NoMatchError,
+    OverBudgetError,
+    UndecodableMemoryError,
+    UnreadableMemoryError,
+)
+from memory_core.file_memory.edits import Operation
+from memory_core.file_memory.render import MemorySnapshot
+from memory_core.file_memory.store import TARGETS, FileMemoryStore, MemoryState, Target, WriteResult
+from memory_core.file_memory.tool import MEMORY_TOOL_SCHEMA, MemoryRequest, MemoryTool
+
+__all__ = [  # noqa: RUF022 - plain sorted(), the order tests/test_architecture.py checks
+    "AmbiguousMatchError",
+    "BatchRejectedError",
+    "EntryTooLongError",
+    "FileMemoryStore",
+    "InvalidArgumentsError",
+    "InvalidEntryError",
+    "MEMORY_TOOL_SCHEMA",
+    "MemoryDriftError",
+    "MemoryEditError",
+    "MemoryFileError",
+    "MemoryLockError",
+    "MemoryPermissionError",
+    "MemoryRequest",
+    "MemorySnapshot",
+    "MemoryState",
+    "MemoryTool",
+    "MissingOldTextError",
+    "NoMatchError",
+    "Operation",
+    "OverBudgetError",
+    "TARGETS",
+    "Target",
+    "UndecodableMemoryError",
+    "UnreadableMemoryError",
+    "WriteResult",
+]

@@ -1,0 +1,84 @@
+"""The session store: every conversation in ``<home>/state.db``, and search over it.
+
+`SessionStore` is the async store the bot uses (one writer thread, pooled
+readers); `SessionDB` is the synchronous one the command line and the
+benchmarks use. Both append `NewMessage`s to the session of a `SessionOrigin`,
+read `SessionInfo` and `StoredMessage` rows, and search within a `SearchScope`
+(`recall_scope` gives the one recall rule) narrowed by `SearchOptions`,
+returning ranked `SessionHit`s. History moves in and out as JSON Lines, and
+`parse_time_phrase` reads phrases like "last week" into a time window.
+"""
+
+from memory_core.errors import (
+    ImportFormatError,
+    IndexIntegrityError,
+    InvalidMessageError,
+    SchemaVersionError,
+    SessionConflictError,
+    SessionNotFoundError,
+    SessionStoreError,
+)
+from memory_core.sessions.connection import ConnectHook
+from memory_core.sessions.db import SessionDB
+from memory_core.sessions.jsonl import ImportResult, parse_timestamp
+from memory_core.sessions.models import (
+    CHAT_TYPES,
+    DEFAULT_SEARCH_OPTIONS,
+    INTERNAL_SOURCES,
+    MATCH_END,
+    MATCH_START,
+    AppendResult,
+    ChatType,
+    NewMessage,
+    SearchOptions,
+    SearchScope,
+    SessionHit,
+    SessionInfo,
+    SessionOrigin,
+    Snippet,
+    StoredMessage,
+    recall_scope,
+)
+from memory_core.sessions.query import STOPWORDS
+from memory_core.sessions.search import DEFAULT_RANKING, Ranking, search_sessions
+from memory_core.sessions.store import SessionStore
+from memory_core.sessions.time_phrases import TimeWindow, parse_time_phrase
+from memory_core.sessions.writes import DeleteResult
+
+__all__ = [  # noqa: RUF022 - plain sorted(), the order tests/test_architecture.py checks
+    "AppendResult",
+    "CHAT_TYPES",
+    "ChatType",
+    "ConnectHook",
+    "DEFAULT_RANKING",
+    "DEFAULT_SEARCH_OPTIONS",
+    "DeleteResult",
+    "INTERNAL_SOURCES",
+    "ImportFormatError",
+    "ImportResult",
+    "IndexIntegrityError",
+    "InvalidMessageError",
+    "MATCH_END",
+    "MATCH_START",
+    "NewMessage",
+    "Ranking",
+    "STOPWORDS",
+    "SchemaVersionError",
+    "SearchOptions",
+    "SearchScope",
+    "SessionConflictError",
+    "SessionDB",
+    "SessionHit",
+    "SessionInfo",
+    "SessionNotFoundError",
+    "SessionOrigin",
+    "SessionStore",
+    "SessionStoreError",
+    "Snippet",
+    "StoredMessage",
+    "TimeWindow",
+    "parse_time_phrase",
+    "parse_timestamp",
+    "recall_scope",
+    "search_sessions",
+]
