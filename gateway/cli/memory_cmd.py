@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 
@@ -25,8 +26,10 @@ from memory_core.file_memory import (
     Target,
 )
 
+FC = TypeVar("FC", bound=Callable[..., Any])
 
-def _scope_options(command: Callable) -> Callable:
+
+def _scope_options(command: FC) -> FC:
     command = click.option("--shared", is_flag=True, help="The shared notes (MEMORY.md).")(command)
     return click.option(
         "--user", "user_key", metavar="KEY", help="A user's profile, e.g. telegram-12345."

@@ -195,7 +195,7 @@ class FileMemoryStore:
 def _checked_target(target: str) -> Target:
     if target not in TARGETS:
         raise MemoryFileError(f"unknown target {target!r}: use 'memory' or 'user'")
-    return target  # type: ignore[return-value]
+    return target
 
 
 def _read_text(path: Path) -> str:

@@ -145,7 +145,7 @@ class MemoryManager:
         self,
         what: str,
         provider: MemoryProvider,
-        task: asyncio.Future[T],
+        task: asyncio.Task[T],
         late: bool,
         timeout: float,
     ) -> T | None:

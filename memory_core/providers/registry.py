@@ -48,7 +48,7 @@ class _EntryPointFactory:
 
     def __call__(self, resources: ProviderResources) -> MemoryProvider:
         try:
-            factory = self.entry_point.load()
+            factory: ProviderFactory = self.entry_point.load()
         except (ImportError, AttributeError) as exc:
             raise ProviderError(
                 f"memory provider plugin {self.entry_point.name!r} "

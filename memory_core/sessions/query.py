@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -105,7 +106,7 @@ class ParsedQuery:
         return word_index_expression(self.terms)
 
 
-def word_index_expression(terms: tuple[QueryTerm, ...] | list[QueryTerm]) -> str:
+def word_index_expression(terms: Sequence[QueryTerm]) -> str:
     """The OR of the terms that the word index answers ('' when there are none)."""
     kinds = (TermKind.WORD, TermKind.PHRASE, TermKind.PREFIX)
     return " OR ".join(t.match_expression() for t in terms if t.kind in kinds)

@@ -7,6 +7,7 @@ session id alone never opens another person's conversation.
 from __future__ import annotations
 
 import sqlite3
+from typing import Any
 
 from memory_core.sessions.models import SearchScope, SessionInfo, StoredMessage
 
@@ -20,7 +21,7 @@ MESSAGE_COLUMNS = (
 )
 
 
-def _session(row: tuple | None) -> SessionInfo | None:
+def _session(row: tuple[Any, ...] | None) -> SessionInfo | None:
     return None if row is None else SessionInfo(*row)
 
 

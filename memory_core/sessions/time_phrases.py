@@ -59,6 +59,7 @@ class _Ctx:
 
 
 Span = tuple[date | None, date | None]  # [start day, end day) of the window
+Days = tuple[date, date]  # a window closed at both ends
 
 
 def _month_number(name: str) -> int:
@@ -81,7 +82,7 @@ def _count(text: str) -> int:
     return int(text) if text.isdigit() else NUMBERS[text.lower()]
 
 
-def _unit_window(start: date, unit: str) -> Span:
+def _unit_window(start: date, unit: str) -> Days:
     if unit == "day":
         return start, start + timedelta(days=1)
     if unit == "week":
@@ -116,12 +117,12 @@ def _last_weekday(m: re.Match[str], c: _Ctx, include_today: bool) -> date:
     return c.today - timedelta(days=back)
 
 
-def _calendar_window(which: str, unit: str, today: date) -> Span:
+def _calendar_window(which: str, unit: str, today: date) -> Days:
     """This or last calendar week, month or year."""
     start = _unit_window(today, unit)[0]
     if which == "last":
         start = _unit_window(_back(start, 1, unit), unit)[0]
-    return _unit_window(start, unit)  # type: ignore[arg-type]
+    return _unit_window(start, unit)
 
 
 def _calendar(m: re.Match[str], c: _Ctx) -> Span:

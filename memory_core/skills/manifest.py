@@ -88,7 +88,9 @@ def write_manifest(path: Path, entries: Entries) -> None:
 
 def is_bot_owned(entry: Mapping[str, str] | None, relpath: str, digest: str) -> bool:
     """Whether a skill at `relpath` whose SKILL.md has `digest` is the one the bot wrote."""
-    return bool(entry) and entry.get("path") == relpath and entry.get("sha256") == digest
+    if not entry:
+        return False
+    return entry.get("path") == relpath and entry.get("sha256") == digest
 
 
 def record(entries: Entries, name: str, relpath: str, digest: str) -> None:
