@@ -1,13 +1,14 @@
 """The built-in history recall provider: earlier conversations, every turn.
 
 On `prefetch` it searches the person's own past sessions for the message just
-received (their direct and group sessions; inside a group, only that group's;
-the current lineage left out) and returns the few best snippets with their
-dates, but only when the match is strong enough to help. Small talk recalls
-nothing: a message needs words that carry meaning (not stopwords, greetings
-or words like "remember" and "last week"), and a session counts only when it
-matched at least two of them (or the only one there is) and scored at least
-`min_score`. Messages without any such word never reach the database.
+received (as `recall_scope` rules: from a direct chat, all their sessions;
+inside a group, only that group's; the current lineage left out) and returns
+the few best snippets with their dates, but only when the match is strong
+enough to help. Small talk recalls nothing: a message needs words that carry
+meaning (not stopwords, greetings or words like "remember" and "last week"),
+and a session counts only when it matched at least two of them (or the only
+one there is) and scored at least `min_score`. Messages without any such word
+never reach the database.
 """
 
 from __future__ import annotations
