@@ -16,8 +16,8 @@ from typing import TextIO
 
 from gateway.adapters.console_adapter import ConsoleAdapter
 from gateway.agent.model_client import ModelClient
-from gateway.config import Config
 from gateway.commands import builtin_commands
+from gateway.config import Config
 from gateway.conversation import Conversations, ManagerFactory, Services
 from gateway.errors import NotAvailableError
 from memory_core import (

@@ -33,12 +33,12 @@ from memory_core import (
     FileMemoryStore,
     MemoryManager,
     NewMessage,
-    SearchScope,
     SessionContext,
     SessionOrigin,
     SessionStore,
     SkillsStore,
     TranscriptMessage,
+    recall_scope,
 )
 
 log = logging.getLogger(__name__)
@@ -187,7 +187,7 @@ class Conversations:
         return session
 
     async def _history(self, session_id: int, message: InboundMessage) -> list[dict[str, Any]]:
-        scope = SearchScope(user_key=message.user_key, chat_id=message.chat_id)
+        scope = recall_scope(message.user_key, message.chat_id, message.chat_type)
         stored = await self._s.sessions.get_messages(session_id, scope, lineage=False)
         history: list[dict[str, Any]] = []
         for m in stored[:-1]:  # the last one is the message of this turn
@@ -221,7 +221,7 @@ class Conversations:
         info = await self._s.sessions.get_session(session.session_id)
         await self._s.sessions.end_session(session.session_id, reason)
         if info is not None:
-            scope = SearchScope(user_key=info.user_key, chat_id=info.chat_id)
+            scope = recall_scope(info.user_key, info.chat_id, info.chat_type)
             stored = await self._s.sessions.get_messages(session.session_id, scope, lineage=False)
             session.manager.end_session(
                 [TranscriptMessage(m.role, m.content, m.timestamp) for m in stored]

@@ -8,11 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Protocol
 
-from memory_core import make_user_key
-
-ChatType = Literal["private", "group"]
+from memory_core import ChatType, make_user_key
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,6 @@ Everything else in the gateway reaches the model through `ModelClient`, so the
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any

@@ -28,14 +28,15 @@ from memory_core.file_memory.render import MemorySnapshot
 from memory_core.file_memory.store import TARGETS, FileMemoryStore, MemoryState, Target, WriteResult
 from memory_core.file_memory.tool import MEMORY_TOOL_SCHEMA, MemoryRequest, MemoryTool
 
-__all__ = [  # noqa: RUF022 - plain sorted(), the order tests/test_architecture.py checks
+__all__ = [
+    "MEMORY_TOOL_SCHEMA",
+    "TARGETS",
     "AmbiguousMatchError",
     "BatchRejectedError",
     "EntryTooLongError",
     "FileMemoryStore",
     "InvalidArgumentsError",
     "InvalidEntryError",
-    "MEMORY_TOOL_SCHEMA",
     "MemoryDriftError",
     "MemoryEditError",
     "MemoryFileError",
@@ -49,7 +50,6 @@ __all__ = [  # noqa: RUF022 - plain sorted(), the order tests/test_architecture.
     "NoMatchError",
     "Operation",
     "OverBudgetError",
-    "TARGETS",
     "Target",
     "UndecodableMemoryError",
     "UnreadableMemoryError",

@@ -20,10 +20,10 @@ from memory_core.providers.registry import (
 )
 from memory_core.providers.worker import BackgroundWorker
 
-__all__ = [  # noqa: RUF022 - plain sorted(), the order tests/test_architecture.py checks
+__all__ = [
+    "ENTRY_POINT_GROUP",
     "AgentKind",
     "BackgroundWorker",
-    "ENTRY_POINT_GROUP",
     "HistoryRecallProvider",
     "MemoryManager",
     "MemoryProvider",

@@ -45,24 +45,24 @@ from memory_core.sessions.store import SessionStore
 from memory_core.sessions.time_phrases import TimeWindow, parse_time_phrase
 from memory_core.sessions.writes import DeleteResult
 
-__all__ = [  # noqa: RUF022 - plain sorted(), the order tests/test_architecture.py checks
-    "AppendResult",
+__all__ = [
     "CHAT_TYPES",
-    "ChatType",
-    "ConnectHook",
     "DEFAULT_RANKING",
     "DEFAULT_SEARCH_OPTIONS",
-    "DeleteResult",
     "INTERNAL_SOURCES",
+    "MATCH_END",
+    "MATCH_START",
+    "STOPWORDS",
+    "AppendResult",
+    "ChatType",
+    "ConnectHook",
+    "DeleteResult",
     "ImportFormatError",
     "ImportResult",
     "IndexIntegrityError",
     "InvalidMessageError",
-    "MATCH_END",
-    "MATCH_START",
     "NewMessage",
     "Ranking",
-    "STOPWORDS",
     "SchemaVersionError",
     "SearchOptions",
     "SearchScope",
