@@ -3,13 +3,17 @@
 `load_config()` reads the file (``--config``, else ``./mnemo.yaml`` when it
 exists), applies the environment overrides, validates everything into frozen
 objects and returns a `Config`. Secrets come from the environment only; a
-secret written into the file is refused. Any problem raises `ConfigError` with
-one line that names the key and says what is wrong.
+secret written into the file, including credentials in a URL
+(``https://user:key@host``), is refused. The file is read defensively: at most
+1 MiB of UTF-8, no YAML aliases (no "billion laughs"), bounded nesting. Any
+problem raises `ConfigError` with one line that names the key and says what is
+wrong; it never echoes a large value or URL credentials.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -28,6 +32,15 @@ from pydantic import (
 from gateway.errors import ConfigError
 
 DEFAULT_CONFIG_FILE = Path("mnemo.yaml")
+MAX_CONFIG_BYTES = 1 << 20
+MAX_NESTING = 32  # mappings and lists inside each other; the schema needs 3
+_SHOWN_CHARS = 60  # longest value or key an error message repeats
+_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/?#\s]*@")
+
+
+def redact_url_credentials(text: str) -> str:
+    """`text` with the user-info of every URL in it (``user:key@``) replaced by ``***@``."""
+    return _USERINFO.sub(r"\1***@", text)
 
 
 def check_url(value: str | None, schemes: tuple[str, ...]) -> str | None:
@@ -179,6 +192,16 @@ _SECRET_KEYS = {
     ("discord", "token"): "DISCORD_BOT_TOKEN",
 }
 
+# URL keys and where the credential a URL might carry belongs instead.
+_URL_KEYS = {
+    ("llm", "base_url"): "OPENAI_API_KEY (or give the whole URL in OPENAI_BASE_URL)",
+    ("auxiliary", "base_url"): "OPENAI_API_KEY",
+    ("telegram", "base_url"): "TELEGRAM_BOT_TOKEN",
+    ("telegram", "base_file_url"): "TELEGRAM_BOT_TOKEN",
+    ("discord", "api_base"): "DISCORD_BOT_TOKEN",
+    ("discord", "gateway_url"): "DISCORD_BOT_TOKEN",
+}
+
 
 def _ids_as_strings(value: Any) -> Any:
     if value is None:
@@ -196,13 +219,7 @@ def load_config(path: Path | None = None, environ: Mapping[str, str] | None = No
     """
     env = os.environ if environ is None else environ
     raw = _read_yaml(path)
-    for (section, key), var in _SECRET_KEYS.items():
-        values = raw.get(section)
-        if isinstance(values, dict) and key in values:
-            raise ConfigError(
-                f"config error: {section}.{key}: secrets are not read from the file; "
-                f"set {var} instead"
-            )
+    _refuse_secrets(raw)
     _apply_env(raw, env)
     try:
         return Config.model_validate(raw)
@@ -210,17 +227,89 @@ def load_config(path: Path | None = None, environ: Mapping[str, str] | None = No
         raise ConfigError(_describe(exc)) from None
 
 
+def _refuse_secrets(raw: dict[str, Any]) -> None:
+    """Secrets belong in the environment: refuse one written into the file."""
+    for (section, key), var in _SECRET_KEYS.items():
+        values = raw.get(section)
+        if isinstance(values, dict) and key in values:
+            raise ConfigError(
+                f"config error: {section}.{key}: secrets are not read from the file; "
+                f"set {var} instead"
+            )
+    for (section, key), var in _URL_KEYS.items():
+        values = raw.get(section)
+        value = values.get(key) if isinstance(values, dict) else None
+        if isinstance(value, str) and _USERINFO.search(value):
+            raise ConfigError(
+                f"config error: {section}.{key}: credentials in a URL (user:password@) "
+                f"are not read from the file; set {var} instead"
+            )
+
+
+class _ConfigLoader(yaml.SafeLoader):
+    """PyYAML's safe loader without aliases and with bounded nesting.
+
+    A configuration file has no use for anchors and aliases; refusing them is
+    the plain defence against an alias bomb, whose expansion costs minutes and
+    gigabytes. The nesting bound keeps PyYAML's recursive composer far from
+    Python's recursion limit.
+    """
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        if self.check_event(yaml.AliasEvent):
+            raise self._refusal("aliases (*name) are not allowed")
+        self._depth += 1
+        try:
+            if self._depth > MAX_NESTING:
+                raise self._refusal(f"nesting deeper than {MAX_NESTING} levels")
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def _refusal(self, problem: str) -> yaml.MarkedYAMLError:
+        event: Any = self.peek_event()  # type: ignore[no-untyped-call]
+        return yaml.composer.ComposerError(None, None, problem, event.start_mark)
+
+
+def _read_text(path: Path) -> str:
+    """The file's text: at most `MAX_CONFIG_BYTES` of UTF-8."""
+    try:
+        with Path(path).open("rb") as handle:
+            data = handle.read(MAX_CONFIG_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"config file {path} is larger than {MAX_CONFIG_BYTES >> 20} MiB")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"config file {path} is not UTF-8: "
+            f"invalid byte 0x{data[exc.start]:02x} at offset {exc.start}"
+        ) from None
+
+
 def _read_yaml(path: Path | None) -> dict[str, Any]:
     if path is None:
         if not DEFAULT_CONFIG_FILE.exists():
             return {}
         path = DEFAULT_CONFIG_FILE
+    text = _read_text(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
-    try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_ConfigLoader)  # a SafeLoader subclass
+    except yaml.reader.ReaderError as exc:
+        raise ConfigError(
+            f"config file {path}: character U+{exc.character:04X} "
+            f"at offset {exc.position} is not allowed"
+        ) from None
+    except (ValueError, OverflowError) as exc:  # e.g. an integer of 10,000 digits
+        raise ConfigError(
+            f"config file {path}: cannot read a value ({_capped(str(exc))})"
+        ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
@@ -254,14 +343,35 @@ def _apply_env(raw: dict[str, Any], env: Mapping[str, str]) -> None:
 
 
 def _describe(exc: ValidationError) -> str:
-    """One line naming the first bad key, its problem and the value given."""
+    """One line naming the first bad key, its problem and, when short, the value given.
+
+    A long or structured value is not repeated (it may be huge, or a secret in
+    the wrong place), and URL credentials are masked.
+    """
     err = exc.errors()[0]
-    key = ".".join(str(p) for p in err["loc"]) or "(top level)"
-    msg = err["msg"]
+    key = _capped(".".join(str(p) for p in err["loc"])) or "(top level)"
+    msg = _capped(err["msg"], 160)
     if err["type"] == "extra_forbidden":
         msg = "unknown key"
     elif "input" in err and err["type"] != "missing":
-        msg = f"{msg} (got {err['input']!r})"
+        shown = _shown_value(err["input"])
+        if shown is not None:
+            msg = f"{msg} (got {shown})"
     more = len(exc.errors()) - 1
     suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
-    return f"config error: {key}: {msg}{suffix}"
+    return redact_url_credentials(f"config error: {key}: {msg}{suffix}")
+
+
+def _shown_value(value: object) -> str | None:
+    """The repr of a short scalar, else None."""
+    if isinstance(value, str) and len(value) <= _SHOWN_CHARS:
+        return repr(value)
+    if isinstance(value, bool | float) or (isinstance(value, int) and value.bit_length() < 64):
+        return repr(value)
+    return None
+
+
+def _capped(text: str, limit: int = _SHOWN_CHARS) -> str:
+    """`text` on one printable line, cut to `limit` characters."""
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text[: limit + 1])
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,7 +1,9 @@
 """`mnemo doctor`: check that this installation can run.
 
 Each check prints one line, ``ok`` or ``FAIL`` with the reason; the result is
-False when any check failed.
+False when any check failed. Credentials in a URL (``OPENAI_BASE_URL`` may hold
+``https://user:key@host/v1``) are masked in every line, including error text
+from the client that repeats the URL.
 """
 
 from __future__ import annotations
@@ -13,11 +15,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gateway.agent.model_client import ModelClient
-from gateway.config import Config
+from gateway.config import Config, redact_url_credentials
 
 
 def run_doctor(config: Config, timeout: float, echo: Callable[[str], None]) -> bool:
     """Run every check, print one line per check, return True if all passed."""
+
+    def say(line: str) -> None:
+        echo(redact_url_credentials(line))
+
     results = [
         ("config", True, "valid"),
         ("data dir", *check_data_dir(config.home)),
@@ -25,13 +31,13 @@ def run_doctor(config: Config, timeout: float, echo: Callable[[str], None]) -> b
         ("model", *asyncio.run(check_model(config, timeout))),
     ]
     for name, ok, detail in results:
-        echo(f"{'ok  ' if ok else 'FAIL'} {name}: {detail}")
+        say(f"{'ok  ' if ok else 'FAIL'} {name}: {detail}")
     for name, section in (("telegram", config.telegram), ("discord", config.discord)):
         if section.active and not section.token:
-            echo(f"FAIL {name}: enabled but its token variable is not set")
+            say(f"FAIL {name}: enabled but its token variable is not set")
             results.append((name, False, ""))
         else:
-            echo(f"ok   {name}: {'enabled' if section.active else 'off'}")
+            say(f"ok   {name}: {'enabled' if section.active else 'off'}")
     return all(ok for _, ok, _ in results)
 
 

@@ -9,7 +9,7 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
-from gateway.config import Config, load_config
+from gateway.config import Config, load_config, redact_url_credentials
 from gateway.errors import ConfigError
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "config" / "mnemo.example.yaml"
@@ -128,3 +128,138 @@ def test_admins_and_allowlists_accept_numbers(tmp_path: Path) -> None:
 def test_enabled_platform_needs_no_token_to_load(tmp_path: Path) -> None:
     config = load_config(write(tmp_path, "discord: {enabled: true}\n"), environ={})
     assert config.discord.active and config.discord.token is None
+
+
+BILLION_LAUGHS = """\
+a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
+b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
+c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
+d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
+e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
+f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
+g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
+h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]
+i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
+"""
+
+
+def one_line_error(path: Path, environ: dict[str, str] | None = None) -> str:
+    with pytest.raises(ConfigError) as info:
+        load_config(path, environ=environ or {})
+    message = str(info.value)
+    assert "\n" not in message
+    assert len(message) < 300
+    return message
+
+
+def test_an_alias_bomb_is_refused_before_it_expands(tmp_path: Path) -> None:
+    message = one_line_error(write(tmp_path, BILLION_LAUGHS))
+    assert message == (
+        f"config file {tmp_path / 'mnemo.yaml'} at line 2: aliases (*name) are not allowed"
+    )
+
+
+def test_an_alias_inside_a_section_is_refused(tmp_path: Path) -> None:
+    text = "llm: {model: &m gpt-4o}\nauxiliary: {model: *m}\n"
+    assert "aliases (*name) are not allowed" in one_line_error(write(tmp_path, text))
+
+
+def test_a_non_utf8_file_names_the_file_and_the_byte_offset(tmp_path: Path) -> None:
+    path = tmp_path / "mnemo.yaml"
+    path.write_bytes(b"llm:\n  model: caf\xe9\n")
+    message = one_line_error(path)
+    assert message == f"config file {path} is not UTF-8: invalid byte 0xe9 at offset 17"
+
+
+def test_a_file_over_the_size_cap_is_refused_unread(tmp_path: Path) -> None:
+    path = tmp_path / "mnemo.yaml"
+    path.write_bytes(b"# " + b"x" * (1 << 20) + b"\n")
+    assert one_line_error(path) == f"config file {path} is larger than 1 MiB"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("llm: " + "[" * 5000 + "]" * 5000 + "\n", "nesting deeper than"),
+        ("a: " + "{a: " * 5000 + "1" + "}" * 5000 + "\n", "nesting deeper than"),
+        ("llm: {timeout: " + "9" * 10000 + "}\n", "cannot read a value"),
+    ],
+    ids=["deep-lists", "deep-maps", "huge-int"],
+)
+def test_pathological_yaml_is_one_line(tmp_path: Path, text: str, expected: str) -> None:
+    assert expected in one_line_error(write(tmp_path, text))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "llm: {model: [" + ", ".join(["'xxxxxxxxxx'"] * 5000) + "]}\n",
+        "llm: {timeout: '" + "y" * 100_000 + "'}\n",
+        "telegram:\n  allowed_users:\n    ? " + "z" * 5000 + "\n    : 1\n",
+    ],
+    ids=["long-list", "long-string", "long-key-in-value"],
+)
+def test_errors_never_echo_a_large_value(tmp_path: Path, text: str) -> None:
+    message = one_line_error(write(tmp_path, text))
+    assert message.startswith("config error: llm.") or message.startswith("config error: telegram.")
+    assert "xxxxxxxxxx', 'xxxxxxxxxx" not in message and "yyyyyyyyyy" not in message
+    assert "zzzzzzzzzz" not in message
+
+
+def test_a_short_bad_value_is_still_shown(tmp_path: Path) -> None:
+    message = one_line_error(write(tmp_path, "llm: {timeout: abc}\n"))
+    assert "(got 'abc')" in message
+
+
+def test_a_huge_unknown_key_is_shortened(tmp_path: Path) -> None:
+    message = one_line_error(write(tmp_path, "llm:\n  ? " + "k" * 10_000 + "\n  : 1\n"))
+    assert message.startswith("config error: llm.kkkk") and message.endswith("…: unknown key")
+
+
+URL_KEYS = [
+    ("llm", "base_url", "https", "OPENAI_API_KEY"),
+    ("auxiliary", "base_url", "https", "OPENAI_API_KEY"),
+    ("telegram", "base_url", "https", "TELEGRAM_BOT_TOKEN"),
+    ("telegram", "base_file_url", "https", "TELEGRAM_BOT_TOKEN"),
+    ("discord", "api_base", "https", "DISCORD_BOT_TOKEN"),
+    ("discord", "gateway_url", "wss", "DISCORD_BOT_TOKEN"),
+]
+
+
+@pytest.mark.parametrize(("section", "key", "scheme", "var"), URL_KEYS)
+@pytest.mark.parametrize("userinfo", ["user:sk-abc123@", "sk-abc123@", "u:sk-abc123@x@"])
+def test_credentials_in_a_url_are_refused_like_any_secret(
+    tmp_path: Path, section: str, key: str, scheme: str, var: str, userinfo: str
+) -> None:
+    text = f"{section}:\n  {key}: {scheme}://{userinfo}host.example:99999/v1\n"
+    message = one_line_error(write(tmp_path, text))
+    assert message.startswith(f"config error: {section}.{key}: credentials in a URL")
+    assert var in message
+    assert "sk-abc123" not in message
+
+
+def test_credentials_in_the_base_url_from_the_environment_are_accepted(tmp_path: Path) -> None:
+    env = {"OPENAI_BASE_URL": "http://user:sk-abc123@127.0.0.1:8080/v1"}
+    config = load_config(write(tmp_path, ""), environ=env)
+    assert config.llm.base_url == env["OPENAI_BASE_URL"]
+
+
+def test_a_bad_url_from_the_environment_is_reported_without_its_credentials(
+    tmp_path: Path,
+) -> None:
+    env = {"OPENAI_BASE_URL": "http://user:sk-abc123@127.0.0.1:99999/v1"}
+    message = one_line_error(write(tmp_path, ""), environ=env)
+    assert message.startswith("config error: llm.base_url:")
+    assert "sk-abc123" not in message and "http://***@127.0.0.1:99999/v1" in message
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("see http://user:sk-abc@host/v1 and wss://t@h", "see http://***@host/v1 and wss://***@h"),
+        ("https://u:p@ss@host:1/x?y=a@b", "https://***@host:1/x?y=a@b"),
+        ("https://host/v1 mail me@example.org", "https://host/v1 mail me@example.org"),
+    ],
+)
+def test_redact_url_credentials(text: str, expected: str) -> None:
+    assert redact_url_credentials(text) == expected

@@ -178,3 +178,79 @@ def run_mnemo(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Com
         text=True,
         timeout=30,
     )
+
+
+BILLION_LAUGHS = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
+    f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi", strict=True)
+)
+
+
+@pytest.mark.parametrize("command", ["doctor", "run"])
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (BILLION_LAUGHS.encode(), "at line 2: aliases (*name) are not allowed"),
+        (b"llm:\n  model: \xff\xfe\n", "is not UTF-8: invalid byte 0xff at offset 14"),
+        (b"llm: " + b"[" * 3000 + b"]" * 3000 + b"\n", "at line 1: nesting deeper than 32 levels"),
+    ],
+    ids=["alias-bomb", "not-utf8", "deep"],
+)
+def test_hostile_config_file_is_one_line_and_exit_2(
+    tmp_path: Path, command: str, content: bytes, expected: str
+) -> None:
+    config = tmp_path / "mnemo.yaml"
+    config.write_bytes(content)
+    result = CliRunner().invoke(main, ["--config", str(config), command])
+    assert isinstance(result.exception, SystemExit), result.exception
+    assert result.exit_code == 2
+    assert result.stderr == f"mnemo: config file {config} {expected}\n"
+
+
+def test_hostile_config_file_in_a_subprocess_has_no_traceback(tmp_path: Path) -> None:
+    config = tmp_path / "mnemo.yaml"
+    config.write_text(BILLION_LAUGHS, encoding="utf-8")
+    proc = run_mnemo(["--config", str(config), "run"], tmp_path, {})
+    assert proc.returncode == 2
+    assert (
+        proc.stderr == f"mnemo: config file {config} at line 2: aliases (*name) are not allowed\n"
+    )
+    config.write_bytes(b"home: caf\xe9\n")
+    proc = run_mnemo(["--config", str(config), "doctor"], tmp_path, {})
+    assert proc.returncode == 2
+    assert (
+        proc.stderr == f"mnemo: config file {config} is not UTF-8: invalid byte 0xe9 at offset 9\n"
+    )
+
+
+def test_url_credentials_in_the_file_are_refused_without_echo(tmp_path: Path) -> None:
+    config = tmp_path / "mnemo.yaml"
+    config.write_text("llm:\n  base_url: https://user:sk-abc123@host/v1\n", encoding="utf-8")
+    result = CliRunner().invoke(main, ["--config", str(config), "doctor"])
+    assert result.exit_code == 2
+    (line,) = lines(result.stderr)
+    assert line.startswith("mnemo: config error: llm.base_url: credentials in a URL")
+    assert "OPENAI_API_KEY" in line and "sk-abc123" not in line
+
+
+def test_doctor_never_prints_url_credentials_from_the_environment(
+    fake: FakeOpenAI, tmp_path: Path
+) -> None:
+    host = fake.url.removeprefix("http://")
+    result = doctor(f"http://user:sk-abc123@{host}/v1", tmp_path / "data")
+    assert "sk-abc123" not in result.output
+    assert f"model: http://***@{host}/v1: " in result.stdout
+
+
+def test_doctor_never_prints_url_credentials_of_an_unreachable_endpoint(tmp_path: Path) -> None:
+    url = f"http://user:sk-abc123@127.0.0.1:{closed_port()}/v1"
+    result = doctor(url, tmp_path / "data")
+    assert result.exit_code == 1
+    assert "sk-abc123" not in result.output
+    assert "FAIL model: http://***@127.0.0.1:" in result.stdout
+
+
+def test_doctor_never_prints_url_credentials_of_a_malformed_url(tmp_path: Path) -> None:
+    result = doctor("http://user:sk-abc123@127.0.0.1:99999/v1", tmp_path / "data")
+    assert result.exit_code == 2
+    assert "sk-abc123" not in result.output
+    assert result.stderr.startswith("mnemo: config error: llm.base_url:")
