@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from gateway import __version__
-from gateway.cli.base import CliState, run_command
+from gateway.cli.base import CliState, run_command, visible
 from gateway.cli.memory_cmd import memory
 from gateway.cli.sessions_cmd import sessions
 from gateway.cli.skills_cmd import skills
@@ -60,7 +60,10 @@ def doctor(state: CliState, timeout: float) -> None:
     """Check the configuration, data directory, SQLite and model endpoint."""
     from gateway.doctor import run_doctor
 
-    ok = run_command(lambda: run_doctor(state.config(), timeout=timeout, echo=click.echo))
+    def echo(line: str) -> None:
+        click.echo(visible(line))
+
+    ok = run_command(lambda: run_doctor(state.config(), timeout=timeout, echo=echo))
     if not ok:
         raise SystemExit(1)
 

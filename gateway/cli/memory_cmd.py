@@ -9,13 +9,12 @@ non-zero.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
 
-from gateway.cli.base import CliState, run_command
+from gateway.cli.base import CliState, json_text, run_command, visible
 from memory_core import check_user_key
 from memory_core.file_memory import (
     FileMemoryStore,
@@ -60,7 +59,7 @@ def _write(state: CliState, user_key: str | None, shared: bool, operation: Opera
         result = tool.execute(MemoryRequest(target, (operation,)))
         count = len(result.state.entries)
         entries = "entry" if count == 1 else "entries"
-        click.echo(f"{result.notes[0]} · {result.state.usage_label}, {count} {entries}")
+        click.echo(visible(f"{result.notes[0]} · {result.state.usage_label}, {count} {entries}"))
 
     run_command(body)
 
@@ -90,14 +89,14 @@ def show(state: CliState, user_key: str | None, shared: bool, as_json: bool) -> 
             "chars": current.chars,
             "limit": current.limit,
         }
-        click.echo(json.dumps(payload, ensure_ascii=False))
+        click.echo(json_text(payload))
         return
     title = "shared notes" if shared else f"profile of {user_key}"
     click.echo(f"{title} [{current.usage_label}]")
     if not current.entries:
         click.echo("(no entries)")
     for number, entry in enumerate(current.entries, start=1):
-        click.echo(f"{number:>3}. " + entry.replace("\n", "\n     "))
+        click.echo(f"{number:>3}. " + visible(entry, keep="\n\t").replace("\n", "\n     "))
 
 
 @memory.command()

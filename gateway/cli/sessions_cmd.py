@@ -6,7 +6,6 @@ synchronous `SessionDB`; failures print one line and exit non-zero.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -15,7 +14,15 @@ from typing import IO
 
 import click
 
-from gateway.cli.base import CliState, fail, run_command
+from gateway.cli.base import (
+    CliState,
+    fail,
+    json_text,
+    json_visible,
+    run_command,
+    user_key_option,
+    visible,
+)
 from memory_core.sessions import (
     SearchOptions,
     SearchScope,
@@ -71,7 +78,9 @@ def _count_lines(file: Path) -> int:
 
 
 @sessions.command()
-@click.option("--user", "user_key", required=True, help="The person's user key.")
+@click.option(
+    "--user", "user_key", required=True, callback=user_key_option, help="The person's user key."
+)
 @click.option(
     "--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="File (default stdout)."
 )
@@ -93,7 +102,7 @@ def export(state: CliState, user_key: str, output: Path | None) -> None:
 def _write_lines(db: SessionDB, user_key: str, out: IO[str]) -> int:
     count = 0
     for line in db.export_lines(user_key):
-        out.write(line + "\n")
+        out.write(json_visible(line) + "\n")  # the same JSON, safe to print
         count += 1
     out.flush()
     return count
@@ -117,7 +126,13 @@ def _when(text: str | None, bound: str) -> float | None:
 
 @sessions.command()
 @click.argument("query")
-@click.option("--user", "user_key", required=True, help="Search this person's history.")
+@click.option(
+    "--user",
+    "user_key",
+    required=True,
+    callback=user_key_option,
+    help="Search this person's history.",
+)
 @click.option("--chat", "chat_id", default=None, help="Only this chat.")
 @click.option("--since", default=None, help="From (epoch, ISO-8601 or e.g. 'last week').")
 @click.option("--until", default=None, help="Before (epoch, ISO-8601 or e.g. 'yesterday').")
@@ -148,12 +163,12 @@ def search(
 
     hits = run_command(body)
     if as_json:
-        click.echo(json.dumps([_hit_json(h) for h in hits], ensure_ascii=False, indent=2))
+        click.echo(json_text([_hit_json(h) for h in hits], indent=2))
         return
     if not hits:
         click.echo("no matching sessions")
     for rank, hit in enumerate(hits, start=1):
-        _print_hit(rank, hit, click.echo)
+        _print_hit(rank, hit, lambda line: click.echo(visible(line)))
 
 
 def _iso(ts: float | None) -> str | None:
@@ -191,7 +206,13 @@ def _print_hit(rank: int, hit: SessionHit, echo: Callable[[str], None]) -> None:
 
 
 @sessions.command()
-@click.option("--user", "user_key", required=True, help="The person whose history to erase.")
+@click.option(
+    "--user",
+    "user_key",
+    required=True,
+    callback=user_key_option,
+    help="The person whose history to erase.",
+)
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.pass_obj
 def delete(state: CliState, user_key: str, yes: bool) -> None:
@@ -217,7 +238,7 @@ def check(state: CliState) -> None:
 
     def body() -> None:
         with _existing_db(state) as db:
-            db.check(click.echo)
+            db.check(lambda line: click.echo(visible(line)))
 
     run_command(body)
     click.echo("state.db is consistent")

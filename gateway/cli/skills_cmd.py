@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from gateway.cli.base import CliState, fail, run_command
+from gateway.cli.base import CliState, fail, run_command, visible
 from memory_core.skills import GENERAL, SkillNotFoundError, SkillProblem, SkillsStore
 
 MANIFEST_NAME = "skills-manifest.json"
@@ -52,7 +52,7 @@ def list_skills(state: CliState) -> None:
             widths = [max(len(row[i]) for row in table) for i in range(3)]
             for row in table:
                 cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
-                click.echo("  ".join(cells) + "  " + row[3])
+                click.echo(visible("  ".join(cells) + "  " + row[3]))
         if skipped:
             click.echo(
                 f"{len(skipped)} problem(s) found; run `mnemo skills check` for details.", err=True
@@ -77,13 +77,13 @@ def show_skill(state: CliState, name: str) -> None:
             if broken:
                 fail(f"skill {name!r} is invalid: {broken[0].message}")
             raise
-        click.echo(f"# {skill.folder / 'SKILL.md'}")
-        click.echo(f"# category: {skill.category or GENERAL} · owner: {skill.owner}")
+        click.echo(visible(f"# {skill.folder / 'SKILL.md'}"))
+        click.echo(visible(f"# category: {skill.category or GENERAL} · owner: {skill.owner}"))
         files = store.support_files(name)
         if files:
-            click.echo(f"# files: {', '.join(files)}")
+            click.echo(visible(f"# files: {', '.join(files)}"))
         click.echo("")
-        click.echo(store.read_text(name).rstrip("\n"))
+        click.echo(visible(store.read_text(name).rstrip("\n"), keep="\n\t"))
 
     run_command(body)
 
@@ -101,7 +101,7 @@ def check_skills(state: CliState) -> None:
         count = len(store.skills())
         problems = store.problems()
         for problem in problems:
-            click.echo(str(problem))
+            click.echo(visible(str(problem)))
         if problems:
             n = len(problems)
             fail(f"{n} problem{'s' if n != 1 else ''} in {store.skills_dir}")

@@ -139,6 +139,6 @@ def test_check_reports_each_part_and_fails_on_damage(data: Path, home: Path) -> 
 
 
 def test_commands_without_a_database_say_so(home: Path) -> None:
-    result = CliRunner().invoke(main, ["sessions", "search", "x", "--user", "u"])
+    result = CliRunner().invoke(main, ["sessions", "search", "x", "--user", "telegram-1"])
     assert result.exit_code == 1 and "no session history" in result.output
     assert not (home / "state.db").exists()
