@@ -98,6 +98,7 @@ async def open_services(config: Config) -> AsyncIterator[Services]:
             skills=SkillsStore(
                 config.skills.dir,
                 config.home / "skills-manifest.json",
+                private_dir=config.home / "skills-private",
                 archive_dir=config.home / "skills-archive",
             ),
             sessions=sessions,

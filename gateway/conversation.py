@@ -123,6 +123,7 @@ class Conversations:
             args=call.args,
             is_admin=is_admin,
             memory=self._s.memory,
+            skills=self._s.skills,
             registry=self._s.commands,
             end_session=end_session,
         )
@@ -178,7 +179,7 @@ class Conversations:
         )
         prompt = build_system_prompt(
             snapshot=snapshot,
-            skills_index=self._s.skills.index_block(),
+            skills_index=self._s.skills.index_block(message.user_key),
             provider_block=await manager.system_prompt_block(),
             platform=message.platform,
         )

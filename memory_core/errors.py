@@ -33,7 +33,8 @@ MemoryCoreError
  │    ├── SkillArgumentError            a skills tool call's arguments are wrong
  │    ├── SkillNotFoundError            no valid skill or support file by that name
  │    ├── SkillExistsError              a skill or folder of that name exists
- │    ├── SkillProtectedError           the skill is the operator's, or the caller may not
+ │    ├── SkillProtectedError           the skill is shared or not the caller's to change
+ │    ├── SkillQuotaError               this turn has written as much as one turn may
  │    ├── SkillManifestError            the authorship manifest cannot be read or locked
  │    └── SkillStorageError             the filesystem refused a change
  └── ProviderError                      a memory provider failed or cannot be used
@@ -238,7 +239,11 @@ class SkillExistsError(SkillError):
 
 
 class SkillProtectedError(SkillError):
-    """The change is not allowed: the skill is the operator's, or the caller may not do it."""
+    """The change is not allowed: the skill is shared, or the caller may not do it."""
+
+
+class SkillQuotaError(SkillError):
+    """One turn may write only so many skill files and bytes; this write would pass that."""
 
 
 class SkillManifestError(SkillError):

@@ -2,9 +2,11 @@
 
 A `Tool` is an OpenAI function schema plus an async handler that returns the
 JSON text the model reads. `build_tools` makes the list for one inbound
-message: the memory tool bound to that person's key (so it can never write
-anyone else's file) and the skills tools. memory_core's tools are synchronous
-and touch files, so their handlers run in a worker thread.
+message: the memory tool and the skills tools, both bound to that person's key
+(so they can never write anyone else's file, nor show one person's skills to
+another). Built per turn, so the skills tools' per-turn write limits hold.
+memory_core's tools are synchronous and touch files, so their handlers run in
+a worker thread.
 """
 
 from __future__ import annotations
@@ -34,10 +36,10 @@ class Tool:
 def build_tools(
     memory: FileMemoryStore, skills: SkillsStore, *, user_key: str, is_admin: bool
 ) -> list[Tool]:
-    """The memory tool for `user_key` and the skills tools, in that order."""
+    """The memory tool and the skills tools for `user_key`, in that order."""
     memory_tool = MemoryTool(memory, user_key=user_key, is_admin=is_admin)
     tools = [Tool(MEMORY_TOOL_SCHEMA, _in_thread(memory_tool.handle))]
-    skills_tools = SkillsTools(skills, role="primary")
+    skills_tools = SkillsTools(skills, role="primary", user_key=user_key)
     for schema in skills_tools.schemas():
         tools.append(Tool(schema, _in_thread(_skill_handler(skills_tools, schema))))
     return tools

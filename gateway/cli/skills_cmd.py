@@ -1,8 +1,12 @@
-"""`mnemo skills …` commands: list, show and check the skills folder.
+"""`mnemo skills …` commands: list, show, check and promote skills.
 
-The folder is `skills.dir` from the configuration; the authorship manifest is
-``<home>/skills-manifest.json`` (in the data directory, so the operator's
-folder holds only skills).
+The shared folder is `skills.dir` from the configuration. Everything else is
+in the data directory (``home``), so the operator's folder holds only shared
+skills: the manifest ``skills-manifest.json``, each person's own skills in
+``skills-private/<user key>/``, and deleted skills in ``skills-archive``.
+`list`, `show` and `check` cover every person's skills too (the OWNER column:
+``operator``, ``unowned``, or the person's user key); `promote` shares one
+with everyone.
 """
 
 from __future__ import annotations
@@ -10,11 +14,13 @@ from __future__ import annotations
 import click
 
 from gateway.cli.base import CliState, fail, run_command, visible
-from memory_core.skills import GENERAL, SkillNotFoundError, SkillProblem, SkillsStore
+from memory_core.skills import GENERAL, Skill, SkillNotFoundError, SkillProblem, SkillsStore
 
 MANIFEST_NAME = "skills-manifest.json"
+PRIVATE_NAME = "skills-private"
 ARCHIVE_NAME = "skills-archive"
 _DESCRIPTION_WIDTH = 72
+_USER_HELP = "The user key of the person whose skill it is (see `mnemo skills list`)."
 
 
 def open_store(state: CliState, problems: list[SkillProblem] | None = None) -> SkillsStore:
@@ -23,31 +29,38 @@ def open_store(state: CliState, problems: list[SkillProblem] | None = None) -> S
     return SkillsStore(
         config.skills.dir,
         config.home / MANIFEST_NAME,
+        private_dir=config.home / PRIVATE_NAME,
         archive_dir=config.home / ARCHIVE_NAME,
         on_problem=problems.append if problems is not None else None,
     )
 
 
+def owner_label(skill: Skill) -> str:
+    """``operator``, ``unowned``, or the user key of the person it belongs to."""
+    return skill.user_key or skill.owner
+
+
 @click.group()
 def skills() -> None:
-    """List, show and check skills (SKILL.md folders)."""
+    """List, show, check and promote skills (SKILL.md folders)."""
 
 
 @skills.command("list")
 @click.pass_obj
 def list_skills(state: CliState) -> None:
-    """List every valid skill: name, category, owner and description."""
+    """List every valid skill, shared and each person's: name, category, owner, description."""
 
     def body() -> None:
         skipped: list[SkillProblem] = []
         store = open_store(state, skipped)
-        found = store.skills()
+        found = store.every_skill()
         if not found:
             click.echo(f"No skills in {store.skills_dir}.")
         else:
             table = [("NAME", "CATEGORY", "OWNER", "DESCRIPTION")]
             table += [
-                (s.name, s.category or GENERAL, s.owner, _one_line(s.description)) for s in found
+                (s.name, s.category or GENERAL, owner_label(s), _one_line(s.description))
+                for s in found
             ]
             widths = [max(len(row[i]) for row in table) for i in range(3)]
             for row in table:
@@ -63,27 +76,24 @@ def list_skills(state: CliState) -> None:
 
 @skills.command("show")
 @click.argument("name")
+@click.option("--user", "user_key", default=None, help=_USER_HELP)
 @click.pass_obj
-def show_skill(state: CliState, name: str) -> None:
+def show_skill(state: CliState, name: str, user_key: str | None) -> None:
     """Print one skill's SKILL.md, with its owner and support files."""
 
     def body() -> None:
         skipped: list[SkillProblem] = []
         store = open_store(state, skipped)
-        try:
-            skill = store.get(name)
-        except SkillNotFoundError:
-            broken = [p for p in skipped if p.path.parent.name == name]
-            if broken:
-                fail(f"skill {name!r} is invalid: {broken[0].message}")
-            raise
+        skill = _pick(store, name, user_key, skipped)
         click.echo(visible(f"# {skill.folder / 'SKILL.md'}"))
-        click.echo(visible(f"# category: {skill.category or GENERAL} · owner: {skill.owner}"))
-        files = store.support_files(name)
+        click.echo(
+            visible(f"# category: {skill.category or GENERAL} · owner: {owner_label(skill)}")
+        )
+        files = store.files_of(skill)
         if files:
             click.echo(visible(f"# files: {', '.join(files)}"))
         click.echo("")
-        click.echo(visible(store.read_text(name).rstrip("\n"), keep="\n\t"))
+        click.echo(visible(store.text_of(skill).rstrip("\n"), keep="\n\t"))
 
     run_command(body)
 
@@ -91,14 +101,14 @@ def show_skill(state: CliState, name: str) -> None:
 @skills.command("check")
 @click.pass_obj
 def check_skills(state: CliState) -> None:
-    """Validate every skill in the folder; exit non-zero listing each problem."""
+    """Validate every skill (shared and each person's); exit non-zero listing each problem."""
 
     def body() -> None:
         reported: list[SkillProblem] = []  # collected rather than logged: printed below
         store = open_store(state, reported)
         if not store.skills_dir.is_dir():
             fail(f"skills directory {store.skills_dir} does not exist")
-        count = len(store.skills())
+        count = len(store.every_skill())
         problems = store.problems()
         for problem in problems:
             click.echo(visible(str(problem)))
@@ -108,6 +118,50 @@ def check_skills(state: CliState) -> None:
         click.echo(f"OK: {count} skill{'s' if count != 1 else ''} valid in {store.skills_dir}")
 
     run_command(body)
+
+
+@skills.command("promote")
+@click.argument("name")
+@click.option("--user", "user_key", default=None, help=_USER_HELP)
+@click.pass_obj
+def promote_skill(state: CliState, name: str, user_key: str | None) -> None:
+    """Share a person's skill with everyone: it moves into the shared folder and
+    becomes the operator's, read-only to the model. Give --user when several
+    people have a skill of that name."""
+
+    def body() -> None:
+        store = open_store(state)
+        owner = user_key if user_key is not None else store.promotion_owner(name)
+        skill = store.promote(name, owner)
+        source = f"from {owner}" if owner is not None else "unowned"
+        click.echo(
+            f"Promoted {skill.name!r} ({source}) to {skill.folder}: shared with everyone, "
+            "read-only to the model."
+        )
+
+    run_command(body)
+
+
+def _pick(
+    store: SkillsStore, name: str, user_key: str | None, skipped: list[SkillProblem]
+) -> Skill:
+    """The skill `show` means: the person's with --user, else the shared one, else
+    the only person's skill of that name."""
+    named = [s for s in store.every_skill() if s.name == name]
+    if user_key is not None:
+        named = [s for s in named if s.user_key == user_key]
+    else:
+        named = [s for s in named if s.user_key is None] or named
+    if len(named) > 1:
+        owners = ", ".join(owner_label(s) for s in named)
+        fail(f"{len(named)} people have a skill named {name!r} ({owners}); pass --user KEY")
+    if not named:
+        broken = [p for p in skipped if p.path.parent.name == name]
+        if broken:
+            fail(f"skill {name!r} is invalid: {broken[0].message}")
+        whose = f" for {user_key}" if user_key is not None else ""
+        raise SkillNotFoundError(f"no skill named {name!r}{whose}")
+    return named[0]
 
 
 def _one_line(text: str) -> str:

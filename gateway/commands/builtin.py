@@ -1,8 +1,9 @@
-"""The built-in commands: /start, /help, /new and /memory."""
+"""The built-in commands: /start, /help, /new, /memory and (admins) /promote."""
 
 from __future__ import annotations
 
 from gateway.commands.registry import Command, CommandContext, CommandRegistry, CommandReply
+from gateway.commands.skills import PROMOTE
 
 INTRO = (
     "I'm Mnemo, a chat assistant that remembers you: what you tell me about yourself "
@@ -35,4 +36,5 @@ def builtin_commands() -> CommandRegistry:
     registry.register(Command("help", "this list of commands", _help))
     registry.register(Command("new", "end this conversation and start a fresh one", _new))
     registry.register(Command("memory", "show what I remember about you", _memory))
+    registry.register(PROMOTE)
     return registry

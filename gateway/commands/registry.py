@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 
 from gateway.messages import InboundMessage
-from memory_core import FileMemoryStore
+from memory_core import FileMemoryStore, SkillsStore
 
 # "/name", "/name args" and Telegram's "/name@botname args".
 _COMMAND = re.compile(r"^/([A-Za-z0-9_]{1,32})(?:@\S+)?(?:\s+(.*))?$", re.DOTALL)
@@ -60,6 +60,7 @@ class CommandContext:
     args: str
     is_admin: bool
     memory: FileMemoryStore
+    skills: SkillsStore
     registry: CommandRegistry
     end_session: Callable[[str], Awaitable[None]]
     """Ends the session of the chat the command came from, with the given reason."""

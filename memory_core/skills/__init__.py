@@ -1,10 +1,12 @@
 """Skills: SKILL.md folders the bot reads, and writes when it learns a procedure.
 
-`SkillsStore` scans the mounted folder, renders the prompt index, and records
-in its manifest which skills the bot wrote, so operators' skills stay
-read-only. `SkillsTools` is the model's interface to it (`SKILL_TOOL_SCHEMAS`:
-skills_list, skill_view, skill_manage), bound to the primary or a background
-agent.
+`SkillsStore` reads the shared folder (bundled, operator's and promoted
+skills: read-only to the model, seen by everyone) and each person's own
+skills (written by the model in that person's conversations, kept in the data
+dir, seen and changed only there), renders each person's prompt index, and
+lets an admin promote a person's skill to everyone. `SkillsTools` is the
+model's interface to it (`SKILL_TOOL_SCHEMAS`: skills_list, skill_view,
+skill_manage), bound to one person and to the primary or a background agent.
 """
 
 from memory_core.errors import (
@@ -17,6 +19,7 @@ from memory_core.errors import (
     SkillPatchError,
     SkillPathError,
     SkillProtectedError,
+    SkillQuotaError,
     SkillSizeError,
     SkillStorageError,
 )
@@ -40,6 +43,7 @@ __all__ = [
     "SkillPathError",
     "SkillProblem",
     "SkillProtectedError",
+    "SkillQuotaError",
     "SkillSizeError",
     "SkillStorageError",
     "SkillsStore",

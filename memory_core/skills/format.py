@@ -17,7 +17,8 @@ keys are allowed and ignored, so skills written for other agents still load.
 
 This module also holds the rules the store and the tools share: the limits,
 names, support-file paths (`support_path()` on the text,
-`resolve_support_path()` on disk), reading files under those rules and the
+`resolve_support_path()` on disk, `check_model_writable()` for the model's
+writes), reading files under those rules and the
 patch rule. The skills errors (`SkillError` and below) live in `memory_core.errors`.
 """
 
@@ -39,6 +40,10 @@ MAX_DESCRIPTION_CHARS = 1024
 MAX_SKILL_CHARS = 100_000  # SKILL.md and every text file the model writes
 MAX_SUPPORT_FILE_BYTES = 1024 * 1024  # any support file, read or written
 SUPPORT_DIRS = ("references", "templates", "scripts", "assets")
+# The model writes text only, never scripts: nothing in Mnemo runs a skill's
+# files, and a script written from one conversation must not wait in a folder
+# for an operator (or another agent) to run it. Operators' scripts/ stay readable.
+MODEL_WRITABLE_DIRS = ("references", "templates", "assets")
 
 _NAME_RE = re.compile(r"[a-z0-9][a-z0-9._-]*")
 _FENCE = "---"
@@ -179,6 +184,16 @@ def support_path(path: object) -> PurePosixPath:
         allowed = ", ".join(f"{d}/" for d in SUPPORT_DIRS)
         raise SkillPathError(f"file_path {path!r} must be a file under one of: {allowed}")
     return pure
+
+
+def check_model_writable(path: str) -> None:
+    """Refuse a support-file path the model may not write (anything under scripts/)."""
+    if support_path(path).parts[0] not in MODEL_WRITABLE_DIRS:
+        allowed = ", ".join(f"{d}/" for d in MODEL_WRITABLE_DIRS)
+        raise SkillPathError(
+            f"file_path {path!r}: skills you write hold text, not scripts; "
+            f"use one of {allowed} (describe commands in SKILL.md)"
+        )
 
 
 def apply_patch(text: str, old: str, new: str, replace_all: bool, label: str) -> tuple[str, int]:

@@ -1,14 +1,27 @@
-"""The skills manifest: which skills the bot wrote, kept as a small JSON file.
+"""The skills manifest: unowned legacy skills and promotions, kept as a small JSON file.
 
 The manifest lives in the data dir, not in the skills folder::
 
-    {"version": 1, "skills": {"<name>": {"path": "<category>/<name>",
-     "sha256": "<digest of SKILL.md>", "created_at": "…", "updated_at": "…"}}}
+    {"version": 2,
+     "unowned": {"<name>": {"path": "<category>/<name>", "sha256": "<digest of SKILL.md>",
+                            "created_at": "…", "updated_at": "…"}},
+     "promoted": {"<name>": {"path": "<category>/<name>", "from": "<user key, or ''>",
+                             "promoted_at": "…"}}}
 
-A skill is bot-owned only while its entry's path and digest both still match
-what is on disk (`is_bot_owned`); a bot skill an operator has since edited by
-hand becomes the operator's. Writers hold `locked()`, a file lock next to the
-manifest, for their whole change and read the entries under it;
+Who owns a person's skill is not recorded here: it is where the skill lives
+(``<private dir>/<user key>/…``), which cannot disagree with itself.
+
+Migration. Version 1 (``{"version": 1, "skills": {...}}``) recorded the skills
+the bot wrote into the shared folder, before skills had owners. Nobody can
+tell whose conversation each came from, so its entries are read as
+``unowned``: such a skill is shown to no person and changed by no model
+until an admin promotes it (or the operator edits it by hand, which makes it
+the operator's, as in version 1). The file is rewritten as version 2 on the
+next promotion; nothing else writes it.
+
+A skill counts as an unowned bot skill only while its entry's path and
+digest both still match what is on disk (`is_bot_owned`). Writers hold
+`locked()`, a file lock next to the manifest, for their whole change;
 `write_manifest()` replaces the file atomically.
 """
 
@@ -18,6 +31,7 @@ import contextlib
 import hashlib
 import json
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -27,7 +41,15 @@ from memory_core.atomic import atomic_write_text
 from memory_core.errors import SkillManifestError
 
 Entries = dict[str, dict[str, str]]
-MANIFEST_VERSION = 1
+MANIFEST_VERSION = 2
+
+
+@dataclass
+class Manifest:
+    """The manifest's two maps, by skill name."""
+
+    unowned: Entries = field(default_factory=dict)
+    promoted: Entries = field(default_factory=dict)
 
 
 def text_digest(text: str) -> str:
@@ -41,8 +63,8 @@ def lock_path(manifest_path: Path) -> Path:
 
 
 @contextlib.contextmanager
-def locked(manifest_path: Path, timeout: float) -> Iterator[Entries]:
-    """Hold the writers' lock and yield the manifest entries, read under it."""
+def locked(manifest_path: Path, timeout: float) -> Iterator[None]:
+    """Hold the writers' lock (every change to any skill runs under it)."""
     lock_file = lock_path(manifest_path)
     lock = FileLock(str(lock_file), timeout=timeout)
     try:
@@ -55,34 +77,53 @@ def locked(manifest_path: Path, timeout: float) -> Iterator[Entries]:
     except OSError as exc:
         raise SkillManifestError(f"cannot lock {lock_file}: {exc}") from exc
     try:
-        yield read_manifest(manifest_path)
+        yield None
     finally:
         lock.release()
 
 
-def read_manifest(path: Path) -> Entries:
-    """The entries by skill name; a missing file has none."""
+def read_manifest(path: Path) -> Manifest:
+    """The manifest (version 1 or 2); a missing file is empty."""
     try:
         raw = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        return {}
+        return Manifest()
     except (OSError, UnicodeDecodeError) as exc:
         raise SkillManifestError(f"cannot read skills manifest {path}: {exc}") from None
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
         raise SkillManifestError(f"skills manifest {path} is not valid JSON: {exc}") from None
-    skills = data.get("skills") if isinstance(data, dict) else None
-    if not isinstance(skills, dict) or not all(
-        isinstance(k, str) and isinstance(v, dict) for k, v in skills.items()
+    if not isinstance(data, dict):
+        raise SkillManifestError(f"skills manifest {path} has an unexpected shape")
+    version = data.get("version", 1)
+    if version == 1:
+        return Manifest(unowned=_entries(data.get("skills"), path))
+    if version == MANIFEST_VERSION:
+        return Manifest(
+            unowned=_entries(data.get("unowned", {}), path),
+            promoted=_entries(data.get("promoted", {}), path),
+        )
+    raise SkillManifestError(
+        f"skills manifest {path} has version {version!r}, newer than this Mnemo understands"
+    )
+
+
+def _entries(value: object, path: Path) -> Entries:
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, dict) for k, v in value.items()
     ):
         raise SkillManifestError(f"skills manifest {path} has an unexpected shape")
-    return {k: {str(a): str(b) for a, b in v.items()} for k, v in skills.items()}
+    return {k: {str(a): str(b) for a, b in v.items()} for k, v in value.items()}
 
 
-def write_manifest(path: Path, entries: Entries) -> None:
-    """Replace the manifest with `entries`, sorted by name."""
-    data = {"version": MANIFEST_VERSION, "skills": dict(sorted(entries.items()))}
+def write_manifest(path: Path, manifest: Manifest) -> None:
+    """Replace the manifest with `manifest` (as version 2), sorted by name."""
+    data = {
+        "version": MANIFEST_VERSION,
+        "unowned": dict(sorted(manifest.unowned.items())),
+        "promoted": dict(sorted(manifest.promoted.items())),
+    }
     atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
@@ -93,17 +134,12 @@ def is_bot_owned(entry: Mapping[str, str] | None, relpath: str, digest: str) -> 
     return entry.get("path") == relpath and entry.get("sha256") == digest
 
 
-def record(entries: Entries, name: str, relpath: str, digest: str) -> None:
-    """Record that the bot wrote `name` at `relpath` (keeping its first creation time)."""
-    now = _now()
-    previous = entries.get(name, {})
-    entries[name] = {
-        "path": relpath,
-        "sha256": digest,
-        "created_at": previous.get("created_at", now),
-        "updated_at": now,
-    }
+def record_promotion(manifest: Manifest, name: str, relpath: str, from_user: str | None) -> None:
+    """Note that `name` was promoted to the shared folder at `relpath`, and from whom."""
+    manifest.unowned.pop(name, None)
+    manifest.promoted[name] = {"path": relpath, "from": from_user or "", "promoted_at": now()}
 
 
-def _now() -> str:
+def now() -> str:
+    """The current UTC time as the manifest writes it."""
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,30 +1,43 @@
-"""The skills folder: scanning, the prompt index, authorship and changes.
+"""The skills: the shared folder, each person's own skills, the index, changes, promotion.
 
-Layout: ``<dir>/<name>/SKILL.md`` or ``<dir>/<category>/<name>/SKILL.md`` (one
-level of category). Names starting with '.' are ignored, so the store's own
-temporary folders never show up as skills.
+Where skills live.
 
-Reading. Every read (`skills()`, `get()`, `problems()`, `index_block()`) first
-checks cheaply whether anything changed: it lists the folder and its category
-folders and stats each SKILL.md and the manifest. Only files whose stat changed
-are parsed again, so an operator's edit is seen on the next call without a
-restart. Invalid skills are skipped with one logged warning per problem. The
-caller freezes `index_block()` once per session; that keeps the prompt stable.
+- The shared folder (`skills_dir`, the operator's mount; `folders.py` has its
+  layout) holds the bundled skills, the operator's, and skills an admin
+  promoted. Everyone sees them; the model never changes them.
+- A skill the model writes belongs to the person whose conversation produced
+  it and lives in the data dir, ``<private_dir>/<user key>/[<category>/]<name>/``
+  (folders 0700, files 0600): the folder an operator shares or mounts, and
+  `mnemo skills list` of that folder, never hold one person's skill, and the
+  owner is where the files are, which cannot disagree with a record
+  elsewhere. Only that person's index, `skills(user_key)` and `get(…,
+  user_key)` show it, and only calls made with that key change it.
+- Bot skills from before skills had owners (manifest version 1; see
+  `manifest.py`) stay in the shared folder as ``unowned``: shown to nobody and
+  changed by no model until an admin promotes them.
 
-Authorship. The manifest (`manifest.py`: a JSON file in the data dir, not in
-the skills folder) records each skill the bot created: its relative path and
-the SHA-256 of its SKILL.md as the bot last wrote it. A skill is bot-owned only
-while both still match. Everything else — bundled skills, operators' skills, and a bot
-skill an operator has since edited by hand — is operator-owned, and every
-change method here refuses it: operators change their skills on disk.
+Names. Two people may each have a skill called ``deploy``. A shared skill of
+the same name wins in its owner's view too: their copy is hidden from their
+index and `get`, may only be deleted, and a new one of a shared name is refused
+— a conversation can never shadow or change what everyone else reads.
+
+Promotion (`promote`, by an admin through the CLI or a chat command) moves a
+person's skill into the shared folder, where it is the operator's: read-only to
+every model, seen by everyone. It runs the safety scan again on every file.
+
+Reading. Every read checks cheaply whether anything changed (`FolderReader`),
+so an operator's edit is seen on the next call without a restart. Invalid
+skills are skipped with one logged warning per problem. The caller freezes
+`index_block(user_key)` once per session; that keeps the prompt stable.
 
 Changes run under a file lock next to the manifest, validate the full result
 (front matter, names, sizes, paths), run the safety scan and write atomically,
 so a refused change leaves the skill byte-for-byte as it was.
 
 Errors: the `SkillError` family of `memory_core.errors` (its docstring draws
-the tree), `UnsafeContentError` when the scan refuses model-written content,
-and `AtomicWriteError` when the disk refuses a write.
+the tree), `UnsafeContentError` when the scan refuses content,
+`InvalidUserKeyError` for a malformed user key, and `AtomicWriteError` when
+the disk refuses a write.
 """
 
 from __future__ import annotations
@@ -38,11 +51,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from memory_core.atomic import atomic_write_text
 from memory_core.errors import (
-    SkillError,
+    InvalidUserKeyError,
+    SkillArgumentError,
     SkillExistsError,
     SkillManifestError,
     SkillNotFoundError,
@@ -52,11 +66,24 @@ from memory_core.errors import (
     UnsafeContentError,
 )
 from memory_core.safety import scan
+from memory_core.skills.folders import (
+    GENERAL,
+    FolderReader,
+    FolderScan,
+    Found,
+    Owner,
+    Skill,
+    SkillProblem,
+    list_dir,
+    ordered,
+    render_index,
+    stat_key,
+)
 from memory_core.skills.format import (
     SKILL_FILE,
     SUPPORT_DIRS,
-    SkillDocument,
     apply_patch,
+    check_model_writable,
     check_text_size,
     parse_skill,
     read_skill_file,
@@ -65,74 +92,42 @@ from memory_core.skills.format import (
     validate_name,
 )
 from memory_core.skills.manifest import (
-    Entries,
+    Manifest,
     is_bot_owned,
     locked,
     read_manifest,
-    record,
+    record_promotion,
     text_digest,
     write_manifest,
 )
+from memory_core.user_keys import check_user_key
+
+__all__ = ["GENERAL", "Owner", "Skill", "SkillProblem", "SkillsStore"]
 
 log = logging.getLogger(__name__)
 
-Owner = Literal["operator", "bot"]
-GENERAL = "general"
-_FILE_MODE = 0o644  # skills are not secret, and the operator must be able to read them
-_INDEX_HEADER = (
-    "## Skills\n"
-    "Saved procedures for recurring tasks. When a request matches a skill below, "
-    "load it with skill_view(name) before acting and follow it."
-)
+PRIVATE_DIR_NAME = "skills-private"
+_PRIVATE_FILE_MODE = 0o600  # a person's skill may hold what they said
+_PRIVATE_DIR_MODE = 0o700
+_SHARED_FILE_MODE = 0o644  # shared skills are not secret; the operator must read them
+_SHARED_DIR_MODE = 0o755
 
 
 @dataclass(frozen=True)
-class Skill:
-    """One valid skill as found on disk."""
-
-    document: SkillDocument
-    category: str | None
-    folder: Path
-    owner: Owner
-    digest: str  # SHA-256 of the SKILL.md bytes
-
-    @property
-    def name(self) -> str:
-        return self.document.name
-
-    @property
-    def description(self) -> str:
-        return self.document.description
-
-    @property
-    def relpath(self) -> str:
-        return f"{self.category}/{self.name}" if self.category else self.name
-
-
-@dataclass(frozen=True)
-class SkillProblem:
-    """A file that could not be loaded, and why."""
-
-    path: Path
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.path}: {self.message}"
-
-
-@dataclass(frozen=True)
-class _Parsed:
+class _Shared:
     key: tuple[Any, ...]
-    document: SkillDocument | None
-    digest: str
-    problem: str | None
+    skills: tuple[Skill, ...]  # operator's and unowned, ordered
+    problems: tuple[SkillProblem, ...]
+
+    def visible(self, name: str) -> Skill | None:
+        """The shared skill everyone sees under `name` (unowned ones are seen by nobody)."""
+        return next((s for s in self.skills if s.name == name and s.owner == "operator"), None)
 
 
 @dataclass(frozen=True)
-class _Snapshot:
+class _View:
     key: tuple[Any, ...]
     skills: tuple[Skill, ...]
-    problems: tuple[SkillProblem, ...]
     index: str
 
     def find(self, name: str) -> Skill | None:
@@ -140,99 +135,125 @@ class _Snapshot:
 
 
 class SkillsStore:
-    """The mounted skills folder plus the bot's authorship manifest."""
+    """The shared skills folder, each person's own skills, and the manifest."""
 
     def __init__(
         self,
         skills_dir: Path,
         manifest_path: Path,
         *,
+        private_dir: Path | None = None,
         archive_dir: Path | None = None,
         lock_timeout: float = 10.0,
         on_problem: Callable[[SkillProblem], None] | None = None,
     ) -> None:
-        """`archive_dir`: where deleted bot skills are copied (None: not kept).
-        `on_problem`: told once of each new problem; by default a logged warning."""
+        """`private_dir`: where each person's skills live (default: ``skills-private``
+        next to the manifest). `archive_dir`: where deleted skills are copied (None:
+        not kept). `on_problem`: told once of each new problem; by default a logged
+        warning."""
         self.skills_dir = Path(skills_dir)
         self.manifest_path = Path(manifest_path)
+        self.private_dir = (
+            Path(private_dir)
+            if private_dir is not None
+            else self.manifest_path.with_name(PRIVATE_DIR_NAME)
+        )
         self.archive_dir = Path(archive_dir) if archive_dir is not None else None
         self._lock_timeout = lock_timeout
-        self._parsed: dict[Path, _Parsed] = {}
-        self._snapshot_cache: _Snapshot | None = None
+        self._shared_reader = FolderReader(self.skills_dir)
+        self._private_readers: dict[str, FolderReader] = {}
+        self._shared_cache: _Shared | None = None
+        self._views: dict[str | None, _View] = {}
         self._warned: set[tuple[str, str]] = set()
         self._on_problem = on_problem or _log_problem
 
-    def skills(self) -> tuple[Skill, ...]:
-        """Every valid skill, uncategorised first, then by category and name."""
-        return self._snapshot().skills
+    # ------------------------------------------------------------- reading
 
-    def get(self, name: str) -> Skill:
-        """The valid skill called `name`, or `SkillNotFoundError`."""
-        skill = self._snapshot().find(name)
+    def skills(self, user_key: str | None = None) -> tuple[Skill, ...]:
+        """What `user_key`'s sessions see: every shared skill plus their own
+        (None: the shared ones only); uncategorised first, then by category and name."""
+        return self._view(user_key).skills
+
+    def get(self, name: str, user_key: str | None = None) -> Skill:
+        """The skill `user_key` sees as `name`, or `SkillNotFoundError`."""
+        skill = self._view(user_key).find(name)
         if skill is None:
             raise SkillNotFoundError(f"no skill named {name!r}")
         return skill
 
-    def problems(self) -> tuple[SkillProblem, ...]:
-        """Every file that was skipped (invalid, unreadable, duplicate), plus manifest trouble."""
-        return self._snapshot().problems
-
-    def index_block(self) -> str:
-        """The system-prompt block listing every skill; empty when there are none.
+    def index_block(self, user_key: str | None = None) -> str:
+        """The system-prompt block listing what `user_key` sees; empty when nothing.
 
         Same folder contents give the same bytes. Call it once per new session.
         """
-        return self._snapshot().index
+        return self._view(user_key).index
 
-    def read_text(self, name: str, file_path: str | None = None) -> str:
+    def read_text(
+        self, name: str, file_path: str | None = None, *, user_key: str | None = None
+    ) -> str:
         """The raw SKILL.md, or a support file's text (≤ 1 MiB, UTF-8)."""
-        skill = self.get(name)
-        if file_path is None or file_path == SKILL_FILE:
-            return read_skill_file(skill.folder / SKILL_FILE)
-        target = resolve_support_path(skill.folder, file_path)
-        if not target.is_file():
-            raise SkillNotFoundError(f"skill {name!r} has no file {file_path!r}")
-        return read_support_file(target, file_path)
+        return self.text_of(self.get(name, user_key), file_path)
 
-    def support_files(self, name: str) -> tuple[str, ...]:
+    def support_files(self, name: str, *, user_key: str | None = None) -> tuple[str, ...]:
         """Relative paths of the files under the skill's support folders, sorted."""
-        folder = self.get(name).folder
-        found: list[str] = []
-        for sub in SUPPORT_DIRS:
-            top = folder / sub
-            if top.is_symlink() or not top.is_dir():
-                continue
-            for root, dirs, files in os.walk(top):
-                dirs[:] = [d for d in dirs if not d.startswith(".")]
-                rel = Path(root).relative_to(folder).as_posix()
-                found.extend(f"{rel}/{f}" for f in files if not f.startswith("."))
-        return tuple(sorted(found))
+        return self.files_of(self.get(name, user_key))
 
-    def create(self, name: str, content: str, category: str | None = None) -> Skill:
-        """Create a new bot-owned skill from a full SKILL.md text."""
+    def text_of(self, skill: Skill, file_path: str | None = None) -> str:
+        """`read_text` for a skill already found (e.g. by `every_skill`)."""
+        return _read(skill, file_path)
+
+    def files_of(self, skill: Skill) -> tuple[str, ...]:
+        """`support_files` for a skill already found (e.g. by `every_skill`)."""
+        return _support_files(skill.folder)
+
+    def every_skill(self) -> tuple[Skill, ...]:
+        """The operator's view: every shared skill (unowned ones too) and every
+        person's own skills, ordered (same names by user key)."""
+        found = list(self._shared().skills)
+        for key in self._user_keys([]):
+            found.extend(self._own_skills(key))
+        return ordered(found)
+
+    def problems(self) -> tuple[SkillProblem, ...]:
+        """Every file that was skipped (invalid, unreadable, duplicate) in the shared
+        folder and in each person's folder, plus manifest trouble."""
+        problems = list(self._shared().problems)
+        for key in self._user_keys(problems):
+            problems.extend(self._private(key).problems)
+        for problem in problems:
+            self._warn(problem)
+        return tuple(problems)
+
+    # -------------------------------------------------- changes by a model
+
+    def create(
+        self, name: str, content: str, category: str | None = None, *, user_key: str
+    ) -> Skill:
+        """Create a new skill owned by `user_key` from a full SKILL.md text."""
         validate_name(name)
         if category is not None:
             validate_name(category, "category")
+        root = self._user_root(user_key)
         document = parse_skill(content, name)
         _scan(content)
-        with self._writing() as entries:
-            folder = self._free_folder(name, category)
-            made = _make_dirs(folder)
+        with self._writing():
+            folder = self._free_folder(name, category, user_key, root)
+            made = _make_dirs(folder, _PRIVATE_DIR_MODE)
             try:
-                self._commit_skill_file(folder / SKILL_FILE, content, None, entries, name)
+                atomic_write_text(folder / SKILL_FILE, content, mode=_PRIVATE_FILE_MODE)
             except BaseException:
                 _remove_made(made)
                 raise
-        return Skill(document, category, folder, "bot", text_digest(content))
+        return Skill(document, category, folder, "user", text_digest(content), user_key)
 
-    def edit(self, name: str, content: str) -> Skill:
-        """Replace a bot-owned skill's SKILL.md with a full new text."""
-        with self._writing() as entries:
-            skill, old = self._owned(name, entries)
-            document = parse_skill(content, skill.folder.name)
+    def edit(self, name: str, content: str, *, user_key: str) -> Skill:
+        """Replace the SKILL.md of `user_key`'s skill with a full new text."""
+        with self._writing():
+            found, _ = self._own(name, user_key)
+            document = parse_skill(content, found.folder.name)
             _scan(content)
-            self._commit_skill_file(skill.folder / SKILL_FILE, content, old, entries, name)
-        return Skill(document, skill.category, skill.folder, "bot", text_digest(content))
+            atomic_write_text(found.folder / SKILL_FILE, content)
+        return Skill(document, found.category, found.folder, "user", text_digest(content), user_key)
 
     def patch(
         self,
@@ -240,19 +261,21 @@ class SkillsStore:
         old_string: str,
         new_string: str,
         *,
+        user_key: str,
         replace_all: bool = False,
         file_path: str | None = None,
     ) -> int:
         """Replace `old_string` (unique unless `replace_all`); return the count replaced."""
-        with self._writing() as entries:
-            skill, old = self._owned(name, entries)
+        with self._writing():
+            found, old = self._own(name, user_key)
             if file_path is None or file_path == SKILL_FILE:
                 new, count = apply_patch(old, old_string, new_string, replace_all, SKILL_FILE)
-                parse_skill(new, skill.folder.name)
+                parse_skill(new, found.folder.name)
                 _scan(new)
-                self._commit_skill_file(skill.folder / SKILL_FILE, new, old, entries, name)
+                atomic_write_text(found.folder / SKILL_FILE, new)
                 return count
-            target = resolve_support_path(skill.folder, file_path)
+            check_model_writable(file_path)
+            target = resolve_support_path(found.folder, file_path)
             if not target.is_file():
                 raise SkillNotFoundError(f"skill {name!r} has no file {file_path!r}")
             text = read_support_file(target, file_path)
@@ -260,162 +283,203 @@ class SkillsStore:
             _write_support(target, new, file_path)
             return count
 
-    def write_file(self, name: str, file_path: str, content: str) -> None:
-        """Create or replace a text support file of a bot-owned skill."""
-        with self._writing() as entries:
-            skill, _ = self._owned(name, entries)
-            target = resolve_support_path(skill.folder, file_path)
+    def write_file(self, name: str, file_path: str, content: str, *, user_key: str) -> None:
+        """Create or replace a text support file (not under scripts/) of `user_key`'s skill."""
+        with self._writing():
+            found, _ = self._own(name, user_key)
+            check_model_writable(file_path)
+            target = resolve_support_path(found.folder, file_path)
             if target.is_dir():
                 raise SkillPathError(f"file_path {file_path!r} is a folder")
             _write_support(target, content, file_path)
 
-    def remove_file(self, name: str, file_path: str) -> None:
-        """Delete one support file of a bot-owned skill."""
-        with self._writing() as entries:
-            skill, _ = self._owned(name, entries)
-            target = resolve_support_path(skill.folder, file_path)
+    def remove_file(self, name: str, file_path: str, *, user_key: str) -> None:
+        """Delete one support file of `user_key`'s skill."""
+        with self._writing():
+            found, _ = self._own(name, user_key)
+            target = resolve_support_path(found.folder, file_path)
             if not (target.is_file() or target.is_symlink()):
                 raise SkillNotFoundError(f"skill {name!r} has no file {file_path!r}")
             target.unlink()
 
-    def delete(self, name: str) -> Path | None:
-        """Delete a bot-owned skill; return where it was archived (None: no archive)."""
-        with self._writing() as entries:
-            skill, _ = self._owned(name, entries)
-            # Renaming first makes the skill vanish at once; the copy comes after.
-            doomed = skill.folder.with_name(f".deleting-{name}-{uuid.uuid4().hex[:8]}")
-            os.rename(skill.folder, doomed)
-            archived = None
+    def delete(self, name: str, *, user_key: str) -> Path | None:
+        """Delete `user_key`'s skill (even one a shared skill hides); return where it
+        was archived (None: no archive)."""
+        with self._writing():
+            found, _ = self._own(name, user_key, hidden_ok=True)
+            archive = self.archive_dir / user_key if self.archive_dir is not None else None
+            doomed = _move_aside(found.folder, "deleting")
             try:
-                if self.archive_dir is not None:
-                    archived = self._archive(doomed, name)
-                del entries[name]
-                write_manifest(self.manifest_path, entries)
+                archived = _archive(doomed, name, archive) if archive is not None else None
             except BaseException:
-                os.rename(doomed, skill.folder)
-                if archived is not None:
-                    shutil.rmtree(archived, ignore_errors=True)
+                os.rename(doomed, found.folder)
                 raise
-        try:
-            shutil.rmtree(doomed)
-        except OSError as exc:
-            log.warning("skill %r deleted, but %s could not be removed: %s", name, doomed, exc)
+        _remove_tree(doomed, name)
         return archived
 
-    @contextlib.contextmanager
-    def _writing(self) -> Iterator[Entries]:
-        """Hold the writers' lock and yield the manifest entries, read under it."""
-        with locked(self.manifest_path, self._lock_timeout) as entries:
+    # -------------------------------------------------------------- admin
+
+    def promotion_owner(self, name: str) -> str | None:
+        """Whose skill `name` an admin means when they give no user key: None for
+        an unowned shared skill of that name, else the one person who has one.
+        `SkillArgumentError` when several people do; `SkillNotFoundError` when nobody."""
+        if any(s.name == name and s.owner == "unowned" for s in self._shared().skills):
+            return None
+        owners = [key for key in self._user_keys([]) if self._private(key).find(name)]
+        if not owners:
+            raise SkillNotFoundError(f"nobody has a skill named {name!r} to share")
+        if len(owners) > 1:
+            raise SkillArgumentError(
+                f"{len(owners)} people have a skill named {name!r} ({', '.join(owners)}); say whose"
+            )
+        return owners[0]
+
+    def promote(self, name: str, user_key: str | None = None) -> Skill:
+        """Share `user_key`'s skill `name` with everyone (None: the unowned legacy
+        skill of that name). It moves into the shared folder and becomes the
+        operator's: read-only to every model."""
+        with self._writing():
+            manifest = read_manifest(self.manifest_path)  # unreadable: refuse before moving
+            if user_key is None:
+                return self._promote_unowned(name, manifest)
+            found = self._private(user_key).find(name)
+            if found is None:
+                raise SkillNotFoundError(f"{user_key} has no skill named {name!r}")
+            _scan_folder(found.folder)
+            target = self._shared_target(name, found.category)
+            made = _make_dirs(target.parent, _SHARED_DIR_MODE)
+            staging = target.with_name(f".promoting-{name}-{uuid.uuid4().hex[:8]}")
             try:
-                yield entries
+                shutil.copytree(found.folder, staging, symlinks=True)
+                _share_modes(staging)
+                os.rename(staging, target)
+                record_promotion(manifest, name, found.relpath, user_key)
+                write_manifest(self.manifest_path, manifest)
+            except BaseException:
+                shutil.rmtree(staging, ignore_errors=True)
+                shutil.rmtree(target, ignore_errors=True)
+                _remove_made(made)
+                raise
+            doomed = _move_aside(found.folder, "promoted")
+        _remove_tree(doomed, name)
+        return self.get(name)
+
+    def _promote_unowned(self, name: str, manifest: Manifest) -> Skill:
+        skill = next((s for s in self._shared().skills if s.name == name), None)
+        if skill is None:
+            raise SkillNotFoundError(f"no unowned skill named {name!r}; give the user key")
+        if skill.owner != "unowned":
+            raise SkillExistsError(f"skill {name!r} is already shared")
+        _scan_folder(skill.folder)
+        record_promotion(manifest, name, skill.relpath, None)
+        write_manifest(self.manifest_path, manifest)
+        return self.get(name)
+
+    # ----------------------------------------------------------- internals
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Hold the writers' lock; OS errors become `SkillStorageError`."""
+        with locked(self.manifest_path, self._lock_timeout):
+            try:
+                yield
             except OSError as exc:
                 raise SkillStorageError(f"the change could not be made on disk: {exc}") from exc
 
-    def _owned(self, name: str, entries: Entries) -> tuple[Skill, str]:
-        """The skill and its current text, if the bot owns it; else refuse."""
-        skill = self.get(name)
-        path = skill.folder / SKILL_FILE
-        text = read_skill_file(path)
-        entry = entries.get(name)
-        if not (entry and entry.get("path") == skill.relpath):
+    def _user_root(self, user_key: str) -> Path:
+        return self.private_dir / check_user_key(user_key)
+
+    def _own(self, name: str, user_key: str, *, hidden_ok: bool = False) -> tuple[Found, str]:
+        """`user_key`'s own skill `name` and its text; refuse a shared one."""
+        found = self._private(user_key).find(name)
+        shared = self._shared().visible(name)
+        if shared is not None and not (hidden_ok and found is not None):
             raise SkillProtectedError(
-                f"skill {name!r} was written by the operator and is read-only; "
-                "create a new skill instead, or ask the operator to change it"
+                f"skill {name!r} is shared with everyone and read-only; "
+                "create a new skill with another name, or ask the operator to change it"
             )
-        if entry.get("sha256") != text_digest(text):
-            raise SkillProtectedError(
-                f"skill {name!r} was edited by the operator since the bot wrote it and is "
-                "now read-only; create a new skill instead"
+        if found is None:
+            raise SkillNotFoundError(f"no skill named {name!r}")
+        return found, read_skill_file(found.folder / SKILL_FILE)
+
+    def _free_folder(self, name: str, category: str | None, user_key: str, root: Path) -> Path:
+        if self._shared().visible(name) is not None:
+            raise SkillExistsError(f"a shared skill named {name!r} exists; choose another name")
+        if self._private(user_key).find(name) is not None:
+            raise SkillExistsError(f"you already have a skill named {name!r}")
+        return _free_path(root, name, category)
+
+    def _shared_target(self, name: str, category: str | None) -> Path:
+        clash = next((s for s in self._shared().skills if s.name == name), None)
+        if clash is not None:
+            raise SkillExistsError(
+                f"a shared skill named {name!r} already exists at {clash.folder}; "
+                "rename or remove one of them first"
             )
-        return skill, text
+        return _free_path(self.skills_dir, name, category)
 
-    def _free_folder(self, name: str, category: str | None) -> Path:
-        taken = {folder.name: folder for _, folder in _candidates(self.skills_dir)[0]}
-        if name in taken:
-            raise SkillExistsError(f"a skill named {name!r} already exists at {taken[name]}")
-        root = self.skills_dir
-        if os.path.lexists(root / name):
-            raise SkillExistsError(f"{root / name} already exists; choose another name")
-        if category is None:
-            return root / name
-        if os.path.lexists(root / category / SKILL_FILE):
-            raise SkillExistsError(f"category {category!r} is the name of a skill")
-        if os.path.lexists(root / category / name):
-            raise SkillExistsError(f"{root / category / name} already exists")
-        return root / category / name
+    def _private(self, user_key: str) -> FolderScan:
+        reader = self._private_readers.get(user_key)
+        if reader is None:
+            reader = FolderReader(self._user_root(user_key))
+            self._private_readers[user_key] = reader
+        result = reader.scan()
+        for problem in result.problems:
+            self._warn(problem)
+        return result
 
-    def _commit_skill_file(
-        self,
-        path: Path,
-        text: str,
-        old: str | None,
-        entries: Entries,
-        name: str,
-    ) -> None:
-        """Write SKILL.md, then record it; if recording fails, put the old text back."""
-        atomic_write_text(path, text, mode=_FILE_MODE if old is None else None)
-        rel = path.parent.relative_to(self.skills_dir).as_posix()
-        record(entries, name, rel, text_digest(text))
+    def _own_skills(self, user_key: str) -> list[Skill]:
+        return [
+            Skill(f.document, f.category, f.folder, "user", f.digest, user_key)
+            for f in self._private(user_key).found
+        ]
+
+    def _user_keys(self, problems: list[SkillProblem]) -> list[str]:
+        """The user keys that have a folder of their own skills."""
+        keys = []
+        for folder in list_dir(self.private_dir, problems):
+            try:
+                keys.append(check_user_key(folder.name))
+            except InvalidUserKeyError:
+                problems.append(SkillProblem(folder, "not a user key; ignored"))
+        return keys
+
+    def _shared(self) -> _Shared:
+        result = self._shared_reader.scan()
+        key = (result.key, stat_key(self.manifest_path))
+        if self._shared_cache is not None and self._shared_cache.key == key:
+            return self._shared_cache
+        problems = list(result.problems)
         try:
-            write_manifest(self.manifest_path, entries)
-        except BaseException:
-            if old is not None:
-                atomic_write_text(path, old)
-            raise
-
-    def _archive(self, folder: Path, name: str) -> Path:
-        assert self.archive_dir is not None
-        self.archive_dir.mkdir(parents=True, exist_ok=True)
-        target = self.archive_dir / f"{name}-{datetime.now(UTC):%Y%m%dT%H%M%S%fZ}"
-        shutil.copytree(folder, target, symlinks=True)
-        return target
-
-    def _snapshot(self) -> _Snapshot:
-        candidates, listing_problems = _candidates(self.skills_dir)
-        keys = tuple((str(folder), _stat_key(folder / SKILL_FILE)) for _, folder in candidates)
-        key = (keys, tuple(map(str, listing_problems)), _stat_key(self.manifest_path))
-        if self._snapshot_cache is not None and self._snapshot_cache.key == key:
-            return self._snapshot_cache
-        self._snapshot_cache = self._build(candidates, listing_problems, key)
-        return self._snapshot_cache
-
-    def _build(
-        self,
-        candidates: list[tuple[str | None, Path]],
-        listing_problems: list[SkillProblem],
-        key: tuple[Any, ...],
-    ) -> _Snapshot:
-        problems = list(listing_problems)
-        try:
-            entries = read_manifest(self.manifest_path)
+            unowned = read_manifest(self.manifest_path).unowned
         except SkillManifestError as exc:
             problems.append(SkillProblem(self.manifest_path, str(exc)))
-            entries = {}  # with no readable record, every skill counts as the operator's
-        parsed: dict[Path, _Parsed] = {}
-        skills: dict[str, Skill] = {}
-        for (category, folder), (_, stat_key) in zip(candidates, key[0], strict=True):
-            path = folder / SKILL_FILE
-            item = self._parsed.get(path)
-            if item is None or item.key != stat_key:
-                item = _parse_file(path, stat_key)
-            parsed[path] = item
-            if item.document is None:
-                problems.append(SkillProblem(path, item.problem or "invalid"))
-                continue
-            name = item.document.name
-            if name in skills:
-                other = skills[name].folder / SKILL_FILE
-                problems.append(SkillProblem(path, f"duplicate skill name {name!r} (see {other})"))
-                continue
-            rel = f"{category}/{name}" if category else name
-            bot = is_bot_owned(entries.get(name), rel, item.digest)
-            owner: Owner = "bot" if bot else "operator"
-            skills[name] = Skill(item.document, category, folder, owner, item.digest)
-        self._parsed = parsed
+            unowned = {}  # with no readable record, every shared skill counts as the operator's
+        skills = []
+        for found in result.found:
+            legacy = is_bot_owned(unowned.get(found.document.name), found.relpath, found.digest)
+            owner: Owner = "unowned" if legacy else "operator"
+            skills.append(Skill(found.document, found.category, found.folder, owner, found.digest))
         for problem in problems:
             self._warn(problem)
-        ordered = tuple(sorted(skills.values(), key=_order))
-        return _Snapshot(key, ordered, tuple(problems), _render_index(ordered))
+        self._shared_cache = _Shared(key, ordered(skills), tuple(problems))
+        return self._shared_cache
+
+    def _view(self, user_key: str | None) -> _View:
+        shared = self._shared()
+        own = self._private(user_key) if user_key is not None else None
+        key = (shared.key, own.key if own is not None else None)
+        cached = self._views.get(user_key)
+        if cached is not None and cached.key == key:
+            return cached
+        visible = [s for s in shared.skills if s.owner == "operator"]
+        taken = {s.name for s in visible}
+        if user_key is not None:
+            visible += [s for s in self._own_skills(user_key) if s.name not in taken]
+        skills = ordered(visible)
+        view = _View(key, skills, render_index(skills))
+        self._views[user_key] = view
+        return view
 
     def _warn(self, problem: SkillProblem) -> None:
         marker = (str(problem.path), problem.message)
@@ -428,57 +492,48 @@ def _log_problem(problem: SkillProblem) -> None:
     log.warning("skills: skipped %s", problem)
 
 
-def _candidates(root: Path) -> tuple[list[tuple[str | None, Path]], list[SkillProblem]]:
-    """(category, folder) for every folder holding a SKILL.md entry, in path order,
-    plus the folders that could not be listed."""
-    found: list[tuple[str | None, Path]] = []
-    problems: list[SkillProblem] = []
-    for entry in _list_dir(root, problems):
-        if os.path.lexists(entry / SKILL_FILE):
-            found.append((None, entry))
-        elif entry.is_dir():
-            subs = _list_dir(entry, problems)
-            found.extend((entry.name, sub) for sub in subs if os.path.lexists(sub / SKILL_FILE))
-        elif entry.is_symlink() and not entry.exists():
-            problems.append(SkillProblem(entry, "symlink is broken or loops"))
-    return found, problems
+def _read(skill: Skill, file_path: str | None) -> str:
+    if file_path is None or file_path == SKILL_FILE:
+        return read_skill_file(skill.folder / SKILL_FILE)
+    target = resolve_support_path(skill.folder, file_path)
+    if not target.is_file():
+        raise SkillNotFoundError(f"skill {skill.name!r} has no file {file_path!r}")
+    return read_support_file(target, file_path)
 
 
-def _list_dir(folder: Path, problems: list[SkillProblem]) -> list[Path]:
-    try:
-        names = sorted(os.listdir(folder))
-    except FileNotFoundError:
-        return []
-    except OSError as exc:
-        problems.append(SkillProblem(folder, f"cannot list folder: {exc.strerror or exc}"))
-        return []
-    return [folder / n for n in names if not n.startswith(".")]
+def _support_files(folder: Path) -> tuple[str, ...]:
+    found: list[str] = []
+    for sub in SUPPORT_DIRS:
+        top = folder / sub
+        if top.is_symlink() or not top.is_dir():
+            continue
+        for root, dirs, files in os.walk(top):
+            dirs[:] = [d for d in dirs if not d.startswith(".")]
+            rel = Path(root).relative_to(folder).as_posix()
+            found.extend(f"{rel}/{f}" for f in files if not f.startswith("."))
+    return tuple(sorted(found))
 
 
-def _stat_key(path: Path) -> tuple[Any, ...]:
-    try:
-        st = path.stat()
-    except OSError as exc:
-        return ("error", exc.errno)
-    return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
-
-
-def _parse_file(path: Path, key: tuple[Any, ...]) -> _Parsed:
-    try:
-        text = read_skill_file(path)
-        document = parse_skill(text, path.parent.name)
-    except SkillError as exc:
-        return _Parsed(key, None, "", str(exc))
-    return _Parsed(key, document, text_digest(text), None)
+def _free_path(root: Path, name: str, category: str | None) -> Path:
+    """Where a new skill `name` goes under `root`, refusing any folder in the way."""
+    if os.path.lexists(root / name):
+        raise SkillExistsError(f"a folder named {name!r} is in the way; choose another name")
+    if category is None:
+        return root / name
+    if os.path.lexists(root / category / SKILL_FILE):
+        raise SkillExistsError(f"category {category!r} is the name of a skill")
+    if os.path.lexists(root / category / name):
+        raise SkillExistsError(f"{category}/{name} already exists; choose another name")
+    return root / category / name
 
 
 def _write_support(path: Path, text: str, label: str) -> None:
     """Check and write a support file; folders made for it go again if the write fails."""
     check_text_size(text, label)
     _scan(text)
-    made = _make_dirs(path.parent)
+    made = _make_dirs(path.parent, _PRIVATE_DIR_MODE)
     try:
-        atomic_write_text(path, text, mode=None if path.exists() else _FILE_MODE)
+        atomic_write_text(path, text, mode=_PRIVATE_FILE_MODE)
     except BaseException:
         _remove_made(made)
         raise
@@ -490,15 +545,39 @@ def _scan(text: str) -> None:
         raise UnsafeContentError(finding)
 
 
-def _make_dirs(folder: Path) -> list[Path]:
-    """Create `folder` and missing parents; return the ones created, outermost first."""
+def _scan_folder(folder: Path) -> None:
+    """Scan SKILL.md and every support file again (the scan may have improved)."""
+    _scan(read_skill_file(folder / SKILL_FILE))
+    for rel in _support_files(folder):
+        target = resolve_support_path(folder, rel)
+        _scan(read_support_file(target, rel))
+
+
+def _share_modes(folder: Path) -> None:
+    """Make a promoted copy readable like the operator's skills (never executable)."""
+    os.chmod(folder, _SHARED_DIR_MODE)
+    for root, dirs, files in os.walk(folder):
+        for d in dirs:
+            os.chmod(Path(root) / d, _SHARED_DIR_MODE, follow_symlinks=False)
+        for f in files:
+            path = Path(root) / f
+            if not path.is_symlink():
+                os.chmod(path, _SHARED_FILE_MODE)
+
+
+def _make_dirs(folder: Path, mode: int) -> list[Path]:
+    """Create `folder` and missing parents with `mode`; return the ones created,
+    outermost first."""
     missing = []
     for path in (folder, *folder.parents):
         if path.exists():
             break
         missing.append(path)
-    folder.mkdir(parents=True, exist_ok=True)
-    return list(reversed(missing))
+    made = list(reversed(missing))
+    for path in made:
+        path.mkdir(mode=mode, exist_ok=True)
+        os.chmod(path, mode)  # mkdir's mode is masked by the umask
+    return made
 
 
 def _remove_made(made: list[Path]) -> None:
@@ -507,23 +586,22 @@ def _remove_made(made: list[Path]) -> None:
         shutil.rmtree(made[0], ignore_errors=True)
 
 
-def _render_index(skills: tuple[Skill, ...]) -> str:
-    if not skills:
-        return ""
-    lines = [_INDEX_HEADER, "", "<available_skills>"]
-    current = None
-    for skill in skills:
-        category = skill.category or GENERAL
-        if category != current:
-            lines.append(f"{category}:")
-            current = category
-        lines.append(f"- {skill.name}: {' '.join(skill.description.split())}")
-    lines.append("</available_skills>")
-    return "\n".join(lines)
+def _move_aside(folder: Path, why: str) -> Path:
+    """Rename `folder` to a hidden name beside it, so the skill vanishes at once."""
+    doomed = folder.with_name(f".{why}-{folder.name}-{uuid.uuid4().hex[:8]}")
+    os.rename(folder, doomed)
+    return doomed
 
 
-def _order(skill: Skill) -> tuple[bool, str, str]:
-    # Uncategorised skills (shown under "general") first, merged with a real
-    # "general" category folder if there is one.
-    category = skill.category or GENERAL
-    return (category != GENERAL, category, skill.name)
+def _archive(folder: Path, name: str, archive: Path) -> Path:
+    archive.mkdir(parents=True, exist_ok=True, mode=_PRIVATE_DIR_MODE)
+    target = archive / f"{name}-{datetime.now(UTC):%Y%m%dT%H%M%S%fZ}"
+    shutil.copytree(folder, target, symlinks=True)
+    return target
+
+
+def _remove_tree(doomed: Path, name: str) -> None:
+    try:
+        shutil.rmtree(doomed)
+    except OSError as exc:
+        log.warning("skill %r moved away, but %s could not be removed: %s", name, doomed, exc)

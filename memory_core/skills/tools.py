@@ -1,18 +1,25 @@
 """The skills tools the model calls: `skills_list`, `skill_view`, `skill_manage`.
 
-`SkillsTools(store, role)` is built per agent run with who is acting:
+`SkillsTools(store, role, user_key=…)` is built per agent run (one turn, or
+one background review) for the person it serves and with who is acting:
 
-- ``primary`` (the foreground agent): reads every skill; creates skills; and
-  patches, edits, deletes, writes and removes support files of skills the bot
-  created.
-- ``background`` (review and extraction): reads every skill; creates skills;
-  patches, edits and writes support files of skills the bot created, and only
-  after reading that skill with `skill_view` in the same run; never deletes a
-  skill or removes a file.
+- ``primary`` (the foreground agent): sees the shared skills and this
+  person's own; creates skills (they belong to this person); and patches,
+  edits, deletes, writes and removes support files of this person's skills.
+- ``background`` (this person's review and extraction): the same view;
+  creates skills; patches, edits and writes support files of this person's
+  skills, and only after reading that skill with `skill_view` in the same run;
+  never deletes a skill or removes a file.
 
-For both roles, operators' skills (bundled ones, anything an operator put in or
-edited in the folder) are read-only; the store enforces that under its lock.
-The model gets a new skill or a note to the operator instead.
+For both roles, shared skills (bundled, the operator's, promoted by an admin)
+are read-only, and other people's skills do not exist; the store enforces that
+under its lock. The model gets a new skill or a note to the operator instead.
+
+One run may write at most `max_files` distinct files (default 5) and
+`max_bytes` of content (default 64 KiB; the text the model sends with create,
+edit, write_file and patch's new_string); a write past either is refused with
+`SkillQuotaError`, so a single turn cannot fill the disk. Support files are
+text under references/, templates/ or assets/, never scripts.
 
 `handle()` returns a JSON string, ``{"success": true, ...}`` or
 ``{"success": false, "error": "..."}``; every `MemoryCoreError` (a refused
@@ -32,17 +39,22 @@ from memory_core.errors import (
     SkillArgumentError,
     SkillNotFoundError,
     SkillProtectedError,
+    SkillQuotaError,
     UnsafeContentError,
 )
-from memory_core.skills.format import SUPPORT_DIRS
+from memory_core.skills.format import MODEL_WRITABLE_DIRS, SKILL_FILE, SUPPORT_DIRS
 from memory_core.skills.store import GENERAL, Skill, SkillsStore
 from memory_core.tool_args import decode_arguments
+from memory_core.user_keys import check_user_key
 
 Role = Literal["primary", "background"]
 ROLES: tuple[Role, ...] = ("primary", "background")
 ACTIONS = ("create", "patch", "edit", "delete", "write_file", "remove_file")
 _PRIMARY_ONLY = frozenset({"delete", "remove_file"})
 _READ_FIRST = frozenset({"patch", "edit", "write_file"})
+_WRITES = frozenset({"create", "patch", "edit", "write_file"})
+MAX_FILES_PER_RUN = 5
+MAX_BYTES_PER_RUN = 64 * 1024
 _PAST = {
     "create": "created",
     "patch": "patched",
@@ -76,11 +88,12 @@ def _function(
 
 _S = {"type": "string"}
 _SUPPORT = ", ".join(f"{d}/" for d in SUPPORT_DIRS)
+_WRITABLE = ", ".join(f"{d}/" for d in MODEL_WRITABLE_DIRS)
 
 SKILLS_LIST_SCHEMA = _function(
     "skills_list",
     "List the saved skills (procedures for recurring tasks): name, category, description, "
-    "and whether you may edit it.",
+    "and whether you may edit it (this user's own skills) or it is shared (read-only).",
     {"category": {**_S, "description": "Only skills in this category."}},
     [],
 )
@@ -103,11 +116,14 @@ SKILL_MANAGE_SCHEMA = _function(
     "skill_manage",
     "Save how to do things, as skills: create one after a hard task succeeded, when the user "
     "corrected your method, or when they ask you to remember a procedure; patch one that "
-    "proved wrong or incomplete (prefer patching over creating a near-duplicate). Skills are "
-    "shared with every user: write methods, never anyone's personal details (those belong in "
-    "memory). A SKILL.md starts with YAML front matter "
+    "proved wrong or incomplete (prefer patching over creating a near-duplicate). A skill you "
+    "write belongs to the user you are talking with: only their conversations see it, until "
+    "an admin shares it with everyone, so write methods, not personal details (those belong "
+    "in memory). A SKILL.md starts with YAML front matter "
     "(name, description; optional tags, version) followed by a Markdown body: when to use, "
-    "procedure, pitfalls, verification. Skills written by the operator are read-only.",
+    "procedure, pitfalls, verification. Shared skills are read-only. Support files are text "
+    f"under {_WRITABLE} (no scripts). One turn may write at most {MAX_FILES_PER_RUN} files "
+    f"and {MAX_BYTES_PER_RUN // 1024} KB.",
     {
         "action": {"type": "string", "enum": list(ACTIONS)},
         "name": {**_S, "description": "Skill name: lowercase letters, digits, '.', '_', '-'."},
@@ -118,7 +134,7 @@ SKILL_MANAGE_SCHEMA = _function(
         "replace_all": {"type": "boolean", "description": "patch: replace every occurrence."},
         "file_path": {
             **_S,
-            "description": f"patch/write_file/remove_file: a support file under {_SUPPORT}",
+            "description": f"patch/write_file/remove_file: a support file under {_WRITABLE}",
         },
     },
     ["action", "name"],
@@ -129,13 +145,27 @@ TOOL_NAMES = frozenset(s["function"]["name"] for s in SKILL_TOOL_SCHEMAS)
 
 
 class SkillsTools:
-    """The three skills tools for one agent run, acting as `role`."""
+    """The three skills tools for one agent run for `user_key`, acting as `role`."""
 
-    def __init__(self, store: SkillsStore, role: Role = "primary") -> None:
+    def __init__(
+        self,
+        store: SkillsStore,
+        role: Role = "primary",
+        *,
+        user_key: str,
+        max_files: int = MAX_FILES_PER_RUN,
+        max_bytes: int = MAX_BYTES_PER_RUN,
+    ) -> None:
+        """`user_key`: the person this run serves (`InvalidUserKeyError` if malformed)."""
         if role not in ROLES:
             raise ValueError(f"role must be one of {ROLES}, got {role!r}")
         self.store = store
         self.role: Role = role
+        self.user_key = check_user_key(user_key)
+        self._max_files = max_files
+        self._max_bytes = max_bytes
+        self._written: set[tuple[str, str]] = set()
+        self._bytes_written = 0
         self._viewed: set[str] = set()
         self._changes: list[SkillChange] = []
 
@@ -168,7 +198,7 @@ class SkillsTools:
         category = _opt_str(args, "category")
         found = [
             self._describe(s)
-            for s in self.store.skills()
+            for s in self.store.skills(self.user_key)
             if category is None or (s.category or GENERAL) == category
         ]
         return {"count": len(found), "skills": found}
@@ -176,18 +206,19 @@ class SkillsTools:
     def _view(self, args: Mapping[str, Any]) -> dict[str, Any]:
         name = _req_str(args, "name")
         file_path = _opt_str(args, "file_path")
-        skill = self.store.get(name)
-        if file_path is not None and file_path != "SKILL.md":
-            content = self.store.read_text(name, file_path)
+        store, key = self.store, self.user_key
+        skill = store.get(name, key)
+        if file_path is not None and file_path != SKILL_FILE:
+            content = store.read_text(name, file_path, user_key=key)
             self._viewed.add(name)
             return {"name": name, "file_path": file_path, "content": content}
-        content = self.store.read_text(name)
+        content = store.read_text(name, user_key=key)
         self._viewed.add(name)
         return {
             **self._describe(skill),
             "version": skill.document.version,
             "content": content,
-            "files": list(self.store.support_files(name)),
+            "files": list(store.support_files(name, user_key=key)),
         }
 
     def _manage(self, args: Mapping[str, Any]) -> dict[str, Any]:
@@ -196,8 +227,12 @@ class SkillsTools:
             raise SkillArgumentError(f"unknown action {action!r}; use one of {', '.join(ACTIONS)}")
         name = _req_str(args, "name")
         self._check_role(action, name)
+        written = self._check_quota(action, name, args)
         result: dict[str, Any] = {"action": action, "name": name}
         detail = self._apply(action, name, args, result)
+        if written is not None:
+            self._written.add(written[0])
+            self._bytes_written += written[1]
         if action == "create":
             self._viewed.add(name)
         self._changes.append(SkillChange(action, name))
@@ -208,34 +243,61 @@ class SkillsTools:
         self, action: str, name: str, args: Mapping[str, Any], result: dict[str, Any]
     ) -> str:
         """Do the change; fill `result` with extra fields and return a detail for the message."""
-        store = self.store
+        store, key = self.store, self.user_key
         if action == "create":
-            skill = store.create(name, _req_str(args, "content"), _opt_str(args, "category"))
+            category = _opt_str(args, "category")
+            skill = store.create(name, _req_str(args, "content"), category, user_key=key)
             result["category"] = skill.category or GENERAL
         elif action == "edit":
-            store.edit(name, _req_str(args, "content"))
+            store.edit(name, _req_str(args, "content"), user_key=key)
         elif action == "patch":
             count = store.patch(
                 name,
                 _req_str(args, "old_string"),
                 _req_str(args, "new_string", allow_empty=True),
+                user_key=key,
                 replace_all=_opt_bool(args, "replace_all"),
                 file_path=_opt_str(args, "file_path"),
             )
             result["replacements"] = count
             return f" ({count} replacement{'s' if count != 1 else ''})"
         elif action == "delete":
-            archived = store.delete(name)
+            archived = store.delete(name, user_key=key)
             result["archived_to"] = str(archived) if archived is not None else None
         else:
             file_path = _req_str(args, "file_path")
             result["file_path"] = file_path
             if action == "write_file":
-                store.write_file(name, file_path, _req_str(args, "content", allow_empty=True))
+                content = _req_str(args, "content", allow_empty=True)
+                store.write_file(name, file_path, content, user_key=key)
             else:
-                store.remove_file(name, file_path)
+                store.remove_file(name, file_path, user_key=key)
             return f": {file_path}"
         return ""
+
+    def _check_quota(
+        self, action: str, name: str, args: Mapping[str, Any]
+    ) -> tuple[tuple[str, str], int] | None:
+        """The file and byte count a write would add; refused past this run's limits."""
+        if action not in _WRITES:
+            return None
+        path = _opt_str(args, "file_path") if action in ("patch", "write_file") else None
+        text = args.get("new_string" if action == "patch" else "content")
+        size = len(text.encode("utf-8", "surrogatepass")) if isinstance(text, str) else 0
+        file = (name, path or SKILL_FILE)
+        new_file = file not in self._written
+        if new_file and len(self._written) >= self._max_files:
+            raise SkillQuotaError(
+                f"this turn has already written {len(self._written)} skill files, the most one "
+                "turn may; finish in a later turn"
+            )
+        if self._bytes_written + size > self._max_bytes:
+            raise SkillQuotaError(
+                f"this write ({size:,} bytes) would take this turn past {self._max_bytes:,} "
+                f"bytes of skill content ({self._bytes_written:,} written); "
+                "write less, or finish in a later turn"
+            )
+        return file, size
 
     def _check_role(self, action: str, name: str) -> None:
         if self.role != "background":
@@ -256,8 +318,8 @@ class SkillsTools:
             "category": skill.category or GENERAL,
             "description": skill.description,
             "tags": list(skill.document.tags),
-            "owner": skill.owner,
-            "editable": skill.owner == "bot",
+            "owner": "shared" if skill.owner == "operator" else "this user",
+            "editable": skill.owner == "user",
         }
 
 

@@ -1,4 +1,4 @@
-"""`mnemo skills list | show | check` against real folders, and the bundled skills."""
+"""`mnemo skills list | show | check | promote` against real folders, and the bundled skills."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from gateway.cli import main
 from memory_core.skills.store import SkillsStore
 
 REPO = Path(__file__).resolve().parents[3]
+ADA = "telegram-1"
+BOB = "telegram-2"
 MNEMO = Path(sys.executable).parent / "mnemo"
 
 
@@ -45,13 +47,13 @@ def test_list_shows_name_category_owner_description(tmp_path: Path, home: Path) 
     put(root, "alpha")
     put(root, "deploy", "ops", skill_md("deploy", "Checks before a deploy. " * 10))
     store = SkillsStore(root, home / "skills-manifest.json")
-    store.create("bot-notes", skill_md("bot-notes", "Written by the bot."))
+    store.create("bot-notes", skill_md("bot-notes", "Written by the bot."), user_key=ADA)
     result = mnemo(root, home, "list")
     assert result.exit_code == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].split() == ["NAME", "CATEGORY", "OWNER", "DESCRIPTION"]
     assert lines[1].split()[:3] == ["alpha", "general", "operator"]
-    assert lines[2].split() == ["bot-notes", "general", "bot", "Written", "by", "the", "bot."]
+    assert lines[2].split() == ["bot-notes", "general", ADA, "Written", "by", "the", "bot."]
     assert lines[3].split()[:3] == ["deploy", "ops", "operator"] and lines[3].endswith("…")
     assert result.stderr == ""
 
@@ -135,3 +137,63 @@ def test_bundled_skills_pass_check_with_the_installed_command(tmp_path: Path) ->
     assert proc.stdout.startswith("OK: ") and proc.stderr == ""
     count = int(proc.stdout.split()[1])
     assert 2 <= count <= 3
+
+
+# ------------------------------------------------------------------- promote
+
+
+def test_promote_shares_a_persons_skill(tmp_path: Path, home: Path) -> None:
+    root = tmp_path / "skills"
+    put(root, "alpha")
+    store = SkillsStore(root, home / "skills-manifest.json")
+    store.create("deploy", skill_md("deploy", "Ada's deploy."), category="ops", user_key=ADA)
+    assert store.skills(BOB) == store.skills()  # not shared yet
+    shown = mnemo(root, home, "show", "deploy")
+    assert shown.exit_code == 0 and f"owner: {ADA}" in shown.stdout
+    result = mnemo(root, home, "promote", "deploy")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == (
+        f"Promoted 'deploy' (from {ADA}) to {root / 'ops' / 'deploy'}: shared with everyone, "
+        "read-only to the model.\n"
+    )
+    assert "Ada's deploy." in store.index_block(BOB)
+    listed = mnemo(root, home, "list").stdout.splitlines()
+    assert listed[2].split()[:3] == ["deploy", "ops", "operator"]
+    again = mnemo(root, home, "promote", "deploy")
+    assert again.exit_code == 1 and "nobody has a skill named 'deploy'" in again.stderr
+
+
+def test_promote_needs_user_when_several_people_have_the_name(tmp_path: Path, home: Path) -> None:
+    root = tmp_path / "skills"
+    root.mkdir()
+    store = SkillsStore(root, home / "skills-manifest.json")
+    store.create("deploy", skill_md("deploy", "Ada's."), user_key=ADA)
+    store.create("deploy", skill_md("deploy", "Bob's."), user_key=BOB)
+    shown = mnemo(root, home, "show", "deploy")
+    assert shown.exit_code == 1
+    assert shown.stderr == (
+        f"mnemo: 2 people have a skill named 'deploy' ({ADA}, {BOB}); pass --user KEY\n"
+    )
+    assert "Bob's." in mnemo(root, home, "show", "deploy", "--user", BOB).stdout
+    ambiguous = mnemo(root, home, "promote", "deploy")
+    assert ambiguous.exit_code == 1 and f"({ADA}, {BOB}); say whose" in ambiguous.stderr
+    assert not (root / "deploy").exists()
+    chosen = mnemo(root, home, "promote", "deploy", "--user", BOB)
+    assert chosen.exit_code == 0, chosen.stderr
+    assert "Bob's." in (root / "deploy" / "SKILL.md").read_text()
+    bad = mnemo(root, home, "promote", "deploy", "--user", "../../etc")
+    assert bad.exit_code == 1 and "invalid user key" in bad.stderr
+
+
+def test_check_covers_each_persons_skills(tmp_path: Path, home: Path) -> None:
+    root = tmp_path / "skills"
+    put(root, "one")
+    put(home / "skills-private" / ADA, "broken", text="no front matter")
+    (home / "skills-private" / "not a key").mkdir()
+    result = mnemo(root, home, "check")
+    assert result.exit_code == 1
+    assert result.stdout.splitlines() == [
+        f"{home / 'skills-private' / 'not a key'}: not a user key; ignored",
+        f"{home / 'skills-private' / ADA / 'broken' / 'SKILL.md'}: missing YAML front matter: "
+        "the file must start with a line '---'",
+    ]

@@ -1,4 +1,4 @@
-"""The skills manifest on its own: reading, writing, recording and ownership."""
+"""The skills manifest on its own: versions 1 and 2, promotions, and unowned skills."""
 
 from __future__ import annotations
 
@@ -10,27 +10,38 @@ import pytest
 from memory_core.errors import SkillManifestError
 from memory_core.skills.manifest import (
     MANIFEST_VERSION,
+    Manifest,
     is_bot_owned,
     locked,
     read_manifest,
-    record,
+    record_promotion,
     text_digest,
     write_manifest,
 )
 
 
-def test_a_missing_manifest_has_no_entries(tmp_path: Path) -> None:
-    assert read_manifest(tmp_path / "absent.json") == {}
+def test_a_missing_manifest_is_empty(tmp_path: Path) -> None:
+    assert read_manifest(tmp_path / "absent.json") == Manifest()
 
 
 def test_written_entries_read_back_sorted_with_the_version(tmp_path: Path) -> None:
     path = tmp_path / "manifest.json"
-    entries = {"zeta": {"path": "zeta", "sha256": "1"}, "alpha": {"path": "ops/alpha"}}
-    write_manifest(path, entries)
+    manifest = Manifest(
+        unowned={"zeta": {"path": "zeta", "sha256": "1"}, "alpha": {"path": "ops/alpha"}},
+        promoted={"deploy": {"path": "deploy", "from": "telegram-1"}},
+    )
+    write_manifest(path, manifest)
     data = json.loads(path.read_text(encoding="utf-8"))
-    assert data["version"] == MANIFEST_VERSION
-    assert list(data["skills"]) == ["alpha", "zeta"]
-    assert read_manifest(path) == entries
+    assert data["version"] == MANIFEST_VERSION == 2
+    assert list(data["unowned"]) == ["alpha", "zeta"]
+    assert read_manifest(path) == manifest
+
+
+def test_a_version_1_manifest_reads_as_unowned_skills(tmp_path: Path) -> None:
+    path = tmp_path / "manifest.json"
+    entry = {"path": "ops/notes", "sha256": text_digest("x"), "created_at": "2025-01-01T00:00:00Z"}
+    path.write_text(json.dumps({"version": 1, "skills": {"notes": entry}}), encoding="utf-8")
+    assert read_manifest(path) == Manifest(unowned={"notes": entry})
 
 
 @pytest.mark.parametrize(
@@ -39,6 +50,8 @@ def test_written_entries_read_back_sorted_with_the_version(tmp_path: Path) -> No
         ("{not json", "not valid JSON"),
         ('{"skills": []}', "unexpected shape"),
         ('{"skills": {"a": "b"}}', "unexpected shape"),
+        ('{"version": 2, "promoted": {"a": 1}}', "unexpected shape"),
+        ('{"version": 3, "unowned": {}}', "newer than this Mnemo"),
         ("[]", "unexpected shape"),
     ],
 )
@@ -49,14 +62,14 @@ def test_a_damaged_manifest_is_a_manifest_error(tmp_path: Path, content: str, pr
         read_manifest(path)
 
 
-def test_recording_again_keeps_the_creation_time() -> None:
-    entries: dict[str, dict[str, str]] = {}
-    record(entries, "notes", "notes", text_digest("v1"))
-    entries["notes"]["created_at"] = "2020-01-01T00:00:00Z"
-    record(entries, "notes", "ops/notes", text_digest("v2"))
-    assert entries["notes"]["created_at"] == "2020-01-01T00:00:00Z"
-    assert entries["notes"]["path"] == "ops/notes"
-    assert entries["notes"]["sha256"] == text_digest("v2")
+def test_a_promotion_is_recorded_and_ends_unowned() -> None:
+    manifest = Manifest(unowned={"notes": {"path": "notes", "sha256": "1"}})
+    record_promotion(manifest, "notes", "notes", None)
+    record_promotion(manifest, "deploy", "ops/deploy", "telegram-1")
+    assert manifest.unowned == {}
+    assert manifest.promoted["notes"]["from"] == ""
+    assert manifest.promoted["deploy"]["from"] == "telegram-1"
+    assert manifest.promoted["deploy"]["path"] == "ops/deploy"
 
 
 def test_a_skill_is_the_bots_only_while_path_and_digest_match() -> None:
@@ -69,8 +82,8 @@ def test_a_skill_is_the_bots_only_while_path_and_digest_match() -> None:
     assert not is_bot_owned({}, "ops/notes", digest)
 
 
-def test_locked_reads_the_entries_and_creates_the_folder(tmp_path: Path) -> None:
+def test_locked_creates_the_folder_and_the_lock_file(tmp_path: Path) -> None:
     path = tmp_path / "home" / "manifest.json"
-    with locked(path, timeout=1.0) as entries:
-        assert entries == {}
+    with locked(path, timeout=1.0):
         assert path.parent.is_dir()
+        assert (tmp_path / "home" / "manifest.json.lock").exists()
