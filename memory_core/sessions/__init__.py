@@ -16,6 +16,7 @@ from memory_core.errors import (
     SchemaVersionError,
     SessionConflictError,
     SessionNotFoundError,
+    SessionStoreBusyError,
     SessionStoreError,
 )
 from memory_core.sessions.connection import ConnectHook
@@ -43,6 +44,7 @@ from memory_core.sessions.query import STOPWORDS
 from memory_core.sessions.search import DEFAULT_RANKING, Ranking, search_sessions
 from memory_core.sessions.store import SessionStore
 from memory_core.sessions.time_phrases import TimeWindow, parse_time_phrase
+from memory_core.sessions.writer import Backoff, WritePolicy
 from memory_core.sessions.writes import DeleteResult
 
 __all__ = [
@@ -54,6 +56,7 @@ __all__ = [
     "MATCH_START",
     "STOPWORDS",
     "AppendResult",
+    "Backoff",
     "ChatType",
     "ConnectHook",
     "DeleteResult",
@@ -73,10 +76,12 @@ __all__ = [
     "SessionNotFoundError",
     "SessionOrigin",
     "SessionStore",
+    "SessionStoreBusyError",
     "SessionStoreError",
     "Snippet",
     "StoredMessage",
     "TimeWindow",
+    "WritePolicy",
     "parse_time_phrase",
     "parse_timestamp",
     "recall_scope",

@@ -4,7 +4,8 @@ Every connection runs in autocommit mode; writes open an explicit
 ``BEGIN IMMEDIATE`` so that the write lock is taken up front (no deadlock
 between two readers upgrading) and a busy database is waited for up to the
 busy timeout. The file is created with mode 0600: it holds private
-conversations.
+conversations. A write that still finds the database locked after the busy
+timeout raises `SessionStoreBusyError`, which the async store retries.
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from memory_core.errors import SessionStoreError
+from memory_core.errors import SessionStoreBusyError, SessionStoreError
 
-WRITE_BUSY_TIMEOUT = 30.0  # imports hold the write lock for a while; wait rather than fail
+WRITE_BUSY_TIMEOUT = 30.0  # the command line waits rather than fail
 READ_BUSY_TIMEOUT = 5.0
+_BUSY_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 ConnectHook = Callable[[sqlite3.Connection], None]
 
@@ -34,14 +36,20 @@ def create_database_file(path: Path) -> None:
 
 
 def connect(
-    path: Path, *, readonly: bool = False, on_connect: ConnectHook | None = None
+    path: Path,
+    *,
+    readonly: bool = False,
+    on_connect: ConnectHook | None = None,
+    busy_timeout: float | None = None,
 ) -> sqlite3.Connection:
     """A connection usable from any one thread at a time, in autocommit mode."""
+    if busy_timeout is None:
+        busy_timeout = READ_BUSY_TIMEOUT if readonly else WRITE_BUSY_TIMEOUT
     try:
         conn = sqlite3.connect(
             str(path),
             isolation_level=None,
-            timeout=READ_BUSY_TIMEOUT if readonly else WRITE_BUSY_TIMEOUT,
+            timeout=busy_timeout,
             check_same_thread=False,
         )
         conn.execute("PRAGMA foreign_keys = ON")
@@ -53,6 +61,23 @@ def connect(
     if on_connect is not None:
         on_connect(conn)
     return conn
+
+
+def set_busy_timeout(conn: sqlite3.Connection, seconds: float) -> None:
+    """How long one statement waits for a lock before SQLite reports the database busy."""
+    conn.execute(f"PRAGMA busy_timeout = {max(0, round(seconds * 1000))}")
+
+
+def is_busy(exc: BaseException) -> bool:
+    """True for errors that mean "locked by someone else, try again later"."""
+    if isinstance(exc, SessionStoreBusyError):
+        return True
+    if isinstance(exc, sqlite3.OperationalError):
+        code = getattr(exc, "sqlite_errorcode", None)
+        if code is not None:
+            return code & 0xFF in _BUSY_CODES
+        return "locked" in str(exc) or "busy" in str(exc)
+    return False
 
 
 def enable_wal(conn: sqlite3.Connection) -> None:
@@ -67,7 +92,9 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     try:
         conn.execute("BEGIN IMMEDIATE")
     except sqlite3.OperationalError as exc:
-        raise SessionStoreError(f"state.db is busy, try again later ({exc})") from None
+        if is_busy(exc):
+            raise SessionStoreBusyError(f"state.db is busy, try again later ({exc})") from None
+        raise SessionStoreError(f"cannot start a write on state.db ({exc})") from None
     try:
         yield conn
     except BaseException:

@@ -11,12 +11,20 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import IO
 
 from memory_core.errors import SessionStoreError
-from memory_core.sessions import jsonl as session_import
+from memory_core.sessions import importer as session_import
+from memory_core.sessions import jsonl
 from memory_core.sessions import reads as session_reads
 from memory_core.sessions import writes as session_writes
-from memory_core.sessions.connection import ConnectHook, connect, create_database_file, enable_wal
+from memory_core.sessions.connection import (
+    ConnectHook,
+    connect,
+    create_database_file,
+    enable_wal,
+    set_busy_timeout,
+)
 from memory_core.sessions.models import (
     DEFAULT_SEARCH_OPTIONS,
     AppendResult,
@@ -33,14 +41,22 @@ from memory_core.sessions.search import search_sessions
 from memory_core.sessions.writes import DeleteResult
 
 
-def open_writer(path: Path, on_connect: ConnectHook | None = None) -> sqlite3.Connection:
-    """Create the file if needed, switch to WAL, migrate, and return the writer connection."""
+def open_writer(
+    path: Path, on_connect: ConnectHook | None = None, busy_timeout: float | None = None
+) -> sqlite3.Connection:
+    """Create the file if needed, switch to WAL, migrate, and return the writer connection.
+
+    Opening waits up to `WRITE_BUSY_TIMEOUT` for the lock (a migration must
+    not fail on a passing import); later writes wait `busy_timeout` if given.
+    """
     create_database_file(path)
     conn = connect(path, on_connect=on_connect)
     try:
         conn.execute("PRAGMA secure_delete = ON")  # erased history is zeroed on disk
         enable_wal(conn)
         migrate(conn)
+        if busy_timeout is not None:
+            set_busy_timeout(conn, busy_timeout)
     except BaseException:
         conn.close()
         raise
@@ -112,13 +128,20 @@ class SessionDB:
         return session_writes.delete_user(self.conn, user_key, purge=purge)
 
     def import_lines(
-        self, lines: Iterable[bytes | str], *, progress: Callable[[int], None] | None = None
-    ) -> session_import.ImportResult:
-        return session_import.import_lines(self.conn, lines, progress=progress)
+        self,
+        lines: Iterable[bytes | str] | IO[bytes],
+        *,
+        progress: Callable[[int], None] | None = None,
+        chunk_rows: int = session_import.CHUNK_ROWS,
+    ) -> jsonl.ImportResult:
+        """Import JSON Lines all or nothing, in short transactions (see `importer`)."""
+        return session_import.import_lines(
+            self.conn, lines, progress=progress, chunk_rows=chunk_rows
+        )
 
     # reads
     def export_lines(self, user_key: str) -> Iterable[str]:
-        return session_import.export_lines(self.conn, user_key)
+        return jsonl.export_lines(self.conn, user_key)
 
     def search(
         self, query: str, scope: SearchScope, options: SearchOptions = DEFAULT_SEARCH_OPTIONS

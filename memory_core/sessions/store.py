@@ -2,14 +2,18 @@
 
 All blocking work runs off the event loop. Writes go through one dedicated
 writer thread that owns the only writing connection (so they are serialised
-in arrival order); reads run on a small pool of threads, each with its own
-read-only connection, so a slow search never blocks a write or the loop.
-WAL mode lets readers and the writer work at the same time.
+in arrival order); a write that finds state.db locked (an operator import)
+is kept and retried, never dropped, and its caller waits only up to the
+`WritePolicy`'s bound before `SessionStoreBusyError` (see `writer`); reads
+run on a small pool of threads, each with its own read-only connection, so
+a slow search never blocks a write or the loop. WAL mode lets readers and
+the writer work at the same time.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
 import threading
 import time
@@ -19,7 +23,7 @@ from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
-from memory_core.errors import SessionStoreError
+from memory_core.errors import SessionStoreBusyError, SessionStoreError
 from memory_core.sessions import reads as session_reads
 from memory_core.sessions import writes as session_writes
 from memory_core.sessions.connection import ConnectHook, connect
@@ -36,9 +40,11 @@ from memory_core.sessions.models import (
     StoredMessage,
 )
 from memory_core.sessions.search import search_sessions
+from memory_core.sessions.writer import DEFAULT_WRITE_POLICY, RetryingWriter, WritePolicy
 from memory_core.sessions.writes import DeleteResult
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 class SessionStore:
@@ -51,15 +57,16 @@ class SessionStore:
         readers: int = 2,
         clock: Callable[[], float] = time.time,
         on_connect: ConnectHook | None = None,
+        writes: WritePolicy = DEFAULT_WRITE_POLICY,
     ) -> None:
         """No I/O here; `open()` creates or migrates the database."""
         self.path = Path(path)
         self._readers = max(1, readers)
         self._clock = clock
         self._on_connect = on_connect
-        self._writer: ThreadPoolExecutor | None = None
+        self._writes = writes
+        self._writer: RetryingWriter | None = None
         self._reader_pool: ThreadPoolExecutor | None = None
-        self._write_conn: sqlite3.Connection | None = None
         self._local = threading.local()
         self._read_conns: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
@@ -68,13 +75,12 @@ class SessionStore:
         """Create the database if needed, switch to WAL and migrate it."""
         if self._writer is not None:
             return
-        writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mnemo-db-writer")
+        opener = partial(open_writer, self.path, self._on_connect, self._writes.busy_timeout)
+        writer = RetryingWriter(opener, self._writes.backoff)
         try:
-            self._write_conn = await asyncio.get_running_loop().run_in_executor(
-                writer, open_writer, self.path, self._on_connect
-            )
+            await asyncio.wrap_future(writer.start())
         except BaseException:
-            writer.shutdown(wait=True)
+            await asyncio.get_running_loop().run_in_executor(None, writer.close, 0.0)
             raise
         self._writer = writer
         self._reader_pool = ThreadPoolExecutor(
@@ -82,17 +88,22 @@ class SessionStore:
         )
 
     async def close(self) -> None:
-        """Finish queued work and close every connection."""
+        """Finish queued work and close every connection.
+
+        Queued writes get up to the policy's `flush_timeout` to be stored; what
+        is still queued then is lost, and logged as an error with its count.
+        """
         writer, readers = self._writer, self._reader_pool
         self._writer = self._reader_pool = None
         loop = asyncio.get_running_loop()
         if readers is not None:
             await loop.run_in_executor(None, partial(readers.shutdown, wait=True))
         if writer is not None:
-            if self._write_conn is not None:
-                await loop.run_in_executor(writer, self._write_conn.close)
-            await loop.run_in_executor(None, partial(writer.shutdown, wait=True))
-        self._write_conn = None
+            lost = await loop.run_in_executor(None, writer.close, self._writes.flush_timeout)
+            if lost:
+                log.error(
+                    "state.db stayed busy at shutdown: %d queued messages were not stored", lost
+                )
         with self._lock:
             for conn in self._read_conns:
                 conn.close()
@@ -106,11 +117,33 @@ class SessionStore:
         await self.close()
 
     # plumbing
-    async def _write(self, fn: Callable[..., T], *args: object, **kwargs: object) -> T:
-        if self._writer is None or self._write_conn is None:
+    async def _write(
+        self, fn: Callable[..., T], *args: object, count: int = 0, **kwargs: object
+    ) -> T:
+        """Queue a write; wait for it up to `wait_timeout` (it stays queued after that)."""
+        if self._writer is None:
             raise SessionStoreError("the session store is not open")
-        call = partial(fn, self._write_conn, *args, **kwargs)
-        return await asyncio.get_running_loop().run_in_executor(self._writer, call)
+
+        def job(conn: sqlite3.Connection) -> T:
+            return fn(conn, *args, **kwargs)
+
+        done = asyncio.wrap_future(self._writer.submit(job, messages=count))
+        try:
+            return await asyncio.wait_for(asyncio.shield(done), self._writes.wait_timeout)
+        except TimeoutError:
+            done.add_done_callback(_log_late_failure)
+            raise SessionStoreBusyError(
+                "state.db is busy (another process holds its write lock); "
+                "the write is kept and will be stored when it frees"
+            ) from None
+
+    async def flush(self, timeout: float) -> bool:
+        """Wait until every queued write is stored; False if `timeout` passed first."""
+        if self._writer is None:
+            return True
+        return await asyncio.get_running_loop().run_in_executor(
+            None, self._writer.wait_idle, timeout
+        )
 
     async def _read(self, fn: Callable[..., T], *args: object, **kwargs: object) -> T:
         if self._reader_pool is None:
@@ -130,13 +163,18 @@ class SessionStore:
     # writes
     async def append_message(self, *, origin: SessionOrigin, message: NewMessage) -> AppendResult:
         """Append one message to the open session of `origin`, creating it lazily."""
-        return await self._write(session_writes.append_messages, origin, [message])
+        return await self._write(session_writes.append_messages, origin, [message], count=1)
 
     async def append_messages(
         self, *, origin: SessionOrigin, messages: Sequence[NewMessage]
     ) -> AppendResult:
-        """Append a turn's messages in one transaction (idempotent per message)."""
-        return await self._write(session_writes.append_messages, origin, list(messages))
+        """Append a turn's messages in one transaction (idempotent per message).
+
+        If state.db stays locked past the wait bound this raises
+        `SessionStoreBusyError`, and the messages are still stored later, in order.
+        """
+        batch = list(messages)
+        return await self._write(session_writes.append_messages, origin, batch, count=len(batch))
 
     async def end_session(self, session_id: int, reason: str) -> None:
         await self._write(session_writes.end_session, session_id, reason, self._clock())
@@ -184,3 +222,9 @@ class SessionStore:
 
     async def list_sessions(self, scope: SearchScope, limit: int = 20) -> list[SessionInfo]:
         return await self._read(session_reads.list_sessions, scope, limit)
+
+
+def _log_late_failure(done: asyncio.Future[object]) -> None:
+    """A write whose caller stopped waiting failed later: nobody else will hear of it."""
+    if not done.cancelled() and (exc := done.exception()) is not None:
+        log.error("a queued write to state.db failed: %s", exc)

@@ -163,7 +163,7 @@ def write_big_file(path: Path, sessions: int, per_session: int) -> None:
         for s in range(sessions):
             for i in range(per_session):
                 text = " ".join(rng.choice(words) for _ in range(12))
-                out.write(line(session=f"s{s}", user=f"u{s % 50}", content=text,
+                out.write(line(session=f"s{s}", user=f"telegram-{s % 50}", content=text,
                                role="user" if i % 2 == 0 else "assistant",
                                timestamp=1_700_000_000 + s * 1000 + i) + "\n")  # fmt: skip
 
@@ -206,6 +206,12 @@ def test_sigkill_during_an_import_leaves_a_consistent_database(tmp_path: Path) -
 
 
 def assert_consistent(path: Path, sessions: int, per_session: int, complete: bool = False) -> None:
+    """Integrity, both indexes in sync, triggers in place, and no partial import visible.
+
+    A killed import may leave staged rows behind; they belong to sessions with a
+    staging user key, which no scope matches, so only the others are visible.
+    A complete import has deleted every staged row.
+    """
     if not path.exists():
         return
     conn = sqlite3.connect(path)
@@ -215,13 +221,20 @@ def assert_consistent(path: Path, sessions: int, per_session: int, complete: boo
             for index in ("messages_fts", "messages_trigram"):
                 conn.execute(f"INSERT INTO {index}({index}, rank) VALUES ('integrity-check', 1)")
             sizes = [
-                r[0] for r in conn.execute("SELECT count(*) FROM messages GROUP BY session_id")
+                r[0]
+                for r in conn.execute(
+                    "SELECT count(*) FROM messages m JOIN sessions s ON s.id = m.session_id "
+                    "WHERE s.user_key GLOB 'telegram-*' GROUP BY m.session_id"
+                )
             ]
             assert all(size == per_session for size in sizes), "a partial session"
             assert len(sizes) in ((sessions,) if complete else (0, sessions))
             triggers = {
                 r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='trigger'")
             }
-            assert "messages_ai" in triggers
+            assert {"messages_ai", "sessions_owner_fixed"} <= triggers
+            if complete:
+                total = conn.execute("SELECT count(*) FROM messages").fetchone()[0]
+                assert total == sessions * per_session, "staged rows were not cleaned up"
     finally:
         conn.close()
