@@ -1,10 +1,24 @@
 """Snippets: the text of a matching message, cut to a window, matches marked.
 
-Word matches come from FTS5's `highlight()` on the word index, so stemmed
-forms ("painted" for "paint") are marked as the index matched them;
-substring matches (CJK text, emoji) are found in Python.
+Word matches come from FTS5's `highlight()` with the word index's own
+tokenizer, so stemmed forms ("painted" for "paint") are marked as the index
+matched them; substring matches (CJK text, emoji) are found in Python.
 Overlapping spans are merged before the markers are inserted, so markers
 never nest.
+
+What one message may cost is bounded, however long it is or however often a
+word repeats in it (`highlight()` is quadratic in the number of matches):
+
+- at most `FETCH_BYTES` of a message are read;
+- `highlight()` only ever sees a window of `WINDOW_CHARS` characters, copied
+  into a private in-memory FTS5 table (the reader's connection is read-only);
+- in a longer message the window starts at the first match, looked for
+  piece by piece in the first `SCAN_CHARS` characters; past that, the
+  snippet shows the start of the message.
+
+NUL and the two sentinel characters are replaced by spaces (separators to
+the tokenizer, like NUL) in the copy `highlight()` sees, so they can neither
+cut its output short nor pass for a marker: spans stay where the words are.
 """
 
 from __future__ import annotations
@@ -15,11 +29,18 @@ from collections.abc import Sequence
 
 from memory_core.sessions.models import MATCH_END, MATCH_START
 from memory_core.sessions.query import QueryTerm, TermKind, word_index_expression
-from memory_core.sessions.schema import WORD_INDEX
 
 SNIPPET_CHARS = 320
+WINDOW_CHARS = 4096  # what highlight() sees of one message
+SCAN_CHARS = 1 << 20  # how far into a message the first match is looked for
+FETCH_BYTES = 4 << 20  # how much of a message is read at all
+WORD_TOKENIZER = "porter unicode61 remove_diacritics 2"  # the word index's (schema.py)
 _LEAD = 80  # characters shown before the first match
+_PIECE = WINDOW_CHARS - SNIPPET_CHARS  # a match in a piece leaves a snippet's width after it
+_OVERLAP = 64  # pieces overlap, so a phrase across two pieces is found
 _OPEN, _CLOSE = "\x01", "\x02"  # sentinels asked of highlight(), removed again below
+_SAFE = str.maketrans("\x00\x01\x02", "   ")
+_SEPARATOR = re.compile(r"\W")
 
 
 def highlighted_texts(
@@ -30,31 +51,103 @@ def highlighted_texts(
         return {}
     marks = ",".join("?" * len(message_ids))
     rows = conn.execute(
-        f"SELECT id, content, role FROM messages WHERE id IN ({marks})", tuple(message_ids)
+        "SELECT id, substr(CAST(content AS BLOB), 1, ?), length(CAST(content AS BLOB)) "
+        f"FROM messages WHERE id IN ({marks})",
+        (FETCH_BYTES, *message_ids),
     ).fetchall()
-    word_spans = _word_spans(conn, message_ids, terms)
     literals = [t.text for t in terms if t.kind is TermKind.LITERAL]
     out: dict[int, str] = {}
-    for message_id, content, _role in rows:
-        spans = list(word_spans.get(message_id, ()))
-        spans += _literal_spans(content, literals)
-        out[message_id] = render(content, spans)
+    with _Scratch(word_index_expression(terms)) as scratch:
+        for message_id, head, size in rows:
+            content = bytes(head).decode("utf-8", errors="ignore")
+            out[message_id] = message_snippet(scratch, content, literals, cut=size > len(head))
     return out
 
 
-def _word_spans(
-    conn: sqlite3.Connection, message_ids: Sequence[int], terms: Sequence[QueryTerm]
-) -> dict[int, list[tuple[int, int]]]:
-    expression = word_index_expression(terms)
-    if not expression:
-        return {}
-    marks = ",".join("?" * len(message_ids))
-    rows = conn.execute(
-        f"SELECT rowid, highlight({WORD_INDEX}, 0, ?, ?) FROM {WORD_INDEX} "
-        f"WHERE {WORD_INDEX} MATCH ? AND rowid IN ({marks})",
-        (_OPEN, _CLOSE, expression, *message_ids),
-    )
-    return {rowid: _sentinel_spans(text or "") for rowid, text in rows}
+class _Scratch:
+    """A private in-memory FTS5 table with the word index's tokenizer."""
+
+    def __init__(self, expression: str) -> None:
+        self.expression = expression
+        self._conn = sqlite3.connect(":memory:", isolation_level=None)
+        self._conn.execute(
+            f"CREATE VIRTUAL TABLE t USING fts5(content, tokenize='{WORD_TOKENIZER}')"
+        )
+        self._rowid = 0
+
+    def __enter__(self) -> _Scratch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._conn.close()
+
+    def _add(self, text: str) -> int:
+        self._rowid += 1
+        self._conn.execute(
+            "INSERT INTO t(rowid, content) VALUES (?, ?)", (self._rowid, text.translate(_SAFE))
+        )
+        return self._rowid
+
+    def matches(self, text: str) -> bool:
+        """Whether the query's words occur in `text`."""
+        rowid = self._add(text)
+        row = self._conn.execute(
+            "SELECT 1 FROM t WHERE t MATCH ? AND rowid = ?", (self.expression, rowid)
+        )
+        return row.fetchone() is not None
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """Where in `text` the query's words occur, as `highlight()` marks them."""
+        rowid = self._add(text)
+        row = self._conn.execute(
+            "SELECT highlight(t, 0, ?, ?) FROM t WHERE t MATCH ? AND rowid = ?",
+            (_OPEN, _CLOSE, self.expression, rowid),
+        ).fetchone()
+        return [] if row is None else _sentinel_spans(row[0] or "")
+
+
+def message_snippet(
+    scratch: _Scratch, content: str, literals: Sequence[str], *, cut: bool = False
+) -> str:
+    """The marked snippet of one message; `cut` when `content` is only its beginning."""
+    start = _window_start(scratch, content, literals)
+    window = content[start : start + WINDOW_CHARS]
+    spans = scratch.spans(window) if scratch.expression else []
+    spans += _literal_spans(window, literals)
+    return render(content, [(a + start, b + start) for a, b in spans], cut=cut)
+
+
+def _window_start(scratch: _Scratch, content: str, literals: Sequence[str]) -> int:
+    """Where the highlighted window of `content` begins: at its first match, roughly."""
+    if len(content) <= WINDOW_CHARS:
+        return 0
+    limit = min(len(content), SCAN_CHARS)
+    first_literal = _first_literal(content[:limit], literals)
+    if first_literal is not None:
+        limit = first_literal
+    if scratch.expression:
+        for start in range(0, limit, _PIECE):
+            piece_start = _boundary(content, start)
+            if scratch.matches(
+                content[piece_start : _boundary(content, start + _PIECE + _OVERLAP)]
+            ):
+                return piece_start
+    if first_literal is not None:
+        return _boundary(content, max(0, first_literal - 2 * _LEAD))
+    return 0
+
+
+def _boundary(content: str, position: int) -> int:
+    """`position`, moved just past a nearby separator so that no word is cut in two."""
+    if position <= 0 or position >= len(content):
+        return max(0, min(position, len(content)))
+    found = _SEPARATOR.search(content, position - 1, position + _OVERLAP)
+    return found.end() if found else position
+
+
+def _first_literal(content: str, literals: Sequence[str]) -> int | None:
+    found = [m.start() for t in literals if (m := re.search(re.escape(t), content, re.I))]
+    return min(found, default=None)
 
 
 def _sentinel_spans(text: str) -> list[tuple[int, int]]:
@@ -91,8 +184,17 @@ def merge_spans(spans: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
     return merged
 
 
-def render(content: str, spans: Sequence[tuple[int, int]], width: int = SNIPPET_CHARS) -> str:
-    """Cut `content` to about `width` characters around the first match, marking matches."""
+def render(
+    content: str,
+    spans: Sequence[tuple[int, int]],
+    width: int = SNIPPET_CHARS,
+    *,
+    cut: bool = False,
+) -> str:
+    """Cut `content` to about `width` characters around the first match, marking matches.
+
+    `cut` says that the message goes on after `content` (it ends in "…").
+    """
     spans = merge_spans(spans)
     begin = 0
     if len(content) > width and spans:
@@ -107,6 +209,6 @@ def render(content: str, spans: Sequence[tuple[int, int]], width: int = SNIPPET_
         parts += [content[cursor:start], MATCH_START, content[start:stop], MATCH_END]
         cursor = stop
     parts.append(content[cursor:end])
-    if end < len(content):
+    if end < len(content) or cut:
         parts.append("…")
     return "".join(parts)
