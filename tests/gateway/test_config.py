@@ -183,8 +183,9 @@ def test_a_file_over_the_size_cap_is_refused_unread(tmp_path: Path) -> None:
         ("llm: " + "[" * 5000 + "]" * 5000 + "\n", "nesting deeper than"),
         ("a: " + "{a: " * 5000 + "1" + "}" * 5000 + "\n", "nesting deeper than"),
         ("llm: {timeout: " + "9" * 10000 + "}\n", "cannot read a value"),
+        ("llm: {model: [" + "1," * 6000 + "]}\n", "line 1: more than 5000 keys and values"),
     ],
-    ids=["deep-lists", "deep-maps", "huge-int"],
+    ids=["deep-lists", "deep-maps", "huge-int", "many-values"],
 )
 def test_pathological_yaml_is_one_line(tmp_path: Path, text: str, expected: str) -> None:
     assert expected in one_line_error(write(tmp_path, text))
@@ -193,7 +194,7 @@ def test_pathological_yaml_is_one_line(tmp_path: Path, text: str, expected: str)
 @pytest.mark.parametrize(
     "text",
     [
-        "llm: {model: [" + ", ".join(["'xxxxxxxxxx'"] * 5000) + "]}\n",
+        "llm: {model: [" + ", ".join(["'xxxxxxxxxx'"] * 2000) + "]}\n",
         "llm: {timeout: '" + "y" * 100_000 + "'}\n",
         "telegram:\n  allowed_users:\n    ? " + "z" * 5000 + "\n    : 1\n",
     ],
