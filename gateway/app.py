@@ -85,6 +85,7 @@ async def open_services(config: Config) -> AsyncIterator[Services]:
         api_key=config.llm.api_key,
         model=config.llm.model,
         timeout=config.llm.timeout,
+        stall_timeout=config.llm.stall_timeout,
     )
     try:
         yield Services(

@@ -82,6 +82,7 @@ class LLMConfig(_Section):
     base_url: HttpUrl = "https://api.openai.com/v1"
     model: str = "gpt-4o-mini"
     timeout: float = Field(default=60.0, gt=0)
+    stall_timeout: float = Field(default=30.0, gt=0)  # silence that counts as a stalled reply
     max_concurrency: int = Field(default=4, ge=1)
     api_key: str | None = Field(default=None, exclude=True)  # from OPENAI_API_KEY only
 

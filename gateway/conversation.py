@@ -24,10 +24,16 @@ from typing import Any
 from gateway.agent.model_client import ModelClient
 from gateway.agent.prompt import build_system_prompt
 from gateway.agent.tools import build_tools
-from gateway.agent.turn import Agent, TurnMessage
+from gateway.agent.turn import (
+    MESSAGE_TOO_LONG_NOTE,
+    TOO_LONG_NOTE,
+    Agent,
+    TurnMessage,
+    fault_notice,
+)
 from gateway.commands import CommandCall, CommandContext, CommandRegistry, parse_command
 from gateway.config import Config
-from gateway.errors import ModelError
+from gateway.errors import ModelError, RequestTooLargeError
 from gateway.messages import InboundMessage, ReplySink
 from memory_core import (
     FileMemoryStore,
@@ -87,9 +93,9 @@ class Conversations:
                     await self._command(key, message, call, sink)
                 else:
                     await self._turn(key, message, sink)
-            except ModelError as exc:
-                log.warning("model error in session %s: %s", key, exc)
-                await sink.write(f"(the model is not answering right now: {exc})")
+            except ModelError as exc:  # upstream detail to the log, a short line to the person
+                log.warning("model error in session %s: %s: %s", key, type(exc).__name__, exc)
+                await sink.write(fault_notice(exc))
             except Exception:  # the top of a turn: log it, tell the person, keep serving
                 log.exception("turn failed in session %s", key)
                 await sink.write("(something went wrong on my side; please try again)")
@@ -155,9 +161,27 @@ class Conversations:
         if steps:  # tool steps already taken are kept even when a later model call failed
             await self._s.sessions.append_messages(origin=origin, messages=steps)
         if result.error is not None:
-            raise result.error
+            grown = len(history) + len(result.messages) > 1
+            await self._model_fault(key, result.error, result.truncated, grown, sink)
+            return
         session.manager.sync_all(message.text, result.reply)
         session.manager.queue_prefetch_all(message.text)
+
+    async def _model_fault(
+        self, key: str, error: ModelError, told: bool, grown: bool, sink: ReplySink
+    ) -> None:
+        """A model call of the turn failed: the detail to the log, one short line to the person.
+
+        A request too long for the model would fail again on every later turn, so
+        its session ends (reason ``too_long``) and the next message starts afresh;
+        `grown` says whether more than the person's message was sent.
+        """
+        log.warning("model error in session %s: %s: %s", key, type(error).__name__, error)
+        if isinstance(error, RequestTooLargeError):
+            await self._end(key, "too_long")
+            await sink.write(TOO_LONG_NOTE if grown else MESSAGE_TOO_LONG_NOTE)
+        elif not told:  # a reply cut off after some text was shown already carries its note
+            await sink.write(fault_notice(error))
 
     async def _session(self, key: str, message: InboundMessage, session_id: int) -> _Session:
         current = self._open.get(key)

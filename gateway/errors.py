@@ -4,6 +4,10 @@ GatewayError
  ├── ConfigError            configuration file or environment is invalid
  ├── NotAvailableError      a command whose feature is not built yet
  ├── ModelError             the model endpoint failed (status, retry_after)
+ │    ├── ModelStalledError     no data from the model for `llm.stall_timeout` seconds
+ │    ├── ModelCutOffError      the reply stream broke off before it was finished
+ │    ├── ModelAuthError        the endpoint rejected our credentials (HTTP 401/403)
+ │    └── RequestTooLargeError  the endpoint refused the request as too long
  └── RateLimitedError       a platform asked us to wait `retry_after` seconds
 """
 
@@ -31,6 +35,22 @@ class ModelError(GatewayError):
         super().__init__(message)
         self.status = status
         self.retry_after = retry_after
+
+
+class ModelStalledError(ModelError):
+    """The model sent nothing (no headers, or no next chunk) for the stall timeout."""
+
+
+class ModelCutOffError(ModelError):
+    """The reply stream ended or broke before the model finished its reply."""
+
+
+class ModelAuthError(ModelError):
+    """The endpoint refused our API key (HTTP 401 or 403); only the operator can fix it."""
+
+
+class RequestTooLargeError(ModelError):
+    """The endpoint refused the request as larger than the model's context (400 or 413)."""
 
 
 class RateLimitedError(GatewayError):

@@ -6,13 +6,25 @@ Everything else in the gateway reaches the model through `ModelClient`, so the
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import openai
 
-from gateway.errors import ModelError
+from gateway.errors import (
+    ModelAuthError,
+    ModelCutOffError,
+    ModelError,
+    ModelStalledError,
+    RequestTooLargeError,
+)
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -52,7 +64,15 @@ class PingResult:
 
 
 class ModelClient:
-    """A thin wrapper around `openai.AsyncOpenAI` for one endpoint."""
+    """A thin wrapper around `openai.AsyncOpenAI` for one endpoint.
+
+    Retries are ours, not the `openai` client's (whose own are off), so that
+    they are bounded in count (`max_retries`) and in time: a retry is made only
+    when it could wait its whole stall window and still start within `timeout`
+    seconds of the call. A reply that goes silent for `stall_timeout` seconds
+    (no headers, or no next chunk) is abandoned. Nothing is retried once text
+    has been passed on, since the person would see it twice.
+    """
 
     def __init__(
         self,
@@ -61,14 +81,18 @@ class ModelClient:
         model: str,
         timeout: float,
         max_retries: int = 2,
+        stall_timeout: float = 30.0,
     ) -> None:
         self.model = model
+        self._timeout = timeout
+        self._stall_timeout = stall_timeout
+        self._max_retries = max_retries
         self._client = openai.AsyncOpenAI(
             base_url=base_url,
             # Local servers often need no key; the client insists on a value.
             api_key=api_key or "not-set",
             timeout=timeout,
-            max_retries=max_retries,
+            max_retries=0,
         )
 
     async def ping(self) -> PingResult:
@@ -100,8 +124,10 @@ class ModelClient:
     ) -> Completion:
         """Stream one reply, passing each text delta to `on_text`, and return it whole.
 
-        Tool-call deltas are accumulated by index. A stream that ends without a
-        `finish_reason` was cut off: that raises `ModelError`, like any API error.
+        Tool-call deltas are accumulated by index. Failures raise `ModelError`
+        or one of its subclasses: `ModelStalledError`, `ModelCutOffError` (the
+        stream ended without a `finish_reason`, or broke), `ModelAuthError`,
+        `RequestTooLargeError`. The message holds the upstream detail, for the log.
         """
         kwargs: dict[str, Any] = {
             "model": self.model,
@@ -111,24 +137,56 @@ class ModelClient:
         }
         if tools:
             kwargs["tools"] = list(tools)
+        started = time.monotonic()
+        attempt = 0
+        while True:
+            passed = _Passed(on_text)
+            try:
+                return await self._attempt(kwargs, passed)
+            except ModelError as exc:
+                delay = self._retry_delay(exc, attempt, passed.any, time.monotonic() - started)
+                if delay is None:
+                    raise
+                log.info("model call failed (%s); retry %d in %.1f s", exc, attempt + 1, delay)
+            await asyncio.sleep(delay)
+            attempt += 1
+
+    async def _attempt(self, kwargs: dict[str, Any], passed: _Passed) -> Completion:
+        """One request: give up when the endpoint is silent for the stall timeout."""
         acc = _StreamAccumulator()
         try:
-            stream = await self._client.chat.completions.create(**kwargs)
-            async for chunk in stream:
-                piece = acc.add(chunk)
-                if piece and on_text is not None:
-                    await on_text(piece)
-        except openai.APIStatusError as exc:
-            raise ModelError(
-                f"model API error: HTTP {exc.status_code}: {exc.message}",
-                status=exc.status_code,
-                retry_after=_retry_after(exc),
-            ) from exc
-        except openai.APITimeoutError as exc:
-            raise ModelError("model API timed out") from exc
-        except openai.APIConnectionError as exc:
-            raise ModelError(f"model API unreachable: {exc.__cause__ or exc}") from exc
+            stream = await self._unless_stalled(self._client.chat.completions.create(**kwargs))
+            async with stream:
+                chunks = aiter(stream)
+                while (chunk := await self._unless_stalled(anext(chunks, None))) is not None:
+                    acc.started = True
+                    piece = acc.add(chunk)
+                    if piece:
+                        await passed(piece)  # the sink's own time is not the model's silence
+        except openai.APIError as exc:
+            raise _model_error(exc, acc.started, self._timeout) from exc
         return acc.result()
+
+    async def _unless_stalled(self, step: Awaitable[T]) -> T:
+        """Await `step`, abandoning it after `stall_timeout` seconds of silence."""
+        try:
+            async with asyncio.timeout(self._stall_timeout):
+                return await step
+        except TimeoutError as exc:
+            raise ModelStalledError(
+                f"no answer from the model for {self._stall_timeout:g} s (stalled)"
+            ) from exc
+
+    def _retry_delay(
+        self, exc: ModelError, attempt: int, passed_text: bool, elapsed: float
+    ) -> float | None:
+        """Seconds to wait before trying again, or None when this failure is final."""
+        if passed_text or attempt >= self._max_retries or not _retryable(exc):
+            return None
+        delay = exc.retry_after if exc.retry_after is not None else min(0.5 * 2**attempt, 8.0)
+        if elapsed + delay + self._stall_timeout > self._timeout:
+            return None  # the retry could not run its course inside the budget
+        return delay
 
     async def close(self) -> None:
         await self._client.close()
@@ -138,6 +196,7 @@ class _StreamAccumulator:
     """Builds a `Completion` from streamed chunks."""
 
     def __init__(self) -> None:
+        self.started = False  # a chunk arrived: a later failure cut the reply off
         self.text: list[str] = []
         self.calls: dict[int, dict[str, str]] = {}
         self.finish_reason: str | None = None
@@ -166,7 +225,7 @@ class _StreamAccumulator:
 
     def result(self) -> Completion:
         if self.finish_reason is None:
-            raise ModelError("model stream ended without a finish_reason (truncated reply)")
+            raise ModelCutOffError("model stream ended without a finish_reason (truncated reply)")
         calls = tuple(
             ToolCallRequest(id=c["id"] or f"call_{i}", name=c["name"], arguments=c["arguments"])
             for i, c in sorted(self.calls.items())
@@ -180,9 +239,77 @@ class _StreamAccumulator:
         )
 
 
+class _Passed:
+    """Passes text on to the caller's sink and remembers whether any went."""
+
+    def __init__(self, sink: TextSink | None) -> None:
+        self._sink = sink
+        self.any = False
+
+    async def __call__(self, piece: str) -> None:
+        self.any = True
+        if self._sink is not None:
+            await self._sink(piece)
+
+
+# Phrases that OpenAI-compatible servers use when the prompt exceeds the context.
+_TOO_LONG_PHRASES = (
+    "context_length_exceeded",
+    "maximum context length",
+    "context length",
+    "context window",
+    "prompt is too long",
+    "too many tokens",
+)
+
+
+def _model_error(exc: openai.APIError, started: bool, timeout: float) -> ModelError:
+    """Our error for an `openai` one; the message keeps the upstream detail for the log."""
+    if isinstance(exc, openai.APIStatusError):
+        status = exc.status_code
+        detail = f"model API error: HTTP {status}: {exc.message}"
+        if status in (401, 403):
+            return ModelAuthError(detail, status=status)
+        if status == 413 or (status == 400 and _says_too_long(exc)):
+            return RequestTooLargeError(detail, status=status)
+        return ModelError(detail, status=status, retry_after=_retry_after(exc))
+    if isinstance(exc, openai.APITimeoutError):
+        return ModelStalledError(f"no answer from the model for {timeout:g} s (timed out)")
+    if isinstance(exc, openai.APIConnectionError):
+        cause = exc.__cause__ or exc
+        if started:
+            return ModelCutOffError(f"model stream broke off: {cause}")
+        return ModelError(f"model API unreachable: {cause}")
+    # An error event inside the stream.
+    where = "mid-stream" if started else "before the reply"
+    return (ModelCutOffError if started else ModelError)(f"model API error {where}: {exc.message}")
+
+
+def _says_too_long(exc: openai.APIStatusError) -> bool:
+    text = f"{exc.code or ''} {exc.message}".lower()
+    return any(phrase in text for phrase in _TOO_LONG_PHRASES)
+
+
+def _retryable(exc: ModelError) -> bool:
+    """Worth another try: silence, a broken stream, no connection, 408/409/429/5xx."""
+    if isinstance(exc, ModelAuthError | RequestTooLargeError):
+        return False
+    if exc.status is None:
+        return True
+    return exc.status in (408, 409, 429) or exc.status >= 500
+
+
 def _retry_after(exc: openai.APIStatusError) -> float | None:
-    header = exc.response.headers.get("retry-after") if exc.response is not None else None
-    try:
-        return float(header) if header is not None else None
-    except ValueError:
-        return None
+    """The server's retry-after-ms or retry-after (in seconds; an HTTP date is ignored)."""
+    headers = exc.response.headers if exc.response is not None else {}
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) * scale
+        except ValueError:
+            continue
+        if seconds >= 0:
+            return seconds
+    return None

@@ -7,6 +7,11 @@ message for this request only), streams the model's reply through the
 and returns a `TurnResult`: every message of the turn, in order, for the
 caller to store. A model failure part-way ends the turn early with the
 failure recorded, so the steps already taken are still returned.
+
+The person never sees a blank reply or upstream error text: an empty or
+filtered reply, or one cut off after some text was shown, gets a short note
+(the `*_NOTE` lines), and what was shown, note included, is what is stored.
+`fault_notice` gives the one line for a failure that showed nothing.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from typing import Any, Literal
 
 from gateway.agent.model_client import Completion, ModelClient, TextSink, ToolCallRequest
 from gateway.agent.tools import Tool
-from gateway.errors import ModelError
+from gateway.errors import ModelAuthError, ModelError, RequestTooLargeError
 from memory_core import (
     StreamingContextScrubber,
     append_memory_context,
@@ -30,6 +35,32 @@ from memory_core import (
 log = logging.getLogger(__name__)
 
 STEP_LIMIT_NOTE = "(stopped: too many tool steps in one turn)"
+CUT_NOTE = "(the reply was cut off; please ask again)"
+EMPTY_NOTE = "(the model returned an empty reply)"
+FILTERED_NOTE = "(the model's provider filtered this reply)"
+LENGTH_NOTE = "(the reply reached the model's length limit)"
+NOT_ANSWERING_NOTE = "(the model is not answering right now; please try again in a moment)"
+BUSY_NOTE = "(the model service is busy right now; please try again in a moment)"
+CREDENTIALS_NOTE = "(the model service rejected our credentials; the operator has been told)"
+REFUSED_NOTE = "(the model service refused this request; the operator can see why in the log)"
+TOO_LONG_NOTE = (
+    "(this conversation has grown too long for the model, so I started a fresh one — "
+    "I still remember you; please send that again)"
+)
+MESSAGE_TOO_LONG_NOTE = "(that message is too long for the model; please send a shorter one)"
+
+
+def fault_notice(error: ModelError) -> str:
+    """The short line a person sees for a failed model call; the detail is for the log."""
+    if isinstance(error, ModelAuthError):
+        return CREDENTIALS_NOTE
+    if isinstance(error, RequestTooLargeError):
+        return TOO_LONG_NOTE
+    if error.status == 429:
+        return BUSY_NOTE
+    if error.status is not None and 400 <= error.status < 500 and error.status not in (408, 409):
+        return REFUSED_NOTE
+    return NOT_ANSWERING_NOTE
 
 
 @dataclass(frozen=True)
@@ -94,11 +125,12 @@ class Agent:
         ]
         schemas = [tool.schema for tool in self._tools.values()]
         for _ in range(self._max_steps):
+            shown = _Shown(on_text)
             try:
-                completion = await self._complete(sent, schemas, on_text)
+                completion = await self._complete(sent, schemas, shown)
             except ModelError as exc:
-                return TurnResult(reply="", messages=tuple(done), error=exc)
-            assistant = _assistant_message(completion)
+                return await _failed(done, shown, exc)
+            assistant = await _assistant_message(completion, shown)
             done.append(assistant)
             sent.append(assistant.as_request())
             if not completion.tool_calls:
@@ -124,11 +156,12 @@ class Agent:
             if safe:
                 await on_text(safe)
 
-        completion = await self._model.stream_chat(messages, schemas, on_text=scrubbed)
-        tail = scrubber.flush()
-        if tail:
-            await on_text(tail)
-        return completion
+        try:
+            return await self._model.stream_chat(messages, schemas, on_text=scrubbed)
+        finally:  # a cut reply too: release held text (an open recall span is dropped)
+            tail = scrubber.flush()
+            if tail:
+                await on_text(tail)
 
     async def _run_tool(self, name: str, raw_arguments: str) -> str:
         tool = self._tools.get(name)
@@ -145,8 +178,50 @@ class Agent:
             return json.dumps({"success": False, "error": f"tool {name} failed: {exc}"})
 
 
-def _assistant_message(completion: Completion) -> TurnMessage:
-    # What the person saw: the model's echo of a recall block is never stored either.
-    return TurnMessage(
-        "assistant", scrub_context(completion.text) or None, tool_calls=completion.tool_calls
-    )
+class _Shown:
+    """The text sink of one model call, keeping what the person was shown."""
+
+    def __init__(self, sink: TextSink) -> None:
+        self._sink = sink
+        self._pieces: list[str] = []
+
+    @property
+    def text(self) -> str:
+        return "".join(self._pieces)
+
+    async def __call__(self, piece: str) -> None:
+        self._pieces.append(piece)
+        await self._sink(piece)
+
+    async def add_note(self, note: str) -> str:
+        """Show `note` after what was shown (on its own line); return the whole."""
+        await self(f"\n{note}" if self._pieces else note)
+        return self.text
+
+
+async def _failed(done: list[TurnMessage], shown: _Shown, error: ModelError) -> TurnResult:
+    """End the turn on a failed model call; text already shown is kept, with a note."""
+    if not shown.text.strip():
+        return TurnResult(reply="", messages=tuple(done), error=error)
+    content = await shown.add_note(CUT_NOTE)
+    done.append(TurnMessage("assistant", content))
+    return TurnResult(reply=content, messages=tuple(done), truncated=True, error=error)
+
+
+async def _assistant_message(completion: Completion, shown: _Shown) -> TurnMessage:
+    """The model's message as the person saw it, with a note where the reply fell short."""
+    # The model's echo of a recall block is never shown, so never stored either.
+    content = scrub_context(completion.text) or None
+    note = None
+    if completion.finish_reason == "content_filter":
+        note = FILTERED_NOTE
+    elif completion.tool_calls:
+        pass  # text or not, the turn goes on with the tools
+    elif completion.finish_reason == "length":
+        note = LENGTH_NOTE
+    elif not (content or "").strip():
+        note = EMPTY_NOTE
+    if note is not None:
+        log.warning("model reply noted: %s (finish_reason %s)", note, completion.finish_reason)
+        content = await shown.add_note(note)
+    return TurnMessage("assistant", content, tool_calls=completion.tool_calls)

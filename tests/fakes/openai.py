@@ -48,16 +48,23 @@ class Fault:
     headers: dict[str, str] = field(default_factory=dict)
     after: int | None = None  # stall/cut: SSE events sent first (None: stall before headers)
     hard: bool = False  # cut: drop the socket instead of ending the body cleanly
+    message: str | None = None  # http: the body's error message (default "fake fault N")
+    code: str | None = None  # http: the body's error code
 
     @classmethod
     def http(
-        cls, status: int, retry_after: float | None = None, retry_after_ms: int | None = None
+        cls,
+        status: int,
+        retry_after: float | None = None,
+        retry_after_ms: int | None = None,
+        message: str | None = None,
+        code: str | None = None,
     ) -> Fault:
         """An HTTP error with an OpenAI-shaped body and optional retry headers."""
         headers = {} if retry_after is None else {"retry-after": str(retry_after)}
         if retry_after_ms is not None:
             headers["retry-after-ms"] = str(retry_after_ms)
-        return cls("http", status=status, headers=headers)
+        return cls("http", status=status, headers=headers, message=message, code=code)
 
     @classmethod
     def stall(cls, after: int | None = None) -> Fault:
@@ -212,7 +219,8 @@ class FakeOpenAI(FakeServer):
         if self.api_key is not None and headers.get("authorization") != f"Bearer {self.api_key}":
             return _error(401, "Incorrect API key provided", code="invalid_api_key")
         if fault is not None and fault.kind == "http":
-            return _error(fault.status, f"fake fault {fault.status}", fault.headers)
+            message = fault.message or f"fake fault {fault.status}"
+            return _error(fault.status, message, fault.headers, code=fault.code)
         if fault is not None and fault.kind == "stall" and fault.after is None:
             await self._hold(request)
         return None

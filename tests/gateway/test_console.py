@@ -108,8 +108,11 @@ def test_recall_reaches_the_model_but_is_not_stored(fake: FakeOpenAI, tmp_path: 
 
 def test_model_failure_is_reported_and_the_message_kept(fake: FakeOpenAI, tmp_path: Path) -> None:
     fake.fail_next(Fault.http(500))
+    fake.fail_next(Fault.http(500))
+    fake.fail_next(Fault.http(502))  # three tries: the first and two retries
     out = chat(config_for(fake, tmp_path / "data"), "are you there?")
-    assert "the model is not answering right now" in out
+    assert "(the model is not answering right now; please try again in a moment)" in out
+    assert "HTTP" not in out and "fake fault" not in out
     assert stored(tmp_path / "data") == [("user", "are you there?")]
 
 
@@ -148,8 +151,9 @@ def test_tool_steps_are_kept_when_the_next_model_call_fails(
     fake: FakeOpenAI, tmp_path: Path
 ) -> None:
     fake.call_tools(ToolCall("memory", {"target": "user", "action": "add", "content": "Likes tea"}))
-    fake.say("never sent", fault=Fault.cut(after=2))
+    fake.say("never finished", fault=Fault.cut(after=2))  # the role delta, then "neve"
     out = chat(config_for(fake, tmp_path / "data"), "I like tea")
-    assert "the model is not answering right now" in out
-    roles = [role for role, _ in stored(tmp_path / "data")]
-    assert roles == ["user", "assistant", "tool"]
+    assert "neve\n(the reply was cut off; please ask again)" in out
+    messages = stored(tmp_path / "data")
+    assert [role for role, _ in messages] == ["user", "assistant", "tool", "assistant"]
+    assert messages[-1][1] == "neve\n(the reply was cut off; please ask again)"

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 
 import pytest
 
 from gateway.agent.model_client import ModelClient
-from gateway.errors import ModelError
+from gateway.errors import (
+    ModelAuthError,
+    ModelCutOffError,
+    ModelError,
+    ModelStalledError,
+    RequestTooLargeError,
+)
 from memory_core import decode_arguments
 from tests.fakes.openai import FakeOpenAI, Fault, ToolCall
 
@@ -74,7 +81,7 @@ async def test_malformed_tool_arguments_are_kept_raw(fake: FakeOpenAI) -> None:
 async def test_cut_stream_is_a_truncation_error(fake: FakeOpenAI) -> None:
     fake.say("this reply never finishes", fault=Fault.cut(after=3))
     model = client(fake)
-    with pytest.raises(ModelError, match="without a finish_reason"):
+    with pytest.raises(ModelCutOffError, match="without a finish_reason"):
         await model.stream_chat(MESSAGES)
     await model.close()
 
@@ -91,6 +98,169 @@ async def test_rate_limit_carries_retry_after(fake: FakeOpenAI) -> None:
 async def test_stalled_endpoint_times_out(fake: FakeOpenAI) -> None:
     fake.say("late", fault=Fault.stall())
     model = client(fake, timeout=0.3)
-    with pytest.raises(ModelError, match="timed out"):
+    with pytest.raises(ModelStalledError, match="no answer"):
         await model.stream_chat(MESSAGES)
     await model.close()
+
+
+def resilient(
+    fake: FakeOpenAI, stall: float = 0.3, timeout: float = 5.0, retries: int = 2
+) -> ModelClient:
+    return ModelClient(
+        fake.url + "/v1",
+        "sk-test",
+        "gpt-4o-mini",
+        timeout,
+        max_retries=retries,
+        stall_timeout=stall,
+    )
+
+
+class Shown:
+    def __init__(self) -> None:
+        self.pieces: list[str] = []
+
+    async def __call__(self, piece: str) -> None:
+        self.pieces.append(piece)
+
+
+async def test_a_stall_mid_stream_fails_within_the_stall_timeout_without_a_retry(
+    fake: FakeOpenAI,
+) -> None:
+    fake.say("abcdefghij", fault=Fault.stall(after=3))
+    model = resilient(fake, stall=0.3, timeout=5.0)
+    shown = Shown()
+    started = time.monotonic()
+    with pytest.raises(ModelStalledError):
+        await model.stream_chat(MESSAGES, on_text=shown)
+    elapsed = time.monotonic() - started
+    await model.close()
+    assert "".join(shown.pieces) == "abcd"
+    assert len(fake.requests) == 1  # text was shown: a retry would show it twice
+    assert elapsed < 2.5  # the per-read timeout (5 s) never comes into it
+
+
+async def test_a_stall_before_headers_is_retried_and_then_answers(fake: FakeOpenAI) -> None:
+    fake.fail_next(Fault.stall())
+    fake.say("hello")
+    model = resilient(fake, stall=0.3, timeout=5.0)
+    result = await model.stream_chat(MESSAGES)
+    await model.close()
+    assert result.text == "hello" and len(fake.requests) == 2
+
+
+async def test_retries_are_bounded_in_count(fake: FakeOpenAI) -> None:
+    for _ in range(4):
+        fake.fail_next(Fault.stall())
+    model = resilient(fake, stall=0.2, timeout=5.0, retries=1)
+    with pytest.raises(ModelStalledError):
+        await model.stream_chat(MESSAGES)
+    await model.close()
+    assert len(fake.requests) == 2
+
+
+async def test_retries_are_bounded_in_total_time(fake: FakeOpenAI) -> None:
+    for _ in range(4):
+        fake.fail_next(Fault.stall())
+    # After 0.4 s, a retry could not run its whole stall window inside 1 s.
+    model = resilient(fake, stall=0.4, timeout=1.0, retries=5)
+    started = time.monotonic()
+    with pytest.raises(ModelStalledError):
+        await model.stream_chat(MESSAGES)
+    elapsed = time.monotonic() - started
+    await model.close()
+    assert len(fake.requests) == 1 and elapsed < 1.0
+
+
+async def test_a_429_waits_its_retry_after_and_the_reply_is_shown_once(fake: FakeOpenAI) -> None:
+    fake.fail_next(Fault.http(429, retry_after=0.3))
+    fake.say("Hello there")
+    model = resilient(fake)
+    shown = Shown()
+    started = time.monotonic()
+    result = await model.stream_chat(MESSAGES, on_text=shown)
+    elapsed = time.monotonic() - started
+    await model.close()
+    assert "".join(shown.pieces) == result.text == "Hello there"
+    assert len(fake.requests) == 2 and elapsed >= 0.3
+
+
+async def test_a_retry_after_beyond_the_budget_is_not_waited_for(fake: FakeOpenAI) -> None:
+    fake.fail_next(Fault.http(429, retry_after=30))
+    model = resilient(fake, timeout=2.0)
+    with pytest.raises(ModelError) as info:
+        await model.stream_chat(MESSAGES)
+    await model.close()
+    assert info.value.status == 429 and len(fake.requests) == 1
+
+
+async def test_the_openai_clients_own_retries_are_off(fake: FakeOpenAI) -> None:
+    fake.fail_next(Fault.http(500))
+    fake.fail_next(Fault.http(500))
+    model = resilient(fake, retries=0)
+    with pytest.raises(ModelError) as info:
+        await model.stream_chat(MESSAGES)
+    await model.close()
+    assert info.value.status == 500 and len(fake.requests) == 1
+
+
+async def test_a_cut_before_any_text_is_retried(fake: FakeOpenAI) -> None:
+    fake.say("first try", fault=Fault.cut(after=1))  # only the role delta arrives
+    fake.say("second try")
+    model = resilient(fake)
+    result = await model.stream_chat(MESSAGES)
+    await model.close()
+    assert result.text == "second try" and len(fake.requests) == 2
+
+
+@pytest.mark.parametrize("hard", [False, True])
+async def test_a_cut_after_text_is_not_retried(fake: FakeOpenAI, hard: bool) -> None:
+    fake.say("this reply never finishes", fault=Fault.cut(after=3, hard=hard))
+    fake.say("a second reply would duplicate the first")
+    model = resilient(fake)
+    with pytest.raises(ModelCutOffError):
+        await model.stream_chat(MESSAGES, on_text=Shown())
+    await model.close()
+    assert len(fake.requests) == 1
+
+
+async def test_rejected_credentials_are_not_retried(fake: FakeOpenAI) -> None:
+    fake.api_key = "sk-right"
+    model = resilient(fake)
+    with pytest.raises(ModelAuthError) as info:
+        await model.stream_chat(MESSAGES)
+    await model.close()
+    assert info.value.status == 401 and "Incorrect API key provided" in str(info.value)
+    assert len(fake.requests) == 1
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        Fault.http(
+            400,
+            message="This model's maximum context length is 128000 tokens.",
+            code="context_length_exceeded",
+        ),
+        Fault.http(400, message="Please reduce the length: maximum context length exceeded"),
+        Fault.http(413, message="Request Entity Too Large"),
+    ],
+)
+async def test_a_request_refused_as_too_large_is_its_own_error(
+    fake: FakeOpenAI, fault: Fault
+) -> None:
+    fake.fail_next(fault)
+    model = resilient(fake)
+    with pytest.raises(RequestTooLargeError):
+        await model.stream_chat(MESSAGES)
+    await model.close()
+    assert len(fake.requests) == 1
+
+
+async def test_other_bad_requests_are_plain_model_errors(fake: FakeOpenAI) -> None:
+    fake.fail_next(Fault.http(400, message="Invalid schema for function 'memory'"))
+    model = resilient(fake)
+    with pytest.raises(ModelError) as info:
+        await model.stream_chat(MESSAGES)
+    await model.close()
+    assert type(info.value) is ModelError and len(fake.requests) == 1

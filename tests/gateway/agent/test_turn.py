@@ -10,8 +10,22 @@ import pytest
 
 from gateway.agent.model_client import ModelClient
 from gateway.agent.tools import Tool
-from gateway.agent.turn import STEP_LIMIT_NOTE, Agent, TurnMessage
-from gateway.errors import ModelError
+from gateway.agent.turn import (
+    CUT_NOTE,
+    EMPTY_NOTE,
+    FILTERED_NOTE,
+    STEP_LIMIT_NOTE,
+    Agent,
+    TurnMessage,
+    fault_notice,
+)
+from gateway.errors import (
+    ModelAuthError,
+    ModelCutOffError,
+    ModelError,
+    ModelStalledError,
+    RequestTooLargeError,
+)
 from tests.fakes.openai import FakeOpenAI, Fault, ToolCall
 
 ECHO_SCHEMA = {"type": "function", "function": {"name": "echo", "parameters": {}}}
@@ -128,3 +142,58 @@ async def test_the_step_limit_ends_the_turn(fake: FakeOpenAI, model: ModelClient
     assert result.truncated and result.reply == STEP_LIMIT_NOTE
     assert shown.text.endswith(STEP_LIMIT_NOTE)
     assert result.messages[-1] == TurnMessage("assistant", STEP_LIMIT_NOTE)
+
+
+async def test_text_shown_before_a_cut_is_kept_with_a_note(
+    fake: FakeOpenAI, model: ModelClient
+) -> None:
+    fake.say("The answer is forty-two, because", fault=Fault.cut(after=4))
+    shown = Shown()
+    result = await Agent(model, []).run_turn("S", [], "why?", "", shown)
+    assert isinstance(result.error, ModelCutOffError) and result.truncated
+    assert shown.text == "The answe\n" + CUT_NOTE
+    assert result.messages[-1] == TurnMessage("assistant", shown.text)
+
+
+async def test_a_failure_before_any_text_shows_and_keeps_nothing(
+    fake: FakeOpenAI, model: ModelClient
+) -> None:
+    fake.say("never", fault=Fault.http(503))
+    shown = Shown()
+    result = await Agent(model, []).run_turn("S", [], "hi", "", shown)
+    assert isinstance(result.error, ModelError) and not result.truncated
+    assert shown.text == "" and result.messages == (TurnMessage("user", "hi"),)
+
+
+async def test_an_empty_reply_says_so(fake: FakeOpenAI, model: ModelClient) -> None:
+    fake.say("")
+    shown = Shown()
+    result = await Agent(model, []).run_turn("S", [], "hi", "", shown)
+    assert shown.text == result.reply == EMPTY_NOTE
+    assert result.messages[-1] == TurnMessage("assistant", EMPTY_NOTE)
+    assert result.error is None
+
+
+async def test_a_filtered_reply_says_so_after_what_was_shown(
+    fake: FakeOpenAI, model: ModelClient
+) -> None:
+    fake.say("Well, I", finish_reason="content_filter")
+    shown = Shown()
+    result = await Agent(model, []).run_turn("S", [], "hi", "", shown)
+    assert shown.text == result.reply == "Well, I\n" + FILTERED_NOTE
+    assert result.messages[-1] == TurnMessage("assistant", shown.text)
+
+
+def test_fault_notices_are_short_and_never_carry_upstream_text() -> None:
+    upstream = "model API error: HTTP 401: Incorrect API key provided: sk-wrong"
+    faults = [
+        ModelAuthError(upstream, status=401),
+        ModelError("model API error: HTTP 500: upstream exploded", status=500),
+        ModelError("model API error: HTTP 429: quota exceeded", status=429),
+        ModelStalledError("no answer from the model for 30 s"),
+        RequestTooLargeError("model API error: HTTP 400: maximum context length", status=400),
+    ]
+    notices = [fault_notice(fault) for fault in faults]
+    assert all(n.startswith("(") and n.endswith(")") and len(n) <= 130 for n in notices)
+    assert not any("HTTP" in n or "Incorrect" in n or "exploded" in n for n in notices)
+    assert "credentials" in notices[0] and "fresh one" in notices[4]
