@@ -24,6 +24,7 @@ MemoryCoreError
  │    ├── InvalidMessageError           a message or session field is not acceptable
  │    ├── SessionNotFoundError          no session with that id
  │    ├── SessionConflictError          the write contradicts a stored session
+ │    ├── ReadTimeoutError              a read ran past the store's time limit and was stopped
  │    └── ImportFormatError             a bad line in an import file
  ├── SkillError                         a skills error; the message is safe to show the model
  │    ├── SkillFormatError              a SKILL.md, name, category or path breaks the rules
@@ -192,6 +193,10 @@ class SessionNotFoundError(SessionStoreError):
 
 class SessionConflictError(SessionStoreError):
     """The write contradicts what is stored (another owner, an open session in the way)."""
+
+
+class ReadTimeoutError(SessionStoreError):
+    """A read of state.db (a search, most often) ran past the store's limit and was stopped."""
 
 
 class ImportFormatError(SessionStoreError):

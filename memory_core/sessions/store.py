@@ -6,8 +6,10 @@ in arrival order); a write that finds state.db locked (an operator import)
 is kept and retried, never dropped, and its caller waits only up to the
 `WritePolicy`'s bound before `SessionStoreBusyError` (see `writer`); reads
 run on a small pool of threads, each with its own read-only connection, so
-a slow search never blocks a write or the loop. WAL mode lets readers and
-the writer work at the same time.
+a slow search never blocks a write or the loop; a read is interrupted as
+soon as its caller stops waiting or it runs past `read_timeout`, so runaway
+searches cannot hold the reader threads (see `interrupts`). WAL mode lets
+readers and the writer work at the same time.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from memory_core.sessions import reads as session_reads
 from memory_core.sessions import writes as session_writes
 from memory_core.sessions.connection import ConnectHook, connect
 from memory_core.sessions.db import open_writer
+from memory_core.sessions.interrupts import ReadCall, usable
 from memory_core.sessions.models import (
     DEFAULT_SEARCH_OPTIONS,
     AppendResult,
@@ -45,6 +48,7 @@ from memory_core.sessions.writes import DeleteResult
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
+READ_TIMEOUT = 10.0  # seconds; no read holds a reader thread longer, even if nobody gives up
 
 
 class SessionStore:
@@ -58,13 +62,19 @@ class SessionStore:
         clock: Callable[[], float] = time.time,
         on_connect: ConnectHook | None = None,
         writes: WritePolicy = DEFAULT_WRITE_POLICY,
+        read_timeout: float | None = READ_TIMEOUT,
     ) -> None:
-        """No I/O here; `open()` creates or migrates the database."""
+        """No I/O here; `open()` creates or migrates the database.
+
+        A read running longer than `read_timeout` seconds is stopped with
+        `ReadTimeoutError` (None: no limit).
+        """
         self.path = Path(path)
         self._readers = max(1, readers)
         self._clock = clock
         self._on_connect = on_connect
         self._writes = writes
+        self._read_timeout = read_timeout
         self._writer: RetryingWriter | None = None
         self._reader_pool: ThreadPoolExecutor | None = None
         self._local = threading.local()
@@ -146,19 +156,35 @@ class SessionStore:
         )
 
     async def _read(self, fn: Callable[..., T], *args: object, **kwargs: object) -> T:
+        """Run `fn` on a reader; if the caller stops waiting, the read stops too."""
         if self._reader_pool is None:
             raise SessionStoreError("the session store is not open")
-        call = partial(self._with_reader, fn, *args, **kwargs)
-        return await asyncio.get_running_loop().run_in_executor(self._reader_pool, call)
+        read = ReadCall(self._read_timeout)
+        job = partial(self._with_reader, read, fn, *args, **kwargs)
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._reader_pool, job)
+        except asyncio.CancelledError:
+            read.cancel()  # frees the reader thread instead of finishing for nobody
+            raise
 
-    def _with_reader(self, fn: Callable[..., T], *args: object, **kwargs: object) -> T:
+    def _with_reader(
+        self, read: ReadCall, fn: Callable[..., T], *args: object, **kwargs: object
+    ) -> T:
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = connect(self.path, readonly=True, on_connect=self._on_connect)
             self._local.conn = conn
             with self._lock:
                 self._read_conns.append(conn)
-        return fn(conn, *args, **kwargs)
+        try:
+            with read.running_on(conn):
+                return fn(conn, *args, **kwargs)
+        finally:
+            if read.stopped and not usable(conn):  # never hand on a connection left broken
+                self._local.conn = None
+                with self._lock:
+                    self._read_conns.remove(conn)
+                conn.close()
 
     # writes
     async def append_message(self, *, origin: SessionOrigin, message: NewMessage) -> AppendResult:
