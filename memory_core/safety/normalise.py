@@ -1,0 +1,184 @@
+"""The forms of a text that the rules read, and the invisible-character check.
+
+Every rule runs on a normalised form ("view") of the text, never on the raw
+text, so that look-alike letters, invisible characters and accents cannot
+split or disguise a trigger word:
+
+- `text`: NFKC (full-width and mathematical letters become plain ones), every
+  Unicode Default_Ignorable_Code_Point removed (zero-width characters, bidi
+  controls, variation selectors, the Hangul fillers U+115F/U+1160/U+3164/U+FFA0,
+  tags…), every other format character (category Cf) removed, and the braille
+  blank U+2800 turned into a space. Case is kept. Secrets are matched here.
+- `plain`: `text` with every combining mark (Mn, Me) dropped after NFD, then
+  recomposed (NFC). Rules for non-Latin languages (Russian) read this.
+- `latin`: `plain` with each character that Unicode lists as confusable with
+  an ASCII letter replaced by that letter (Cyrillic "о" → "o", Greek "ι" →
+  "i"), using the table of the `confusable-homoglyphs` package (generated
+  from Unicode's confusables.txt). Rules for English, German, Spanish and
+  French read this.
+- `compact`: `latin` with everything but letters and digits removed, so
+  "i g n o r e", "I-G-N-O-R-E" and "忽 略" become single words. A few
+  high-precision phrases (and the Chinese and Japanese rules) read this.
+
+The invisible-character check runs on the raw text: an invisible character
+that is not a legitimate joiner is itself a finding, before any rule runs.
+"""
+
+from __future__ import annotations
+
+import functools
+import unicodedata
+from dataclasses import dataclass
+
+from confusable_homoglyphs import utils as confusable_data  # type: ignore[import-untyped]
+
+from memory_core.safety.finding import INVISIBLE_UNICODE, Finding
+
+# Default_Ignorable_Code_Point, from Unicode's DerivedCoreProperties.txt (the
+# property is not in `unicodedata`). The set has been stable since Unicode 6.
+_DEFAULT_IGNORABLE: tuple[tuple[int, int], ...] = (
+    (0x00AD, 0x00AD),
+    (0x034F, 0x034F),
+    (0x061C, 0x061C),
+    (0x115F, 0x1160),
+    (0x17B4, 0x17B5),
+    (0x180B, 0x180F),
+    (0x200B, 0x200F),
+    (0x202A, 0x202E),
+    (0x2060, 0x206F),
+    (0x3164, 0x3164),
+    (0xFE00, 0xFE0F),
+    (0xFEFF, 0xFEFF),
+    (0xFFA0, 0xFFA0),
+    (0xFFF0, 0xFFF8),
+    (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A),
+    (0xE0000, 0xE0FFF),
+)
+# Characters that render as blank space but are not spaces to Unicode.
+_BLANKS = "\u2800"
+
+_ZERO_WIDTH = frozenset("\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff\u00ad")
+_BIDI = frozenset("\u200e\u200f\u061c\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+_MARKS = frozenset(("Mn", "Me"))
+
+
+@dataclass(frozen=True)
+class Views:
+    """The normalised forms of one text that the rules read (see the module docstring)."""
+
+    text: str
+    plain: str
+    latin: str
+    compact: str
+
+
+@functools.cache
+def _drop_table() -> dict[int, str | None]:
+    """str.translate table: default-ignorable code points removed, blanks made spaces."""
+    table: dict[int, str | None] = {}
+    for low, high in _DEFAULT_IGNORABLE:
+        for code in range(low, high + 1):
+            table[code] = None
+    for blank in _BLANKS:
+        table[ord(blank)] = " "
+    return table
+
+
+@functools.cache
+def _latin_table() -> dict[int, str]:
+    """str.translate table: a non-ASCII letter → the ASCII letter it is confusable with."""
+    table: dict[int, str] = {}
+    for char, glyphs in confusable_data.load("confusables.json").items():
+        if len(char) != 1 or char.isascii() or not char.isalpha():
+            continue
+        letters = [g["c"] for g in glyphs if len(g["c"]) == 1 and g["c"].isascii()]
+        letters = [c for c in letters if c.isalpha()]
+        if not letters:
+            continue
+        ascii_letter = letters[0]
+        # Unicode's prototype for a capital I look-alike is "l"; keep it a capital.
+        if ascii_letter == "l" and char.isupper():
+            ascii_letter = "I"
+        table[ord(char)] = ascii_letter
+    return table
+
+
+def _drop_marks(text: str) -> str:
+    decomposed = unicodedata.normalize("NFD", text)
+    kept = "".join(ch for ch in decomposed if unicodedata.category(ch) not in _MARKS)
+    return unicodedata.normalize("NFC", kept)
+
+
+def _visible(text: str) -> str:
+    stripped = unicodedata.normalize("NFKC", text).translate(_drop_table())
+    if stripped.isascii():
+        return stripped
+    return "".join(ch for ch in stripped if unicodedata.category(ch) != "Cf")
+
+
+def views(text: str) -> Views:
+    """Every view of `text` (see the module docstring)."""
+    visible = _visible(text)
+    if visible.isascii():
+        plain = latin = visible
+    else:
+        plain = _drop_marks(visible)
+        latin = plain.translate(_latin_table())
+    compact = "".join(ch for ch in latin if ch.isalnum())
+    return Views(visible, plain, latin, compact)
+
+
+def fold_literal(char: str, view: str) -> str:
+    """One non-ASCII pattern character as it appears in `view`, so rules match their views."""
+    folded = _drop_marks(_visible(char))
+    return folded.translate(_latin_table()) if view in ("latin", "compact") else folded
+
+
+def _legit_joiner(text: str, i: int) -> bool:
+    """ZWJ inside an emoji sequence, or ZWNJ between letters (Persian, Hindi…)."""
+    before = text[i - 1] if i > 0 else ""
+    after = text[i + 1] if i + 1 < len(text) else ""
+    if not before or not after:
+        return False
+    if text[i] == "\u200d":
+        emoji_before = unicodedata.category(before) in ("So", "Sk") or before == "\ufe0f"
+        return emoji_before and unicodedata.category(after) == "So"
+    if text[i] == "\u200c":
+        return _joins_letters(before, after)
+    return False
+
+
+def _joins_letters(before: str, after: str) -> bool:
+    # A ZWNJ may follow a virama or vowel sign (a mark) in Indic scripts.
+    before_ok = before.isalpha() or unicodedata.category(before) in ("Mn", "Mc")
+    return before_ok and after.isalpha() and not (before.isascii() or after.isascii())
+
+
+def _smuggling_selector(text: str, i: int) -> bool:
+    """A variation selector right after another one: bytes hidden in selectors."""
+    return i > 0 and _is_selector(text[i - 1])
+
+
+def _is_selector(ch: str) -> bool:
+    code = ord(ch)
+    return 0xFE00 <= code <= 0xFE0F or 0xE0100 <= code <= 0xE01EF
+
+
+def invisible_finding(text: str) -> Finding | None:
+    """The first invisible character that is not a legitimate joiner, as a finding."""
+    for i, ch in enumerate(text):
+        if ch.isascii():
+            continue
+        if ch in _BIDI:
+            pid = "bidi_control"
+        elif ch in _ZERO_WIDTH and not _legit_joiner(text, i):
+            pid = "zero_width_char"
+        elif 0xE0000 <= ord(ch) <= 0xE007F:
+            pid = "unicode_tag_char"  # tags can spell out hidden ASCII
+        elif _is_selector(ch) and _smuggling_selector(text, i):
+            pid = "variation_selector_run"
+        else:
+            continue
+        return Finding(pid, INVISIBLE_UNICODE, f"U+{ord(ch):04X} at offset {i}")
+    return None
