@@ -9,6 +9,12 @@ meaning (not stopwords, greetings or words like "remember" and "last week"),
 and a session counts only when it matched at least two of them (or the only
 one there is) and scored at least `min_score`. Messages without any such word
 never reach the database.
+
+Only the first `MAX_QUERY_CHARS` characters of a message are looked at, and
+at most `MAX_TERMS` words are kept (the search would ignore the rest), so the
+word extraction, which runs on the event loop, costs the same for a pasted
+book as for a paragraph; the search itself runs on the store's reader
+threads, where it is interrupted when `prefetch` is cancelled.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from memory_core.sessions.models import (
     Snippet,
     recall_scope,
 )
-from memory_core.sessions.query import STOPWORDS
+from memory_core.sessions.query import MAX_QUERY_CHARS, MAX_TERMS, STOPWORDS
 
 # Words that say nothing about a topic: chat small talk, and the words people
 # use to ask for recall at all ("remember what we discussed last week").
@@ -69,15 +75,17 @@ class SessionSearcher(Protocol):
 def meaningful_terms(text: str) -> list[str]:
     """The words of `text` that could name a topic, lower-cased, in order, once each."""
     # CJK has no spaces: cut greetings out of a run ("你好吗" leaves "吗", too short)
-    text = _CJK_SMALL_TALK.sub(" ", text.casefold())
-    terms: list[str] = []
-    for token in _TOKEN.findall(text):
+    text = _CJK_SMALL_TALK.sub(" ", text[:MAX_QUERY_CHARS].casefold())
+    terms: dict[str, None] = {}  # ordered, and a membership test costs O(1)
+    for found in _TOKEN.finditer(text):
+        token = found.group()
         cjk = bool(_IS_CJK.match(token))
         if token in _IGNORED or len(token) < (2 if cjk else 3) or token.isdigit():
             continue
-        if token not in terms:
-            terms.append(token)
-    return terms
+        terms[token] = None
+        if len(terms) == MAX_TERMS:
+            break
+    return list(terms)
 
 
 def _stem(word: str) -> str:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import random
 import re
+import string
 import time
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
@@ -15,8 +18,18 @@ from memory_core.providers.base import SessionContext
 from memory_core.providers.history import HistoryRecallProvider, meaningful_terms
 from memory_core.providers.manager import MemoryManager
 from memory_core.providers.registry import ProviderResources, default_registry
-from memory_core.sessions.models import NewMessage, SessionOrigin
+from memory_core.sessions.db import SessionDB
+from memory_core.sessions.models import (
+    DEFAULT_SEARCH_OPTIONS,
+    NewMessage,
+    SearchOptions,
+    SearchScope,
+    SessionHit,
+    SessionOrigin,
+)
+from memory_core.sessions.query import MAX_QUERY_CHARS, MAX_TERMS
 from memory_core.sessions.store import SessionStore
+from tests.memory_core.sessions.test_store_reads import SlowInstr, wait_until
 
 DAY = 86400.0
 NOW = time.time()
@@ -242,3 +255,83 @@ def test_a_session_context_takes_only_the_chat_types_the_store_takes() -> None:
                 chat_id="1",
                 chat_type=chat_type,  # type: ignore[arg-type]
             )
+
+
+def _pasted_book(words: int = 40_000) -> str:
+    rng = random.Random(5)
+    filler = (("".join(rng.choices(string.ascii_lowercase, k=8))) for _ in range(words))
+    return "the deploy rollback plan, again: " + " ".join(filler)
+
+
+class RecordingSearcher:
+    """A session searcher that finds nothing and keeps the queries it was given."""
+
+    def __init__(self) -> None:
+        self.queries: list[str] = []
+
+    async def search(
+        self, query: str, scope: SearchScope, options: SearchOptions = DEFAULT_SEARCH_OPTIONS
+    ) -> list[SessionHit]:
+        self.queries.append(query)
+        return []
+
+
+def test_word_extraction_keeps_the_first_words_and_no_more_than_a_search_uses() -> None:
+    terms = meaningful_terms(_pasted_book())
+    assert terms[:3] == ["deploy", "rollback", "plan"]
+    assert len(terms) == MAX_TERMS
+
+
+async def test_a_pasted_book_becomes_a_bounded_search() -> None:
+    searcher = RecordingSearcher()
+    provider = HistoryRecallProvider(searcher)
+    await provider.initialize(SessionContext(1, ME, "telegram", "1", "private"))
+    assert await provider.prefetch(_pasted_book()) == ""
+    [query] = searcher.queries
+    assert query.startswith("deploy rollback plan ") and len(query) <= MAX_QUERY_CHARS
+
+
+async def test_a_40000_word_message_is_recalled_in_time_and_the_loop_keeps_running(
+    store: SessionStore, history: dict[str, int]
+) -> None:
+    manager = MemoryManager([HistoryRecallProvider(store)], prefetch_timeout=2.0)
+    await manager.initialize(SessionContext(history["current"], ME, "telegram", "1", "private"))
+    gaps: list[float] = []
+    done = asyncio.Event()
+
+    async def ticker() -> None:  # measures how long the loop was kept from other work
+        last = time.monotonic()
+        while not done.is_set():
+            await asyncio.sleep(0.01)
+            gaps.append(time.monotonic() - last)
+            last = time.monotonic()
+
+    ticking = asyncio.create_task(ticker())
+    async with asyncio.timeout(5.0):
+        recalled = await manager.prefetch_all(_pasted_book())
+    done.set()
+    await ticking
+    assert "pin v2.2" in recalled
+    assert gaps and max(gaps) < 1.0  # before: the loop stood still for 10 s and more
+    await manager.shutdown()
+
+
+async def test_a_recall_cut_by_the_prefetch_timeout_frees_the_reader(
+    tmp_path: Path, history: dict[str, int]
+) -> None:
+    """The store's `on_connect` makes a two-character CJK search cost seconds (see SlowInstr)."""
+    path = tmp_path / "slow.db"
+    with SessionDB(path) as db:
+        rows = [NewMessage("user", f"天气 {i}", NOW - DAY + i, key=f"w{i}") for i in range(5000)]
+        db.append_messages(origin=_origin(ME, "1", "telegram:private:1:w"), messages=rows)
+    slow = SlowInstr()
+    async with SessionStore(path, readers=1, on_connect=slow.install) as slow_store:
+        manager = MemoryManager([HistoryRecallProvider(slow_store)], prefetch_timeout=0.3)
+        await manager.initialize(SessionContext(99, ME, "telegram", "1", "private"))
+        async with asyncio.timeout(5.0):
+            assert await manager.prefetch_all("天气") == ""  # timed out, skipped
+        assert slow.entered
+        await wait_until(lambda: not slow.inside, timeout=5.0)  # the 10 s search was stopped
+        async with asyncio.timeout(5.0):  # and the only reader answers the next turn
+            assert await slow_store.search("report", SearchScope(ME)) == []
+        await manager.shutdown()
