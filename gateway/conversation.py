@@ -42,6 +42,7 @@ from memory_core import (
     SessionContext,
     SessionOrigin,
     SessionStore,
+    SessionStoreBusyError,
     SkillsStore,
     TranscriptMessage,
     recall_scope,
@@ -96,6 +97,9 @@ class Conversations:
             except ModelError as exc:  # upstream detail to the log, a short line to the person
                 log.warning("model error in session %s: %s: %s", key, type(exc).__name__, exc)
                 await sink.write(fault_notice(exc))
+            except SessionStoreBusyError as exc:  # the message is queued and stored later
+                log.warning("session store busy in session %s: %s", key, exc)
+                await sink.write("(I'm busy right now; please try again in a moment)")
             except Exception:  # the top of a turn: log it, tell the person, keep serving
                 log.exception("turn failed in session %s", key)
                 await sink.write("(something went wrong on my side; please try again)")

@@ -24,6 +24,7 @@ MemoryCoreError
  │    ├── InvalidMessageError           a message or session field is not acceptable
  │    ├── SessionNotFoundError          no session with that id
  │    ├── SessionConflictError          the write contradicts a stored session
+ │    ├── SessionStoreBusyError         state.db stayed locked; the write is kept and retried
  │    ├── ReadTimeoutError              a read ran past the store's time limit and was stopped
  │    └── ImportFormatError             a bad line in an import file
  ├── SkillError                         a skills error; the message is safe to show the model
@@ -193,6 +194,14 @@ class SessionNotFoundError(SessionStoreError):
 
 class SessionConflictError(SessionStoreError):
     """The write contradicts what is stored (another owner, an open session in the way)."""
+
+
+class SessionStoreBusyError(SessionStoreError):
+    """state.db stayed locked (an import, another process) longer than the caller may wait.
+
+    Raised by the async store when a write is still queued after its wait bound:
+    the write itself is kept and stored once the lock frees.
+    """
 
 
 class ReadTimeoutError(SessionStoreError):

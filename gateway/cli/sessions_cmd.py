@@ -15,6 +15,7 @@ from typing import IO
 import click
 
 from gateway.cli.base import (
+    EXIT_CONFIG,
     CliState,
     fail,
     json_text,
@@ -24,6 +25,7 @@ from gateway.cli.base import (
     visible,
 )
 from memory_core.sessions import (
+    ImportFormatError,
     SearchOptions,
     SearchScope,
     SessionDB,
@@ -53,11 +55,16 @@ def sessions() -> None:
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.pass_obj
 def import_(state: CliState, file: Path) -> None:
-    """Import FILE (JSON Lines, one message per line) in one transaction."""
+    """Import FILE (JSON Lines, one message per line): all of it, or nothing.
+
+    A bad line stops the import with its number (exit code 2). The bot keeps
+    writing while an import runs: rows go in short transactions and become
+    visible together at the end.
+    """
 
     def body() -> None:
         with SessionDB(_db_path(state)) as db, file.open("rb") as lines:
-            if sys.stderr.isatty():
+            if sys.stderr.isatty() and file.is_file():  # never count /dev/zero or a pipe
                 total = _count_lines(file)
                 with click.progressbar(length=total, label="importing", file=sys.stderr) as bar:
                     result = db.import_lines(lines, progress=bar.update)
@@ -69,7 +76,13 @@ def import_(state: CliState, file: Path) -> None:
             f"{result.messages_skipped:,} already present) from {result.lines:,} lines"
         )
 
-    run_command(body)
+    def checked() -> None:
+        try:
+            body()
+        except ImportFormatError as exc:  # the file is wrong, not the store: exit 2
+            fail(str(exc), EXIT_CONFIG)
+
+    run_command(checked)
 
 
 def _count_lines(file: Path) -> int:

@@ -88,7 +88,7 @@ def test_a_bad_line_fails_with_its_number_and_imports_nothing(tmp_path: Path, ho
     path = tmp_path / "bad.jsonl"
     path.write_text("\n".join([LINES[0], LINES[1], '{"session": "oops"}']) + "\n")
     result = CliRunner().invoke(main, ["sessions", "import", str(path)])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert result.output.strip().splitlines()[-1].startswith("mnemo: line 3: missing ")
     conn = sqlite3.connect(home / "state.db")
     assert conn.execute("SELECT count(*) FROM messages").fetchone()[0] == 0

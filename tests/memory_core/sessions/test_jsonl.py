@@ -15,7 +15,7 @@ import pytest
 
 from memory_core.errors import ImportFormatError
 from memory_core.sessions.db import SessionDB
-from memory_core.sessions.jsonl import parse_timestamp
+from memory_core.sessions.jsonl import MAX_LINE_BYTES, parse_timestamp
 from memory_core.sessions.models import SearchScope
 from tests.memory_core.sessions.helpers import message, origin
 
@@ -117,6 +117,23 @@ BAD_LINES = [
     (line(content=5), "'content' must be a string"),
     (line(name=5), "'name' must be a string"),
     (line(chat="elsewhere"), "session 's1' is in chat 'c1'"),
+    # item 6: input the bot could never have written, refused at the door
+    (line(timestamp=-1), "outside the years 1970 to 9999"),
+    (line(timestamp="1969-12-31T23:59:59Z"), "outside the years 1970 to 9999"),
+    (line(timestamp=253402300800), "outside the years 1970 to 9999"),
+    (line(timestamp=99999999999999999999999), "outside the years 1970 to 9999"),
+    (line(timestamp=10**400), "bad timestamp"),
+    (line(timestamp=7).replace(": 7", ": 1e400"), "not finite"),
+    (line(timestamp=7).replace(": 7", ": " + "9" * 5000), "not valid JSON"),
+    (line(content="X").replace('"X"', '"\\ud800"'), "lone surrogate"),
+    (line(name="X").replace('"X"', '"a\\udfffb"'), "'name' holds a lone surrogate"),
+    (line(content="X").replace('"X"', "[" * 100_000 + "]" * 100_000), "nested too deeply"),
+    (line(content="X").replace('"X"', '{"a": ' * 100_000 + "1" + "}" * 100_000), "nested"),
+    (line(user="../../etc"), "'user': invalid user key"),
+    (line(user="telegram-ABC"), "'user': invalid user key"),
+    (line(user="telegram-1/.."), "'user': invalid user key"),
+    (line(platform="Tele gram"), "'platform' must be lowercase"),
+    (line(platform="../x"), "'platform' must be lowercase"),
 ]
 
 
@@ -139,6 +156,35 @@ def test_bad_bytes_name_their_line(db: SessionDB) -> None:
     with pytest.raises(ImportFormatError, match=r"line 2: not UTF-8"):
         db.import_lines([SAMPLE[0].encode(), b'{"session": "\xff"}'])
     assert counts(db) == (0, 0)
+
+
+def test_a_line_over_the_cap_is_refused_without_reading_it_whole(
+    db: SessionDB, tmp_path: Path
+) -> None:
+    big = tmp_path / "big.jsonl"
+    with big.open("wb") as out:
+        out.write(SAMPLE[0].encode() + b"\n")
+        out.write(b"\0" * (MAX_LINE_BYTES * 3))  # no newline, like /dev/zero
+    with big.open("rb") as lines, pytest.raises(ImportFormatError, match=r"^line 2: longer than"):
+        db.import_lines(lines)
+    assert counts(db) == (0, 0)
+    with pytest.raises(ImportFormatError, match=r"^line 1: longer than"):
+        db.import_lines([line(content="x" * (MAX_LINE_BYTES + 10))])
+    exact = line(content="y" * (MAX_LINE_BYTES - len(line(content=""))))  # right at the cap
+    (tmp_path / "exact.jsonl").write_text(exact + "\n")
+    with (tmp_path / "exact.jsonl").open("rb") as lines:
+        assert db.import_lines(lines).messages_inserted == 1
+
+
+def test_timestamps_at_the_edges_of_the_range_export_and_search(db: SessionDB) -> None:
+    db.import_lines(
+        [line(content="epoch start walrus", timestamp=0),
+         line(content="last moment walrus", timestamp="9999-12-31T23:59:59.999Z")]
+    )  # fmt: skip
+    exported = [json.loads(x)["timestamp"] for x in db.export_lines("telegram-1")]
+    assert exported[0] == "1970-01-01T00:00:00+00:00"
+    assert exported[1].startswith("9999-12-31T23:59:59.99")
+    assert len(db.search("walrus", SearchScope("telegram-1"))[0].snippets) == 2
 
 
 def test_progress_reports_every_line(db: SessionDB) -> None:
