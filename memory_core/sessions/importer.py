@@ -57,7 +57,7 @@ from memory_core.sessions.schema import (
 )
 
 STAGED_PREFIX = "~import "
-CHUNK_ROWS = 2000  # about 0.15 s of writing: the longest a live message waits for an import
+CHUNK_ROWS = 5000  # about 0.5 s of writing: the longest a live message waits for an import
 _STAGED_END = "~import!"  # the first key above every staging key
 
 _INSERT = (
