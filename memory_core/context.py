@@ -18,7 +18,12 @@ runs to the end of the text; a closing tag outside any span is removed on its ow
 
 from __future__ import annotations
 
+import functools
 import re
+
+import re2
+
+from memory_core.safety import fold_with_offsets
 
 OPEN_TAG = "<memory-context>"
 CLOSE_TAG = "</memory-context>"
@@ -28,34 +33,51 @@ SYSTEM_NOTE = (
 )
 
 # Any opening or closing tag, any case, with stray whitespace or attributes.
-_TAG = re.compile(r"<\s*/?\s*memory-context\b[^>]*>", re.IGNORECASE)
+# These two run on RE2 (linear time) over the folded text: see `sanitize_context`.
+_TAG = r"(?i)<\s*/?\s*memory-context\b[^>]*>"
 # A system note runs to its closing bracket (it may span lines); one without a
 # closing bracket within a few lines is cut to the end of its line, so a
 # missing bracket cannot swallow the rest of the recall.
-_NOTE = re.compile(
-    r"\[\s*system\s+note\s*:(?:[^\]\n]*\n){0,4}?[^\]\n]*\]|\[\s*system\s+note\s*:[^\n]*",
-    re.IGNORECASE,
-)
+_NOTE = r"(?i)\[\s*system\s+note\s*:(?:[^\]\n]*\n){0,4}?[^\]\n]*\]|\[\s*system\s+note\s*:[^\n]*"
 _BLANK_RUN = re.compile(r"\n[ \t]*(?:\n[ \t]*)+\n")
+
+
+@functools.cache
+def _tag_or_note() -> re2._Regexp[str]:
+    return re2.compile(f"{_TAG}|{_NOTE}")
 
 
 def sanitize_context(text: str) -> str:
     """Strip `<memory-context>` tags and `[System note: …]` notes from provider output.
 
-    Lines left empty by the removal are dropped, runs of blank lines shrink to
-    one, NUL characters go, and the result is stripped. Everything else is
-    kept. Removal repeats until nothing is left to remove, because taking out
-    a tag can join its neighbours into a new one ("<memory-" + tag + "context>").
+    Tags and notes are found in the text as the safety scan folds it (NFKC,
+    invisible characters and combining marks dropped, look-alike letters made
+    ASCII), so "＜/memory-context＞" and "[Sуstem note: …]" with a Cyrillic "у"
+    go too; what is cut is the original text of the match. Lines left empty
+    by the removal are dropped, runs of blank lines shrink to one, NUL
+    characters go, and the result is stripped. Everything else is kept.
+    Removal repeats until nothing is left to remove, because taking out a tag
+    can join its neighbours into a new one ("<memory-" + tag + "context>").
     """
     cleaned = text.replace("\x00", "")  # NUL marks removals below
-    while _TAG.search(cleaned) or _NOTE.search(cleaned):
-        cleaned = _remove_once(cleaned)
+    while True:
+        folded, offsets = fold_with_offsets(cleaned)
+        spans = [(offsets[m.start()], offsets[m.end()]) for m in _tag_or_note().finditer(folded)]
+        if not spans:
+            break
+        cleaned = _remove_once(cleaned, spans)
     return _BLANK_RUN.sub("\n\n", cleaned).strip()
 
 
-def _remove_once(text: str) -> str:
+def _remove_once(text: str, spans: list[tuple[int, int]]) -> str:
+    marked: list[str] = []
+    pos = 0
+    for start, end in spans:
+        marked.append(text[pos:start] + "\x00")
+        pos = max(pos, end)
+    marked.append(text[pos:])
     kept: list[str] = []
-    for line in _NOTE.sub("\x00", _TAG.sub("\x00", text)).split("\n"):
+    for line in "".join(marked).split("\n"):
         if "\x00" in line:
             line = line.replace("\x00", "")
             if not line.strip():

@@ -3,7 +3,10 @@
 `apply_operations()` is pure: it takes the current entries, the operations and
 the budget, and returns the new list or raises a typed error carrying what the
 caller needs to recover (the current entries, the usage, the candidates).
-New content is normalised, checked against the budget and safety-scanned.
+New content is normalised, checked against the budget and safety-scanned,
+alone and then together with the entries it ends up next to: the prompt shows
+adjacent entries one after the other, so an injection split over two entries
+("Ignore all previous" + "instructions and…") is refused like a whole one.
 
 Matching `old_text`: a `blocked:<hash>` handle names that entry; otherwise an
 exact whole-entry match wins; otherwise the entries containing it as a
@@ -29,10 +32,11 @@ from memory_core.errors import (
     MissingOldTextError,
     NoMatchError,
     OverBudgetError,
+    UnsafeContentError,
 )
 from memory_core.file_memory.entries import normalise_entry, usage
 from memory_core.file_memory.render import HANDLE_PREFIX, entry_handle, safe_view
-from memory_core.safety import check
+from memory_core.safety import check, scan_joined
 
 Action = Literal["add", "replace", "remove"]
 ACTIONS: tuple[Action, ...] = ("add", "replace", "remove")
@@ -71,6 +75,7 @@ def apply_operations(
             if len(operations) == 1:
                 raise
             raise BatchRejectedError(index, len(operations), op.action, exc) from exc
+    _check_joins(current, work)
     before, after = usage(current), usage(work)
     if after > limit and after > before:
         raise OverBudgetError(
@@ -82,6 +87,21 @@ def apply_operations(
             limit=limit,
         )
     return EditOutcome(tuple(work), tuple(work) != current, tuple(notes))
+
+
+def _windows(entries: Sequence[str]) -> list[tuple[str, ...]]:
+    """Each run of up to three adjacent entries."""
+    return [tuple(entries[i : i + 3]) for i in range(len(entries) - 1)]
+
+
+def _check_joins(current: Sequence[str], work: Sequence[str]) -> None:
+    """Refuse entries that, read with their new neighbours, say what the scan refuses."""
+    unchanged = set(_windows(current))
+    for window in _windows(work):
+        if window not in unchanged:
+            findings = scan_joined(window)
+            if findings:
+                raise UnsafeContentError(findings[0])
 
 
 def _apply_one(work: list[str], op: Operation, current: tuple[str, ...], limit: int) -> str:

@@ -54,7 +54,7 @@ from memory_core.safety.finding import (
     excerpt,
 )
 from memory_core.safety.languages import RULES as LANGUAGE_RULES
-from memory_core.safety.normalise import Views, invisible_finding, views
+from memory_core.safety.normalise import Views, fold_with_offsets, invisible_finding, views
 from memory_core.safety.rules import COMPACT, EXFIL, HOST, INJECTION, MARKUP, ROLE
 from memory_core.safety.secrets import detect_secrets_rules, secret_matches
 
@@ -72,6 +72,7 @@ __all__ = [
     "Finding",
     "all_rules",
     "check",
+    "fold_with_offsets",
     "scan",
     "scan_all",
     "scan_joined",

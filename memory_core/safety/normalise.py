@@ -30,6 +30,7 @@ import functools
 import unicodedata
 from dataclasses import dataclass
 
+import re2
 from confusable_homoglyphs import utils as confusable_data  # type: ignore[import-untyped]
 
 from memory_core.safety.finding import INVISIBLE_UNICODE, Finding
@@ -60,7 +61,11 @@ _BLANKS = "\u2800"
 
 _ZERO_WIDTH = frozenset("\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff\u00ad")
 _BIDI = frozenset("\u200e\u200f\u061c\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
-_MARKS = frozenset(("Mn", "Me"))
+# Every character the invisible check looks at; the rest of the text is skipped.
+_SUSPECTS = (
+    "[\u00ad\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufe00-\ufe0f\ufeff"
+    "\U000e0000-\U000e007f\U000e0100-\U000e01ef]"
+)
 
 
 @dataclass(frozen=True)
@@ -104,17 +109,22 @@ def _latin_table() -> dict[int, str]:
     return table
 
 
+@functools.cache
+def _class(pattern: str) -> re2._Regexp[str]:
+    # Character classes only: a search is one linear pass.
+    return re2.compile(pattern)
+
+
 def _drop_marks(text: str) -> str:
     decomposed = unicodedata.normalize("NFD", text)
-    kept = "".join(ch for ch in decomposed if unicodedata.category(ch) not in _MARKS)
-    return unicodedata.normalize("NFC", kept)
+    return unicodedata.normalize("NFC", _class(r"[\p{Mn}\p{Me}]+").sub("", decomposed))
 
 
 def _visible(text: str) -> str:
     stripped = unicodedata.normalize("NFKC", text).translate(_drop_table())
     if stripped.isascii():
         return stripped
-    return "".join(ch for ch in stripped if unicodedata.category(ch) != "Cf")
+    return _class(r"\p{Cf}+").sub("", stripped)
 
 
 def views(text: str) -> Views:
@@ -125,7 +135,7 @@ def views(text: str) -> Views:
     else:
         plain = _drop_marks(visible)
         latin = plain.translate(_latin_table())
-    compact = "".join(ch for ch in latin if ch.isalnum())
+    compact = _class(r"[^\pL\pN]+").sub("", latin)
     return Views(visible, plain, latin, compact)
 
 
@@ -167,9 +177,10 @@ def _is_selector(ch: str) -> bool:
 
 def invisible_finding(text: str) -> Finding | None:
     """The first invisible character that is not a legitimate joiner, as a finding."""
-    for i, ch in enumerate(text):
-        if ch.isascii():
-            continue
+    if text.isascii():
+        return None
+    for found in _class(_SUSPECTS).finditer(text):
+        i, ch = found.start(), found.group(0)
         if ch in _BIDI:
             pid = "bidi_control"
         elif ch in _ZERO_WIDTH and not _legit_joiner(text, i):
@@ -182,3 +193,27 @@ def invisible_finding(text: str) -> Finding | None:
             continue
         return Finding(pid, INVISIBLE_UNICODE, f"U+{ord(ch):04X} at offset {i}")
     return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _fold_char(char: str) -> str:
+    return _drop_marks(_visible(char)).translate(_latin_table())
+
+
+def fold_with_offsets(text: str) -> tuple[str, list[int]]:
+    """`text` folded one character at a time as the `latin` view folds it, with offsets.
+
+    The second value gives, for each character of the folded text (and one
+    past its end), the offset in `text` it came from, so a match found in the
+    folded text can be cut out of the original.
+    """
+    if text.isascii():
+        return text, list(range(len(text) + 1))
+    folded: list[str] = []
+    offsets: list[int] = []
+    for i, char in enumerate(text):
+        piece = char if char.isascii() else _fold_char(char)
+        folded.append(piece)
+        offsets.extend([i] * len(piece))
+    offsets.append(len(text))
+    return "".join(folded), offsets
