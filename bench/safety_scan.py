@@ -1,0 +1,156 @@
+"""Safety scan: worst-case timings before and after RE2, throughput, labelled-set figures.
+
+Run: .venv/bin/python bench/safety_scan.py
+
+"Before" is the single-module scan as it was before issue 10 (taken from git
+history), run in a subprocess that is killed after 10 s; "after" is the
+current `memory_core.safety`, best of three runs.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from memory_core.safety import scan, scan_joined  # noqa: E402
+
+TIMEOUT = 10.0
+DATA = ROOT / "tests" / "data" / "safety_labelled.jsonl"
+WORST = {
+    "ignore + 30 apostrophes": "ignore " + "'" * 30,
+    "ignore + 34 apostrophes": "ignore " + "'" * 34,
+    "Skip breakfast on ____…": "Skip breakfast on ____________________________ (fill in later)",
+    "Drop-off: -----…": "Drop-off: ------------------------",
+}
+FILLER = {
+    "100k apostrophes": "'" * 100_000,
+    "100k curly apostrophes": "’" * 100_000,
+    "100k dashes": "-" * 100_000,
+    "100k underscores": "_" * 100_000,
+    "100k 'ignore ' + filler": ("ignore " + "'’-_ " * 25_000)[:100_000],
+}
+
+
+def _old_source() -> str | None:
+    """The pre-issue-10 memory_core/safety.py, made importable without the package."""
+    try:
+        commit = subprocess.run(
+            ["git", "rev-list", "-n1", "HEAD", "--", "memory_core/safety.py"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        source = subprocess.run(
+            ["git", "show", f"{commit}^:memory_core/safety.py"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    except (subprocess.CalledProcessError, FileNotFoundError):
+        return None
+    return source.replace(
+        "from memory_core.errors import UnsafeContentError", "UnsafeContentError = ValueError"
+    )
+
+
+def _old_time(source: str, text: str) -> str:
+    program = textwrap.dedent(
+        """
+        import sys, time, types
+        module = types.ModuleType("old_safety")
+        sys.modules["old_safety"] = module
+        exec(compile(SOURCE, "old_safety", "exec"), module.__dict__)
+        start = time.perf_counter()
+        module.scan(TEXT)
+        print(time.perf_counter() - start)
+        """
+    )
+    program = program.replace("SOURCE", repr(source)).replace("TEXT", repr(text))
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", program], capture_output=True, text=True, timeout=TIMEOUT
+        )
+    except subprocess.TimeoutExpired:
+        return f">{TIMEOUT:.0f} s (killed)"
+    return f"{float(done.stdout.strip()) * 1000:.1f} ms"
+
+
+def _best(action: Callable[[], object], runs: int = 3) -> float:
+    best = float("inf")
+    for _ in range(runs):
+        start = time.perf_counter()
+        action()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def _rows() -> list[dict[str, str]]:
+    return [json.loads(line) for line in DATA.read_text(encoding="utf-8").splitlines() if line]
+
+
+def _refused(row: dict[str, str]) -> bool:
+    if scan(row["text"]) is not None:
+        return True
+    return "previous" in row and bool(scan_joined([row["previous"], row["text"]]))
+
+
+def timings() -> None:
+    source = _old_source()
+    print("worst adversarial inputs (issue 10)           before            after")
+    for name, text in WORST.items():
+        before = _old_time(source, text) if source else "n/a"
+        after = _best(lambda t=text: scan(t)) * 1000
+        print(f"  {name:<42} {before:>17}  {after:8.2f} ms")
+    print("100,000 characters of filler (after only)")
+    for name, text in FILLER.items():
+        print(f"  {name:<42} {'':>17}  {_best(lambda t=text: scan(t)) * 1000:8.1f} ms")
+
+
+def throughput() -> None:
+    benign = [row["text"] for row in _rows() if row["label"] == "benign"]
+    entries = benign * 40
+    size = sum(len(t.encode("utf-8")) for t in entries)
+    seconds = _best(lambda: [scan(t) for t in entries], runs=2)
+    print(
+        f"ordinary memory entries: {len(entries):,} entries, {size / 1e6:.2f} MB, "
+        f"{seconds:.2f} s, {size / 1e6 / seconds:.2f} MB/s, "
+        f"{seconds / len(entries) * 1e6:.0f} µs per entry"
+    )
+    ascii_text = " ".join(t for t in benign if t.isascii())
+    big = (ascii_text * (200_000 // len(ascii_text) + 1))[:200_000]
+    seconds = _best(lambda: scan(big), runs=2)
+    print(
+        f"one 200,000-character English text: {seconds * 1000:.0f} ms, "
+        f"{len(big) / 1e6 / seconds:.2f} MB/s"
+    )
+
+
+def labelled() -> None:
+    rows = _rows()
+    print(f"labelled set {DATA.relative_to(ROOT)}: {len(rows)} entries")
+    for split in ("tune", "holdout", "all"):
+        part = [r for r in rows if split == "all" or r["split"] == split]
+        bad = [r for r in part if r["label"] == "malicious"]
+        good = [r for r in part if r["label"] == "benign"]
+        hit = sum(_refused(r) for r in bad)
+        false = sum(_refused(r) for r in good)
+        print(
+            f"  {split:<8} malicious refused {hit}/{len(bad)} ({100 * hit / len(bad):.1f}%)"
+            f"   benign falsely refused {false}/{len(good)} ({100 * false / len(good):.1f}%)"
+        )
+
+
+if __name__ == "__main__":
+    timings()
+    throughput()
+    labelled()
