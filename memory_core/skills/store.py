@@ -49,7 +49,6 @@ import shutil
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +65,17 @@ from memory_core.errors import (
     UnsafeContentError,
 )
 from memory_core.safety import scan
+from memory_core.skills.changes import (
+    PRIVATE_DIR_MODE,
+    PRIVATE_FILE_MODE,
+    SHARED_DIR_MODE,
+    archive,
+    make_dirs,
+    move_aside,
+    remove_made,
+    remove_tree,
+    share_modes,
+)
 from memory_core.skills.folders import (
     GENERAL,
     FolderReader,
@@ -107,10 +117,6 @@ __all__ = ["GENERAL", "Owner", "Skill", "SkillProblem", "SkillsStore"]
 log = logging.getLogger(__name__)
 
 PRIVATE_DIR_NAME = "skills-private"
-_PRIVATE_FILE_MODE = 0o600  # a person's skill may hold what they said
-_PRIVATE_DIR_MODE = 0o700
-_SHARED_FILE_MODE = 0o644  # shared skills are not secret; the operator must read them
-_SHARED_DIR_MODE = 0o755
 
 
 @dataclass(frozen=True)
@@ -238,11 +244,11 @@ class SkillsStore:
         _scan(content)
         with self._writing():
             folder = self._free_folder(name, category, user_key, root)
-            made = _make_dirs(folder, _PRIVATE_DIR_MODE)
+            made = make_dirs(folder, PRIVATE_DIR_MODE)
             try:
-                atomic_write_text(folder / SKILL_FILE, content, mode=_PRIVATE_FILE_MODE)
+                atomic_write_text(folder / SKILL_FILE, content, mode=PRIVATE_FILE_MODE)
             except BaseException:
-                _remove_made(made)
+                remove_made(made)
                 raise
         return Skill(document, category, folder, "user", text_digest(content), user_key)
 
@@ -307,14 +313,14 @@ class SkillsStore:
         was archived (None: no archive)."""
         with self._writing():
             found, _ = self._own(name, user_key, hidden_ok=True)
-            archive = self.archive_dir / user_key if self.archive_dir is not None else None
-            doomed = _move_aside(found.folder, "deleting")
+            keep = self.archive_dir / user_key if self.archive_dir is not None else None
+            doomed = move_aside(found.folder, "deleting")
             try:
-                archived = _archive(doomed, name, archive) if archive is not None else None
+                archived = archive(doomed, name, keep) if keep is not None else None
             except BaseException:
                 os.rename(doomed, found.folder)
                 raise
-        _remove_tree(doomed, name)
+        remove_tree(doomed, name)
         return archived
 
     # -------------------------------------------------------------- admin
@@ -347,22 +353,32 @@ class SkillsStore:
                 raise SkillNotFoundError(f"{user_key} has no skill named {name!r}")
             _scan_folder(found.folder)
             target = self._shared_target(name, found.category)
-            made = _make_dirs(target.parent, _SHARED_DIR_MODE)
+            made = make_dirs(target.parent, SHARED_DIR_MODE)
             staging = target.with_name(f".promoting-{name}-{uuid.uuid4().hex[:8]}")
+            placed = False
             try:
                 shutil.copytree(found.folder, staging, symlinks=True)
-                _share_modes(staging)
+                share_modes(staging)
                 os.rename(staging, target)
+                placed = True
                 record_promotion(manifest, name, found.relpath, user_key)
                 write_manifest(self.manifest_path, manifest)
             except BaseException:
-                shutil.rmtree(staging, ignore_errors=True)
-                shutil.rmtree(target, ignore_errors=True)
-                _remove_made(made)
+                shutil.rmtree(target if placed else staging, ignore_errors=True)
+                remove_made(made)
                 raise
-            doomed = _move_aside(found.folder, "promoted")
-        _remove_tree(doomed, name)
+            self._drop_private(found.folder, name)
         return self.get(name)
+
+    def _drop_private(self, folder: Path, name: str) -> None:
+        """Remove the person's copy once the shared one is in place; if the disk
+        refuses, the promotion still stands and the copy stays, hidden by it."""
+        try:
+            doomed = move_aside(folder, "promoted")
+        except OSError as exc:
+            log.warning("skill %r promoted, but %s could not be removed: %s", name, folder, exc)
+            return
+        remove_tree(doomed, name)
 
     def _promote_unowned(self, name: str, manifest: Manifest) -> Skill:
         skill = next((s for s in self._shared().skills if s.name == name), None)
@@ -531,11 +547,11 @@ def _write_support(path: Path, text: str, label: str) -> None:
     """Check and write a support file; folders made for it go again if the write fails."""
     check_text_size(text, label)
     _scan(text)
-    made = _make_dirs(path.parent, _PRIVATE_DIR_MODE)
+    made = make_dirs(path.parent, PRIVATE_DIR_MODE)
     try:
-        atomic_write_text(path, text, mode=_PRIVATE_FILE_MODE)
+        atomic_write_text(path, text, mode=PRIVATE_FILE_MODE)
     except BaseException:
-        _remove_made(made)
+        remove_made(made)
         raise
 
 
@@ -551,57 +567,3 @@ def _scan_folder(folder: Path) -> None:
     for rel in _support_files(folder):
         target = resolve_support_path(folder, rel)
         _scan(read_support_file(target, rel))
-
-
-def _share_modes(folder: Path) -> None:
-    """Make a promoted copy readable like the operator's skills (never executable)."""
-    os.chmod(folder, _SHARED_DIR_MODE)
-    for root, dirs, files in os.walk(folder):
-        for d in dirs:
-            os.chmod(Path(root) / d, _SHARED_DIR_MODE, follow_symlinks=False)
-        for f in files:
-            path = Path(root) / f
-            if not path.is_symlink():
-                os.chmod(path, _SHARED_FILE_MODE)
-
-
-def _make_dirs(folder: Path, mode: int) -> list[Path]:
-    """Create `folder` and missing parents with `mode`; return the ones created,
-    outermost first."""
-    missing = []
-    for path in (folder, *folder.parents):
-        if path.exists():
-            break
-        missing.append(path)
-    made = list(reversed(missing))
-    for path in made:
-        path.mkdir(mode=mode, exist_ok=True)
-        os.chmod(path, mode)  # mkdir's mode is masked by the umask
-    return made
-
-
-def _remove_made(made: list[Path]) -> None:
-    """Undo `_make_dirs` after a failed write (cleanup only: the write's error is raised)."""
-    if made:
-        shutil.rmtree(made[0], ignore_errors=True)
-
-
-def _move_aside(folder: Path, why: str) -> Path:
-    """Rename `folder` to a hidden name beside it, so the skill vanishes at once."""
-    doomed = folder.with_name(f".{why}-{folder.name}-{uuid.uuid4().hex[:8]}")
-    os.rename(folder, doomed)
-    return doomed
-
-
-def _archive(folder: Path, name: str, archive: Path) -> Path:
-    archive.mkdir(parents=True, exist_ok=True, mode=_PRIVATE_DIR_MODE)
-    target = archive / f"{name}-{datetime.now(UTC):%Y%m%dT%H%M%S%fZ}"
-    shutil.copytree(folder, target, symlinks=True)
-    return target
-
-
-def _remove_tree(doomed: Path, name: str) -> None:
-    try:
-        shutil.rmtree(doomed)
-    except OSError as exc:
-        log.warning("skill %r moved away, but %s could not be removed: %s", name, doomed, exc)

@@ -114,6 +114,26 @@ async def test_a_skill_from_as_conversation_never_reaches_bs_prompt(
     assert sorted(p.name for p in shared.iterdir()) == ["house-rules"]
 
 
+async def test_bs_model_cannot_change_or_delete_as_skill(
+    fake: FakeOpenAI, services: Services, tmp_path: Path
+) -> None:
+    conversations = Conversations(services)
+    await create_skill(conversations, fake, "1", "greeting", "Greet people warmly.")
+    [skill_file] = tmp_path.rglob("greeting/SKILL.md")  # wherever A's skills are kept
+    before = skill_file.read_bytes()
+    patch = {"action": "patch", "name": "greeting", "old_string": "Step", "new_string": "Leap"}
+    fake.call_tools(
+        ToolCall("skill_manage", patch),
+        ToolCall("skill_manage", {"action": "delete", "name": "greeting"}),
+    )
+    fake.say("Tried.")
+    await conversations.handle(message("fix the greeting skill", "2"), ListSink())
+    results = [m["content"] for m in fake.requests[-1].body["messages"] if m["role"] == "tool"]
+    assert len(results) == 2
+    assert all("no skill named 'greeting'" in r and '"success": false' in r for r in results)
+    assert skill_file.read_bytes() == before
+
+
 async def test_promote_is_refused_and_hidden_for_non_admins(
     fake: FakeOpenAI, services: Services
 ) -> None:
