@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import threading
 from collections.abc import Sequence
 
 from memory_core.sessions.models import MATCH_END, MATCH_START
@@ -41,6 +42,7 @@ _OVERLAP = 64  # pieces overlap, so a phrase across two pieces is found
 _OPEN, _CLOSE = "\x01", "\x02"  # sentinels asked of highlight(), removed again below
 _SAFE = str.maketrans("\x00\x01\x02", "   ")
 _SEPARATOR = re.compile(r"\W")
+_PER_THREAD = threading.local()  # each thread's scratch connection, made on first use
 
 
 def highlighted_texts(
@@ -65,21 +67,28 @@ def highlighted_texts(
 
 
 class _Scratch:
-    """A private in-memory FTS5 table with the word index's tokenizer."""
+    """A private in-memory FTS5 table with the word index's tokenizer, emptied after use.
+
+    Each thread keeps its own (opening one costs about a millisecond, a
+    search's whole budget); readers are long-lived pool threads.
+    """
 
     def __init__(self, expression: str) -> None:
         self.expression = expression
-        self._conn = sqlite3.connect(":memory:", isolation_level=None)
-        self._conn.execute(
-            f"CREATE VIRTUAL TABLE t USING fts5(content, tokenize='{WORD_TOKENIZER}')"
-        )
+        conn = getattr(_PER_THREAD, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(":memory:", isolation_level=None)
+            conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(content, tokenize='{WORD_TOKENIZER}')")
+            _PER_THREAD.conn = conn
+        self._conn: sqlite3.Connection = conn
         self._rowid = 0
 
     def __enter__(self) -> _Scratch:
+        self._conn.execute("DELETE FROM t")
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._conn.close()
+        self._conn.execute("DELETE FROM t")
 
     def _add(self, text: str) -> int:
         self._rowid += 1

@@ -159,13 +159,18 @@ class SessionStore:
         """Run `fn` on a reader; if the caller stops waiting, the read stops too."""
         if self._reader_pool is None:
             raise SessionStoreError("the session store is not open")
+        loop = asyncio.get_running_loop()
         read = ReadCall(self._read_timeout)
         job = partial(self._with_reader, read, fn, *args, **kwargs)
+        limit = None if read.limit is None else loop.call_later(read.limit, read.expire)
         try:
-            return await asyncio.get_running_loop().run_in_executor(self._reader_pool, job)
+            return await loop.run_in_executor(self._reader_pool, job)
         except asyncio.CancelledError:
             read.cancel()  # frees the reader thread instead of finishing for nobody
             raise
+        finally:
+            if limit is not None:
+                limit.cancel()
 
     def _with_reader(
         self, read: ReadCall, fn: Callable[..., T], *args: object, **kwargs: object
