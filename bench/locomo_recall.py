@@ -30,6 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from memory_core import make_user_key  # noqa: E402
 from memory_core.sessions import (  # noqa: E402
     DEFAULT_RANKING,
     Ranking,
@@ -52,7 +53,7 @@ def parse_when(text: str) -> float:
 def conversation_lines(sample: dict) -> list[str]:
     conv = sample["conversation"]
     speaker_a = conv["speaker_a"]
-    user = f"locomo-{sample['sample_id']}"
+    user = make_user_key("locomo", sample["sample_id"])  # imports take real user keys
     lines = []
     for key in sorted(conv, key=lambda k: int(re.sub(r"\D", "", k) or 0)):
         match = re.fullmatch(r"session_(\d+)", key)
@@ -137,7 +138,7 @@ def evaluate(samples: list[dict], ranking: Ranking = DEFAULT_RANKING, verbose: b
             db.import_lines(conversation_lines(sample))
         build_baseline(db)
         for sample in samples:
-            user = f"locomo-{sample['sample_id']}"
+            user = make_user_key("locomo", sample["sample_id"])
             local: dict[str, dict[int, int]] = defaultdict(lambda: defaultdict(int))
             asked = questions(sample)
             for question, evidence, _category in asked:
