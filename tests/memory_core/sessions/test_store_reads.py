@@ -110,7 +110,9 @@ async def test_readers_stay_usable_after_an_interrupt(store: SessionStore, slow:
 
 
 async def test_a_query_past_the_read_timeout_is_stopped(database: Path, slow: SlowInstr) -> None:
-    async with SessionStore(database, readers=1, on_connect=slow.install, read_timeout=0.2) as store:
+    async with SessionStore(
+        database, readers=1, on_connect=slow.install, read_timeout=0.2
+    ) as store:
         with pytest.raises(ReadTimeoutError, match=r"took over 0.2 s and was stopped"):
             async with asyncio.timeout(5.0):
                 await store.search("天气", RUNAWAY)
