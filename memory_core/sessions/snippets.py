@@ -9,12 +9,14 @@ never nest.
 What one message may cost is bounded, however long it is or however often a
 word repeats in it (`highlight()` is quadratic in the number of matches):
 
-- at most `FETCH_BYTES` of a message are read;
+- at most `FETCH_BYTES` of a message are read (incremental blob I/O: the
+  rest of a 50 MB message is never loaded);
 - `highlight()` only ever sees a window of `WINDOW_CHARS` characters, copied
   into a private in-memory FTS5 table (the reader's connection is read-only);
 - in a longer message the window starts at the first match, looked for
-  piece by piece in the first `SCAN_CHARS` characters; past that, the
-  snippet shows the start of the message.
+  piece by piece in the first `SCAN_CHARS` characters, and one search scans
+  at most `SCAN_BUDGET` characters in all; past that, the snippet shows the
+  start of the message.
 
 NUL and the two sentinel characters are replaced by spaces (separators to
 the tokenizer, like NUL) in the copy `highlight()` sees, so they can neither
@@ -33,8 +35,9 @@ from memory_core.sessions.query import QueryTerm, TermKind, word_index_expressio
 
 SNIPPET_CHARS = 320
 WINDOW_CHARS = 4096  # what highlight() sees of one message
-SCAN_CHARS = 1 << 20  # how far into a message the first match is looked for
-FETCH_BYTES = 4 << 20  # how much of a message is read at all
+SCAN_CHARS = 1 << 18  # how far into a message the first match is looked for
+SCAN_BUDGET = 4 * SCAN_CHARS  # how much all the messages of one search may scan together
+FETCH_BYTES = 4 * (SCAN_CHARS + WINDOW_CHARS)  # how much of a message is read at all
 WORD_TOKENIZER = "porter unicode61 remove_diacritics 2"  # the word index's (schema.py)
 _LEAD = 80  # characters shown before the first match
 _PIECE = WINDOW_CHARS - SNIPPET_CHARS  # a match in a piece leaves a snippet's width after it
@@ -52,18 +55,24 @@ def highlighted_texts(
     if not message_ids:
         return {}
     marks = ",".join("?" * len(message_ids))
-    rows = conn.execute(
-        "SELECT id, substr(CAST(content AS BLOB), 1, ?), length(CAST(content AS BLOB)) "
-        f"FROM messages WHERE id IN ({marks})",
-        (FETCH_BYTES, *message_ids),
-    ).fetchall()
+    found = conn.execute(f"SELECT id FROM messages WHERE id IN ({marks})", tuple(message_ids))
     literals = [t.text for t in terms if t.kind is TermKind.LITERAL]
     out: dict[int, str] = {}
     with _Scratch(word_index_expression(terms)) as scratch:
-        for message_id, head, size in rows:
-            content = bytes(head).decode("utf-8", errors="ignore")
+        for (message_id,) in found.fetchall():
+            try:
+                head, size = _head(conn, message_id)
+            except sqlite3.OperationalError:  # deleted since it matched
+                continue
+            content = head.decode("utf-8", errors="ignore")  # a character cut at the end
             out[message_id] = message_snippet(scratch, content, literals, cut=size > len(head))
     return out
+
+
+def _head(conn: sqlite3.Connection, message_id: int) -> tuple[bytes, int]:
+    """The first `FETCH_BYTES` of a message's text (UTF-8), and its whole length in bytes."""
+    with conn.blobopen("messages", "content", message_id, readonly=True) as blob:
+        return blob.read(FETCH_BYTES), len(blob)
 
 
 class _Scratch:
@@ -82,6 +91,7 @@ class _Scratch:
             _PER_THREAD.conn = conn
         self._conn: sqlite3.Connection = conn
         self._rowid = 0
+        self.budget = SCAN_BUDGET  # characters `matches` may still scan
 
     def __enter__(self) -> _Scratch:
         self._conn.execute("DELETE FROM t")
@@ -98,7 +108,8 @@ class _Scratch:
         return self._rowid
 
     def matches(self, text: str) -> bool:
-        """Whether the query's words occur in `text`."""
+        """Whether the query's words occur in `text` (which counts against the budget)."""
+        self.budget -= len(text)
         rowid = self._add(text)
         row = self._conn.execute(
             "SELECT 1 FROM t WHERE t MATCH ? AND rowid = ?", (self.expression, rowid)
@@ -136,6 +147,8 @@ def _window_start(scratch: _Scratch, content: str, literals: Sequence[str]) -> i
         limit = first_literal
     if scratch.expression:
         for start in range(0, limit, _PIECE):
+            if scratch.budget <= 0:
+                break
             piece_start = _boundary(content, start)
             if scratch.matches(
                 content[piece_start : _boundary(content, start + _PIECE + _OVERLAP)]

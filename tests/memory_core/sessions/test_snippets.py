@@ -10,7 +10,13 @@ import pytest
 
 from memory_core.sessions.db import SessionDB
 from memory_core.sessions.models import MATCH_END, MATCH_START, SearchScope
-from memory_core.sessions.snippets import SCAN_CHARS, SNIPPET_CHARS, WINDOW_CHARS, WORD_TOKENIZER
+from memory_core.sessions.snippets import (
+    SCAN_BUDGET,
+    SCAN_CHARS,
+    SNIPPET_CHARS,
+    WINDOW_CHARS,
+    WORD_TOKENIZER,
+)
 from tests.memory_core.sessions.helpers import say
 
 ME = SearchScope("telegram-1")
@@ -111,6 +117,18 @@ def test_a_match_past_the_scanned_part_shows_the_start_unmarked(db: SessionDB) -
     say(db, filler(SCAN_CHARS + 10_000) + " marmot")
     text = snippet(db, "marmot")
     assert text == filler(SNIPPET_CHARS) + "…"
+
+
+def test_one_search_scans_long_messages_only_up_to_its_budget(db: SessionDB) -> None:
+    deep = SCAN_BUDGET // 5 + 1000  # each match lies this far in: four fit in the budget
+    assert deep < SCAN_CHARS
+    for n in range(8):
+        say(db, filler(deep) + " marmot " + filler(1000), ts=float(n))
+    hits = db.search("marmot", ME)
+    texts = [h.snippets[0].text for h in hits]
+    assert len(texts) == 8
+    assert 1 <= sum(marked(t) == ["marmot"] for t in texts) <= 5
+    assert all(len(plain(t)) <= SNIPPET_CHARS + 2 for t in texts)
 
 
 def test_the_snippet_tokenizer_is_the_word_index_tokenizer(db: SessionDB) -> None:
