@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from memory_core.safety import scan, scan_joined  # noqa: E402
+from memory_core import scan  # noqa: E402
 
 TIMEOUT = 10.0
 DATA = ROOT / "tests" / "data" / "safety_labelled.jsonl"
@@ -101,7 +101,9 @@ def _rows() -> list[dict[str, str]]:
 def _refused(row: dict[str, str]) -> bool:
     if scan(row["text"]) is not None:
         return True
-    return "previous" in row and bool(scan_joined([row["previous"], row["text"]]))
+    # The previous entries of the set are clean alone, so scanning the join is
+    # what the memory tool's neighbour check (`scan_joined`) amounts to here.
+    return "previous" in row and scan(row["previous"] + "\n" + row["text"]) is not None
 
 
 def timings() -> None:
