@@ -15,6 +15,7 @@ import pytest
 
 from memory_core.errors import ImportFormatError
 from memory_core.sessions.db import SessionDB
+from memory_core.sessions.importer import CHUNK_ROWS
 from memory_core.sessions.jsonl import MAX_LINE_BYTES, parse_timestamp
 from memory_core.sessions.models import SearchScope
 from tests.memory_core.sessions.helpers import message, origin
@@ -225,26 +226,43 @@ def run_import(home: Path, file: Path) -> subprocess.Popen[bytes]:
     )
 
 
+def staged_rows(path: Path) -> int:
+    """Messages an import has staged so far (0 while the database is not there yet)."""
+    if not path.exists():
+        return 0
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+    try:
+        return int(
+            conn.execute(
+                "SELECT count(*) FROM messages m JOIN sessions s ON s.id = m.session_id "
+                "WHERE s.user_key GLOB '~import *'"
+            ).fetchone()[0]
+        )
+    except sqlite3.OperationalError:  # the schema is still being created
+        return 0
+    finally:
+        conn.close()
+
+
 def test_sigkill_during_an_import_leaves_a_consistent_database(tmp_path: Path) -> None:
+    """Each import is killed once it has staged a random share of the file."""
     sessions, per_session = 400, 50
     big = tmp_path / "big.jsonl"
     write_big_file(big, sessions, per_session)
-    started = time.perf_counter()
-    reference = run_import(tmp_path / "reference", big)
-    assert reference.wait(timeout=120) == 0
-    whole = time.perf_counter() - started  # start-up plus import, on this machine, now
     home = tmp_path / "home"
     rng = random.Random(11)
-    kills = 0
     for _ in range(4):
+        # At least one chunk is still to come when the threshold is reached.
+        threshold = rng.randint(1, sessions * per_session - CHUNK_ROWS)
         proc = run_import(home, big)
-        time.sleep(rng.uniform(0.45, 0.95) * whole)
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
-            kills += 1
+        deadline = time.monotonic() + 60
+        while proc.poll() is None and staged_rows(home / "state.db") < threshold:
+            assert time.monotonic() < deadline, "the import staged nothing within 60 s"
+            time.sleep(0.005)  # polling a condition: how far the import has got
+        assert proc.poll() is None, "the import finished before it could be interrupted"
+        proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=60)
         assert_consistent(home / "state.db", sessions, per_session)
-    assert kills >= 2, "the import finished too fast to be interrupted"
     proc = run_import(home, big)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err.decode()
