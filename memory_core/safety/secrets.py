@@ -21,7 +21,7 @@ import functools
 import math
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
 from detect_secrets.plugins.base import RegexBasedDetector
@@ -86,7 +86,8 @@ _ENTROPY_RUN = Rule("high_entropy_string", SECRET, "text", r"[A-Za-z0-9+/=_-]{24
 def detect_secrets_rules() -> tuple[Rule, ...]:
     """detect-secrets' regex plugins as RE2 rules, `detect_secrets_<plugin>` ids."""
     rules: list[Rule] = []
-    for plugin in get_mapping_from_secret_type_to_class().values():
+    plugins: Mapping[str, type[object]] = get_mapping_from_secret_type_to_class()
+    for plugin in plugins.values():
         if not issubclass(plugin, RegexBasedDetector) or plugin.__name__ in _SKIPPED_PLUGINS:
             continue
         name = plugin.__name__.removesuffix("Detector").lower()
