@@ -76,7 +76,7 @@ async def _serve(config: Config, adapter: ConsoleAdapter) -> None:
 
 @contextlib.asynccontextmanager
 async def open_services(config: Config) -> AsyncIterator[Services]:
-    """Open the stores and the model client for `config`; close them on the way out."""
+    """Open the stores and the model clients for `config`; close them on the way out."""
     config.home.mkdir(parents=True, exist_ok=True)
     sessions = SessionStore(config.home / "state.db")
     await sessions.open()
@@ -87,10 +87,18 @@ async def open_services(config: Config) -> AsyncIterator[Services]:
         timeout=config.llm.timeout,
         stall_timeout=config.llm.stall_timeout,
     )
+    auxiliary = ModelClient(  # recaps, compression, review, extraction; unset keys follow llm
+        base_url=config.aux_base_url,
+        api_key=config.llm.api_key,
+        model=config.aux_model,
+        timeout=config.auxiliary.timeout or config.llm.timeout,
+        stall_timeout=config.llm.stall_timeout,
+    )
     try:
         yield Services(
             config=config,
             model=model,
+            auxiliary=auxiliary,
             memory=FileMemoryStore(
                 config.home,
                 memory_char_limit=config.memory.memory_char_limit,
@@ -107,6 +115,7 @@ async def open_services(config: Config) -> AsyncIterator[Services]:
             commands=builtin_commands(),
         )
     finally:
+        await auxiliary.close()
         await model.close()
         await sessions.close()
 

@@ -59,6 +59,7 @@ class Services:
 
     config: Config
     model: ModelClient
+    auxiliary: ModelClient  # non-streamed background calls: recaps, compression, review
     memory: FileMemoryStore
     skills: SkillsStore
     sessions: SessionStore

@@ -151,6 +151,36 @@ class ModelClient:
             await asyncio.sleep(delay)
             attempt += 1
 
+    async def complete(
+        self, messages: Sequence[dict[str, Any]], *, max_tokens: int | None = None
+    ) -> str:
+        """One non-streamed reply's text, for background work (recaps, compression).
+
+        The same bounded retries as `stream_chat`; the whole reply may take up
+        to `timeout` seconds (there is no stream to watch for a stall). Failures
+        raise `ModelError` or a subclass; an empty reply is returned as "".
+        """
+        kwargs: dict[str, Any] = {"model": self.model, "messages": list(messages)}
+        if max_tokens is not None:
+            kwargs["max_tokens"] = max_tokens
+        started = time.monotonic()
+        attempt = 0
+        while True:
+            try:
+                response = await self._client.chat.completions.create(**kwargs)
+            except openai.APIError as exc:
+                error = _model_error(exc, False, self._timeout)
+                delay = self._retry_delay(error, attempt, False, time.monotonic() - started)
+                if delay is None:
+                    raise error from exc
+                log.info("model call failed (%s); retry %d in %.1f s", error, attempt + 1, delay)
+                await asyncio.sleep(delay)
+                attempt += 1
+                continue
+            if not response.choices:
+                return ""
+            return response.choices[0].message.content or ""
+
     async def _attempt(self, kwargs: dict[str, Any], passed: _Passed) -> Completion:
         """One request: give up when the endpoint is silent for the stall timeout."""
         acc = _StreamAccumulator()

@@ -264,3 +264,24 @@ async def test_other_bad_requests_are_plain_model_errors(fake: FakeOpenAI) -> No
         await model.stream_chat(MESSAGES)
     await model.close()
     assert type(info.value) is ModelError and len(fake.requests) == 1
+
+
+async def test_complete_returns_a_non_streamed_reply(fake: FakeOpenAI) -> None:
+    fake.say("A short recap: the deploy failed on the migration.")
+    model = client(fake)
+    text = await model.complete(MESSAGES, max_tokens=200)
+    await model.close()
+    assert text == "A short recap: the deploy failed on the migration."
+    body = fake.requests[0].body
+    assert not body.get("stream") and body["max_tokens"] == 200
+
+
+async def test_complete_retries_a_5xx_then_raises_a_model_error(fake: FakeOpenAI) -> None:
+    fake.fail_next(Fault.http(503))
+    fake.say("second time lucky")
+    model = ModelClient(fake.url + "/v1", "sk-test", "m", 30.0, max_retries=1, stall_timeout=1.0)
+    assert await model.complete(MESSAGES) == "second time lucky"
+    fake.fail_next(Fault.http(401))
+    with pytest.raises(ModelError):
+        await model.complete(MESSAGES)
+    await model.close()
