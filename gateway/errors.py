@@ -8,7 +8,8 @@ GatewayError
  │    ├── ModelCutOffError      the reply stream broke off before it was finished
  │    ├── ModelAuthError        the endpoint rejected our credentials (HTTP 401/403)
  │    └── RequestTooLargeError  the endpoint refused the request as too long
- └── RateLimitedError       a platform asked us to wait `retry_after` seconds
+ ├── RateLimitedError       a platform asked us to wait `retry_after` seconds
+ └── RecallArgumentError    session_search or /recall was given arguments it cannot use
 """
 
 from __future__ import annotations
@@ -59,3 +60,7 @@ class RateLimitedError(GatewayError):
     def __init__(self, message: str, retry_after: float) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class RecallArgumentError(GatewayError):
+    """A history search was asked with a bad query, date or limit; the message says which."""
