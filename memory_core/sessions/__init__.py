@@ -5,7 +5,9 @@ readers); `SessionDB` is the synchronous one the command line and the
 benchmarks use. Both append `NewMessage`s to the session of a `SessionOrigin`,
 read `SessionInfo` and `StoredMessage` rows, and search within a `SearchScope`
 (`recall_scope` gives the one recall rule) narrowed by `SearchOptions`,
-returning ranked `SessionHit`s. History moves in and out as JSON Lines, and
+returning ranked `SessionHit`s. A session keeps the system prompt it started
+with and its `ReviewCounters` (moved by a `CounterUpdate` with each turn), so
+it resumes unchanged after a restart. History moves in and out as JSON Lines, and
 `parse_time_phrase` reads phrases like "last week" into a time window.
 """
 
@@ -31,7 +33,9 @@ from memory_core.sessions.models import (
     MATCH_START,
     AppendResult,
     ChatType,
+    CounterUpdate,
     NewMessage,
+    ReviewCounters,
     SearchOptions,
     SearchScope,
     SessionHit,
@@ -60,6 +64,7 @@ __all__ = [
     "Backoff",
     "ChatType",
     "ConnectHook",
+    "CounterUpdate",
     "DeleteResult",
     "ImportFormatError",
     "ImportResult",
@@ -68,6 +73,7 @@ __all__ = [
     "NewMessage",
     "Ranking",
     "ReadTimeoutError",
+    "ReviewCounters",
     "SchemaVersionError",
     "SearchOptions",
     "SearchScope",

@@ -28,7 +28,9 @@ from memory_core.sessions.connection import (
 from memory_core.sessions.models import (
     DEFAULT_SEARCH_OPTIONS,
     AppendResult,
+    CounterUpdate,
     NewMessage,
+    ReviewCounters,
     SearchOptions,
     SearchScope,
     SessionHit,
@@ -105,9 +107,16 @@ class SessionDB:
         return session_writes.append_messages(self.conn, origin, [message])
 
     def append_messages(
-        self, *, origin: SessionOrigin, messages: Sequence[NewMessage]
+        self,
+        *,
+        origin: SessionOrigin,
+        messages: Sequence[NewMessage],
+        counters: CounterUpdate | None = None,
     ) -> AppendResult:
-        return session_writes.append_messages(self.conn, origin, messages)
+        return session_writes.append_messages(self.conn, origin, messages, counters)
+
+    def set_system_prompt(self, session_id: int, prompt: str) -> str:
+        return session_writes.set_system_prompt(self.conn, session_id, prompt)
 
     def end_session(self, session_id: int, reason: str) -> None:
         session_writes.end_session(self.conn, session_id, reason, self._clock())
@@ -161,6 +170,12 @@ class SessionDB:
 
     def list_sessions(self, scope: SearchScope, limit: int = 20) -> list[SessionInfo]:
         return session_reads.list_sessions(self.conn, scope, limit)
+
+    def get_system_prompt(self, session_id: int, scope: SearchScope) -> str | None:
+        return session_reads.get_system_prompt(self.conn, session_id, scope)
+
+    def get_counters(self, session_id: int) -> ReviewCounters | None:
+        return session_reads.get_counters(self.conn, session_id)
 
     def check(self, echo: Callable[[str], None] | None = None) -> None:
         check_integrity(self.conn, echo)

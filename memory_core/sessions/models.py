@@ -1,4 +1,5 @@
-"""Value types of the session store: scopes, search options, messages, sessions, hits.
+"""Value types of the session store: scopes, search options, messages, sessions, hits,
+and the per-session counters of the background review.
 
 Two words are kept apart: the `platform` of a person (telegram, discord,
 console; the first part of their user key) and the `source` of a session,
@@ -192,3 +193,35 @@ class StoredMessage:
     tool_call_id: str | None
     platform_message_id: str | None
     speaker_name: str | None
+
+
+@dataclass(frozen=True)
+class ReviewCounters:
+    """A session's counters for the background review, as stored.
+
+    `turns_since_memory`: turns since the last memory write (or since the
+    session started); `steps_since_skill`: tool steps since the last skill write.
+    """
+
+    turns_since_memory: int = 0
+    steps_since_skill: int = 0
+
+
+@dataclass(frozen=True)
+class CounterUpdate:
+    """How one turn moves a session's `ReviewCounters`.
+
+    Each counter is first reset to 0 when its `*_written` flag is set, then
+    `turns` / `steps` are added: a turn that wrote memory passes
+    ``memory_written=True, turns=0``; a turn whose last skill write was
+    followed by two more tool steps passes ``skill_written=True, steps=2``.
+    """
+
+    turns: int = 0
+    steps: int = 0
+    memory_written: bool = False
+    skill_written: bool = False
+
+    def __post_init__(self) -> None:
+        if self.turns < 0 or self.steps < 0:
+            raise InvalidMessageError("counter increments must not be negative")

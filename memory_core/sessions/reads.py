@@ -1,6 +1,7 @@
-"""Plain reads of state.db: sessions by id or key, and a conversation's messages.
+"""Plain reads of state.db: sessions by id or key, a conversation's messages, and
+what a session resumes with (its stored system prompt and review counters).
 
-Reads that return message text take a `SearchScope` and check it in SQL, so a
+Reads that return message or prompt text take a `SearchScope` and check it in SQL, so a
 session id alone never opens another person's conversation.
 """
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from memory_core.sessions.models import SearchScope, SessionInfo, StoredMessage
+from memory_core.sessions.models import ReviewCounters, SearchScope, SessionInfo, StoredMessage
 
 SESSION_COLUMNS = (
     "id, source, user_key, chat_id, chat_type, thread_id, session_key, title, model, "
@@ -38,6 +39,25 @@ def current_session(conn: sqlite3.Connection, session_key: str) -> SessionInfo |
         (session_key,),
     )
     return _session(row.fetchone())
+
+
+def get_system_prompt(conn: sqlite3.Connection, session_id: int, scope: SearchScope) -> str | None:
+    """The system prompt stored with a session in `scope`, or None (none stored, or no
+    such session in scope)."""
+    where, params = scope_sql(scope)
+    row = conn.execute(
+        f"SELECT s.system_prompt FROM sessions s WHERE s.id = ? AND {where}",
+        (session_id, *params),
+    ).fetchone()
+    return None if row is None or row[0] is None else str(row[0])
+
+
+def get_counters(conn: sqlite3.Connection, session_id: int) -> ReviewCounters | None:
+    """The review counters of a session, or None when there is no such session."""
+    row = conn.execute(
+        "SELECT turns_since_memory, steps_since_skill FROM sessions WHERE id = ?", (session_id,)
+    ).fetchone()
+    return None if row is None else ReviewCounters(int(row[0]), int(row[1]))
 
 
 def scope_sql(scope: SearchScope, alias: str = "s") -> tuple[str, list[object]]:

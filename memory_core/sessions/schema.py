@@ -15,7 +15,8 @@ each with the message text and an `owner` column (see `owner_token`):
   in it (pure ASCII text is served by the word index), and no tool rows.
 
 One insert, one delete and one update trigger keep both in sync (and the
-per-session message counts). Bulk loads
+per-session message counts). Since v4 a session also holds its system prompt
+and the background review's counters, so it resumes unchanged after a restart. Bulk loads
 drop the insert trigger, insert, index the new rows in one statement and put
 the trigger back (`drop_insert_trigger` / `index_rows_after` /
 `create_insert_trigger`), all inside the caller's transaction.
@@ -30,7 +31,7 @@ from dataclasses import dataclass
 
 from memory_core.errors import IndexIntegrityError, SchemaVersionError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 TOOL_INDEX_CHARS = 8192
 WORD_INDEX = "messages_fts"
 TRIGRAM_INDEX = "messages_trigram"
@@ -210,6 +211,18 @@ END;
 """
 
 
+# v4: what a session needs to resume after a restart or an eviction from the
+# bot's cache: the system prompt it was started with (stored once, so the
+# request prefix stays byte-identical even when USER.md changes meanwhile),
+# and the background review's counters (turns since the last memory write,
+# tool steps since the last skill write).
+_V4 = """
+ALTER TABLE sessions ADD COLUMN system_prompt TEXT;
+ALTER TABLE sessions ADD COLUMN turns_since_memory INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN steps_since_skill INTEGER NOT NULL DEFAULT 0;
+"""
+
+
 def owner_token(user_key: str) -> str:
     """Three private-use characters derived from a user key: one word, one trigram.
 
@@ -235,6 +248,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, _V1),
     Migration(2, _V2),
     Migration(3, _V3),
+    Migration(4, _V4),
 )
 
 

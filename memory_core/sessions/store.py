@@ -34,7 +34,9 @@ from memory_core.sessions.interrupts import ReadCall, usable
 from memory_core.sessions.models import (
     DEFAULT_SEARCH_OPTIONS,
     AppendResult,
+    CounterUpdate,
     NewMessage,
+    ReviewCounters,
     SearchOptions,
     SearchScope,
     SessionHit,
@@ -197,15 +199,26 @@ class SessionStore:
         return await self._write(session_writes.append_messages, origin, [message], count=1)
 
     async def append_messages(
-        self, *, origin: SessionOrigin, messages: Sequence[NewMessage]
+        self,
+        *,
+        origin: SessionOrigin,
+        messages: Sequence[NewMessage],
+        counters: CounterUpdate | None = None,
     ) -> AppendResult:
         """Append a turn's messages in one transaction (idempotent per message).
 
+        `counters` moves the session's review counters in the same transaction.
         If state.db stays locked past the wait bound this raises
         `SessionStoreBusyError`, and the messages are still stored later, in order.
         """
         batch = list(messages)
-        return await self._write(session_writes.append_messages, origin, batch, count=len(batch))
+        return await self._write(
+            session_writes.append_messages, origin, batch, counters, count=len(batch)
+        )
+
+    async def set_system_prompt(self, session_id: int, prompt: str) -> str:
+        """Store a session's system prompt once; return the one it keeps (see `writes`)."""
+        return await self._write(session_writes.set_system_prompt, session_id, prompt)
 
     async def end_session(self, session_id: int, reason: str) -> None:
         await self._write(session_writes.end_session, session_id, reason, self._clock())
@@ -253,6 +266,14 @@ class SessionStore:
 
     async def list_sessions(self, scope: SearchScope, limit: int = 20) -> list[SessionInfo]:
         return await self._read(session_reads.list_sessions, scope, limit)
+
+    async def get_system_prompt(self, session_id: int, scope: SearchScope) -> str | None:
+        """The system prompt stored with a session in `scope`, or None."""
+        return await self._read(session_reads.get_system_prompt, session_id, scope)
+
+    async def get_counters(self, session_id: int) -> ReviewCounters | None:
+        """A session's background-review counters, or None when there is no such session."""
+        return await self._read(session_reads.get_counters, session_id)
 
 
 def _log_late_failure(done: asyncio.Future[object]) -> None:

@@ -1,4 +1,5 @@
-"""Writes to state.db: messages (creating sessions lazily), ends, children, erasure.
+"""Writes to state.db: messages (creating sessions lazily), ends, children, erasure,
+and what a session needs to resume: its system prompt and review counters.
 
 Every function takes the writer connection and runs one IMMEDIATE
 transaction. Message writes are idempotent: a message is identified inside
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 
 from memory_core.errors import InvalidMessageError, SessionConflictError, SessionNotFoundError
 from memory_core.sessions.connection import transaction
-from memory_core.sessions.models import AppendResult, NewMessage, SessionOrigin
+from memory_core.sessions.models import AppendResult, CounterUpdate, NewMessage, SessionOrigin
 from memory_core.sessions.schema import optimize_indexes, owner_token
 
 _INSERT_MESSAGE = """
@@ -33,9 +34,16 @@ class DeleteResult:
 
 
 def append_messages(
-    conn: sqlite3.Connection, origin: SessionOrigin, messages: Sequence[NewMessage]
+    conn: sqlite3.Connection,
+    origin: SessionOrigin,
+    messages: Sequence[NewMessage],
+    counters: CounterUpdate | None = None,
 ) -> AppendResult:
-    """Append `messages` to the open session of `origin.session_key`, creating it if needed."""
+    """Append `messages` to the open session of `origin.session_key`, creating it if needed.
+
+    `counters` moves the session's review counters in the same transaction,
+    only if a message was new (a turn written twice counts once).
+    """
     if not messages:
         raise InvalidMessageError("append_messages needs at least one message")
     with transaction(conn):
@@ -49,7 +57,36 @@ def append_messages(
                 inserted += 1
             else:
                 ids.append(_existing_message_id(conn, session_id, message))
+        if counters is not None and inserted:
+            _bump_counters(conn, session_id, counters)
     return AppendResult(session_id, created, tuple(ids), inserted)
+
+
+def _bump_counters(conn: sqlite3.Connection, session_id: int, update: CounterUpdate) -> None:
+    conn.execute(
+        "UPDATE sessions SET "
+        "turns_since_memory = CASE WHEN ? THEN 0 ELSE turns_since_memory END + ?, "
+        "steps_since_skill = CASE WHEN ? THEN 0 ELSE steps_since_skill END + ? WHERE id = ?",
+        (update.memory_written, update.turns, update.skill_written, update.steps, session_id),
+    )
+
+
+def set_system_prompt(conn: sqlite3.Connection, session_id: int, prompt: str) -> str:
+    """Store the session's system prompt unless it has one; return the one it keeps.
+
+    A prompt is stored once: a second caller gets the first one back, so
+    every request of the session starts with the same bytes.
+    """
+    with transaction(conn):
+        row = conn.execute(
+            "SELECT system_prompt FROM sessions WHERE id = ?", (session_id,)
+        ).fetchone()
+        if row is None:
+            raise SessionNotFoundError(f"no session {session_id}")
+        if row[0] is not None:
+            return str(row[0])
+        conn.execute("UPDATE sessions SET system_prompt = ? WHERE id = ?", (prompt, session_id))
+    return prompt
 
 
 def _message_row(session_id: int, m: NewMessage) -> tuple[object, ...]:
@@ -135,12 +172,15 @@ def start_child_session(
     """End `parent_id` (if open) and start its continuation, which takes over its routing key.
 
     The child belongs to the same person and chat as the parent and shares
-    its lineage root, so search reports both as one conversation.
+    its lineage root, so search reports both as one conversation. It takes
+    over the parent's review counters (the conversation goes on), but not its
+    system prompt: the child gets a fresh one.
     """
     with transaction(conn):
         parent = conn.execute(
             "SELECT source, user_key, chat_id, chat_type, thread_id, session_key, model, title, "
-            "root_id, ended_at, owner_token FROM sessions WHERE id = ?",
+            "root_id, ended_at, owner_token, turns_since_memory, steps_since_skill "
+            "FROM sessions WHERE id = ?",
             (parent_id,),
         ).fetchone()
         if parent is None:
@@ -153,8 +193,9 @@ def start_child_session(
         try:
             cursor = conn.execute(
                 "INSERT INTO sessions(source, user_key, chat_id, chat_type, thread_id, "
-                "session_key, model, title, started_at, parent_session_id, root_id, owner_token) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "session_key, model, title, started_at, parent_session_id, root_id, owner_token, "
+                "turns_since_memory, steps_since_skill) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     *parent[:6],
                     model or parent[6],
@@ -163,6 +204,8 @@ def start_child_session(
                     parent_id,
                     parent[8],
                     parent[10],
+                    parent[11],
+                    parent[12],
                 ),
             )
         except sqlite3.IntegrityError:

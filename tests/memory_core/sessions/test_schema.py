@@ -89,3 +89,26 @@ def test_a_failed_step_leaves_the_previous_version(tmp_path: Path) -> None:
     assert schema_version(conn) == 2
     columns = {r[1] for r in conn.execute("PRAGMA table_info(sessions)")}
     assert "root_id" not in columns  # the half-run step was rolled back
+
+
+def test_a_version_3_database_gains_empty_prompts_and_zero_counters(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    migrate(conn, target=3)
+    conn.execute(
+        "INSERT INTO sessions(id, source, user_key, owner_token, chat_id, chat_type, "
+        "session_key, started_at, root_id) VALUES "
+        "(1, 'telegram', 'telegram-1', 'x', 'c1', 'private', 'k1', 100.0, 1)"
+    )
+    conn.close()
+    with SessionDB(path) as db:
+        assert schema_version(db.conn) == SCHEMA_VERSION == 4
+        assert db.get_system_prompt(1, SearchScope("telegram-1")) is None
+        counters = db.get_counters(1)
+        assert counters is not None
+        assert (counters.turns_since_memory, counters.steps_since_skill) == (0, 0)
+        # The session resumes: it takes a prompt once and keeps it.
+        assert db.set_system_prompt(1, "the first prompt") == "the first prompt"
+        assert db.set_system_prompt(1, "a later prompt") == "the first prompt"
+        db.append_message(origin=origin("telegram-1", "c1", key="k1"), message=message("hi"))
+        db.check()
