@@ -94,6 +94,7 @@ class AuxiliaryConfig(_Section):
     base_url: OptionalHttpUrl = None
     model: str | None = None
     timeout: float | None = Field(default=None, gt=0)
+    recap_timeout: float = Field(default=20.0, gt=0)  # one deadline for a search's recaps
 
 
 class MemoryConfig(_Section):

@@ -23,6 +23,7 @@ from typing import Any
 
 from gateway.agent.model_client import ModelClient
 from gateway.agent.prompt import build_system_prompt
+from gateway.agent.recall import SessionSearch
 from gateway.agent.tools import build_tools
 from gateway.agent.turn import (
     MESSAGE_TOO_LONG_NOTE,
@@ -153,6 +154,13 @@ class Conversations:
             self._s.skills,
             user_key=message.user_key,
             is_admin=self._is_admin(message),
+            session_search=SessionSearch(
+                store=self._s.sessions,
+                recapper=self._s.auxiliary,
+                scope=recall_scope(message.user_key, message.chat_id, message.chat_type),
+                current_session_id=first.session_id,
+                timeout=self._s.config.auxiliary.recap_timeout,
+            ),
         )
         history = await self._history(first.session_id, message)
         recalled = await session.manager.prefetch_all(message.text)

@@ -4,7 +4,9 @@ A `Tool` is an OpenAI function schema plus an async handler that returns the
 JSON text the model reads. `build_tools` makes the list for one inbound
 message: the memory tool and the skills tools, both bound to that person's key
 (so they can never write anyone else's file, nor show one person's skills to
-another). Built per turn, so the skills tools' per-turn write limits hold.
+another), and `session_search` over their earlier conversations (`recall`),
+bound to their recall scope. Built per turn, so the skills tools' per-turn
+write limits hold.
 memory_core's tools are synchronous and touch files, so their handlers run in
 a worker thread.
 """
@@ -16,6 +18,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from gateway.agent.recall import SESSION_SEARCH_SCHEMA, SessionSearch
 from memory_core import MEMORY_TOOL_SCHEMA, FileMemoryStore, MemoryTool, SkillsStore, SkillsTools
 
 ToolHandler = Callable[[Mapping[str, Any]], Awaitable[str]]
@@ -34,11 +37,18 @@ class Tool:
 
 
 def build_tools(
-    memory: FileMemoryStore, skills: SkillsStore, *, user_key: str, is_admin: bool
+    memory: FileMemoryStore,
+    skills: SkillsStore,
+    *,
+    user_key: str,
+    is_admin: bool,
+    session_search: SessionSearch | None = None,
 ) -> list[Tool]:
-    """The memory tool and the skills tools for `user_key`, in that order."""
+    """The memory tool, `session_search` (when given) and the skills tools, in that order."""
     memory_tool = MemoryTool(memory, user_key=user_key, is_admin=is_admin)
     tools = [Tool(MEMORY_TOOL_SCHEMA, _in_thread(memory_tool.handle))]
+    if session_search is not None:  # bound to this person's recall scope by the caller
+        tools.append(Tool(SESSION_SEARCH_SCHEMA, session_search.handle))
     skills_tools = SkillsTools(skills, role="primary", user_key=user_key)
     for schema in skills_tools.schemas():
         tools.append(Tool(schema, _in_thread(_skill_handler(skills_tools, schema))))
