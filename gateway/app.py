@@ -12,14 +12,16 @@ import contextlib
 import logging
 import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import TextIO
 
 from gateway.adapters.console_adapter import ConsoleAdapter
+from gateway.agent.limits import ModelCallLimiter
 from gateway.agent.model_client import ModelClient
 from gateway.commands import builtin_commands
 from gateway.config import Config
 from gateway.conversation import Conversations, ManagerFactory, Services
-from gateway.errors import NotAvailableError
+from gateway.errors import ConfigError, NotAvailableError
 from memory_core import (
     MEMORY_TOOL_SCHEMA,
     SKILL_TOOL_SCHEMAS,
@@ -33,6 +35,8 @@ from memory_core import (
 )
 
 log = logging.getLogger(__name__)
+
+MAX_PERSONA_BYTES = 16 * 1024
 
 
 def run_bot(config: Config) -> None:
@@ -77,15 +81,18 @@ async def _serve(config: Config, adapter: ConsoleAdapter) -> None:
 @contextlib.asynccontextmanager
 async def open_services(config: Config) -> AsyncIterator[Services]:
     """Open the stores and the model clients for `config`; close them on the way out."""
+    persona = read_persona(config.persona_file)
     config.home.mkdir(parents=True, exist_ok=True)
     sessions = SessionStore(config.home / "state.db")
     await sessions.open()
+    limiter = ModelCallLimiter(config.llm.max_concurrency)  # one for every model call
     model = ModelClient(
         base_url=config.llm.base_url,
         api_key=config.llm.api_key,
         model=config.llm.model,
         timeout=config.llm.timeout,
         stall_timeout=config.llm.stall_timeout,
+        limiter=limiter,
     )
     auxiliary = ModelClient(  # recaps, compression, review, extraction; unset keys follow llm
         base_url=config.aux_base_url,
@@ -93,6 +100,8 @@ async def open_services(config: Config) -> AsyncIterator[Services]:
         model=config.aux_model,
         timeout=config.auxiliary.timeout or config.llm.timeout,
         stall_timeout=config.llm.stall_timeout,
+        limiter=limiter,
+        background=True,  # replies go first
     )
     try:
         yield Services(
@@ -113,11 +122,38 @@ async def open_services(config: Config) -> AsyncIterator[Services]:
             sessions=sessions,
             new_manager=_manager_factory(config, sessions),
             commands=builtin_commands(),
+            persona=persona,
         )
     finally:
         await auxiliary.close()
         await model.close()
         await sessions.close()
+
+
+def read_persona(path: Path | None) -> str | None:
+    """The persona file's text (None when unset); a bad file is one `ConfigError` line."""
+    if path is None:
+        return None
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_PERSONA_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(
+            f"config error: persona_file: cannot read {path}: {exc.strerror or exc}"
+        ) from None
+    if len(data) > MAX_PERSONA_BYTES:
+        raise ConfigError(
+            f"config error: persona_file: {path} is larger than {MAX_PERSONA_BYTES // 1024} KiB"
+        )
+    try:
+        text = data.decode("utf-8").strip()
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"config error: persona_file: {path} is not UTF-8 (invalid byte at offset {exc.start})"
+        ) from None
+    if not text:
+        raise ConfigError(f"config error: persona_file: {path} is empty")
+    return text
 
 
 def _manager_factory(config: Config, sessions: SessionStore) -> ManagerFactory:

@@ -84,6 +84,7 @@ class LLMConfig(_Section):
     timeout: float = Field(default=60.0, gt=0)
     stall_timeout: float = Field(default=30.0, gt=0)  # silence that counts as a stalled reply
     max_concurrency: int = Field(default=4, ge=1)
+    max_tool_steps: int = Field(default=20, ge=1)  # model replies with tool calls per turn
     context_chars: int = Field(default=200_000, ge=10_000)  # request budget; compress near it
     api_key: str | None = Field(default=None, exclude=True)  # from OPENAI_API_KEY only
 
@@ -159,6 +160,7 @@ class Config(_Section):
     """The whole validated configuration, frozen."""
 
     home: Path = Path("data")
+    persona_file: Path | None = None  # replaces the default identity text of the prompt
     llm: LLMConfig = LLMConfig()
     auxiliary: AuxiliaryConfig = AuxiliaryConfig()
     memory: MemoryConfig = MemoryConfig()

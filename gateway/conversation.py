@@ -24,7 +24,7 @@ from typing import Any
 from gateway.agent.model_client import ModelClient
 from gateway.agent.prompt import build_system_prompt
 from gateway.agent.recall import SessionSearch
-from gateway.agent.tools import build_tools
+from gateway.agent.tools import build_tools, provider_tools
 from gateway.agent.turn import (
     MESSAGE_TOO_LONG_NOTE,
     TOO_LONG_NOTE,
@@ -66,6 +66,7 @@ class Services:
     sessions: SessionStore
     new_manager: ManagerFactory
     commands: CommandRegistry
+    persona: str | None = None  # the operator's persona text (`persona_file`)
 
 
 @dataclass
@@ -161,10 +162,10 @@ class Conversations:
                 current_session_id=first.session_id,
                 timeout=self._s.config.auxiliary.recap_timeout,
             ),
-        )
+        ) + provider_tools(session.manager)
         history = await self._history(first.session_id, message)
         recalled = await session.manager.prefetch_all(message.text)
-        agent = Agent(self._s.model, tools)
+        agent = Agent(self._s.model, tools, max_steps=self._s.config.llm.max_tool_steps)
         result = await agent.run_turn(
             session.system_prompt, history, message.text, recalled, sink.write
         )
@@ -219,6 +220,7 @@ class Conversations:
             skills_index=self._s.skills.index_block(message.user_key),
             provider_block=await manager.system_prompt_block(),
             platform=message.platform,
+            persona=self._s.persona,
         )
         session = _Session(session_id=session_id, system_prompt=prompt, manager=manager)
         self._open[key] = session

@@ -7,14 +7,16 @@ Everything else in the gateway reaches the model through `ModelClient`, so the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import openai
 
+from gateway.agent.limits import ModelCallLimiter
 from gateway.errors import (
     ModelAuthError,
     ModelCutOffError,
@@ -72,6 +74,11 @@ class ModelClient:
     seconds of the call. A reply that goes silent for `stall_timeout` seconds
     (no headers, or no next chunk) is abandoned. Nothing is retried once text
     has been passed on, since the person would see it twice.
+
+    Each request holds a slot of the shared `limiter` (when given) while it
+    runs, never while waiting to retry; a `background` client's requests
+    (recaps, compression, review) yield to replies. Time spent waiting for a
+    slot does not count against `timeout`.
     """
 
     def __init__(
@@ -82,8 +89,13 @@ class ModelClient:
         timeout: float,
         max_retries: int = 2,
         stall_timeout: float = 30.0,
+        *,
+        limiter: ModelCallLimiter | None = None,
+        background: bool = False,
     ) -> None:
         self.model = model
+        self.background = background
+        self._limiter = limiter
         self._timeout = timeout
         self._stall_timeout = stall_timeout
         self._max_retries = max_retries
@@ -94,6 +106,11 @@ class ModelClient:
             timeout=timeout,
             max_retries=0,
         )
+
+    @property
+    def limiter(self) -> ModelCallLimiter | None:
+        """The limit on model calls in flight this client shares (None: unlimited)."""
+        return self._limiter
 
     async def ping(self) -> PingResult:
         """Ask the endpoint for its model list: does it answer, and accept us?"""
@@ -137,14 +154,15 @@ class ModelClient:
         }
         if tools:
             kwargs["tools"] = list(tools)
-        started = time.monotonic()
+        clock = _Clock()
         attempt = 0
         while True:
             passed = _Passed(on_text)
             try:
-                return await self._attempt(kwargs, passed)
+                async with self._slot(clock, self.background):
+                    return await self._attempt(kwargs, passed)
             except ModelError as exc:
-                delay = self._retry_delay(exc, attempt, passed.any, time.monotonic() - started)
+                delay = self._retry_delay(exc, attempt, passed.any, clock.elapsed())
                 if delay is None:
                     raise
                 log.info("model call failed (%s); retry %d in %.1f s", exc, attempt + 1, delay)
@@ -152,25 +170,33 @@ class ModelClient:
             attempt += 1
 
     async def complete(
-        self, messages: Sequence[dict[str, Any]], *, max_tokens: int | None = None
+        self,
+        messages: Sequence[dict[str, Any]],
+        *,
+        max_tokens: int | None = None,
+        background: bool | None = None,
     ) -> str:
         """One non-streamed reply's text, for background work (recaps, compression).
 
         The same bounded retries as `stream_chat`; the whole reply may take up
         to `timeout` seconds (there is no stream to watch for a stall). Failures
         raise `ModelError` or a subclass; an empty reply is returned as "".
+        `background` overrides the client's priority for this call (a recap a
+        reply waits for is foreground work).
         """
         kwargs: dict[str, Any] = {"model": self.model, "messages": list(messages)}
         if max_tokens is not None:
             kwargs["max_tokens"] = max_tokens
-        started = time.monotonic()
+        low = self.background if background is None else background
+        clock = _Clock()
         attempt = 0
         while True:
             try:
-                response = await self._client.chat.completions.create(**kwargs)
+                async with self._slot(clock, low):
+                    response = await self._client.chat.completions.create(**kwargs)
             except openai.APIError as exc:
                 error = _model_error(exc, False, self._timeout)
-                delay = self._retry_delay(error, attempt, False, time.monotonic() - started)
+                delay = self._retry_delay(error, attempt, False, clock.elapsed())
                 if delay is None:
                     raise error from exc
                 log.info("model call failed (%s); retry %d in %.1f s", error, attempt + 1, delay)
@@ -180,6 +206,17 @@ class ModelClient:
             if not response.choices:
                 return ""
             return response.choices[0].message.content or ""
+
+    @contextlib.asynccontextmanager
+    async def _slot(self, clock: _Clock, background: bool) -> AsyncIterator[None]:
+        """A slot of the shared limiter for one request; the wait is kept off `clock`."""
+        if self._limiter is None:
+            yield
+            return
+        queued = time.monotonic()
+        async with self._limiter.slot(background=background):
+            clock.exclude(time.monotonic() - queued)
+            yield
 
     async def _attempt(self, kwargs: dict[str, Any], passed: _Passed) -> Completion:
         """One request: give up when the endpoint is silent for the stall timeout."""
@@ -220,6 +257,20 @@ class ModelClient:
 
     async def close(self) -> None:
         await self._client.close()
+
+
+class _Clock:
+    """Time since a call began, less the time it spent waiting for a slot."""
+
+    def __init__(self) -> None:
+        self._started = time.monotonic()
+        self._excluded = 0.0
+
+    def exclude(self, seconds: float) -> None:
+        self._excluded += seconds
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self._started - self._excluded
 
 
 class _StreamAccumulator:

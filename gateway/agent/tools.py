@@ -8,20 +8,37 @@ another), and `session_search` over their earlier conversations (`recall`),
 bound to their recall scope. Built per turn, so the skills tools' per-turn
 write limits hold.
 memory_core's tools are synchronous and touch files, so their handlers run in
-a worker thread.
+a worker thread. `provider_tools` offers the external memory provider's tools,
+routed through the session's `MemoryManager`.
+
+A tool says whether it `writes`: the turn runs the read-only calls of one
+model reply concurrently, the writing ones one at a time in order. Provider
+tools count as writes unless their schema carries the MCP-style annotation
+``"annotations": {"readOnlyHint": true}`` (stripped before the model sees it).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from gateway.agent.recall import SESSION_SEARCH_SCHEMA, SessionSearch
-from memory_core import MEMORY_TOOL_SCHEMA, FileMemoryStore, MemoryTool, SkillsStore, SkillsTools
+from memory_core import (
+    MEMORY_TOOL_SCHEMA,
+    FileMemoryStore,
+    MemoryManager,
+    MemoryTool,
+    ProviderError,
+    SkillsStore,
+    SkillsTools,
+)
 
 ToolHandler = Callable[[Mapping[str, Any]], Awaitable[str]]
+
+READ_ONLY_SKILL_TOOLS = frozenset({"skills_list", "skill_view"})
 
 
 @dataclass(frozen=True)
@@ -30,6 +47,7 @@ class Tool:
 
     schema: dict[str, Any]
     handler: ToolHandler
+    writes: bool = True  # False: safe to run beside other read-only calls
 
     @property
     def name(self) -> str:
@@ -48,11 +66,42 @@ def build_tools(
     memory_tool = MemoryTool(memory, user_key=user_key, is_admin=is_admin)
     tools = [Tool(MEMORY_TOOL_SCHEMA, _in_thread(memory_tool.handle))]
     if session_search is not None:  # bound to this person's recall scope by the caller
-        tools.append(Tool(SESSION_SEARCH_SCHEMA, session_search.handle))
+        tools.append(Tool(SESSION_SEARCH_SCHEMA, session_search.handle, writes=False))
     skills_tools = SkillsTools(skills, role="primary", user_key=user_key)
     for schema in skills_tools.schemas():
-        tools.append(Tool(schema, _in_thread(_skill_handler(skills_tools, schema))))
+        handler = _in_thread(_skill_handler(skills_tools, schema))
+        reads = schema["function"]["name"] in READ_ONLY_SKILL_TOOLS
+        tools.append(Tool(schema, handler, writes=not reads))
     return tools
+
+
+def provider_tools(manager: MemoryManager) -> list[Tool]:
+    """The memory providers' tools, each call routed through `manager`."""
+    tools = []
+    for schema in manager.tool_schemas():
+        offered, read_only = _function_schema(schema)
+        tools.append(Tool(offered, _provider_handler(manager, offered), writes=not read_only))
+    return tools
+
+
+def _function_schema(schema: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
+    """The schema in the API's ``{"type": "function", ...}`` shape, and its read-only hint."""
+    inner = dict(schema.get("function", schema))
+    hints = [schema.get("annotations"), inner.pop("annotations", None)]
+    read_only = any(isinstance(h, Mapping) and h.get("readOnlyHint") is True for h in hints)
+    return {"type": "function", "function": inner}, read_only
+
+
+def _provider_handler(manager: MemoryManager, schema: Mapping[str, Any]) -> ToolHandler:
+    name = str(schema["function"]["name"])
+
+    async def handler(arguments: Mapping[str, Any]) -> str:
+        try:
+            return await manager.handle_tool_call(name, arguments)
+        except ProviderError as exc:  # the provider failed or timed out: a tool error
+            return json.dumps({"success": False, "error": str(exc)})
+
+    return handler
 
 
 def _skill_handler(

@@ -8,6 +8,11 @@ and returns a `TurnResult`: every message of the turn, in order, for the
 caller to store. A model failure part-way ends the turn early with the
 failure recorded, so the steps already taken are still returned.
 
+The tool calls of one model reply run in order, except that consecutive
+read-only calls run concurrently; their results are always appended in the
+order of the calls. At most `max_steps` model replies asking for tools are
+answered in one turn.
+
 The person never sees a blank reply or upstream error text: an empty or
 filtered reply, or one cut off after some text was shown, gets a short note
 (the `*_NOTE` lines), and what was shown, note included, is what is stored.
@@ -16,6 +21,7 @@ filtered reply, or one cut off after some text was shown, gets a short note
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Mapping, Sequence
@@ -100,9 +106,13 @@ class TurnResult:
 
 
 class Agent:
-    """Runs turns against one model with one fixed set of tools."""
+    """Runs turns against one model with one fixed set of tools.
 
-    def __init__(self, model: ModelClient, tools: Sequence[Tool], max_steps: int = 8) -> None:
+    `max_steps` bounds the model replies with tool calls one turn answers
+    (`llm.max_tool_steps`); past it the turn ends with `STEP_LIMIT_NOTE`.
+    """
+
+    def __init__(self, model: ModelClient, tools: Sequence[Tool], max_steps: int = 20) -> None:
         self._model = model
         self._tools = {tool.name: tool for tool in tools}
         self._max_steps = max_steps
@@ -135,8 +145,8 @@ class Agent:
             sent.append(assistant.as_request())
             if not completion.tool_calls:
                 return TurnResult(reply=assistant.content or "", messages=tuple(done))
-            for call in completion.tool_calls:
-                result = await self._run_tool(call.name, call.arguments)
+            results = await self._run_tools(completion.tool_calls)
+            for call, result in zip(completion.tool_calls, results, strict=True):
                 tool_message = TurnMessage(
                     "tool", result, tool_call_id=call.id, tool_name=call.name
                 )
@@ -162,6 +172,26 @@ class Agent:
             tail = scrubber.flush()
             if tail:
                 await on_text(tail)
+
+    async def _run_tools(self, calls: Sequence[ToolCallRequest]) -> list[str]:
+        """Run one reply's calls: writes one at a time, in order; reads between them together."""
+        results: list[str] = []
+        reads: list[ToolCallRequest] = []
+        for call in calls:
+            tool = self._tools.get(call.name)
+            if tool is None or not tool.writes:  # an unknown tool is an instant error
+                reads.append(call)
+                continue
+            results += await self._run_together(reads)
+            reads = []
+            results.append(await self._run_tool(call.name, call.arguments))
+        results += await self._run_together(reads)
+        return results
+
+    async def _run_together(self, calls: Sequence[ToolCallRequest]) -> list[str]:
+        if len(calls) <= 1:
+            return [await self._run_tool(c.name, c.arguments) for c in calls]
+        return list(await asyncio.gather(*(self._run_tool(c.name, c.arguments) for c in calls)))
 
     async def _run_tool(self, name: str, raw_arguments: str) -> str:
         tool = self._tools.get(name)
