@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from gateway.agent.model_client import ModelClient
-from gateway.agent.tools import Tool
+from gateway.agent.tools import Tool, provider_tools
 from gateway.agent.turn import (
     CUT_NOTE,
     EMPTY_NOTE,
@@ -19,6 +22,9 @@ from gateway.agent.turn import (
     TurnMessage,
     fault_notice,
 )
+from gateway.app import open_services
+from gateway.config import Config, load_config
+from gateway.conversation import Conversations
 from gateway.errors import (
     ModelAuthError,
     ModelCutOffError,
@@ -26,8 +32,17 @@ from gateway.errors import (
     ModelStalledError,
     RequestTooLargeError,
 )
+from gateway.messages import InboundMessage
+from memory_core import (
+    MemoryManager,
+    MemoryProvider,
+    ProviderRegistry,
+    ProviderResources,
+    SessionContext,
+)
 from tests.fakes.openai import FakeOpenAI, Fault, ToolCall
 
+SKILLS = Path(__file__).resolve().parents[3] / "skills"
 ECHO_SCHEMA = {"type": "function", "function": {"name": "echo", "parameters": {}}}
 
 
@@ -197,3 +212,203 @@ def test_fault_notices_are_short_and_never_carry_upstream_text() -> None:
     assert all(n.startswith("(") and n.endswith(")") and len(n) <= 130 for n in notices)
     assert not any("HTTP" in n or "Incorrect" in n or "exploded" in n for n in notices)
     assert "credentials" in notices[0] and "fresh one" in notices[4]
+
+
+# -- the tool loop: parallel reads, ordered writes, the step cap, provider tools ------------
+
+
+def logged_tool(
+    name: str, log: list[str], body: Callable[[], Awaitable[None]], writes: bool
+) -> Tool:
+    schema = {"type": "function", "function": {"name": name, "parameters": {}}}
+
+    async def handler(arguments: Mapping[str, Any]) -> str:
+        log.append(f"{name} start")
+        await body()
+        log.append(f"{name} end")
+        return json.dumps({"tool": name})
+
+    return Tool(schema, handler, writes=writes)
+
+
+async def test_reads_run_together_writes_in_order_and_results_keep_the_call_order(
+    fake: FakeOpenAI, model: ModelClient
+) -> None:
+    log: list[str] = []
+    a_started, b_done = asyncio.Event(), asyncio.Event()
+
+    async def read_a() -> None:  # finishes only once b has: the two must overlap
+        a_started.set()
+        await asyncio.wait_for(b_done.wait(), 5)
+
+    async def read_b() -> None:
+        await asyncio.wait_for(a_started.wait(), 5)
+        b_done.set()
+
+    async def write() -> None:
+        for _ in range(5):  # give a concurrent neighbour every chance to start
+            await asyncio.sleep(0)
+
+    tools = [
+        logged_tool("read_a", log, read_a, writes=False),
+        logged_tool("read_b", log, read_b, writes=False),
+        logged_tool("write_1", log, write, writes=True),
+        logged_tool("write_2", log, write, writes=True),
+        logged_tool("read_c", log, write, writes=False),
+    ]
+    calls = ("read_a", "read_b", "write_1", "write_2", "read_c")
+    fake.call_tools(*(ToolCall(name, {}, id=f"id_{name}") for name in calls))
+    fake.say("Done.")
+    result = await Agent(model, tools).run_turn("S", [], "go", "", Shown())
+    assert log == [
+        "read_a start",
+        "read_b start",
+        "read_b end",
+        "read_a end",  # b finished first, yet a's result comes first below
+        "write_1 start",
+        "write_1 end",
+        "write_2 start",
+        "write_2 end",
+        "read_c start",
+        "read_c end",
+    ]
+    results = [m for m in result.messages if m.role == "tool"]
+    assert [m.tool_call_id for m in results] == [f"id_{name}" for name in calls]
+    assert [json.loads(m.content or "")["tool"] for m in results] == list(calls)
+    replay = fake.requests[1].body["messages"]
+    assert [m["tool_call_id"] for m in replay[-5:]] == [f"id_{name}" for name in calls]
+
+
+class ListSink:
+    def __init__(self) -> None:
+        self.replies: list[str] = []
+        self._pieces: list[str] = []
+
+    async def write(self, piece: str) -> None:
+        self._pieces.append(piece)
+
+    async def finish(self) -> None:
+        self.replies.append("".join(self._pieces))
+        self._pieces = []
+
+
+@pytest.fixture
+async def open_with(fake: FakeOpenAI, tmp_path: Path) -> Callable[[str], Any]:
+    def opened(yaml: str) -> Any:
+        config_file = tmp_path / "mnemo.yaml"
+        config_file.write_text(yaml, encoding="utf-8")
+        env = {
+            "OPENAI_BASE_URL": fake.url + "/v1",
+            "MNEMO_HOME": str(tmp_path / "data"),
+            "MNEMO_SKILLS_DIR": str(SKILLS),
+        }
+        return open_services(load_config(config_file, environ=env))
+
+    return opened
+
+
+def inbound(text: str) -> InboundMessage:
+    return InboundMessage(
+        platform="telegram", chat_id="7", chat_type="private", user_id="7", text=text
+    )
+
+
+async def test_the_tool_step_cap_comes_from_config(
+    fake: FakeOpenAI, open_with: Callable[[str], Any]
+) -> None:
+    for _ in range(3):
+        fake.call_tools(ToolCall("skills_list", {}))
+    fake.say("never reached")
+    sink = ListSink()
+    async with open_with("llm:\n  max_tool_steps: 2\n") as services:
+        await Conversations(services).handle(inbound("loop"), sink)
+    assert len(fake.requests) == 2
+    assert sink.replies == [STEP_LIMIT_NOTE]
+    assert Config().llm.max_tool_steps == 20
+
+
+class Notes(MemoryProvider):
+    """An external provider with two tools: a read-only lookup and a save that breaks."""
+
+    name = "notes"
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        lookup = {
+            "name": "notes_lookup",
+            "description": "Look up a note.",
+            "parameters": {"type": "object", "properties": {"q": {"type": "string"}}},
+            "annotations": {"readOnlyHint": True},
+        }
+        save = {"type": "function", "function": {"name": "notes_save", "parameters": {}}}
+        return [lookup, save]
+
+    async def handle_tool_call(self, name: str, arguments: Mapping[str, Any]) -> str:
+        self.calls.append((name, dict(arguments)))
+        if name == "notes_save":
+            raise RuntimeError("disk full")
+        return json.dumps({"note": "tea, no sugar"})
+
+
+async def test_provider_tools_are_offered_and_their_calls_routed_to_the_provider(
+    fake: FakeOpenAI, open_with: Callable[[str], Any], tmp_path: Path
+) -> None:
+    made: list[Notes] = []
+
+    def notes_factory(resources: ProviderResources) -> MemoryProvider:
+        made.append(Notes())
+        return made[-1]
+
+    registry = ProviderRegistry()
+    registry.register("notes", notes_factory)
+
+    def new_manager() -> MemoryManager:
+        builtins, external = registry.create_selected(
+            ProviderResources(home=tmp_path), builtins=[], external="notes"
+        )
+        return MemoryManager(builtins, external=external)
+
+    fake.call_tools(
+        ToolCall("notes_lookup", {"q": "drink"}, id="n1"), ToolCall("notes_save", {}, id="n2")
+    )
+    fake.say("You like tea.")
+    sink = ListSink()
+    async with open_with("") as opened:
+        services = replace(opened, new_manager=new_manager)
+        await Conversations(services).handle(inbound("what do I drink?"), sink)
+    assert sink.replies == ["You like tea."]
+    offered = {t["function"]["name"]: t for t in fake.requests[0].body["tools"]}
+    assert {"memory", "skills_list", "notes_lookup", "notes_save"} <= set(offered)
+    assert offered["notes_lookup"] == {  # the bare shape made whole, the hint not sent
+        "type": "function",
+        "function": {
+            "name": "notes_lookup",
+            "description": "Look up a note.",
+            "parameters": {"type": "object", "properties": {"q": {"type": "string"}}},
+        },
+    }
+    assert made[0].calls == [("notes_lookup", {"q": "drink"}), ("notes_save", {})]
+    results = {
+        m["tool_call_id"]: m for m in fake.requests[1].body["messages"] if m["role"] == "tool"
+    }
+    assert json.loads(results["n1"]["content"]) == {"note": "tea, no sugar"}
+    error = json.loads(results["n2"]["content"])
+    assert error["success"] is False and "disk full" in error["error"]
+
+
+async def test_provider_tools_write_unless_marked_read_only(tmp_path: Path) -> None:
+    manager = MemoryManager(external=Notes())
+    await manager.initialize(
+        SessionContext(
+            session_id=1,
+            user_key="telegram-7",
+            platform="telegram",
+            chat_id="7",
+            chat_type="private",
+        )
+    )
+    tools = provider_tools(manager)
+    assert [(t.name, t.writes) for t in tools] == [("notes_lookup", False), ("notes_save", True)]
+    await manager.shutdown()
