@@ -114,6 +114,7 @@ class SkillsConfig(_Section):
 class SessionsConfig(_Section):
     idle_minutes: int | None = Field(default=None, ge=1)
     group_sessions_per_user: bool = True
+    max_open: int = Field(default=1000, ge=1)  # sessions held in memory; the rest resume from disk
 
 
 class ProvidersConfig(_Section):

@@ -4,15 +4,20 @@
 command runs and answers (never reaching the model or the transcript);
 anything else is a turn of the message's session. For a turn it finds or
 starts the session, keeps that session's system prompt frozen (memory
-snapshot and skills index rendered once, at session start), writes the user's
-message before the model is asked (so nothing is lost on an error), runs one
-agent turn with the person's tools, and stores what the turn produced. One
-turn at a time per session.
+snapshot and skills index rendered once, at session start, and stored with
+the session), writes the user's message before the model is asked (so nothing
+is lost on an error), runs one agent turn with the person's tools, and stores
+what the turn produced, with the review counters it moved. One turn at a time
+per session.
+
+Sessions outlive the process: closing leaves them open in state.db, and a
+session that is not cached (after a restart, or dropped from the bounded
+`SessionCache`) resumes from the store with its stored prompt and history,
+replayed exactly as they were sent, so the request prefix stays the same.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import time
@@ -24,6 +29,7 @@ from typing import Any
 from gateway.agent.model_client import ModelClient
 from gateway.agent.prompt import build_system_prompt
 from gateway.agent.recall import SessionSearch
+from gateway.agent.review_counters import counter_update
 from gateway.agent.tools import build_tools, provider_tools
 from gateway.agent.turn import (
     MESSAGE_TOO_LONG_NOTE,
@@ -36,6 +42,7 @@ from gateway.commands import CommandCall, CommandContext, CommandRegistry, parse
 from gateway.config import Config
 from gateway.errors import ModelError, RequestTooLargeError
 from gateway.messages import InboundMessage, ReplySink
+from gateway.session_cache import OpenSession, SessionCache
 from memory_core import (
     FileMemoryStore,
     MemoryManager,
@@ -45,6 +52,7 @@ from memory_core import (
     SessionStore,
     SessionStoreBusyError,
     SkillsStore,
+    StoredMessage,
     TranscriptMessage,
     recall_scope,
 )
@@ -69,28 +77,27 @@ class Services:
     persona: str | None = None  # the operator's persona text (`persona_file`)
 
 
-@dataclass
-class _Session:
-    """What stays fixed for one session: its id, frozen prompt and providers."""
-
-    session_id: int
-    system_prompt: str
-    manager: MemoryManager
-
-
 class Conversations:
     """Routes inbound messages to a command or to their session's next turn."""
 
     def __init__(self, services: Services) -> None:
         self._s = services
-        self._open: dict[str, _Session] = {}
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._cache = SessionCache(services.config.sessions.max_open)
+
+    @property
+    def open_count(self) -> int:
+        """How many sessions are held in memory now (at most `sessions.max_open` when idle)."""
+        return self._cache.open_count
+
+    @property
+    def lock_count(self) -> int:
+        """How many routing keys have a lock now (only those in use or waited for)."""
+        return self._cache.lock_count
 
     async def handle(self, message: InboundMessage, sink: ReplySink) -> None:
         """Answer one message; errors become a short apology, never a crash."""
         key = message.session_key(self._s.config.sessions.group_sessions_per_user)
-        lock = self._locks.setdefault(key, asyncio.Lock())
-        async with lock:
+        async with self._cache.locked(key):
             try:
                 call = parse_command(message.text)
                 if call is not None and self._s.commands.get(call.name) is not None:
@@ -107,11 +114,15 @@ class Conversations:
                 log.exception("turn failed in session %s", key)
                 await sink.write("(something went wrong on my side; please try again)")
             await sink.finish()
+        await self._cache.trim()  # sessions kept past the bound while they were in use
 
     async def close(self) -> None:
-        """End every open session (reason ``shutdown``) and stop its providers."""
-        for key in list(self._open):
-            await self._end(key, "shutdown")
+        """Stop every cached session's providers; the sessions stay open in the store.
+
+        The next run resumes each one where it stopped, with its stored prompt.
+        """
+        for session in self._cache.pop_all():
+            await session.manager.shutdown()
 
     def _is_admin(self, message: InboundMessage) -> bool:
         return message.platform == "console" or self._s.config.is_admin(
@@ -173,7 +184,9 @@ class Conversations:
             _stored(m, f"{turn_id}:{i}") for i, m in enumerate(result.messages[1:], start=1)
         ]
         if steps:  # tool steps already taken are kept even when a later model call failed
-            await self._s.sessions.append_messages(origin=origin, messages=steps)
+            await self._s.sessions.append_messages(
+                origin=origin, messages=steps, counters=counter_update(result.messages)
+            )
         if result.error is not None:
             grown = len(history) + len(result.messages) > 1
             await self._model_fault(key, result.error, result.truncated, grown, sink)
@@ -197,14 +210,22 @@ class Conversations:
         elif not told:  # a reply cut off after some text was shown already carries its note
             await sink.write(fault_notice(error))
 
-    async def _session(self, key: str, message: InboundMessage, session_id: int) -> _Session:
-        current = self._open.get(key)
+    async def _session(self, key: str, message: InboundMessage, session_id: int) -> OpenSession:
+        """The cached session `session_id` of `key`, or that session opened from the store.
+
+        A session not cached gets new providers and the prompt stored with it;
+        a session without one (new, or a compression child) gets a freshly built
+        prompt, stored now and kept for its life. When `key`'s cached session
+        is another one (the store moved on: `/new` elsewhere, or compression
+        after `start_child_session`), that one is dropped and its providers shut
+        down; so compression calls this with the child's id to continue in it.
+        """
+        current = self._cache.get(key)
         if current is not None:
             if current.session_id == session_id:
                 return current
+            self._cache.pop(key)
             await current.manager.shutdown()  # the store moved on: don't leak its providers
-        include_profile = message.chat_type == "private" or self._s.config.memory.profile_in_groups
-        snapshot = self._s.memory.snapshot(message.user_key, include_profile=include_profile)
         manager = self._s.new_manager()
         await manager.initialize(
             SessionContext(
@@ -215,29 +236,34 @@ class Conversations:
                 chat_type=message.chat_type,
             )
         )
-        prompt = build_system_prompt(
+        scope = recall_scope(message.user_key, message.chat_id, message.chat_type)
+        prompt = await self._s.sessions.get_system_prompt(session_id, scope)
+        if prompt is None:  # set once: a prompt stored meanwhile wins, byte for byte
+            prompt = await self._s.sessions.set_system_prompt(
+                session_id, await self._build_prompt(message, manager)
+            )
+        session = OpenSession(session_id=session_id, system_prompt=prompt, manager=manager)
+        self._cache.put(key, session)
+        await self._cache.trim()
+        return session
+
+    async def _build_prompt(self, message: InboundMessage, manager: MemoryManager) -> str:
+        """A fresh system prompt: memory snapshot, skills index and provider block as of now."""
+        include_profile = message.chat_type == "private" or self._s.config.memory.profile_in_groups
+        snapshot = self._s.memory.snapshot(message.user_key, include_profile=include_profile)
+        return build_system_prompt(
             snapshot=snapshot,
             skills_index=self._s.skills.index_block(message.user_key),
             provider_block=await manager.system_prompt_block(),
             platform=message.platform,
             persona=self._s.persona,
         )
-        session = _Session(session_id=session_id, system_prompt=prompt, manager=manager)
-        self._open[key] = session
-        return session
 
     async def _history(self, session_id: int, message: InboundMessage) -> list[dict[str, Any]]:
+        """The session's earlier messages, rebuilt exactly as `TurnMessage.as_request` sent them."""
         scope = recall_scope(message.user_key, message.chat_id, message.chat_type)
         stored = await self._s.sessions.get_messages(session_id, scope, lineage=False)
-        history: list[dict[str, Any]] = []
-        for m in stored[:-1]:  # the last one is the message of this turn
-            item: dict[str, Any] = {"role": m.role, "content": m.content}
-            if m.tool_calls:
-                item["tool_calls"] = json.loads(m.tool_calls)
-            if m.tool_call_id:
-                item["tool_call_id"] = m.tool_call_id
-            history.append(item)
-        return history
+        return [_as_sent(m) for m in stored[:-1]]  # the last one is the message of this turn
 
     def _origin(self, key: str, message: InboundMessage) -> SessionOrigin:
         return SessionOrigin(
@@ -252,7 +278,7 @@ class Conversations:
 
     async def _end(self, key: str, reason: str) -> None:
         """End the session of `key`; its providers get the transcript, then shut down."""
-        session = self._open.pop(key, None)
+        session = self._cache.pop(key)
         if session is None:
             current = await self._s.sessions.current_session(key)
             if current is not None:
@@ -267,6 +293,26 @@ class Conversations:
                 [TranscriptMessage(m.role, m.content, m.timestamp) for m in stored]
             )
         await session.manager.shutdown()
+
+
+def _as_sent(m: StoredMessage) -> dict[str, Any]:
+    """A stored message as the request that first carried it had it (same keys, same order).
+
+    The store keeps text as ``''`` where the request had ``null``: the turn
+    never sends an empty assistant text (an empty reply gets a note, and a
+    tool-call reply without text goes as ``null``), so ``''`` there was ``null``.
+    """
+    content: str | None = m.content
+    if m.role == "assistant" and not content:
+        content = None
+    item: dict[str, Any] = {"role": m.role, "content": content}
+    if m.tool_calls:
+        item["tool_calls"] = json.loads(m.tool_calls)
+    if m.tool_call_id is not None:
+        item["tool_call_id"] = m.tool_call_id
+    if m.role == "tool" and m.tool_name is not None:
+        item["name"] = m.tool_name
+    return item
 
 
 def _stored(message: TurnMessage, key: str) -> NewMessage:

@@ -157,3 +157,23 @@ def test_tool_steps_are_kept_when_the_next_model_call_fails(
     messages = stored(tmp_path / "data")
     assert [role for role, _ in messages] == ["user", "assistant", "tool", "assistant"]
     assert messages[-1][1] == "neve\n(the reply was cut off; please ask again)"
+
+
+def test_the_end_of_a_chat_leaves_the_session_open_for_the_next_one(
+    fake: FakeOpenAI, tmp_path: Path
+) -> None:
+    home = tmp_path / "data"
+    fake.call_tools(ToolCall("memory", {"target": "user", "action": "add", "content": "Name: Ada"}))
+    fake.say("Noted.")
+    chat(config_for(fake, home), "call me Ada")
+    profile = home / "memories" / "users" / USER_KEY / "USER.md"
+    profile.write_text("Name: Ada Lovelace\n", encoding="utf-8")
+    fake.say("Still here.")
+    out = chat(config_for(fake, home), "are you still there?")
+    assert "Still here." in out
+    first, last = fake.requests[0].body["messages"], fake.requests[-1].body["messages"]
+    assert last[0] == first[0] and "Lovelace" not in last[0]["content"]
+    assert [m["role"] for m in last] == ["system", "user", "assistant", "tool", "assistant", "user"]
+    assert last[2]["content"] is None and last[3]["name"] == "memory"
+    roles = [role for role, _ in stored(home)]
+    assert roles == ["user", "assistant", "tool", "assistant", "user", "assistant"]

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
+import itertools
+import json
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -14,8 +18,15 @@ from gateway.app import open_services
 from gateway.config import load_config
 from gateway.conversation import Conversations, Services
 from gateway.messages import InboundMessage
-from memory_core import SearchScope
-from tests.fakes.openai import FakeOpenAI, Fault
+from memory_core import (
+    MemoryManager,
+    MemoryProvider,
+    ReviewCounters,
+    SearchScope,
+    SessionContext,
+    SessionDB,
+)
+from tests.fakes.openai import FakeOpenAI, Fault, ToolCall
 
 SKILLS = Path(__file__).resolve().parents[2] / "skills"
 
@@ -268,3 +279,207 @@ async def test_one_message_too_long_for_the_model_asks_for_a_shorter_one(
     await conversations.handle(message("short"), sink)
     assert "message is too long" in sink.replies[0] and "shorter" in sink.replies[0]
     assert sink.replies[2] == "short answer"
+
+
+# -- prompts and history that survive restarts and eviction (issue 11 items 5-6) -----
+
+
+def assert_prefix_kept(requests: list[list[dict[str, object]]]) -> None:
+    """Each request starts with the previous one but its last message, byte for byte."""
+    as_bytes = [[json.dumps(m, ensure_ascii=False) for m in sent] for sent in requests]
+    for n, (before, after) in enumerate(itertools.pairwise(as_bytes), start=1):
+        assert after[: len(before) - 1] == before[:-1], f"request {n + 1} changed the prefix"
+        assert after[0] == as_bytes[0][0], f"request {n + 1} has another system message"
+
+
+def profile_path(services: Services, user: str = "42") -> Path:
+    return services.config.home / "memories" / "users" / f"telegram-{user}" / "USER.md"
+
+
+def script_turn(fake: FakeOpenAI, i: int) -> None:
+    """Turn `i`: every third turn saves a fact (a tool call with no text) first."""
+    if i % 3 == 1:
+        fact = {"target": "user", "action": "add", "content": f"Fact number {i}"}
+        fake.call_tools(ToolCall("memory", fact, id=f"call_{i}"))
+    fake.say(f"answer {i}")
+
+
+async def test_thirty_turns_with_memory_writes_keep_the_request_prefix(
+    fake: FakeOpenAI, services: Services
+) -> None:
+    conversations = Conversations(services)
+    sink = ListSink()
+    for i in range(30):
+        script_turn(fake, i)
+        await conversations.handle(message(f"message {i}"), sink)
+    assert sink.replies == [f"answer {i}" for i in range(30)]
+    assert "Fact number 28" in profile_path(services).read_text(encoding="utf-8")
+    sent = [r.body["messages"] for r in fake.requests]
+    assert len(sent) == 40  # 30 replies and 10 tool steps
+    assert_prefix_kept(sent)
+    # The replayed tool steps are exactly what was sent: null text, the tool's name.
+    replayed = sent[-1]
+    call = next(m for m in replayed if m.get("tool_calls"))
+    assert call["content"] is None
+    result = next(m for m in replayed if m["role"] == "tool")
+    assert result["name"] == "memory" and result["tool_call_id"] == "call_1"
+    assert "Fact number" not in replayed[0]["content"]  # the prompt stays as it started
+
+
+async def test_a_new_conversations_resumes_the_open_session_with_its_stored_prompt(
+    fake: FakeOpenAI, services: Services
+) -> None:
+    """A restart: `close()` leaves the session open, and USER.md changes before the next run."""
+    first = Conversations(services)
+    for i in range(3):
+        script_turn(fake, i)
+        await first.handle(message(f"message {i}"), ListSink())
+    await first.close()
+    profile_path(services).write_text("Name: Grace Hopper\n", encoding="utf-8")
+    second = Conversations(services)
+    script_turn(fake, 3)
+    await second.handle(message("message 3"), ListSink())
+    sent = [r.body["messages"] for r in fake.requests]
+    assert_prefix_kept(sent)
+    assert "Grace" not in sent[-1][0]["content"]
+    sessions = await services.sessions.list_sessions(SearchScope(user_key="telegram-42"))
+    assert len(sessions) == 1 and sessions[0].ended_at is None
+
+
+@pytest.fixture
+async def small_cache(tmp_path: Path) -> AsyncIterator[tuple[FakeOpenAI, Services]]:
+    """Services keeping at most 50 sessions in memory, against a fake that echoes."""
+    config_file = tmp_path / "mnemo.yaml"
+    config_file.write_text("sessions:\n  max_open: 50\n", encoding="utf-8")
+    async with FakeOpenAI(chunk_size=64, echo_when_idle=True) as echo:
+        env = {
+            "OPENAI_BASE_URL": echo.url + "/v1",
+            "MNEMO_HOME": str(tmp_path / "data"),
+            "MNEMO_SKILLS_DIR": str(SKILLS),
+        }
+        async with open_services(load_config(config_file, environ=env)) as opened:
+            yield echo, opened
+
+
+async def test_two_thousand_sessions_stay_within_max_open(
+    small_cache: tuple[FakeOpenAI, Services],
+) -> None:
+    echo, services = small_cache
+    assert services.config.sessions.max_open == 50
+    conversations = Conversations(services)
+    most = 0
+    for user in range(2000):
+        await conversations.handle(
+            message(f"hi from {user}", user=str(user), chat=str(user)), ListSink()
+        )
+        most = max(most, conversations.open_count)
+        assert conversations.lock_count == 0
+    assert most == 50 and conversations.open_count == 50
+    first_prompt = echo.requests[0].body["messages"][0]["content"]
+    # User 0 was evicted long ago; their profile changed meanwhile.
+    profile_path(services, "0").parent.mkdir(parents=True, exist_ok=True)
+    profile_path(services, "0").write_text("Name: Changed\n", encoding="utf-8")
+    await conversations.handle(message("back again", user="0", chat="0"), ListSink())
+    resumed = echo.requests[-1].body["messages"]
+    assert resumed[0]["content"] == first_prompt
+    assert [m["content"] for m in resumed[1:]] == ["hi from 0", "echo: hi from 0", "back again"]
+    assert conversations.open_count == 50
+    sessions = await services.sessions.list_sessions(SearchScope(user_key="telegram-0"))
+    assert len(sessions) == 1 and sessions[0].ended_at is None  # evicted, never ended
+
+
+async def test_concurrent_messages_of_many_keys_leave_no_locks_behind(
+    small_cache: tuple[FakeOpenAI, Services],
+) -> None:
+    _, services = small_cache
+    conversations = Conversations(services)
+    await asyncio.gather(
+        *(
+            conversations.handle(message(f"m{i}", user=str(i % 120), chat=str(i % 120)), ListSink())
+            for i in range(240)
+        )
+    )
+    assert conversations.lock_count == 0
+    assert conversations.open_count == 50
+    for user in (0, 119):
+        stored_here = await stored(services, str(user))
+        assert [role for role, _ in stored_here] == ["user", "assistant"] * 2
+
+
+async def test_review_counters_survive_eviction_and_reopening_the_store(
+    fake: FakeOpenAI, tmp_path: Path
+) -> None:
+    config_file = tmp_path / "mnemo.yaml"
+    config_file.write_text("sessions:\n  max_open: 1\n", encoding="utf-8")
+    env = {
+        "OPENAI_BASE_URL": fake.url + "/v1",
+        "MNEMO_HOME": str(tmp_path / "data"),
+        "MNEMO_SKILLS_DIR": str(SKILLS),
+    }
+    config = load_config(config_file, environ=env)
+    async with open_services(config) as services:
+        conversations = Conversations(services)
+        fake.say("plain")
+        await conversations.handle(message("one", user="1", chat="1"), ListSink())
+        fake.call_tools(ToolCall("skills_list", {}))
+        fake.say("listed")
+        await conversations.handle(message("two", user="1", chat="1"), ListSink())
+        fake.say("other person")  # evicts user 1's session (max_open 1)
+        await conversations.handle(message("hi", user="2", chat="2"), ListSink())
+        fake.call_tools(ToolCall("skills_list", {}))
+        fake.call_tools(ToolCall("skills_list", {}))
+        fake.say("listed twice")
+        await conversations.handle(message("three", user="1", chat="1"), ListSink())
+        fact = {"target": "user", "action": "add", "content": "Likes tea"}
+        fake.call_tools(ToolCall("memory", fact))
+        fake.say("saved")
+        await conversations.handle(message("I like tea", user="2", chat="2"), ListSink())
+        assert conversations.open_count == 1
+        await conversations.close()
+        ones = await services.sessions.list_sessions(SearchScope(user_key="telegram-1"))
+        twos = await services.sessions.list_sessions(SearchScope(user_key="telegram-2"))
+    with SessionDB(config.home / "state.db") as db:
+        assert db.get_counters(ones[0].id) == ReviewCounters(
+            turns_since_memory=3, steps_since_skill=3
+        )
+        assert db.get_counters(twos[0].id) == ReviewCounters(
+            turns_since_memory=0, steps_since_skill=1
+        )
+
+
+class RecordingProvider(MemoryProvider):
+    """Notes which sessions it served and which it was shut down for."""
+
+    name = "recording"
+
+    def __init__(self, log: list[tuple[str, int]]) -> None:
+        self._log = log
+        self._session_id = 0
+
+    async def initialize(self, session: SessionContext) -> None:
+        self._session_id = session.session_id
+        self._log.append(("initialize", session.session_id))
+
+    async def shutdown(self) -> None:
+        self._log.append(("shutdown", self._session_id))
+
+
+async def test_an_evicted_session_shuts_its_providers_down_and_resumes_later(
+    small_cache: tuple[FakeOpenAI, Services],
+) -> None:
+    _, services = small_cache
+    events: list[tuple[str, int]] = []
+    recording = dataclasses.replace(
+        services, new_manager=lambda: MemoryManager([RecordingProvider(events)])
+    )
+    conversations = Conversations(recording)
+    for user in range(52):
+        await conversations.handle(message("hi", user=str(user), chat=str(user)), ListSink())
+    started = [s for kind, s in events if kind == "initialize"]
+    assert [s for kind, s in events if kind == "shutdown"] == started[:2]  # users 0 and 1
+    await conversations.handle(message("again", user="0", chat="0"), ListSink())
+    # User 0's session comes back under its own id; user 2's, now the oldest, goes.
+    assert events[-2:] == [("initialize", started[0]), ("shutdown", started[2])]
+    await conversations.close()
+    assert conversations.open_count == 0
+    assert sum(kind == "shutdown" for kind, _ in events) == 53  # every manager, once
