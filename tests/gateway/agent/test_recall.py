@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from gateway.agent.recall import (
     MAX_LIMIT,
@@ -330,3 +332,21 @@ async def test_nothing_found_says_so(store: SessionStore) -> None:
     payload = json.loads(await search_tool(store, Recapper()).handle({"query": "nothing here"}))
     assert payload["success"] is True and payload["sessions"] == []
     assert payload["notes"] == ["no earlier conversation matched"]
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    query=st.text(
+        alphabet=st.sampled_from(list("\"*()^:-+ NEARORANDNOTwalrus猫\\'\x00\u200b{}[]")),
+        min_size=1,
+        max_size=80,
+    )
+)
+async def test_any_query_text_is_searched_as_plain_text(store: SessionStore, query: str) -> None:
+    """FTS operators, quotes, NULs and invisibles never become an error or a crash."""
+    if not await store.list_sessions(direct("1")):
+        await add_session(store, "1", ['walrus "NEAR" (猫) OR AND NOT'])
+    payload = json.loads(await search_tool(store, Recapper()).handle({"query": query}))
+    assert payload["success"] is (bool(query.strip())), payload
