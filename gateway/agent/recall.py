@@ -70,6 +70,7 @@ RECAP_PROMPT = (
 
 RecallKind = Literal["recap", "snippets"]
 _SPACE = re.compile(r"[ \t]+")
+_EXCERPT_TAG = re.compile(r"<\s*/?\s*excerpt\s*>", re.IGNORECASE)  # stored text can't close it
 _WHOLE = re.compile(r"\s*-?[0-9]{1,9}\s*")
 
 
@@ -237,10 +238,11 @@ async def _recall_one(
             if not window:
                 why = "no transcript to summarise"
             else:
-                recap = sanitize_context(await _ask_recap(recapper, hit, query, window))
-                if recap and len(recap) <= MAX_RECAP_CHARS:
+                raw = await _ask_recap(recapper, hit, query, window)
+                recap = sanitize_context(raw) if len(raw) <= MAX_RECAP_CHARS else None
+                if recap:
                     return _session(hit, "recap", recap)
-                why = "the recap was empty" if not recap else "the recap was too long"
+                why = "the recap was empty" if recap == "" else "the recap was too long"
     except TimeoutError:
         why = "the recap timed out"
     except (ModelError, SessionStoreError) as exc:
@@ -254,7 +256,7 @@ async def _ask_recap(recapper: Recapper, hit: SessionHit, query: str, window: st
     request = (
         f"Search query: {query}\n\n"
         f"Excerpt of a conversation from {_iso_date(hit.started_at)} on {hit.source}:\n"
-        f"<excerpt>\n{window}\n</excerpt>"
+        f"<excerpt>\n{_EXCERPT_TAG.sub('(excerpt)', window)}\n</excerpt>"
     )
     messages = [{"role": "system", "content": RECAP_PROMPT}, {"role": "user", "content": request}]
     return await recapper.complete(messages, max_tokens=RECAP_MAX_TOKENS)
