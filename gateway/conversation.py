@@ -18,6 +18,7 @@ replayed exactly as they were sent, so the request prefix stays the same.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -83,6 +84,7 @@ class Conversations:
     def __init__(self, services: Services) -> None:
         self._s = services
         self._cache = SessionCache(services.config.sessions.max_open)
+        self._retiring: set[asyncio.Task[None]] = set()  # evicted sessions shutting down
 
     @property
     def open_count(self) -> int:
@@ -114,7 +116,7 @@ class Conversations:
                 log.exception("turn failed in session %s", key)
                 await sink.write("(something went wrong on my side; please try again)")
             await sink.finish()
-        await self._cache.trim()  # sessions kept past the bound while they were in use
+        self._retire(self._cache.trim())  # sessions kept past the bound while in use
 
     async def close(self) -> None:
         """Stop every cached session's providers; the sessions stay open in the store.
@@ -123,6 +125,19 @@ class Conversations:
         """
         for session in self._cache.pop_all():
             await session.manager.shutdown()
+        await asyncio.gather(*self._retiring, return_exceptions=True)  # logged when done
+
+    def _retire(self, evicted: list[OpenSession]) -> None:
+        """Shut evicted sessions' providers down in the background: no turn waits for it."""
+        for session in evicted:
+            task = asyncio.create_task(session.manager.shutdown())
+            self._retiring.add(task)
+            task.add_done_callback(self._retired)
+
+    def _retired(self, task: asyncio.Task[None]) -> None:
+        self._retiring.discard(task)
+        if not task.cancelled() and (error := task.exception()) is not None:
+            log.error("an evicted session's providers failed to shut down", exc_info=error)
 
     def _is_admin(self, message: InboundMessage) -> bool:
         return message.platform == "console" or self._s.config.is_admin(
@@ -244,7 +259,7 @@ class Conversations:
             )
         session = OpenSession(session_id=session_id, system_prompt=prompt, manager=manager)
         self._cache.put(key, session)
-        await self._cache.trim()
+        self._retire(self._cache.trim())
         return session
 
     async def _build_prompt(self, message: InboundMessage, manager: MemoryManager) -> str:

@@ -1,7 +1,7 @@
 """The sessions `Conversations` keeps in memory, and one lock per routing key.
 
 At most `max_open` sessions stay cached; past that, the least recently used
-ones that no turn is using are dropped and their providers shut down. A
+ones that no turn is using are dropped (and their providers shut down). A
 dropped session is not ended: it stays open in state.db, and its next
 message resumes it from there, with the system prompt stored with it. A
 session in use is never dropped, so the cache holds more than `max_open`
@@ -92,13 +92,11 @@ class SessionCache:
         self._sessions.clear()
         return sessions
 
-    async def trim(self) -> int:
-        """Drop the least recently used idle sessions past `max_open`; return how many."""
+    def trim(self) -> list[OpenSession]:
+        """Drop the least recently used idle sessions past `max_open` and return them
+        (the caller shuts their providers down)."""
         excess = len(self._sessions) - self.max_open
         if excess <= 0:
-            return 0
+            return []
         idle = [key for key in self._sessions if key not in self._locks][:excess]
-        dropped = [self._sessions.pop(key) for key in idle]  # all out before any await
-        for session in dropped:
-            await session.manager.shutdown()
-        return len(dropped)
+        return [self._sessions.pop(key) for key in idle]
