@@ -27,11 +27,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from gateway.agent.compression import Compressor, clip_text, fixed_chars, message_chars
 from gateway.agent.model_client import ModelClient
 from gateway.agent.prompt import build_system_prompt
 from gateway.agent.recall import SessionSearch
 from gateway.agent.review_counters import counter_update
-from gateway.agent.tools import build_tools, provider_tools
+from gateway.agent.tools import Tool, build_tools, provider_tools
 from gateway.agent.turn import (
     MESSAGE_TOO_LONG_NOTE,
     TOO_LONG_NOTE,
@@ -83,6 +84,9 @@ class Conversations:
 
     def __init__(self, services: Services) -> None:
         self._s = services
+        self._compressor = Compressor(
+            services.sessions, services.auxiliary, services.config.llm.context_chars
+        )
         self._cache = SessionCache(services.config.sessions.max_open)
         self._retiring: set[asyncio.Task[None]] = set()  # evicted sessions shutting down
 
@@ -176,24 +180,17 @@ class Conversations:
             origin=origin, messages=[_stored(TurnMessage("user", message.text), f"{turn_id}:0")]
         )
         session = await self._session(key, message, first.session_id)
-        tools = build_tools(
-            self._s.memory,
-            self._s.skills,
-            user_key=message.user_key,
-            is_admin=self._is_admin(message),
-            session_search=SessionSearch(
-                store=self._s.sessions,
-                recapper=self._s.auxiliary,
-                scope=recall_scope(message.user_key, message.chat_id, message.chat_type),
-                current_session_id=first.session_id,
-                timeout=self._s.config.auxiliary.recap_timeout,
-            ),
-        ) + provider_tools(session.manager)
+        tools = self._tools(message, session)
         history = await self._history(first.session_id, message)
+        session, history, tools = await self._compress(key, message, session, history, tools)
         recalled = await session.manager.prefetch_all(message.text)
         agent = Agent(self._s.model, tools, max_steps=self._s.config.llm.max_tool_steps)
         result = await agent.run_turn(
-            session.system_prompt, history, message.text, recalled, sink.write
+            session.system_prompt,
+            history,
+            clip_text(message.text, self._compressor.budget.message_cap),  # stored whole
+            recalled,
+            sink.write,
         )
         steps = [  # the user's message (index 0) is stored already
             _stored(m, f"{turn_id}:{i}") for i, m in enumerate(result.messages[1:], start=1)
@@ -208,6 +205,49 @@ class Conversations:
             return
         session.manager.sync_all(message.text, result.reply)
         session.manager.queue_prefetch_all(message.text)
+
+    def _tools(self, message: InboundMessage, session: OpenSession) -> list[Tool]:
+        return build_tools(
+            self._s.memory,
+            self._s.skills,
+            user_key=message.user_key,
+            is_admin=self._is_admin(message),
+            session_search=SessionSearch(
+                store=self._s.sessions,
+                recapper=self._s.auxiliary,
+                scope=recall_scope(message.user_key, message.chat_id, message.chat_type),
+                current_session_id=session.session_id,
+                timeout=self._s.config.auxiliary.recap_timeout,
+            ),
+        ) + provider_tools(session.manager)
+
+    async def _compress(
+        self,
+        key: str,
+        message: InboundMessage,
+        session: OpenSession,
+        history: list[dict[str, Any]],
+        tools: list[Tool],
+    ) -> tuple[OpenSession, list[dict[str, Any]], list[Tool]]:
+        """Long messages cut for the request; near the context budget, move into a
+        compressed child session with a fresh system prompt (see `agent.compression`)."""
+        history, user_text = self._compressor.fit(history, message.text)
+        schemas = [tool.schema for tool in tools]
+        fixed = fixed_chars(session.system_prompt, user_text, schemas)
+        size = fixed + sum(message_chars(m) for m in history)
+        if not self._compressor.due(size):
+            return session, history, tools
+        scope = recall_scope(message.user_key, message.chat_id, message.chat_type)
+        origin = self._origin(key, message)
+        child_id = await self._compressor.rotate(origin, session.session_id, scope, fixed, size)
+        if child_id is None:
+            return session, history, tools
+        parent = await self._s.sessions.get_messages(session.session_id, scope, lineage=False)
+        ended = [TranscriptMessage(m.role, m.content, m.timestamp) for m in parent]
+        session.manager.end_session(ended)  # the parent ended: its providers get its transcript
+        child = await self._session(key, message, child_id)  # drops the parent, stops its providers
+        history, _ = self._compressor.fit(await self._history(child_id, message), user_text)
+        return child, history, self._tools(message, child)
 
     async def _model_fault(
         self, key: str, error: ModelError, told: bool, grown: bool, sink: ReplySink
