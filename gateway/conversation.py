@@ -238,8 +238,7 @@ class Conversations:
         if not self._compressor.due(size):
             return session, history, tools
         scope = recall_scope(message.user_key, message.chat_id, message.chat_type)
-        origin = self._origin(key, message)
-        child_id = await self._compressor.rotate(origin, session.session_id, scope, fixed, size)
+        child_id = await self._compressor.rotate(session.session_id, scope, fixed, size)
         if child_id is None:
             return session, history, tools
         parent = await self._s.sessions.get_messages(session.session_id, scope, lineage=False)

@@ -8,9 +8,21 @@ compresses before the model is asked: the recent tail is kept, the older part
 is summarised by the auxiliary model, and `Compressor.rotate` ends the session
 (reason ``compression``) and starts a child linked by ``parent_session_id``
 that holds the summary, copies of the tail and the message of this turn. The
-caller then builds the child's fresh system prompt. The parent stays in the
-store untouched, so nothing is lost and search still finds it, reported by
-the lineage root.
+caller then builds the child's fresh system prompt. The child and its first
+messages are written in one transaction. The parent stays in the store
+untouched, so nothing is lost and search still finds it (reported by the
+lineage root) from any later conversation; recall inside the child skips the
+whole lineage, as it skips the current session, so there the summary is what
+carries the older part.
+
+The summary is a ``user`` message, opening with "[Summary of our earlier
+conversation …". Chat APIs have no neutral role: a ``system`` message in the
+middle is refused or down-weighted by several OpenAI-compatible servers, and
+an ``assistant`` message would put the summary in the model's own mouth as
+if it had said it (models treat their own turns as commitments). A user
+message that says what it is reads as context the conversation supplied.
+Its input is the conversation itself, so it gains no authority it did not
+have; its text is sanitised (`sanitize_context`) like any recalled text.
 
 The tail is cut only between groups: a message and the tool results that
 follow it stay together, so a tool result never loses its assistant
@@ -41,7 +53,6 @@ from gateway.errors import ModelError
 from memory_core import (
     NewMessage,
     SearchScope,
-    SessionOrigin,
     SessionStore,
     StoredMessage,
     sanitize_context,
@@ -241,9 +252,7 @@ class Compressor:
         """Whether a request of `request_size` characters should compress first."""
         return request_size >= self.budget.threshold
 
-    async def rotate(
-        self, origin: SessionOrigin, parent_id: int, scope: SearchScope, fixed: int, size: int
-    ) -> int | None:
+    async def rotate(self, parent_id: int, scope: SearchScope, fixed: int, size: int) -> int | None:
         """Move the session into a compressed child; return its id, or None to go on as is.
 
         `fixed` is what the request carries besides the history, `size` its
@@ -263,7 +272,6 @@ class Compressor:
             if size <= self.budget.context_chars:
                 return None  # it still fits: go on whole this turn, try again next turn
             summary = NO_SUMMARY_NOTE
-        child_id = await self._sessions.start_child_session(parent_id, end_reason="compression")
         first = (tail or [current])[0]
         messages = [
             NewMessage(
@@ -274,7 +282,9 @@ class Compressor:
             ),
             *(_copy(m, parent_id) for m in [*tail, current]),
         ]
-        await self._sessions.append_messages(origin=origin, messages=messages)
+        child_id = await self._sessions.start_child_session(
+            parent_id, end_reason="compression", messages=messages
+        )
         log.info(
             "session %d compressed into %d: %d messages summarised, %d kept",
             parent_id,

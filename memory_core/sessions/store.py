@@ -230,8 +230,12 @@ class SessionStore:
         end_reason: str = "compression",
         model: str | None = None,
         title: str | None = None,
+        messages: Sequence[NewMessage] = (),
     ) -> int:
-        """End `parent_id` and start its continuation in the same lineage; return its id."""
+        """End `parent_id` and start its continuation in the same lineage; return its id.
+
+        `messages` become the child's first messages in the same transaction.
+        """
         return await self._write(
             session_writes.start_child_session,
             parent_id,
@@ -239,6 +243,8 @@ class SessionStore:
             end_reason=end_reason,
             model=model,
             title=title,
+            messages=list(messages),
+            count=len(messages),
         )
 
     async def delete_user(self, user_key: str, *, purge: bool = True) -> DeleteResult:

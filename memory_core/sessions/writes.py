@@ -168,13 +168,16 @@ def start_child_session(
     end_reason: str = "compression",
     model: str | None = None,
     title: str | None = None,
+    messages: Sequence[NewMessage] = (),
 ) -> int:
     """End `parent_id` (if open) and start its continuation, which takes over its routing key.
 
     The child belongs to the same person and chat as the parent and shares
     its lineage root, so search reports both as one conversation. It takes
     over the parent's review counters (the conversation goes on), but not its
-    system prompt: the child gets a fresh one.
+    system prompt: the child gets a fresh one. `messages` (a compression's
+    summary and kept tail) are its first messages, written in the same
+    transaction, so no child is ever seen without them.
     """
     with transaction(conn):
         parent = conn.execute(
@@ -212,7 +215,10 @@ def start_child_session(
             raise SessionConflictError(
                 f"session key {parent[5]!r} already has another open session"
             ) from None
-        return int(cursor.lastrowid or 0)
+        child_id = int(cursor.lastrowid or 0)
+        for message in messages:
+            conn.execute(_INSERT_MESSAGE, _message_row(child_id, message))
+        return child_id
 
 
 def delete_user(conn: sqlite3.Connection, user_key: str, *, purge: bool = True) -> DeleteResult:
