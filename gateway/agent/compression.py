@@ -303,8 +303,10 @@ class Compressor:
             int(self.budget.context_chars * SUMMARY_INPUT_SHARE),
         )
         try:
-            reply = await self._auxiliary.complete(
-                summary_request(transcript, limit), max_tokens=max(256, limit // 3)
+            reply = await self._auxiliary.complete(  # a person waits for this turn's reply
+                summary_request(transcript, limit),
+                max_tokens=max(256, limit // 3),
+                background=False,
             )
         except ModelError as exc:
             log.warning("compression of session %d: the summary call failed: %s", parent_id, exc)

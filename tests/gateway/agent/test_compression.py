@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -22,6 +23,7 @@ from gateway.agent.compression import (
     request_chars,
     split_tail,
 )
+from gateway.agent.limits import ModelCallLimiter
 from gateway.agent.model_client import ModelClient
 from memory_core import (
     NewMessage,
@@ -284,3 +286,16 @@ async def test_a_child_that_cannot_start_leaves_no_messages_behind(store: Sessio
         for m in await store.get_messages(s.id, SCOPE)
     ]
     assert sorted(everything) == ["a", "b"]
+
+
+async def test_the_summary_is_foreground_work_a_busy_background_cannot_hold_up(
+    store: SessionStore, aux: FakeOpenAI
+) -> None:
+    limiter = ModelCallLimiter(2)  # one slot, the other reserved for foreground calls
+    client = ModelClient(aux.url + "/v1", None, "aux", 5.0, limiter=limiter, background=True)
+    aux.say("A summary.")
+    parent = await fill(store)
+    async with limiter.slot(background=True):  # background work holds its only slot
+        rotating = Compressor(store, client, 10_000).rotate(parent, SCOPE, 3_000, 9_000)
+        child = await asyncio.wait_for(rotating, 5.0)
+    assert child is not None
