@@ -171,7 +171,9 @@ async def test_the_parent_stays_findable_from_a_later_conversation(bot: Bot) -> 
     assert [h.session_id for h in hits] == [parent.root_id]  # a child resolves to its root
     bot.main.say("fresh")
     await bot.conversations.handle(message("/new"), bot.sink)
-    await bot.say("hello again")
+    await bot.say("Do you remember PLATYPUS?")
+    recalled = bot.main_chat_requests()[-1]["messages"][-1]["content"]
+    assert "<memory-context>" in recalled and "PLATYPUS" in recalled.split("<memory-context>")[1]
     later = (await bot.sessions())[-1]
     assert later.root_id != parent.root_id
     hits = await bot.services.sessions.search(
