@@ -491,3 +491,22 @@ async def test_an_evicted_session_shuts_its_providers_down_and_resumes_later(
     await conversations.close()
     assert conversations.open_count == 0
     assert sum(kind == "shutdown" for kind, _ in events) == 53  # every manager, once
+
+
+async def test_with_recall_only_the_previous_requests_last_message_differs(
+    fake: FakeOpenAI, services: Services
+) -> None:
+    conversations = Conversations(services)
+    fake.say("Use the blue-green switch.")
+    await conversations.handle(message("how do we roll back the billing deploy?"), ListSink())
+    await conversations.handle(message("/new"), ListSink())
+    for i in range(4):
+        fake.say(f"answer {i}")
+        await conversations.handle(message(f"about the billing deploy rollback, {i}?"), ListSink())
+    sent = [r.body["messages"] for r in fake.requests[1:]]  # the second session's requests
+    assert all("<memory-context>" in s[-1]["content"] for s in sent)  # recall on every turn
+    for before, after in itertools.pairwise(sent):
+        cut = len(before) - 1
+        assert after[:cut] == before[:cut]
+        plain, with_recall = after[cut]["content"], before[cut]["content"]
+        assert with_recall.startswith(plain + "\n\n<memory-context>")
