@@ -148,14 +148,19 @@ def _open_session(
 
 
 def end_session(conn: sqlite3.Connection, session_id: int, reason: str, now: float) -> None:
-    """Mark a session ended; ending an ended session keeps its first end."""
+    """Mark a session ended; ending an ended session keeps its first end.
+
+    Its stored system prompt is dropped: an ended session never resumes, and
+    the prompt holds a copy of the person's profile that need not outlive it.
+    """
     with transaction(conn):
         row = conn.execute("SELECT ended_at FROM sessions WHERE id = ?", (session_id,)).fetchone()
         if row is None:
             raise SessionNotFoundError(f"no session {session_id}")
         if row[0] is None:
             conn.execute(
-                "UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ?",
+                "UPDATE sessions SET ended_at = ?, end_reason = ?, system_prompt = NULL "
+                "WHERE id = ?",
                 (now, reason, session_id),
             )
 
@@ -175,9 +180,9 @@ def start_child_session(
     The child belongs to the same person and chat as the parent and shares
     its lineage root, so search reports both as one conversation. It takes
     over the parent's review counters (the conversation goes on), but not its
-    system prompt: the child gets a fresh one. `messages` (a compression's
-    summary and kept tail) are its first messages, written in the same
-    transaction, so no child is ever seen without them.
+    system prompt: the child gets a fresh one, and the parent's is dropped.
+    `messages` (a compression's summary and kept tail) are its first messages,
+    written in the same transaction, so no child is ever seen without them.
     """
     with transaction(conn):
         parent = conn.execute(
@@ -190,7 +195,8 @@ def start_child_session(
             raise SessionNotFoundError(f"no session {parent_id}")
         if parent[9] is None:
             conn.execute(
-                "UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ?",
+                "UPDATE sessions SET ended_at = ?, end_reason = ?, system_prompt = NULL "
+                "WHERE id = ?",
                 (now, end_reason, parent_id),
             )
         try:

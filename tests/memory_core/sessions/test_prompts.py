@@ -54,7 +54,19 @@ def test_a_child_session_starts_without_its_parents_prompt(tmp_path: Path) -> No
         db.set_system_prompt(parent, PROMPT)
         child = db.start_child_session(parent)
         assert db.get_system_prompt(child, SearchScope("telegram-1")) is None
-        assert db.get_system_prompt(parent, SearchScope("telegram-1")) == PROMPT
+        assert db.get_system_prompt(parent, SearchScope("telegram-1")) is None  # ended
+
+
+def test_ending_a_session_drops_its_prompt(tmp_path: Path) -> None:
+    """An ended session never resumes: its copy of the profile goes with it."""
+    with open_db(tmp_path) as db:
+        session = db.append_message(origin=origin(), message=message("hello")).session_id
+        db.set_system_prompt(session, PROMPT)
+        db.end_session(session, "new")
+        assert db.get_system_prompt(session, SearchScope("telegram-1")) is None
+        assert db.conn.execute(
+            "SELECT count(*) FROM sessions WHERE system_prompt IS NOT NULL"
+        ).fetchone() == (0,)
 
 
 async def test_concurrent_first_writers_all_get_the_same_prompt(tmp_path: Path) -> None:
