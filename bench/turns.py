@@ -9,13 +9,14 @@ reply, through the real `openai` client and our `ModelClient`). Everything
 else is real: the session store and its writer, the history recall provider
 and its background worker, tools, prompts, the turn loop.
 
-Three runs, each through `Conversations.handle` with a list sink:
+Three runs, each through `Conversations.handle` (its sink keeps nothing):
 
 * closed loop: `--sessions` people talk at once, each sending its next
   message as soon as the last is answered, `--turns` turns in all: turns/s,
   and the latency under that load (by Little's law, about sessions / rate);
 * paced: the same sessions, messages arriving at `--rate` turns/s in all
-  (`--turns` turns): the latency at that offered load;
+  (`--paced-turns` turns; by default at 60% of the closed loop's rate, a load
+  the machine sustains): the latency at that offered load;
 * alone: one turn at a time (`--solo` turns): the bare cost of a turn.
 
 "Added latency" is a turn's wall time from `handle()` to its end, less the
@@ -169,7 +170,7 @@ def report(label: str, latencies: list[float], elapsed: float, cpu: float) -> No
 
 async def closed_loop(
     conversations: Conversations, sessions: int, turns: int, rng: random.Random, texts: list[str]
-) -> None:
+) -> float:
     per = [turns // sessions + (1 if i < turns % sessions else 0) for i in range(sessions)]
     latencies: list[float] = []
 
@@ -179,7 +180,9 @@ async def closed_loop(
 
     started, cpu = time.perf_counter(), time.process_time()
     await asyncio.gather(*(asyncio.create_task(person(i)) for i in range(sessions)))
-    report("closed loop", latencies, time.perf_counter() - started, time.process_time() - cpu)
+    elapsed = time.perf_counter() - started
+    report("closed loop", latencies, elapsed, time.process_time() - cpu)
+    return len(latencies) / elapsed
 
 
 async def paced(
@@ -201,7 +204,7 @@ async def paced(
         tasks.append(asyncio.create_task(one_turn(conversations, n % sessions, text)))
     latencies = await asyncio.gather(*tasks)
     elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
-    report(f"paced {rate:g}/s", list(latencies), elapsed, cpu)
+    report(f"paced {rate:.0f}/s", list(latencies), elapsed, cpu)
 
 
 async def solo(
@@ -238,9 +241,10 @@ async def run(args: argparse.Namespace, home: Path) -> None:
         )
         cpu0, wall0 = time.process_time(), time.perf_counter()
         conversations = Conversations(services)
-        await closed_loop(conversations, args.sessions, args.turns, rng, texts)
-        if args.rate > 0:
-            await paced(conversations, args.sessions, args.turns, args.rate, rng, texts)
+        rate = await closed_loop(conversations, args.sessions, args.turns, rng, texts)
+        rate = 0.6 * rate if args.rate is None else args.rate
+        if rate > 0 and args.paced_turns > 0:
+            await paced(conversations, args.sessions, args.paced_turns, rate, rng, texts)
         if args.solo > 0:
             await solo(conversations, args.solo, rng, texts)
         await conversations.close()
@@ -270,7 +274,8 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=100)
     parser.add_argument("--turns", type=int, default=5000)
     parser.add_argument("--history", type=int, default=100_000, help="messages already stored")
-    parser.add_argument("--rate", type=float, default=200.0, help="paced run (0: skip it)")
+    parser.add_argument("--rate", type=float, default=None, help="paced turns/s (0: skip)")
+    parser.add_argument("--paced-turns", type=int, default=1000)
     parser.add_argument("--solo", type=int, default=300, help="turns one at a time (0: skip)")
     parser.add_argument("--seed", type=int, default=11)
     args = parser.parse_args()
