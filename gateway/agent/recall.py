@@ -78,7 +78,11 @@ class Recapper(Protocol):
     """The model that writes recaps (`ModelClient` is one)."""
 
     async def complete(
-        self, messages: Sequence[dict[str, Any]], *, max_tokens: int | None = None
+        self,
+        messages: Sequence[dict[str, Any]],
+        *,
+        max_tokens: int | None = None,
+        background: bool | None = None,
     ) -> str: ...
 
 
@@ -259,7 +263,8 @@ async def _ask_recap(recapper: Recapper, hit: SessionHit, query: str, window: st
         f"<excerpt>\n{_EXCERPT_TAG.sub('(excerpt)', window)}\n</excerpt>"
     )
     messages = [{"role": "system", "content": RECAP_PROMPT}, {"role": "user", "content": request}]
-    return await recapper.complete(messages, max_tokens=RECAP_MAX_TOKENS)
+    # A person is waiting for this turn: a recap is foreground work, not background.
+    return await recapper.complete(messages, max_tokens=RECAP_MAX_TOKENS, background=False)
 
 
 def transcript_window(

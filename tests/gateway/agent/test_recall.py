@@ -39,8 +39,13 @@ class Recapper:
         self.default: str | Exception | None = "a recap"
 
     async def complete(
-        self, messages: Sequence[dict[str, Any]], *, max_tokens: int | None = None
+        self,
+        messages: Sequence[dict[str, Any]],
+        *,
+        max_tokens: int | None = None,
+        background: bool | None = None,
     ) -> str:
+        assert background is False, "a recap is part of the person's turn"
         self.requests.append(list(messages))
         reply = self.replies.pop(0) if self.replies else self.default
         if reply is None:  # hang until cancelled
