@@ -16,6 +16,11 @@ Understood (case-insensitive):
 - since <weekday> | yesterday | last week | last month | <month> [<year>]
 - on/last <weekday>: that day (the latest one before today)
 - on <YYYY-MM-DD>, on <d> <month> [<year>], on <month> <d>[,] [<year>]
+
+Text in Chinese (上周, 昨天, 三月, 3天前, 去年, 2024年3月 …) that the table
+does not cover goes to the `dateparser` package, imported on first use (it
+takes a fraction of a second to load): the phrase it finds names a day,
+week, month or year, and the window is that calendar unit.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, tzinfo
+from typing import Any
 
 MONTHS = [
     "january", "february", "march", "april", "may", "june", "july",
@@ -179,6 +185,8 @@ _PATTERNS: list[tuple[str, Callable[[re.Match[str], _Ctx], Span]]] = [
     (r"in\s+" + _YEAR, lambda m, c: _unit_window(date(int(m["year"]), 1, 1), "year")),
 ]  # fmt: skip
 _COMPILED = [(re.compile(rf"\b{p}\b", re.IGNORECASE), f) for p, f in _PATTERNS]
+_CJK = re.compile(r"[\u3400-\u9fff]")
+_PERIODS = {"day", "week", "month", "year"}
 
 
 def parse_time_phrase(text: str, now: datetime) -> TimeWindow:
@@ -192,7 +200,7 @@ def parse_time_phrase(text: str, now: datetime) -> TimeWindow:
         if found and (best is None or found.start() < best[0]):
             best = (found.start(), found, handler)
     if best is None:
-        return TimeWindow(text.strip(), None, None)
+        return _cjk_phrase(text, ctx) if _CJK.search(text) else TimeWindow(text.strip(), None, None)
     _, found, handler = best
     try:
         start, end = handler(found, ctx)
@@ -202,6 +210,32 @@ def parse_time_phrase(text: str, now: datetime) -> TimeWindow:
     rest = re.sub(r"\s+", " ", rest).strip(" ,.;:-")
     rest = re.sub(r"\s+(?:from|in|on|during|of|about)$", "", rest, flags=re.IGNORECASE)
     return TimeWindow(rest, _epoch(start, tz), _epoch(end, tz))
+
+
+def _cjk_phrase(text: str, c: _Ctx) -> TimeWindow:
+    """A Chinese time phrase, read by `dateparser` (loaded here, on first use)."""
+    from dateparser.date import DateDataParser  # slow to import: only when needed
+    from dateparser.search import search_dates
+
+    settings: Any = {"RELATIVE_BASE": c.now.replace(tzinfo=None), "PREFER_DATES_FROM": "past"}
+    unchanged = TimeWindow(text.strip(), None, None)
+    try:
+        found = search_dates(text, languages=["zh"], settings=settings)
+        if not found:
+            return unchanged
+        phrase = found[0][0]
+        data = DateDataParser(
+            languages=["zh"], settings={**settings, "RETURN_TIME_AS_PERIOD": True}
+        ).get_date_data(phrase)
+    except (ValueError, OverflowError):  # a date that does not exist
+        return unchanged
+    if data.date_obj is None or data.period not in _PERIODS or not phrase.strip():
+        return unchanged
+    start, end = _unit_window(data.date_obj.date(), data.period)
+    at = text.find(phrase)
+    rest = text[:at] + " " + re.sub(r"^的", "", text[at + len(phrase) :])
+    rest = re.sub(r"\s+", " ", rest).strip(" ,.;:-，。、")
+    return TimeWindow(rest, _epoch(start, c.tz), _epoch(end, c.tz))
 
 
 def _epoch(day: date | None, tz: tzinfo) -> float | None:

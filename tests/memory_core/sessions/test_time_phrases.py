@@ -86,3 +86,22 @@ def test_any_text_gives_a_well_formed_window(text: str) -> None:
         assert window.since < window.until
     if window.since is None and window.until is None:
         assert window.query == text.strip()
+
+
+@pytest.mark.parametrize(
+    ("text", "query", "since", "until"),
+    [
+        ("上周的健身", "健身", "2025-04-07", "2025-04-14"),
+        ("昨天 晚饭", "晚饭", "2025-04-15", "2025-04-16"),
+        ("三月 旅行", "旅行", "2025-03-01", "2025-04-01"),
+        ("我们上周说的kubernetes", "我们 说的kubernetes", "2025-04-07", "2025-04-14"),
+        ("3天前", "", "2025-04-13", "2025-04-14"),
+        ("去年", "", "2024-01-01", "2025-01-01"),
+    ],
+)  # fmt: skip
+def test_chinese_phrases(text: str, query: str, since: str, until: str) -> None:
+    assert parse_time_phrase(text, NOW) == TimeWindow(query, day(since), day(until))
+
+
+def test_chinese_text_without_a_time_phrase_leaves_the_window_open() -> None:
+    assert parse_time_phrase("健身计划", NOW) == TimeWindow("健身计划", None, None)
