@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from memory_core.errors import SessionStoreBusyError, SessionStoreError
+from memory_core.sessions import erase as session_erase
+from memory_core.sessions import jsonl
 from memory_core.sessions import reads as session_reads
 from memory_core.sessions import writes as session_writes
 from memory_core.sessions.connection import ConnectHook, connect
@@ -220,6 +222,10 @@ class SessionStore:
         """Store a session's system prompt once; return the one it keeps (see `writes`)."""
         return await self._write(session_writes.set_system_prompt, session_id, prompt)
 
+    async def clear_system_prompts(self, user_key: str) -> int:
+        """Drop the stored prompts of a person's open sessions (see `writes`)."""
+        return await self._write(session_writes.clear_system_prompts, user_key)
+
     async def end_session(self, session_id: int, reason: str) -> None:
         await self._write(session_writes.end_session, session_id, reason, self._clock())
 
@@ -280,6 +286,14 @@ class SessionStore:
     async def get_counters(self, session_id: int) -> ReviewCounters | None:
         """A session's background-review counters, or None when there is no such session."""
         return await self._read(session_reads.get_counters, session_id)
+
+    async def user_totals(self, user_key: str) -> session_erase.UserTotals:
+        """How many sessions and messages `user_key` has."""
+        return await self._read(session_erase.user_totals, user_key)
+
+    async def export_lines(self, user_key: str) -> list[str]:
+        """Every message of `user_key` as import-format JSON lines (see `jsonl.export_lines`)."""
+        return await self._read(lambda conn: list(jsonl.export_lines(conn, user_key)))
 
 
 def _log_late_failure(done: asyncio.Future[object]) -> None:

@@ -89,6 +89,21 @@ def set_system_prompt(conn: sqlite3.Connection, session_id: int, prompt: str) ->
     return prompt
 
 
+def clear_system_prompts(conn: sqlite3.Connection, user_key: str) -> int:
+    """Forget the stored prompts of `user_key`'s open sessions; return how many.
+
+    Their next turn builds a fresh prompt from the memory as it is now: after a
+    person removes a fact, no stored prompt may still carry it.
+    """
+    with transaction(conn):
+        cursor = conn.execute(
+            "UPDATE sessions SET system_prompt = NULL "
+            "WHERE user_key = ? AND ended_at IS NULL AND system_prompt IS NOT NULL",
+            (user_key,),
+        )
+    return cursor.rowcount
+
+
 def _message_row(session_id: int, m: NewMessage) -> tuple[object, ...]:
     return (
         session_id,

@@ -77,3 +77,22 @@ async def test_concurrent_first_writers_all_get_the_same_prompt(tmp_path: Path) 
         )
         assert len(set(kept)) == 1
         assert await store.get_system_prompt(session, SearchScope("telegram-1")) == kept[0]
+
+
+async def test_clearing_a_persons_prompts_touches_only_their_open_sessions(
+    tmp_path: Path,
+) -> None:
+    async with SessionStore(tmp_path / "state.db") as store:
+        mine = (await store.append_message(origin=origin(), message=message("a"))).session_id
+        group = origin("telegram-1", "g1", chat_type="group")
+        in_group = (await store.append_message(origin=group, message=message("b"))).session_id
+        theirs_origin = origin("telegram-2")
+        theirs = (await store.append_message(origin=theirs_origin, message=message("c"))).session_id
+        for session in (mine, in_group, theirs):
+            await store.set_system_prompt(session, PROMPT)
+        assert await store.clear_system_prompts("telegram-1") == 2
+        assert await store.get_system_prompt(mine, SearchScope("telegram-1")) is None
+        assert await store.get_system_prompt(in_group, SearchScope("telegram-1")) is None
+        assert await store.get_system_prompt(theirs, SearchScope("telegram-2")) == PROMPT
+        # The next build stores the fresh prompt.
+        assert await store.set_system_prompt(mine, "fresh") == "fresh"
