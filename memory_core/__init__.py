@@ -18,6 +18,7 @@ from memory_core.context import (
     scrub_context,
     wrap_memory_context,
 )
+from memory_core.erasure import EraseExternal, ExportResult, PersonData, PersonHoldings
 from memory_core.errors import (
     AmbiguousMatchError,
     AtomicWriteError,
@@ -116,6 +117,7 @@ from memory_core.sessions import (
     Snippet,
     StoredMessage,
     TimeWindow,
+    UserTotals,
     parse_time_phrase,
     parse_timestamp,
     recall_scope,
@@ -158,6 +160,8 @@ __all__ = [
     "CounterUpdate",
     "DeleteResult",
     "EntryTooLongError",
+    "EraseExternal",
+    "ExportResult",
     "FileMemoryStore",
     "Finding",
     "HistoryRecallProvider",
@@ -185,6 +189,8 @@ __all__ = [
     "NoMatchError",
     "Operation",
     "OverBudgetError",
+    "PersonData",
+    "PersonHoldings",
     "ProviderError",
     "ProviderFactory",
     "ProviderRegistry",
@@ -233,6 +239,7 @@ __all__ = [
     "UndecodableMemoryError",
     "UnreadableMemoryError",
     "UnsafeContentError",
+    "UserTotals",
     "WriteResult",
     "append_memory_context",
     "atomic_write_text",

@@ -3,7 +3,8 @@
 A provider adds recall beyond the built-in layers. One provider instance
 serves one session: the manager creates it, calls `initialize` with the
 session's `SessionContext`, and then drives the other methods. Every method
-has a harmless default, so a provider implements only what it offers.
+but `erase_user` has a harmless default, so a provider implements only what it
+offers; `erase_user` it must implement (it erases a person's data).
 
 Providers run inside the bot's event loop: their methods must not block it
 (do blocking work with ``asyncio.to_thread``). The manager times out and logs
@@ -106,6 +107,19 @@ class MemoryProvider:
 
     async def shutdown(self) -> None:
         """Release resources; called once when the session's manager shuts down."""
+
+    async def erase_user(self, user_key: str) -> None:
+        """Erase everything this provider holds about `user_key` (``/forget all``).
+
+        Called on an instance that was never initialized (erasure is about a
+        person, not a session). Every provider must say how it erases: one that
+        keeps nothing of its own overrides this with a method that does nothing;
+        the default refuses, so a provider's data is never silently kept.
+        """
+        raise ProviderError(
+            f"memory provider {self.name!r} does not implement erase_user: "
+            "its data about a person cannot be erased"
+        )
 
 
 def schema_tool_name(schema: object) -> str | None:

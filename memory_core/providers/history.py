@@ -157,6 +157,9 @@ class HistoryRecallProvider(MemoryProvider):
             lines.append(self._render(hit, terms))
         return "\n".join(lines)
 
+    async def erase_user(self, user_key: str) -> None:
+        """Nothing of its own to erase: it reads the session store, erased with it."""
+
     def _render(self, hit: SessionHit, terms: Sequence[str]) -> str:
         best = sorted(hit.snippets, key=lambda s: (-len(matched_terms(terms, [s])), s.timestamp))[
             : self._snippets_per_session

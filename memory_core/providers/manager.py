@@ -273,6 +273,23 @@ class MemoryManager:
         for task in list(self._stray):
             task.cancel()
 
+    async def erase_user(self, user_key: str) -> list[str]:
+        """Ask every provider to erase `user_key`'s data; return one line per failure.
+
+        Needs no session (call it on a fresh manager). Unlike the turn's calls,
+        a failure is not only logged: the caller must tell the person.
+        """
+        failures: list[str] = []
+        for provider in self._providers:
+            try:
+                await asyncio.wait_for(provider.erase_user(user_key), self._call_timeout)
+            except TimeoutError:
+                failures.append(f"{provider.name}: timed out after {self._call_timeout:.0f} s")
+            except Exception as exc:  # a plugin's own error: reported, never raised
+                log.warning("memory provider %r failed to erase a person", provider.name)
+                failures.append(f"{provider.name}: {exc}")
+        return failures
+
     # -- tools ----------------------------------------------------------------------------
 
     def _build_routes(self) -> None:

@@ -24,6 +24,7 @@ from memory_core.errors import (
 )
 from memory_core.sessions.connection import ConnectHook
 from memory_core.sessions.db import SessionDB
+from memory_core.sessions.erase import UserTotals
 from memory_core.sessions.jsonl import ImportResult, parse_timestamp
 from memory_core.sessions.models import (
     CHAT_TYPES,
@@ -89,6 +90,7 @@ __all__ = [
     "Snippet",
     "StoredMessage",
     "TimeWindow",
+    "UserTotals",
     "WritePolicy",
     "parse_time_phrase",
     "parse_timestamp",

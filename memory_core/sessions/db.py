@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import IO
 
 from memory_core.errors import SessionStoreError
+from memory_core.sessions import erase as session_erase
 from memory_core.sessions import importer as session_import
 from memory_core.sessions import jsonl
 from memory_core.sessions import reads as session_reads
@@ -173,6 +174,12 @@ class SessionDB:
 
     def get_system_prompt(self, session_id: int, scope: SearchScope) -> str | None:
         return session_reads.get_system_prompt(self.conn, session_id, scope)
+
+    def user_totals(self, user_key: str) -> session_erase.UserTotals:
+        return session_erase.user_totals(self.conn, user_key)
+
+    def all_user_totals(self) -> list[session_erase.UserTotals]:
+        return session_erase.all_user_totals(self.conn)
 
     def get_counters(self, session_id: int) -> ReviewCounters | None:
         return session_reads.get_counters(self.conn, session_id)

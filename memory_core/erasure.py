@@ -1,0 +1,160 @@
+"""Everything held about one person: counted, exported as one file, or erased.
+
+A person's data lives in four places: USER.md and its folder
+(``memories/users/<key>/``, with its lock and backup files), their private
+skills (``skills-private/<key>/``, and deleted ones under the skills archive),
+their sessions in state.db (messages, both full-text indexes, per-session
+counters and stored prompts, which are columns of the session rows), and
+whatever the external memory provider keeps. `PersonData` reaches all of
+them through the stores; the chat commands (``/forget all``, ``/export``) and
+the operator CLI (``mnemo users``) share it.
+
+Erasure purges state.db (`SessionStore.delete_user` merges both indexes and
+checkpoints the WAL, with ``secure_delete`` on), so no file, row or index
+segment keeps the person's text. An export is JSON Lines: first one line per
+USER.md entry (``{"user": key, "memory_entry": text}``), then every message in
+the import format of `memory_core.sessions.jsonl` (drop the ``memory_entry``
+lines to import the rest with ``mnemo sessions import``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from memory_core.file_memory import FileMemoryStore
+from memory_core.sessions import SessionStore
+from memory_core.skills import SkillsStore
+from memory_core.user_keys import check_user_key
+
+EraseExternal = Callable[[str], Awaitable[list[str]]]
+"""Erases a person in the memory providers; returns one line per failure."""
+
+EXPORT_FILE_MODE = 0o600
+
+
+@dataclass(frozen=True)
+class PersonHoldings:
+    """What is held about one person (or, after an erasure, what was erased)."""
+
+    user_key: str
+    entries: int
+    sessions: int
+    messages: int
+    skills: int
+    provider_failures: tuple[str, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not (self.entries or self.sessions or self.messages or self.skills)
+
+    def summary(self) -> str:
+        """``3 memory entries, 2 sessions (14 messages) and 1 skill``."""
+        return (
+            f"{_plural(self.entries, 'memory entry', 'memory entries')}, "
+            f"{_plural(self.sessions, 'session', 'sessions')} "
+            f"({_plural(self.messages, 'message', 'messages')}) "
+            f"and {_plural(self.skills, 'skill', 'skills')}"
+        )
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    """Where an export went and what it holds."""
+
+    path: Path
+    entries: int
+    messages: int
+
+
+class PersonData:
+    """One person's data across the stores: count it, export it, erase it."""
+
+    def __init__(
+        self,
+        memory: FileMemoryStore,
+        skills: SkillsStore,
+        sessions: SessionStore,
+        erase_external: EraseExternal | None = None,
+    ) -> None:
+        """`erase_external` erases the person in the memory providers (None: none configured)."""
+        self._memory = memory
+        self._skills = skills
+        self._sessions = sessions
+        self._erase_external = erase_external
+
+    async def holdings(self, user_key: str) -> PersonHoldings:
+        """What is held about `user_key` now."""
+        key = check_user_key(user_key)
+        totals = await self._sessions.user_totals(key)
+        return PersonHoldings(
+            key,
+            entries=len(self._memory.read("user", key).entries),
+            sessions=totals.sessions,
+            messages=totals.messages,
+            skills=len(self._own_skill_names(key)),
+        )
+
+    async def erase(self, user_key: str) -> PersonHoldings:
+        """Erase everything held about `user_key`; return what was erased.
+
+        Local data goes first (it cannot fail halfway silently: an error
+        raises); the providers' failures are reported in `provider_failures`.
+        """
+        before = await self.holdings(user_key)
+        key = before.user_key
+        deleted = await self._sessions.delete_user(key, purge=True)
+        for folder in self._folders(key):
+            if folder.is_symlink() or folder.is_file():
+                folder.unlink()
+            elif folder.exists():
+                shutil.rmtree(folder)
+        failures = await self._erase_external(key) if self._erase_external is not None else []
+        return PersonHoldings(
+            key,
+            entries=before.entries,
+            sessions=deleted.sessions,
+            messages=deleted.messages,
+            skills=before.skills,
+            provider_failures=tuple(failures),
+        )
+
+    async def export(self, user_key: str, path: Path) -> ExportResult:
+        """Write `user_key`'s USER.md entries and messages to `path` (mode 0600)."""
+        key = check_user_key(user_key)
+        entries = self._memory.read("user", key).entries
+        lines = [json.dumps({"user": key, "memory_entry": e}, ensure_ascii=False) for e in entries]
+        messages = await self._sessions.export_lines(key)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, EXPORT_FILE_MODE)
+        os.fchmod(fd, EXPORT_FILE_MODE)  # an existing file keeps no wider mode
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            for line in [*lines, *messages]:
+                out.write(line + "\n")
+        return ExportResult(path, entries=len(entries), messages=len(messages))
+
+    def known_user_keys(self) -> list[str]:
+        """People with a USER.md folder or private skills (sessions are asked separately)."""
+        keys: set[str] = set()
+        users = self._memory.path("memory").parent / "users"
+        for root in (users, self._skills.private_dir):
+            if root.is_dir():
+                keys.update(p.name for p in root.iterdir() if p.is_dir())
+        return sorted(keys)
+
+    def _folders(self, key: str) -> list[Path]:
+        folders = [self._memory.path("user", key).parent, self._skills.private_dir / key]
+        if self._skills.archive_dir is not None:
+            folders.append(self._skills.archive_dir / key)
+        return folders
+
+    def _own_skill_names(self, key: str) -> list[str]:
+        return [s.name for s in self._skills.skills(key) if s.owner == "user" and s.user_key == key]
+
+
+def _plural(count: int, one: str, many: str) -> str:
+    return f"{count} {one if count == 1 else many}"

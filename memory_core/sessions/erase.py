@@ -1,0 +1,34 @@
+"""Counting what the session store holds about people (for erasure and `mnemo users`)."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class UserTotals:
+    """How many sessions and messages one person has in state.db."""
+
+    user_key: str
+    sessions: int
+    messages: int
+
+
+def user_totals(conn: sqlite3.Connection, user_key: str) -> UserTotals:
+    """`user_key`'s sessions and messages (zero for a person the store never saw)."""
+    sessions, messages = conn.execute(
+        "SELECT count(DISTINCT s.id), count(m.id) FROM sessions s "
+        "LEFT JOIN messages m ON m.session_id = s.id WHERE s.user_key = ?",
+        (user_key,),
+    ).fetchone()
+    return UserTotals(user_key, int(sessions), int(messages))
+
+
+def all_user_totals(conn: sqlite3.Connection) -> list[UserTotals]:
+    """Every person with a session, by user key."""
+    rows = conn.execute(
+        "SELECT s.user_key, count(DISTINCT s.id), count(m.id) FROM sessions s "
+        "LEFT JOIN messages m ON m.session_id = s.id GROUP BY s.user_key ORDER BY s.user_key"
+    ).fetchall()
+    return [UserTotals(str(key), int(sessions), int(messages)) for key, sessions, messages in rows]

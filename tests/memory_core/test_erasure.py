@@ -1,0 +1,179 @@
+"""`PersonData`: a person's data counted, exported and erased down to the bytes on disk."""
+
+from __future__ import annotations
+
+import json
+import stat
+from collections.abc import AsyncIterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memory_core import (
+    FileMemoryStore,
+    HistoryRecallProvider,
+    MemoryManager,
+    MemoryProvider,
+    NewMessage,
+    Operation,
+    PersonData,
+    SearchScope,
+    SessionOrigin,
+    SessionStore,
+    SkillsStore,
+)
+
+ALICE = "telegram-1001"
+BOB = "telegram-2002"
+ALICE_WORDS = ("zanzibarquokka", "Quixotrambler", "fjordwhistle")
+BOB_WORDS = ("bobsledmarmalade",)
+
+
+def skill(name: str, body: str) -> str:
+    return f"---\nname: {name}\ndescription: a skill\n---\n# Steps\n{body}\n"
+
+
+class Home:
+    def __init__(self, root: Path, sessions: SessionStore) -> None:
+        self.root = root
+        self.memory = FileMemoryStore(root)
+        self.skills = SkillsStore(
+            root / "skills",
+            root / "skills-manifest.json",
+            private_dir=root / "skills-private",
+            archive_dir=root / "skills-archive",
+        )
+        self.sessions = sessions
+
+
+@pytest.fixture
+async def home(tmp_path: Path) -> AsyncIterator[Home]:
+    (tmp_path / "skills").mkdir()
+    store = SessionStore(tmp_path / "state.db")
+    await store.open()
+    try:
+        yield Home(tmp_path, store)
+    finally:
+        await store.close()
+
+
+async def fill(home: Home, user_key: str, words: Sequence[str]) -> None:
+    """USER.md entries, private skills (one deleted into the archive) and two sessions."""
+    home.memory.apply("user", user_key, [Operation("add", f"likes {w}") for w in words])
+    home.skills.create("cooking", skill("cooking", f"Use {words[0]}."), user_key=user_key)
+    home.skills.create("gone", skill("gone", f"Old {words[0]}."), user_key=user_key)
+    home.skills.delete("gone", user_key=user_key)  # archived under skills-archive/<key>/
+    for chat in ("private", "group"):
+        origin = SessionOrigin(
+            session_key=f"telegram:{chat}:{user_key}",
+            source="telegram",
+            user_key=user_key,
+            chat_id=f"c-{user_key}-{chat}",
+            chat_type=chat,  # type: ignore[arg-type]
+        )
+        messages = [
+            NewMessage("user", f"tell me about {w} please", 1000.0 + i, key=f"{chat}{i}")
+            for i, w in enumerate(words)
+        ]
+        await home.sessions.append_messages(origin=origin, messages=messages)
+        # the stored prompt goes with the session row
+        info = await home.sessions.current_session(origin.session_key)
+        assert info is not None
+        await home.sessions.set_system_prompt(info.id, f"prompt mentioning {words[0]}")
+
+
+def files_holding(root: Path, words: Sequence[str]) -> list[str]:
+    found = []
+    for path in root.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            found += [f"{path.name}:{w}" for w in words if w.encode() in data]
+    return found
+
+
+async def test_holdings_count_everything(home: Home) -> None:
+    await fill(home, ALICE, ALICE_WORDS)
+    held = await PersonData(home.memory, home.skills, home.sessions).holdings(ALICE)
+    assert (held.entries, held.sessions, held.messages, held.skills) == (3, 2, 6, 1)
+    assert held.summary() == "3 memory entries, 2 sessions (6 messages) and 1 skill"
+
+
+async def test_erase_leaves_no_byte_of_the_person_and_keeps_the_other(home: Home) -> None:
+    await fill(home, ALICE, ALICE_WORDS)
+    await fill(home, BOB, BOB_WORDS)
+    assert files_holding(home.root, ALICE_WORDS)  # the scan finds them before
+
+    erased = await PersonData(home.memory, home.skills, home.sessions).erase(ALICE)
+
+    assert (erased.entries, erased.sessions, erased.messages, erased.skills) == (3, 2, 6, 1)
+    assert files_holding(home.root, ALICE_WORDS) == []  # state.db, its WAL, FTS shadows, files
+    assert not (home.root / "memories" / "users" / ALICE).exists()
+    assert not (home.root / "skills-private" / ALICE).exists()
+    assert not (home.root / "skills-archive" / ALICE).exists()
+    for word in ALICE_WORDS:  # as anyone: every user key sees nothing
+        for key in (ALICE, BOB):
+            assert await home.sessions.search(word, SearchScope(user_key=key)) == []
+    # Bob is untouched
+    assert home.memory.read("user", BOB).entries == (f"likes {BOB_WORDS[0]}",)
+    assert [s.name for s in home.skills.skills(BOB) if s.user_key == BOB] == ["cooking"]
+    hits = await home.sessions.search(BOB_WORDS[0], SearchScope(user_key=BOB))
+    assert len(hits) == 2
+    assert files_holding(home.root, BOB_WORDS)
+    after = await PersonData(home.memory, home.skills, home.sessions).holdings(ALICE)
+    assert after.empty
+
+
+async def test_export_is_one_private_file_of_entries_and_import_lines(home: Home) -> None:
+    await fill(home, ALICE, ALICE_WORDS)
+    await fill(home, BOB, BOB_WORDS)
+    out = home.root / "exports" / "alice.jsonl"
+
+    result = await PersonData(home.memory, home.skills, home.sessions).export(ALICE, out)
+
+    assert (result.entries, result.messages) == (3, 6)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["memory_entry"] for r in records[:3]] == [f"likes {w}" for w in ALICE_WORDS]
+    assert {r["user"] for r in records} == {ALICE}
+    assert all(r["role"] == "user" for r in records[3:])
+    assert BOB_WORDS[0] not in out.read_text()
+
+
+class Keeper(MemoryProvider):
+    """An external provider with a store of its own."""
+
+    name = "keeper"
+
+    def __init__(self, data: dict[str, str]) -> None:
+        self.data = data
+
+    async def erase_user(self, user_key: str) -> None:
+        self.data.pop(user_key, None)
+
+
+class Forgetful(MemoryProvider):
+    """A provider that never said how it erases."""
+
+    name = "forgetful"
+
+    async def handle_tool_call(self, name: str, arguments: Mapping[str, Any]) -> str:
+        return ""
+
+
+async def test_providers_erase_or_report_that_they_cannot(home: Home) -> None:
+    data = {ALICE: "a", BOB: "b"}
+    manager = MemoryManager([HistoryRecallProvider(home.sessions)], external=Keeper(data))
+    person = PersonData(home.memory, home.skills, home.sessions, manager.erase_user)
+    erased = await person.erase(ALICE)
+    assert data == {BOB: "b"}
+    assert erased.provider_failures == ()
+
+    failing = MemoryManager(external=Forgetful())
+    report = await PersonData(home.memory, home.skills, home.sessions, failing.erase_user).erase(
+        BOB
+    )
+    assert report.provider_failures == (
+        "forgetful: memory provider 'forgetful' does not implement erase_user: "
+        "its data about a person cannot be erased",
+    )
