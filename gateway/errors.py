@@ -9,7 +9,8 @@ GatewayError
  │    ├── ModelAuthError        the endpoint rejected our credentials (HTTP 401/403)
  │    └── RequestTooLargeError  the endpoint refused the request as too long
  ├── RateLimitedError       a platform asked us to wait `retry_after` seconds
- └── RecallArgumentError    session_search or /recall was given arguments it cannot use
+ ├── RecallArgumentError    session_search or /recall was given arguments it cannot use
+ └── ChoiceRefusedError     a picked choice is unknown, used up, expired or someone else's
 """
 
 from __future__ import annotations
@@ -64,3 +65,7 @@ class RateLimitedError(GatewayError):
 
 class RecallArgumentError(GatewayError):
     """A history search was asked with a bad query, date or limit; the message says which."""
+
+
+class ChoiceRefusedError(GatewayError):
+    """A picked choice is forged, replayed, expired, stale or offered to someone else."""

@@ -1,7 +1,8 @@
-"""The built-in commands: /start, /help, /new, /memory and (admins) /promote."""
+"""The built-in commands: /start, /help, /new, /memory, /forget and (admins) /promote."""
 
 from __future__ import annotations
 
+from gateway.commands.memory import FORGET, MEMORY
 from gateway.commands.registry import Command, CommandContext, CommandRegistry, CommandReply
 from gateway.commands.skills import PROMOTE
 
@@ -21,20 +22,13 @@ async def _new(ctx: CommandContext) -> CommandReply:
     return CommandReply("Started a fresh session.")
 
 
-async def _memory(ctx: CommandContext) -> CommandReply:
-    state = ctx.memory.read("user", ctx.message.user_key)
-    if not state.entries:
-        return CommandReply("I don't remember anything about you yet.")
-    lines = [f"{i}. {entry}" for i, entry in enumerate(state.entries, start=1)]
-    return CommandReply("What I remember about you:\n" + "\n".join(lines))
-
-
 def builtin_commands() -> CommandRegistry:
     """A registry holding the built-in commands."""
     registry = CommandRegistry()
     registry.register(Command("start", "what I am and how to use me", _help))
     registry.register(Command("help", "this list of commands", _help))
     registry.register(Command("new", "end this conversation and start a fresh one", _new))
-    registry.register(Command("memory", "show what I remember about you", _memory))
+    registry.register(MEMORY)
+    registry.register(FORGET)
     registry.register(PROMOTE)
     return registry

@@ -12,9 +12,13 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from gateway.messages import InboundMessage
 from memory_core import FileMemoryStore, SkillsStore
+
+if TYPE_CHECKING:
+    from gateway.commands.choices import PendingChoice, PendingChoices
 
 # "/name", "/name args" and Telegram's "/name@botname args".
 _COMMAND = re.compile(r"^/([A-Za-z0-9_]{1,32})(?:@\S+)?(?:\s+(.*))?$", re.DOTALL)
@@ -64,9 +68,13 @@ class CommandContext:
     registry: CommandRegistry
     end_session: Callable[[str], Awaitable[None]]
     """Ends the session of the chat the command came from, with the given reason."""
+    choices: PendingChoices
+    """The choices offered and not yet picked (one table per process)."""
 
 
 CommandHandler = Callable[[CommandContext], Awaitable[CommandReply]]
+ChoiceHandler = Callable[[CommandContext, "PendingChoice"], Awaitable[CommandReply]]
+"""Applies a choice the command offered, once `PendingChoices` has checked who picked it."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +86,7 @@ class Command:
     handler: CommandHandler
     arguments: tuple[CommandArgument, ...] = ()
     admin_only: bool = False
+    on_choice: ChoiceHandler | None = None
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,149 @@
+"""Pending choices: the options a command offered a person, until one is picked.
+
+A reply's `Choice` carries an opaque payload, ``choice:<token>``, where the
+token is 128 random bits naming an entry in a server-side table (one table per
+process). The entry records whom the choice was offered to, the command, the
+value picked, the version of the data it was offered against, and when it
+expires. A payload is honoured once, only for that person, only before it
+expires: a forged token is unknown, a replayed one is used up, and one pressed
+by someone else is refused without spending it. Offering a person new choices
+withdraws their older ones, so the table holds at most one offer per person.
+
+Platforms without buttons answer by number: ``/forget #2`` picks option 2 of
+the person's latest offer for that command, through the same table and checks.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from gateway.commands.registry import Choice
+from gateway.errors import ChoiceRefusedError
+
+PAYLOAD_PREFIX = "choice:"
+DEFAULT_TTL = 600.0  # ten minutes, like `/forget all confirm`
+
+
+@runtime_checkable
+class ChoiceSink(Protocol):
+    """A reply sink that can show choices as buttons (after the reply's text).
+
+    Sinks without it get the choices only as the numbered text of
+    `CommandReply.as_text`, answered with ``/<command> #N``.
+    """
+
+    async def offer(self, choices: tuple[Choice, ...]) -> None: ...
+
+
+@dataclass(frozen=True)
+class PendingChoice:
+    """One offered option: who may pick it, for which command, and what it stands for."""
+
+    owner: str
+    command: str
+    label: str
+    value: str
+    version: str
+    expires: float
+
+
+@dataclass(frozen=True)
+class _Offer:
+    tokens: tuple[str, ...]
+    command: str
+
+
+class PendingChoices:
+    """The choices offered and not yet picked, by token; at most one offer per person."""
+
+    def __init__(
+        self, ttl: float = DEFAULT_TTL, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._ttl = ttl
+        self._clock = clock
+        self._by_token: dict[str, PendingChoice] = {}
+        self._offers: dict[str, _Offer] = {}  # owner -> their latest offer
+
+    def __len__(self) -> int:
+        return len(self._by_token)
+
+    def offer(
+        self,
+        owner: str,
+        command: str,
+        options: Sequence[tuple[str, str]],
+        version: str,
+    ) -> tuple[Choice, ...]:
+        """Record `options` (label, value) for `owner`; the choices to show, payloads set."""
+        self._purge()
+        self._withdraw(owner)
+        expires = self._clock() + self._ttl
+        tokens: list[str] = []
+        choices: list[Choice] = []
+        for label, value in options:
+            token = secrets.token_urlsafe(16)
+            self._by_token[token] = PendingChoice(owner, command, label, value, version, expires)
+            tokens.append(token)
+            choices.append(Choice(label, PAYLOAD_PREFIX + token))
+        self._offers[owner] = _Offer(tuple(tokens), command)
+        return tuple(choices)
+
+    def take(self, payload: str, owner: str) -> PendingChoice:
+        """The choice `payload` names, spent, if `owner` may pick it now; else refused."""
+        token = payload.removeprefix(PAYLOAD_PREFIX) if payload.startswith(PAYLOAD_PREFIX) else ""
+        pending = self._by_token.get(token)
+        if pending is None:
+            raise ChoiceRefusedError(
+                "That choice is not valid any more (already used, expired or replaced by a "
+                "newer list); nothing was changed."
+            )
+        if not secrets.compare_digest(pending.owner, owner):
+            raise ChoiceRefusedError(
+                "That choice was offered to someone else; only they can pick it. "
+                "Nothing was changed."
+            )
+        return self._spend(token, pending)
+
+    def take_numbered(self, owner: str, command: str, number: int) -> PendingChoice:
+        """Option `number` (from 1) of `owner`'s latest offer for `command`, spent."""
+        self._purge()
+        offer = self._offers.get(owner)
+        if offer is None or offer.command != command:
+            raise ChoiceRefusedError(
+                f"There is no open list to pick from (lists expire after "
+                f"{self._ttl / 60:g} minutes or once one is picked); send /{command} again."
+            )
+        if not 1 <= number <= len(offer.tokens):
+            raise ChoiceRefusedError(
+                f"Pick a number from 1 to {len(offer.tokens)}; nothing was changed."
+            )
+        token = offer.tokens[number - 1]
+        return self._spend(token, self._by_token[token])
+
+    def _spend(self, token: str, pending: PendingChoice) -> PendingChoice:
+        self._withdraw(pending.owner)  # one pick per offer: the others go with it
+        if pending.expires <= self._clock():
+            raise ChoiceRefusedError(
+                "That choice has expired; nothing was changed. Send the command again."
+            )
+        return pending
+
+    def _withdraw(self, owner: str) -> None:
+        offer = self._offers.pop(owner, None)
+        if offer is not None:
+            for token in offer.tokens:
+                self._by_token.pop(token, None)
+
+    def _purge(self) -> None:
+        now = self._clock()
+        expired = [o for o, offer in self._offers.items() if self._expired(offer, now)]
+        for owner in expired:
+            self._withdraw(owner)
+
+    def _expired(self, offer: _Offer, now: float) -> bool:
+        first = self._by_token.get(offer.tokens[0]) if offer.tokens else None
+        return first is None or first.expires <= now

@@ -1,0 +1,158 @@
+"""/memory and /forget: what the bot keeps about a person, and removing one entry.
+
+`/memory` lists the person's USER.md entries, numbered, with the usage of its
+budget; admins also see MEMORY.md, numbered on its own. `/forget <number>`
+removes that entry of USER.md; `/forget <text>` removes the one entry holding
+the text (case-insensitive). When several hold it, they are offered as choices
+(buttons where the platform has them; ``/forget #N`` everywhere) bound to the
+person and to the version of the file they were listed from: a pick made after
+the file changed is refused, never applied to a different entry. Only the
+person's own USER.md is ever read or changed. `/forget all` belongs to
+`gateway.commands.erase`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+from typing import cast
+
+from gateway.commands.choices import PendingChoice
+from gateway.commands.registry import (
+    Command,
+    CommandArgument,
+    CommandContext,
+    CommandHandler,
+    CommandReply,
+)
+from gateway.errors import ChoiceRefusedError
+from memory_core import MemoryState, NoMatchError, Operation
+
+PREVIEW_CHARS = 100
+FORGET_USAGE = (
+    "Tell me what to forget: /forget <number> (as numbered by /memory) or "
+    "/forget <a few words of the entry>. /forget all erases everything I hold about you."
+)
+
+
+def entries_version(entries: tuple[str, ...]) -> str:
+    """A fingerprint of a file's entries: any change to them changes it."""
+    digest = hashlib.sha256()
+    for entry in entries:
+        digest.update(entry.encode("utf-8"))
+        digest.update(b"\x00")
+    return digest.hexdigest()
+
+
+def _numbered(state: MemoryState) -> list[str]:
+    return [f"{i}. {entry}" for i, entry in enumerate(state.entries, start=1)]
+
+
+async def _memory(ctx: CommandContext) -> CommandReply:
+    state = ctx.memory.read("user", ctx.message.user_key)
+    if state.entries:
+        lines = [f"What I remember about you ({state.usage_label}):", *_numbered(state)]
+        lines.append("Send /forget <number> to remove one.")
+    else:
+        lines = ["I don't remember anything about you yet."]
+    if ctx.is_admin:
+        shared = ctx.memory.read("memory")
+        lines += ["", f"Shared memory, MEMORY.md ({shared.usage_label}):"]
+        lines += _numbered(shared) or ["(empty)"]
+    return CommandReply("\n".join(lines))
+
+
+async def _forget(ctx: CommandContext) -> CommandReply:
+    args = ctx.args.strip()
+    if args.lower().split()[:1] == ["all"]:
+        return await _forget_all(ctx)
+    if not args:
+        return CommandReply(FORGET_USAGE)
+    state = ctx.memory.read("user", ctx.message.user_key)
+    if args.startswith("#") and args[1:].isdigit():
+        try:
+            picked = ctx.choices.take_numbered(ctx.message.user_key, "forget", int(args[1:]))
+        except ChoiceRefusedError as exc:
+            return CommandReply(str(exc))
+        return await _apply_choice(ctx, picked)
+    if args.isdigit():
+        return _forget_number(ctx, state, int(args))
+    if len(args) > state.limit:
+        return CommandReply(
+            f"That is {len(args):,} characters, longer than everything I may keep about you "
+            f"({state.limit:,}), so it matches nothing. Send a few words of the entry, "
+            "or its number from /memory."
+        )
+    needle = args.casefold()
+    hits = [entry for entry in state.entries if needle in entry.casefold()]
+    if not hits:
+        return CommandReply(f"Nothing I remember about you contains “{_preview(args)}”.")
+    if len(hits) == 1:
+        return _remove(ctx, hits[0])
+    options = [(_preview(entry), entry) for entry in hits]
+    version = entries_version(state.entries)
+    choices = ctx.choices.offer(ctx.message.user_key, "forget", options, version)
+    return CommandReply(
+        f"{len(hits)} entries contain “{_preview(args)}”. Which one should I forget? "
+        f"Send /forget #1 to /forget #{len(hits)} (this list holds for 10 minutes):",
+        choices,
+    )
+
+
+def _forget_number(ctx: CommandContext, state: MemoryState, number: int) -> CommandReply:
+    count = len(state.entries)
+    if not 1 <= number <= count:
+        if count == 0:
+            return CommandReply(
+                "I don't remember anything about you, so there is nothing to forget."
+            )
+        return CommandReply(
+            f"There is no entry {number}: I hold {count} about you, numbered 1 to {count} "
+            "by /memory."
+        )
+    return _remove(ctx, state.entries[number - 1])
+
+
+async def _apply_choice(ctx: CommandContext, picked: PendingChoice) -> CommandReply:
+    """Forget the entry `picked` names, if USER.md is still as it was when offered."""
+    state = ctx.memory.read("user", ctx.message.user_key)
+    if entries_version(state.entries) != picked.version or picked.value not in state.entries:
+        return CommandReply(
+            "What I remember about you changed since that list was made, so I removed "
+            "nothing. Send /memory to see it now."
+        )
+    return _remove(ctx, picked.value)
+
+
+def _remove(ctx: CommandContext, entry: str) -> CommandReply:
+    try:
+        result = ctx.memory.apply(
+            "user", ctx.message.user_key, [Operation("remove", old_text=entry)]
+        )
+    except NoMatchError:
+        return CommandReply("That entry is already gone; nothing else was changed.")
+    return CommandReply(f"Forgotten: {entry}\n({result.state.usage_label} now used.)")
+
+
+async def _forget_all(ctx: CommandContext) -> CommandReply:
+    """`/forget all` and `/forget all confirm`: handed to the erasure command."""
+    try:
+        erase = importlib.import_module("gateway.commands.erase")
+    except ModuleNotFoundError:
+        return CommandReply("/forget all is not available in this build yet.")
+    return await cast(CommandHandler, erase.forget_all)(ctx)
+
+
+def _preview(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…"
+
+
+MEMORY = Command("memory", "show what I remember about you", _memory)
+FORGET = Command(
+    "forget",
+    "forget one thing I remember about you (/forget all: everything)",
+    _forget,
+    arguments=(CommandArgument("what", "a number from /memory, or words of the entry", True),),
+    on_choice=_apply_choice,
+)

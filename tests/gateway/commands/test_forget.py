@@ -1,0 +1,280 @@
+"""/forget through `Conversations` (list sink, fake model) and through the console.
+
+The fake model must see no request: commands never reach it. USER.md files are
+real files under a temporary data directory, changed through the real store.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from gateway.app import open_services, run_console
+from gateway.commands import Choice
+from gateway.config import load_config
+from gateway.conversation import Conversations, Services
+from gateway.messages import InboundMessage
+from memory_core import FileMemoryStore, Operation
+from tests.fakes.base import serving_in_thread
+from tests.fakes.openai import FakeOpenAI
+
+SKILLS = Path(__file__).resolve().parents[3] / "skills"
+ADA = "42"
+BOB = "77"
+ENTRIES = [
+    "Ada drinks oat milk coffee every morning",
+    "Ada's sister runs a coffee roastery in Leeds",
+    "Ada lives in Manchester",
+]
+
+
+class ListSink:
+    """Collects each reply: the pieces written, closed by `finish`."""
+
+    def __init__(self) -> None:
+        self.replies: list[str] = []
+        self.buttons: list[Choice] = []
+        self._pieces: list[str] = []
+
+    async def offer(self, choices: tuple[Choice, ...]) -> None:
+        self.buttons = list(choices)
+
+    async def write(self, piece: str) -> None:
+        self._pieces.append(piece)
+
+    async def finish(self) -> None:
+        self.replies.append("".join(self._pieces))
+        self._pieces = []
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeOpenAI]:
+    async with FakeOpenAI(chunk_size=4) as server:
+        yield server
+
+
+@pytest.fixture
+async def services(fake: FakeOpenAI, tmp_path: Path) -> AsyncIterator[Services]:
+    env = {
+        "OPENAI_BASE_URL": fake.url + "/v1",
+        "MNEMO_HOME": str(tmp_path / "data"),
+        "MNEMO_SKILLS_DIR": str(SKILLS),
+    }
+    async with open_services(load_config(None, environ=env)) as opened:
+        seed(opened.memory, f"telegram-{ADA}", ENTRIES)
+        seed(opened.memory, f"telegram-{BOB}", ["Bob keeps bees in Leeds"])
+        yield opened
+
+
+def seed(memory: FileMemoryStore, user_key: str, entries: list[str]) -> None:
+    memory.apply("user", user_key, [Operation("add", content=e) for e in entries])
+
+
+def entries(services: Services, user: str = ADA) -> list[str]:
+    return list(services.memory.read("user", f"telegram-{user}").entries)
+
+
+def message(text: str, user: str = ADA) -> InboundMessage:
+    return InboundMessage(
+        platform="telegram", chat_id=user, chat_type="private", user_id=user, text=text
+    )
+
+
+async def say(conversations: Conversations, text: str, user: str = ADA) -> str:
+    sink = ListSink()
+    await conversations.handle(message(text, user), sink)
+    return sink.replies[-1]
+
+
+async def test_one_match_is_removed_and_echoed(services: Services, fake: FakeOpenAI) -> None:
+    conversations = Conversations(services)
+    reply = await say(conversations, "/forget MANCHESTER")
+    assert "Forgotten: Ada lives in Manchester" in reply
+    assert entries(services) == ENTRIES[:2]
+    assert fake.requests == []
+
+
+async def test_a_number_from_memory_removes_that_entry(
+    services: Services, fake: FakeOpenAI
+) -> None:
+    conversations = Conversations(services)
+    assert "2. Ada's sister" in await say(conversations, "/memory")
+    reply = await say(conversations, "/forget 2")
+    assert "Forgotten: Ada's sister runs a coffee roastery in Leeds" in reply
+    assert entries(services) == [ENTRIES[0], ENTRIES[2]]
+    assert fake.requests == []
+
+
+async def test_several_matches_are_offered_and_only_the_pressed_one_goes(
+    services: Services, fake: FakeOpenAI
+) -> None:
+    conversations = Conversations(services)
+    sink = ListSink()
+    await conversations.handle(message("/forget coffee"), sink)
+    assert "2 entries contain “coffee”" in sink.replies[0]
+    assert "/forget #1" in sink.replies[0]
+    assert f"1. {ENTRIES[0]}" in sink.replies[0] and f"2. {ENTRIES[1]}" in sink.replies[0]
+    assert entries(services) == ENTRIES  # nothing removed yet
+    payload = sink.buttons[1].payload
+    await conversations.choose(message("", ADA), payload, sink)
+    assert f"Forgotten: {ENTRIES[1]}" in sink.replies[1]
+    assert entries(services) == [ENTRIES[0], ENTRIES[2]]
+    assert fake.requests == []
+
+
+async def test_a_numbered_text_answer_picks_from_the_list(services: Services) -> None:
+    conversations = Conversations(services)
+    await say(conversations, "/forget coffee")
+    reply = await say(conversations, "/forget #1")
+    assert f"Forgotten: {ENTRIES[0]}" in reply
+    assert entries(services) == ENTRIES[1:]
+    again = await say(conversations, "/forget #2")  # the list was used up by the first pick
+    assert "no open list" in again
+    assert entries(services) == ENTRIES[1:]
+
+
+async def test_a_stale_choice_is_refused_and_nothing_is_removed(services: Services) -> None:
+    conversations = Conversations(services)
+    payload = (await offered(conversations, "/forget coffee"))[0]
+    # USER.md changes between the offer and the pick: entry 1 is now a different entry.
+    services.memory.apply("user", f"telegram-{ADA}", [Operation("remove", old_text=ENTRIES[0])])
+    services.memory.apply("user", f"telegram-{ADA}", [Operation("add", content="Ada likes tea")])
+    before = entries(services)
+    sink = ListSink()
+    await conversations.choose(message("", ADA), payload, sink)
+    assert "changed since that list was made" in sink.replies[0]
+    assert entries(services) == before
+
+
+async def test_a_stale_numbered_answer_is_refused_too(services: Services) -> None:
+    conversations = Conversations(services)
+    await say(conversations, "/forget coffee")
+    seed(services.memory, f"telegram-{ADA}", ["Ada plays the cello"])
+    before = entries(services)
+    reply = await say(conversations, "/forget #2")
+    assert "removed nothing" in reply
+    assert entries(services) == before
+
+
+async def test_forged_replayed_and_foreign_payloads_change_nothing(services: Services) -> None:
+    conversations = Conversations(services)
+    first, second = await offered(conversations, "/forget coffee")
+    sink = ListSink()
+    await conversations.choose(message("", BOB), first, sink)  # pressed by another person
+    assert "offered to someone else" in sink.replies[-1]
+    await conversations.choose(message("", ADA), "choice:forged-token-000000", sink)
+    assert "not valid" in sink.replies[-1]
+    await conversations.choose(message("", ADA), "rm -rf /", sink)
+    assert "not valid" in sink.replies[-1]
+    assert entries(services) == ENTRIES
+    assert entries(services, BOB) == ["Bob keeps bees in Leeds"]
+    await conversations.choose(message("", ADA), first, sink)  # the owner still can
+    assert f"Forgotten: {ENTRIES[0]}" in sink.replies[-1]
+    await conversations.choose(message("", ADA), first, sink)  # replayed
+    assert "not valid" in sink.replies[-1]
+    await conversations.choose(message("", ADA), second, sink)  # its sibling went with it
+    assert "not valid" in sink.replies[-1]
+    assert entries(services) == ENTRIES[1:]
+
+
+async def test_bad_input_gets_a_clear_reply_and_changes_nothing(
+    services: Services, fake: FakeOpenAI
+) -> None:
+    conversations = Conversations(services)
+    assert "Tell me what to forget" in await say(conversations, "/forget")
+    assert "There is no entry 9: I hold 3" in await say(conversations, "/forget 9")
+    assert "There is no entry 0" in await say(conversations, "/forget 0")
+    long = await say(conversations, "/forget " + "x" * 10_000)
+    assert "10,000 characters" in long and len(long) < 300
+    bees = await say(conversations, "/forget bees")  # Bob's entry, not Ada's
+    assert "Nothing I remember about you contains “bees”" in bees
+    assert entries(services) == ENTRIES
+    assert entries(services, BOB) == ["Bob keeps bees in Leeds"]
+    assert fake.requests == []
+
+
+async def test_forget_all_is_not_read_as_text(services: Services) -> None:
+    """`/forget all` goes to the erasure command, never matched as text ("calls" holds "all")."""
+    seed(services.memory, f"telegram-{ADA}", ["Ada calls her mum on Sundays"])
+    before = entries(services)
+    conversations = Conversations(services)
+    reply = await say(conversations, "/forget all")
+    assert "Forgotten" not in reply  # not "the one entry containing 'all'"
+    assert entries(services) == before  # and nothing goes before a confirmation
+
+
+async def offered(conversations: Conversations, text: str, user: str = ADA) -> list[str]:
+    """The payloads of the buttons `text` offers (what a platform sends back when pressed)."""
+    sink = ListSink()
+    await conversations.handle(message(text, user), sink)
+    return [choice.payload for choice in sink.buttons]
+
+
+# -- the console ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def threaded_fake() -> Iterator[FakeOpenAI]:
+    with serving_in_thread(FakeOpenAI(chunk_size=4)) as server:
+        yield server
+
+
+def test_console_offers_numbered_choices_and_forgets_the_picked_one(
+    threaded_fake: FakeOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    home = tmp_path / "data"
+    seed(FileMemoryStore(home), "console-ada", ENTRIES)
+    env = {"OPENAI_BASE_URL": threaded_fake.url + "/v1", "MNEMO_HOME": str(home)}
+    config = load_config(None, environ={**env, "MNEMO_SKILLS_DIR": str(SKILLS)})
+    out = io.StringIO()
+    lines = io.StringIO("/forget coffee\n/forget #2\n/memory\n")
+    run_console(config, stdin=lines, stdout=out, user_id="ada")
+    text = out.getvalue()
+    assert f"1. {ENTRIES[0]}" in text and f"2. {ENTRIES[1]}" in text
+    assert f"Forgotten: {ENTRIES[1]}" in text
+    assert list(FileMemoryStore(home).read("user", "console-ada").entries) == [
+        ENTRIES[0],
+        ENTRIES[2],
+    ]
+    assert threaded_fake.requests == []
+
+
+def test_mnemo_chat_subprocess_forgets_end_to_end(tmp_path: Path) -> None:
+    home = tmp_path / "d"
+    user = "ada"
+    seed(FileMemoryStore(home), f"console-{user}", ENTRIES)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.fakes.openai", "--port", "0"],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[3],
+    )
+    try:
+        url = proc.stdout.readline().split()[-1]  # type: ignore[union-attr]
+        env = {
+            **os.environ,
+            "OPENAI_BASE_URL": url + "/v1",
+            "MNEMO_HOME": str(home),
+            "USER": user,
+            "LOGNAME": user,
+        }
+        mnemo = Path(sys.executable).parent / "mnemo"
+        result = subprocess.run(
+            [str(mnemo), "chat"], input="/forget manchester\n/forget coffee\n/forget #1\n",
+            env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path,
+        )  # fmt: skip
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    assert result.returncode == 0, result.stderr
+    assert f"Forgotten: {ENTRIES[2]}" in result.stdout
+    assert "2 entries contain “coffee”" in result.stdout
+    assert f"Forgotten: {ENTRIES[0]}" in result.stdout
+    assert list(FileMemoryStore(home).read("user", f"console-{user}").entries) == [ENTRIES[1]]
