@@ -41,9 +41,8 @@ from gateway.agent.turn import (
     fault_notice,
 )
 from gateway.commands import CommandCall, CommandContext, CommandRegistry, parse_command
-from gateway.commands.choices import ChoiceSink, PendingChoices
 from gateway.config import Config
-from gateway.errors import ChoiceRefusedError, ModelError, RequestTooLargeError
+from gateway.errors import ModelError, RequestTooLargeError
 from gateway.messages import InboundMessage, ReplySink
 from gateway.session_cache import OpenSession, SessionCache
 from memory_core import (
@@ -90,7 +89,6 @@ class Conversations:
         )
         self._cache = SessionCache(services.config.sessions.max_open)
         self._retiring: set[asyncio.Task[None]] = set()  # evicted sessions shutting down
-        self._choices = PendingChoices()  # choices offered by commands, until picked
 
     @property
     def open_count(self) -> int:
@@ -108,10 +106,10 @@ class Conversations:
         async with self._cache.locked(key):
             try:
                 call = parse_command(message.text)
-                if call is not None and self._s.commands.get(call.name) is not None:
-                    await self._command(key, message, call, sink)
-                else:
+                if call is None:
                     await self._turn(key, message, sink)
+                else:
+                    await self._route_command(key, message, call, sink)
             except ModelError as exc:  # upstream detail to the log, a short line to the person
                 log.warning("model error in session %s: %s: %s", key, type(exc).__name__, exc)
                 await sink.write(fault_notice(exc))
@@ -150,6 +148,23 @@ class Conversations:
             message.platform, message.user_id
         )
 
+    async def _route_command(
+        self, key: str, message: InboundMessage, call: CommandCall, sink: ReplySink
+    ) -> None:
+        """Run a registered command; point to /help for an unknown one in a private chat.
+
+        In a group an unknown command is ignored (no reply, no model turn) unless it
+        is addressed to this bot ("/x@<bot_username>"); a command addressed to
+        another bot is ignored everywhere.
+        """
+        ours = (message.bot_username or "").lstrip("@").lower()
+        if call.target is not None and ours and call.target.lower() != ours:
+            return
+        if self._s.commands.get(call.name) is not None:
+            await self._command(key, message, call, sink)
+        elif message.chat_type != "group" or (ours and call.target is not None):
+            await sink.write(f"Unknown command /{call.name}; see /help for the list.")
+
     async def _command(
         self, key: str, message: InboundMessage, call: CommandCall, sink: ReplySink
     ) -> None:
@@ -160,53 +175,25 @@ class Conversations:
             await sink.write(f"/{command.name} is for admins only.")
             return
 
-        reply = await command.handler(self._context(key, message, call.args, is_admin))
-        await sink.write(reply.as_text())
-        if reply.choices and isinstance(sink, ChoiceSink):  # buttons, where the sink has them
-            await sink.offer(reply.choices)
-
-    def _context(
-        self, key: str, message: InboundMessage, args: str, is_admin: bool
-    ) -> CommandContext:
         async def end_session(reason: str) -> None:
             await self._end(key, reason)
 
-        return CommandContext(
+        context = CommandContext(
             message=message,
-            args=args,
+            args=call.args,
             is_admin=is_admin,
             memory=self._s.memory,
             skills=self._s.skills,
             registry=self._s.commands,
             end_session=end_session,
-            choices=self._choices,
+            session_key=key,
+            sessions=self._s.sessions,
+            recapper=self._s.auxiliary,
+            recall_timeout=self._s.config.auxiliary.recap_timeout,
+            model_name=self._s.model.model,
         )
-
-    async def choose(self, message: InboundMessage, payload: str, sink: ReplySink) -> None:
-        """Apply a picked choice (a pressed button): `message` says who picked it, and where.
-
-        Adapters call this with the payload of a `Choice` they rendered as a button.
-        A payload that is forged, used up, expired or offered to someone else is
-        refused in one line and changes nothing.
-        """
-        key = message.session_key(self._s.config.sessions.group_sessions_per_user)
-        async with self._cache.locked(key):
-            try:
-                picked = self._choices.take(payload, message.user_key)
-                command = self._s.commands.get(picked.command)
-                is_admin = self._is_admin(message)
-                if command is None or command.on_choice is None:
-                    raise ChoiceRefusedError("That choice no longer leads anywhere.")
-                if command.admin_only and not is_admin:
-                    raise ChoiceRefusedError(f"/{command.name} is for admins only.")
-                context = self._context(key, message, "", is_admin)
-                await sink.write((await command.on_choice(context, picked)).as_text())
-            except ChoiceRefusedError as exc:
-                await sink.write(str(exc))
-            except Exception:  # the top of a callback: log it, tell the person, keep serving
-                log.exception("choice failed in session %s", key)
-                await sink.write("(something went wrong on my side; please try again)")
-            await sink.finish()
+        reply = await command.handler(context)
+        await sink.write(reply.as_text())
 
     async def _turn(self, key: str, message: InboundMessage, sink: ReplySink) -> None:
         origin = self._origin(key, message)

@@ -25,6 +25,9 @@ class InboundMessage:
     message_id: str | None = None
     user_name: str | None = None
     thread_id: str | None = None
+    bot_username: str | None = None
+    """The bot's own name on the platform (Telegram's @username), when the adapter knows
+    it: in a group, "/x@<bot_username>" is addressed to this bot."""
 
     @property
     def user_key(self) -> str:

@@ -1,20 +1,12 @@
-"""The built-in commands: /start, /help, /new, /memory, /forget and (admins) /promote."""
+"""The built-in commands: /start, /help, /new, /recall, /memory, /skills, /status
+and (admins) /promote."""
 
 from __future__ import annotations
 
-from gateway.commands.memory import FORGET, MEMORY
+from gateway.commands.info import HELP, SKILLS, START, STATUS
+from gateway.commands.recall import RECALL
 from gateway.commands.registry import Command, CommandContext, CommandRegistry, CommandReply
 from gateway.commands.skills import PROMOTE
-
-INTRO = (
-    "I'm Mnemo, a chat assistant that remembers you: what you tell me about yourself "
-    "and our past conversations. Only you can see what I keep about you."
-)
-
-
-async def _help(ctx: CommandContext) -> CommandReply:
-    lines = [INTRO, "", "Commands:", *ctx.registry.help_lines(ctx.is_admin)]
-    return CommandReply("\n".join(lines))
 
 
 async def _new(ctx: CommandContext) -> CommandReply:
@@ -22,13 +14,23 @@ async def _new(ctx: CommandContext) -> CommandReply:
     return CommandReply("Started a fresh session.")
 
 
+async def _memory(ctx: CommandContext) -> CommandReply:
+    state = ctx.memory.read("user", ctx.message.user_key)
+    if not state.entries:
+        return CommandReply("I don't remember anything about you yet.")
+    lines = [f"{i}. {entry}" for i, entry in enumerate(state.entries, start=1)]
+    return CommandReply("What I remember about you:\n" + "\n".join(lines))
+
+
 def builtin_commands() -> CommandRegistry:
     """A registry holding the built-in commands."""
     registry = CommandRegistry()
-    registry.register(Command("start", "what I am and how to use me", _help))
-    registry.register(Command("help", "this list of commands", _help))
+    registry.register(START)
+    registry.register(HELP)
     registry.register(Command("new", "end this conversation and start a fresh one", _new))
-    registry.register(MEMORY)
-    registry.register(FORGET)
+    registry.register(RECALL)
+    registry.register(Command("memory", "show what I remember about you", _memory))
+    registry.register(SKILLS)
+    registry.register(STATUS)
     registry.register(PROMOTE)
     return registry

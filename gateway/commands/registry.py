@@ -11,17 +11,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
 
+from gateway.agent.recall import DEFAULT_RECAP_TIMEOUT, Recapper
 from gateway.messages import InboundMessage
-from memory_core import FileMemoryStore, SkillsStore
-
-if TYPE_CHECKING:
-    from gateway.commands.choices import PendingChoice, PendingChoices
+from memory_core import FileMemoryStore, SessionStore, SkillsStore
 
 # "/name", "/name args" and Telegram's "/name@botname args".
-_COMMAND = re.compile(r"^/([A-Za-z0-9_]{1,32})(?:@\S+)?(?:\s+(.*))?$", re.DOTALL)
+_COMMAND = re.compile(r"^/([A-Za-z0-9_]{1,32})(?:@(\S+))?(?:\s+(.*))?$", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -68,13 +65,18 @@ class CommandContext:
     registry: CommandRegistry
     end_session: Callable[[str], Awaitable[None]]
     """Ends the session of the chat the command came from, with the given reason."""
-    choices: PendingChoices
-    """The choices offered and not yet picked (one table per process)."""
+    session_key: str = ""
+    """The routing key of the chat's session (`InboundMessage.session_key`)."""
+    sessions: SessionStore | None = None
+    """The session store, for /recall and /status (None: not available here)."""
+    recapper: Recapper | None = None
+    """The auxiliary model that writes /recall's recaps."""
+    recall_timeout: float = DEFAULT_RECAP_TIMEOUT
+    model_name: str = ""
+    """The chat model's name, for /status."""
 
 
 CommandHandler = Callable[[CommandContext], Awaitable[CommandReply]]
-ChoiceHandler = Callable[[CommandContext, "PendingChoice"], Awaitable[CommandReply]]
-"""Applies a choice the command offered, once `PendingChoices` has checked who picked it."""
 
 
 @dataclass(frozen=True)
@@ -86,7 +88,6 @@ class Command:
     handler: CommandHandler
     arguments: tuple[CommandArgument, ...] = ()
     admin_only: bool = False
-    on_choice: ChoiceHandler | None = None
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,7 @@ class CommandCall:
 
     name: str
     args: str
+    target: str | None = field(default=None, compare=False)  # "/name@target", as written
 
 
 def parse_command(text: str) -> CommandCall | None:
@@ -102,7 +104,7 @@ def parse_command(text: str) -> CommandCall | None:
     match = _COMMAND.match(text.strip())
     if match is None:
         return None
-    return CommandCall(match.group(1).lower(), (match.group(2) or "").strip())
+    return CommandCall(match.group(1).lower(), (match.group(3) or "").strip(), match.group(2))
 
 
 class CommandRegistry:

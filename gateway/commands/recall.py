@@ -1,0 +1,124 @@
+"""`/recall <what>`: recaps of the person's own earlier conversations.
+
+The same search as the model's `session_search` tool (`search_history`),
+under the person's `recall_scope` (in a group only that group), leaving out
+the conversation going on now. A time phrase in the text ("last week",
+"yesterday", "in March", "3 days ago", 上周, 昨天, 三月) narrows the window.
+The conversations found are shown newest first, each with its date; when
+none is found the reply says so, with the window that was searched.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from datetime import UTC, datetime, timedelta
+
+from gateway.agent.recall import (
+    MAX_LIMIT,
+    MAX_QUERY_CHARS,
+    RecalledSession,
+    RecallQuery,
+    RecallResult,
+    search_history,
+)
+from gateway.commands.registry import Command, CommandArgument, CommandContext, CommandReply
+from memory_core import STOPWORDS, SessionStoreError, parse_time_phrase, recall_scope
+
+log = logging.getLogger(__name__)
+
+USAGE = (
+    "/recall <what> searches our earlier conversations and recaps what was said, newest "
+    "first. Add a time to narrow it: '/recall kubernetes last week', '/recall the trip "
+    "in March', '/recall 健身 上周'. In a group only this group's conversations are searched."
+)
+_WORD = re.compile(r"\w+")
+_SYNTAX = re.compile(r'[*^():"]|\b(?:AND|OR|NOT|NEAR)\b')
+
+
+async def _recall(ctx: CommandContext) -> CommandReply:
+    text = ctx.args.strip()
+    if not text:
+        return CommandReply(USAGE)
+    if ctx.sessions is None or ctx.recapper is None:
+        return CommandReply("Searching past conversations is not available here.")
+    now = datetime.now(UTC)
+    window = parse_time_phrase(text[:MAX_QUERY_CHARS], now)
+    words = _WORD.findall(window.query.casefold())
+    if not words:
+        if window.since is not None or window.until is not None:
+            return CommandReply(
+                f"What should I look for {_window(window.since, window.until)}? "
+                "For example: /recall kubernetes last week"
+            )
+        return CommandReply("There is nothing to search for in that. " + USAGE)
+    if all(word in STOPWORDS for word in words):
+        return CommandReply(
+            "Those are only common words, which match almost everything; "
+            "add a word that names the subject, e.g. /recall the dentist appointment"
+        )
+    msg = ctx.message
+    scope = recall_scope(msg.user_key, msg.chat_id, msg.chat_type)
+    query = RecallQuery(window.query, window.since, window.until, limit=MAX_LIMIT)
+    try:
+        current = await ctx.sessions.current_session(ctx.session_key)
+        result = await search_history(
+            ctx.sessions,
+            ctx.recapper,
+            query,
+            scope,
+            exclude_lineage_of=current.id if current is not None else None,
+            timeout=ctx.recall_timeout,
+            now=now,
+        )
+    except SessionStoreError as exc:
+        log.warning("/recall failed: %s: %s", type(exc).__name__, exc)
+        return CommandReply("I can't read our past conversations right now; try again later.")
+    return CommandReply(_render(result, syntax=_SYNTAX.search(text) is not None))
+
+
+def _render(result: RecallResult, *, syntax: bool) -> str:
+    where = _window(result.since, result.until)
+    note = (
+        "\n(Search operators such as OR, NOT, * and quotes are read as plain words.)"
+        if syntax
+        else ""
+    )
+    if not result.sessions:
+        return f'Nothing found for "{result.query}" {where}.{note}'
+    newest = sorted(result.sessions, key=lambda s: (s.date, s.session_id), reverse=True)
+    parts = [f'What I found for "{result.query}" {where}, newest first:']
+    parts.extend(_item(session) for session in newest)
+    return "\n\n".join(parts) + note
+
+
+def _item(session: RecalledSession) -> str:
+    place = "a group" if session.chat_type == "group" else "a private chat"
+    head = f"{session.date} ({session.source}, {place}):"
+    if session.recap is not None:
+        return f"{head} {session.recap}"
+    lines = [f"- {s.role}: {s.text}" for s in session.snippets]
+    return "\n".join([head + " (no recap: matching messages)", *lines])
+
+
+def _window(since: float | None, until: float | None) -> str:
+    """'in all our past conversations', or the dates searched ('until' is exclusive)."""
+    if since is None and until is None:
+        return "in all our past conversations"
+    start = _day(since) if since is not None else None
+    end = _day(until - 1) if until is not None else None  # the last day included
+    if start is not None and end is not None:
+        return f"on {start}" if start == end else f"from {start} to {end}"
+    return f"since {start}" if start is not None else f"up to {end}"
+
+
+def _day(timestamp: float) -> str:
+    return (datetime(1970, 1, 1, tzinfo=UTC) + timedelta(seconds=timestamp)).date().isoformat()
+
+
+RECALL = Command(
+    "recall",
+    "search our past conversations, e.g. /recall kubernetes last week",
+    _recall,
+    arguments=(CommandArgument("what", "what to look for, optionally with a time", True),),
+)
