@@ -41,14 +41,17 @@ from gateway.agent.turn import (
     fault_notice,
 )
 from gateway.commands import CommandCall, CommandContext, CommandRegistry, parse_command
+from gateway.commands.choices import ChoiceSink, PendingChoices
+from gateway.commands.erase import PendingErasures
 from gateway.config import Config
-from gateway.errors import ModelError, RequestTooLargeError
+from gateway.errors import ChoiceRefusedError, ModelError, RequestTooLargeError
 from gateway.messages import InboundMessage, ReplySink
 from gateway.session_cache import OpenSession, SessionCache
 from memory_core import (
     FileMemoryStore,
     MemoryManager,
     NewMessage,
+    PersonData,
     SessionContext,
     SessionOrigin,
     SessionStore,
@@ -82,13 +85,23 @@ class Services:
 class Conversations:
     """Routes inbound messages to a command or to their session's next turn."""
 
-    def __init__(self, services: Services) -> None:
+    def __init__(self, services: Services, erasures: PendingErasures | None = None) -> None:
+        """`erasures`: the /forget all requests awaiting confirmation (injected for tests)."""
         self._s = services
+        self._erasures = erasures if erasures is not None else PendingErasures()
+        self._person = PersonData(
+            services.memory,
+            services.skills,
+            services.sessions,
+            self._erase_in_providers,
+            exports_dir=services.config.home / "exports",
+        )
         self._compressor = Compressor(
             services.sessions, services.auxiliary, services.config.llm.context_chars
         )
         self._cache = SessionCache(services.config.sessions.max_open)
         self._retiring: set[asyncio.Task[None]] = set()  # evicted sessions shutting down
+        self._choices = PendingChoices()  # choices offered by commands, until picked
 
     @property
     def open_count(self) -> int:
@@ -175,12 +188,20 @@ class Conversations:
             await sink.write(f"/{command.name} is for admins only.")
             return
 
+        reply = await command.handler(self._context(key, message, call.args, is_admin))
+        await sink.write(reply.as_text())
+        if reply.choices and isinstance(sink, ChoiceSink):  # buttons, where the sink has them
+            await sink.offer(reply.choices)
+
+    def _context(
+        self, key: str, message: InboundMessage, args: str, is_admin: bool
+    ) -> CommandContext:
         async def end_session(reason: str) -> None:
             await self._end(key, reason)
 
-        context = CommandContext(
+        return CommandContext(
             message=message,
-            args=call.args,
+            args=args,
             is_admin=is_admin,
             memory=self._s.memory,
             skills=self._s.skills,
@@ -191,9 +212,57 @@ class Conversations:
             recapper=self._s.auxiliary,
             recall_timeout=self._s.config.auxiliary.recap_timeout,
             model_name=self._s.model.model,
+            choices=self._choices,
+            person=self._person,
+            erasures=self._erasures,
+            drop_person_sessions=self._drop_person,
         )
-        reply = await command.handler(context)
-        await sink.write(reply.as_text())
+
+    async def _drop_person(self, user_key: str) -> None:
+        """Drop `user_key`'s cached sessions before their data is erased.
+
+        Each one's providers drain their queued work and stop (so nothing of the
+        person is written after the erasure); the sessions are not ended, since
+        their rows are about to go.
+        """
+        for key in await self._s.sessions.user_session_keys(user_key):
+            session = self._cache.pop(key)
+            if session is not None:
+                await session.manager.shutdown()
+
+    async def _erase_in_providers(self, user_key: str) -> list[str]:
+        """Ask the configured providers (built-in and external) to erase `user_key`."""
+        manager = self._s.new_manager()
+        try:
+            return await manager.erase_user(user_key)
+        finally:
+            await manager.shutdown()
+
+    async def choose(self, message: InboundMessage, payload: str, sink: ReplySink) -> None:
+        """Apply a picked choice (a pressed button): `message` says who picked it, and where.
+
+        Adapters call this with the payload of a `Choice` they rendered as a button.
+        A payload that is forged, used up, expired or offered to someone else is
+        refused in one line and changes nothing.
+        """
+        key = message.session_key(self._s.config.sessions.group_sessions_per_user)
+        async with self._cache.locked(key):
+            try:
+                picked = self._choices.take(payload, message.user_key)
+                command = self._s.commands.get(picked.command)
+                is_admin = self._is_admin(message)
+                if command is None or command.on_choice is None:
+                    raise ChoiceRefusedError("That choice no longer leads anywhere.")
+                if command.admin_only and not is_admin:
+                    raise ChoiceRefusedError(f"/{command.name} is for admins only.")
+                context = self._context(key, message, "", is_admin)
+                await sink.write((await command.on_choice(context, picked)).as_text())
+            except ChoiceRefusedError as exc:
+                await sink.write(str(exc))
+            except Exception:  # the top of a callback: log it, tell the person, keep serving
+                log.exception("choice failed in session %s", key)
+                await sink.write("(something went wrong on my side; please try again)")
+            await sink.finish()
 
     async def _turn(self, key: str, message: InboundMessage, sink: ReplySink) -> None:
         origin = self._origin(key, message)

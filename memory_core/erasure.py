@@ -3,6 +3,7 @@
 A person's data lives in four places: USER.md and its folder
 (``memories/users/<key>/``, with its lock and backup files), their private
 skills (``skills-private/<key>/``, and deleted ones under the skills archive),
+their exports (``exports/<key>/``),
 their sessions in state.db (messages, both full-text indexes, per-session
 counters and stored prompts, which are columns of the session rows), and
 whatever the external memory provider keeps. `PersonData` reaches all of
@@ -24,6 +25,7 @@ import os
 import shutil
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from memory_core.file_memory import FileMemoryStore
@@ -80,8 +82,11 @@ class PersonData:
         skills: SkillsStore,
         sessions: SessionStore,
         erase_external: EraseExternal | None = None,
+        exports_dir: Path | None = None,
     ) -> None:
-        """`erase_external` erases the person in the memory providers (None: none configured)."""
+        """`erase_external` erases the person in the memory providers (None: none
+        configured); `exports_dir` holds exports, one folder per person (erased too)."""
+        self._exports = exports_dir
         self._memory = memory
         self._skills = skills
         self._sessions = sessions
@@ -123,6 +128,14 @@ class PersonData:
             provider_failures=tuple(failures),
         )
 
+    def export_path(self, user_key: str, now: float) -> Path:
+        """Where an export made at `now` goes: ``<exports>/<key>/<key>-<UTC time>.jsonl``."""
+        if self._exports is None:
+            raise ValueError("no exports folder was given")
+        key = check_user_key(user_key)
+        stamp = datetime.fromtimestamp(now, UTC).strftime("%Y%m%dT%H%M%SZ")
+        return self._exports / key / f"{key}-{stamp}.jsonl"
+
     async def export(self, user_key: str, path: Path) -> ExportResult:
         """Write `user_key`'s USER.md entries and messages to `path` (mode 0600)."""
         key = check_user_key(user_key)
@@ -150,6 +163,8 @@ class PersonData:
         folders = [self._memory.path("user", key).parent, self._skills.private_dir / key]
         if self._skills.archive_dir is not None:
             folders.append(self._skills.archive_dir / key)
+        if self._exports is not None:
+            folders.append(self._exports / key)
         return folders
 
     def _own_skill_names(self, key: str) -> list[str]:

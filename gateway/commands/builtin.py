@@ -1,9 +1,11 @@
-"""The built-in commands: /start, /help, /new, /recall, /memory, /skills, /status
-and (admins) /promote."""
+"""The built-in commands: /start, /help, /new, /recall, /memory, /forget, /export, /skills,
+/status and (admins) /promote."""
 
 from __future__ import annotations
 
+from gateway.commands.erase import EXPORT, FORGET_WITH_ERASURE
 from gateway.commands.info import HELP, SKILLS, START, STATUS
+from gateway.commands.memory import MEMORY
 from gateway.commands.recall import RECALL
 from gateway.commands.registry import Command, CommandContext, CommandRegistry, CommandReply
 from gateway.commands.skills import PROMOTE
@@ -14,14 +16,6 @@ async def _new(ctx: CommandContext) -> CommandReply:
     return CommandReply("Started a fresh session.")
 
 
-async def _memory(ctx: CommandContext) -> CommandReply:
-    state = ctx.memory.read("user", ctx.message.user_key)
-    if not state.entries:
-        return CommandReply("I don't remember anything about you yet.")
-    lines = [f"{i}. {entry}" for i, entry in enumerate(state.entries, start=1)]
-    return CommandReply("What I remember about you:\n" + "\n".join(lines))
-
-
 def builtin_commands() -> CommandRegistry:
     """A registry holding the built-in commands."""
     registry = CommandRegistry()
@@ -29,7 +23,9 @@ def builtin_commands() -> CommandRegistry:
     registry.register(HELP)
     registry.register(Command("new", "end this conversation and start a fresh one", _new))
     registry.register(RECALL)
-    registry.register(Command("memory", "show what I remember about you", _memory))
+    registry.register(MEMORY)
+    registry.register(FORGET_WITH_ERASURE)  # /forget, with the /forget all button
+    registry.register(EXPORT)
     registry.register(SKILLS)
     registry.register(STATUS)
     registry.register(PROMOTE)

@@ -12,10 +12,17 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from gateway.agent.recall import DEFAULT_RECAP_TIMEOUT, Recapper
 from gateway.messages import InboundMessage
-from memory_core import FileMemoryStore, SessionStore, SkillsStore
+from memory_core import FileMemoryStore, PersonData, SessionStore, SkillsStore
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from gateway.commands.choices import PendingChoice, PendingChoices
+    from gateway.commands.erase import PendingErasures
 
 # "/name", "/name args" and Telegram's "/name@botname args".
 _COMMAND = re.compile(r"^/([A-Za-z0-9_]{1,32})(?:@(\S+))?(?:\s+(.*))?$", re.DOTALL)
@@ -35,6 +42,8 @@ class CommandReply:
 
     text: str
     choices: tuple[Choice, ...] = ()
+    document: Path | None = None
+    """A file to send with the text (/export); the console shows its path in the text."""
 
     def as_text(self) -> str:
         """The reply for a platform without buttons: the choices as a numbered list."""
@@ -65,6 +74,8 @@ class CommandContext:
     registry: CommandRegistry
     end_session: Callable[[str], Awaitable[None]]
     """Ends the session of the chat the command came from, with the given reason."""
+    choices: PendingChoices
+    """The choices offered and not yet picked (one table per process)."""
     session_key: str = ""
     """The routing key of the chat's session (`InboundMessage.session_key`)."""
     sessions: SessionStore | None = None
@@ -74,9 +85,17 @@ class CommandContext:
     recall_timeout: float = DEFAULT_RECAP_TIMEOUT
     model_name: str = ""
     """The chat model's name, for /status."""
+    person: PersonData | None = None
+    """The person's data across the stores, for /forget all and /export."""
+    erasures: PendingErasures | None = None
+    """The `/forget all` requests waiting for confirmation."""
+    drop_person_sessions: Callable[[str], Awaitable[None]] | None = None
+    """Drops a person's cached open sessions (their providers drain and stop) before erasure."""
 
 
 CommandHandler = Callable[[CommandContext], Awaitable[CommandReply]]
+ChoiceHandler = Callable[[CommandContext, "PendingChoice"], Awaitable[CommandReply]]
+"""Applies a choice the command offered, once `PendingChoices` has checked who picked it."""
 
 
 @dataclass(frozen=True)
@@ -88,6 +107,7 @@ class Command:
     handler: CommandHandler
     arguments: tuple[CommandArgument, ...] = ()
     admin_only: bool = False
+    on_choice: ChoiceHandler | None = None
 
 
 @dataclass(frozen=True)

@@ -32,3 +32,12 @@ def all_user_totals(conn: sqlite3.Connection) -> list[UserTotals]:
         "LEFT JOIN messages m ON m.session_id = s.id GROUP BY s.user_key ORDER BY s.user_key"
     ).fetchall()
     return [UserTotals(str(key), int(sessions), int(messages)) for key, sessions, messages in rows]
+
+
+def user_session_keys(conn: sqlite3.Connection, user_key: str) -> list[str]:
+    """The routing keys of `user_key`'s sessions (to drop the ones a bot holds open)."""
+    rows = conn.execute(
+        "SELECT DISTINCT session_key FROM sessions WHERE user_key = ? AND session_key IS NOT NULL",
+        (user_key,),
+    ).fetchall()
+    return sorted(str(key) for (key,) in rows)

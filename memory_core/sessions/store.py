@@ -291,6 +291,10 @@ class SessionStore:
         """How many sessions and messages `user_key` has."""
         return await self._read(session_erase.user_totals, user_key)
 
+    async def user_session_keys(self, user_key: str) -> list[str]:
+        """The routing keys of `user_key`'s sessions."""
+        return await self._read(session_erase.user_session_keys, user_key)
+
     async def export_lines(self, user_key: str) -> list[str]:
         """Every message of `user_key` as import-format JSON lines (see `jsonl.export_lines`)."""
         return await self._read(lambda conn: list(jsonl.export_lines(conn, user_key)))
