@@ -59,7 +59,8 @@ def test_help_lines_hide_admin_commands_from_others() -> None:
 def test_builtins_are_registered_in_order() -> None:
     names = [c.name for c in builtin_commands()]
     assert names == [
-        "start", "help", "new", "recall", "memory", "forget", "skills", "status", "promote"
+        "start", "help", "new", "recall", "memory", "forget", "export", "skills", "status",
+        "promote",
     ]  # fmt: skip
     admin_only = [c.name for c in builtin_commands() if c.admin_only]
     assert admin_only == ["promote"]  # hidden from everyone else's /help, refused for them
