@@ -135,10 +135,14 @@ async def _export(ctx: CommandContext) -> CommandReply:
     key = ctx.message.user_key
     result = await ctx.person.export(key, ctx.person.export_path(key, time.time()))
     return CommandReply(
-        f"Everything I hold about you ({result.entries} memory entries, {result.messages} "
-        f"messages) is in one file: {result.path}",
+        f"Everything I hold about you ({_count(result.entries, 'memory entry', 'memory entries')}, "
+        f"{_count(result.messages, 'message', 'messages')}) is in one file: {result.path}",
         document=result.path,
     )
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
 
 
 EXPORT = Command("export", "everything I hold about you, as one file", _export)

@@ -1,0 +1,124 @@
+"""/export through `Conversations` and the console: one private file of the person's own data."""
+
+from __future__ import annotations
+
+import io
+import json
+import stat
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from gateway.app import open_services, run_console
+from gateway.config import load_config
+from gateway.conversation import Conversations, Services
+from gateway.messages import InboundMessage
+from memory_core import FileMemoryStore, Operation
+from tests.fakes.base import serving_in_thread
+from tests.fakes.openai import FakeOpenAI
+
+SKILLS = Path(__file__).resolve().parents[3] / "skills"
+ADA, BOB = "42", "77"
+
+
+class ListSink:
+    def __init__(self) -> None:
+        self.replies: list[str] = []
+        self._pieces: list[str] = []
+
+    async def write(self, piece: str) -> None:
+        self._pieces.append(piece)
+
+    async def finish(self) -> None:
+        self.replies.append("".join(self._pieces))
+        self._pieces = []
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeOpenAI]:
+    async with FakeOpenAI(chunk_size=4) as server:
+        yield server
+
+
+@pytest.fixture
+async def services(fake: FakeOpenAI, tmp_path: Path) -> AsyncIterator[Services]:
+    env = {
+        "OPENAI_BASE_URL": fake.url + "/v1",
+        "MNEMO_HOME": str(tmp_path / "data"),
+        "MNEMO_SKILLS_DIR": str(SKILLS),
+    }
+    async with open_services(load_config(None, environ=env)) as opened:
+        yield opened
+
+
+async def say(conversations: Conversations, text: str, user: str = ADA) -> str:
+    sink = ListSink()
+    message = InboundMessage(
+        platform="telegram", chat_id=user, chat_type="private", user_id=user, text=text
+    )
+    await conversations.handle(message, sink)
+    return sink.replies[-1]
+
+
+def exported_path(reply: str) -> Path:
+    return Path(reply.rsplit("one file: ", 1)[1].strip())
+
+
+async def test_export_writes_the_persons_entries_and_sessions_to_one_private_file(
+    services: Services, fake: FakeOpenAI
+) -> None:
+    conversations = Conversations(services)
+    services.memory.apply("user", f"telegram-{ADA}", [Operation("add", content="Ada likes tea")])
+    services.memory.apply("user", f"telegram-{BOB}", [Operation("add", content="Bob keeps bees")])
+    fake.say("tea noted")
+    await say(conversations, "I drink oolong")
+    fake.say("bees noted")
+    await say(conversations, "my hives are buzzing", BOB)
+    requests = len(fake.requests)
+
+    reply = await say(conversations, "/export")
+
+    assert "(1 memory entry, 2 messages)" in reply
+    path = exported_path(reply)
+    assert path.parent == services.config.home / "exports" / f"telegram-{ADA}"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert records[0] == {"user": f"telegram-{ADA}", "memory_entry": "Ada likes tea"}
+    assert [(r["role"], r["content"]) for r in records[1:]] == [
+        ("user", "I drink oolong"),
+        ("assistant", "tea noted"),
+    ]
+    assert "bees" not in path.read_text(encoding="utf-8")
+    assert len(fake.requests) == requests  # the command never reached the model
+
+    # the export is the person's data too: /forget all takes it along
+    await say(conversations, "/forget all")
+    await say(conversations, "/forget all confirm")
+    assert not path.exists()
+    assert not (services.config.home / "exports" / f"telegram-{ADA}").exists()
+
+
+@pytest.fixture
+def threaded_fake() -> Iterator[FakeOpenAI]:
+    with serving_in_thread(FakeOpenAI(chunk_size=4)) as server:
+        yield server
+
+
+def test_console_export_names_the_file(
+    threaded_fake: FakeOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    home = tmp_path / "data"
+    FileMemoryStore(home).apply("user", "console-ada", [Operation("add", content="Ada sails")])
+    env = {"OPENAI_BASE_URL": threaded_fake.url + "/v1", "MNEMO_HOME": str(home)}
+    config = load_config(None, environ={**env, "MNEMO_SKILLS_DIR": str(SKILLS)})
+    out = io.StringIO()
+    run_console(config, stdin=io.StringIO("/export\n"), stdout=out, user_id="ada")
+    line = next(x for x in out.getvalue().splitlines() if "one file: " in x)
+    path = exported_path(line)
+    assert path.is_relative_to(home / "exports" / "console-ada")
+    assert json.loads(path.read_text(encoding="utf-8")) == {
+        "user": "console-ada",
+        "memory_entry": "Ada sails",
+    }
