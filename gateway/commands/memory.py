@@ -13,9 +13,12 @@ person's own USER.md is ever read or changed. `/forget all` belongs to
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
-from typing import cast
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar, cast
 
 from gateway.commands.choices import PendingChoice
 from gateway.commands.registry import (
@@ -26,8 +29,10 @@ from gateway.commands.registry import (
     CommandReply,
 )
 from gateway.errors import ChoiceRefusedError
-from memory_core import MemoryState, NoMatchError, Operation
+from memory_core import MemoryEditError, MemoryFileError, MemoryState, NoMatchError, Operation
 
+log = logging.getLogger(__name__)
+H = TypeVar("H", bound=Callable[..., Awaitable[CommandReply]])
 PREVIEW_CHARS = 100
 FORGET_USAGE = (
     "Tell me what to forget: /forget <number> (as numbered by /memory) or "
@@ -131,6 +136,8 @@ def _remove(ctx: CommandContext, entry: str) -> CommandReply:
         )
     except NoMatchError:
         return CommandReply("That entry is already gone; nothing else was changed.")
+    except MemoryEditError as exc:  # e.g. its neighbours, joined, read as an injection
+        return CommandReply(f"I couldn't remove that entry, so nothing changed: {exc}")
     return CommandReply(f"Forgotten: {entry}\n({result.state.usage_label} now used.)")
 
 
@@ -143,16 +150,30 @@ async def _forget_all(ctx: CommandContext) -> CommandReply:
     return await cast(CommandHandler, erase.forget_all)(ctx)
 
 
+def _guarded(handler: H) -> H:
+    """`handler`, answering a memory file it cannot read or write with one clear line."""
+
+    @functools.wraps(handler)
+    async def guarded(*args: Any) -> CommandReply:
+        try:
+            return await handler(*args)
+        except MemoryFileError as exc:
+            log.warning("memory command failed: %s", exc)
+            return CommandReply(f"I couldn't read or change what I remember about you: {exc}")
+
+    return cast(H, guarded)
+
+
 def _preview(text: str) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…"
 
 
-MEMORY = Command("memory", "show what I remember about you", _memory)
+MEMORY = Command("memory", "show what I remember about you", _guarded(_memory))
 FORGET = Command(
     "forget",
     "forget one thing I remember about you (/forget all: everything)",
-    _forget,
+    _guarded(_forget),
     arguments=(CommandArgument("what", "a number from /memory, or words of the entry", True),),
-    on_choice=_apply_choice,
+    on_choice=_guarded(_apply_choice),
 )

@@ -278,3 +278,15 @@ def test_mnemo_chat_subprocess_forgets_end_to_end(tmp_path: Path) -> None:
     assert "2 entries contain “coffee”" in result.stdout
     assert f"Forgotten: {ENTRIES[0]}" in result.stdout
     assert list(FileMemoryStore(home).read("user", f"console-{user}").entries) == [ENTRIES[1]]
+
+
+async def test_an_unreadable_profile_gets_one_clear_line(
+    services: Services, fake: FakeOpenAI
+) -> None:
+    path = services.memory.path("user", f"telegram-{ADA}")
+    path.write_bytes(b"Ada \xff\xfe broken")
+    for text in ("/forget coffee", "/memory"):
+        reply = await say(Conversations(services), text)
+        assert reply.startswith("I couldn't read or change what I remember about you:")
+    assert path.read_bytes() == b"Ada \xff\xfe broken"
+    assert fake.requests == []
