@@ -7,7 +7,8 @@ the text (case-insensitive). When several hold it, they are offered as choices
 (buttons where the platform has them; ``/forget #N`` everywhere) bound to the
 person and to the version of the file they were listed from: a pick made after
 the file changed is refused, never applied to a different entry. Only the
-person's own USER.md is ever read or changed. `/forget all` belongs to
+person's own USER.md is ever read or changed, and only in a private chat (in a
+group it would be shown to everyone there). `/forget all` belongs to
 `gateway.commands.erase`.
 """
 
@@ -34,6 +35,10 @@ from memory_core import MemoryEditError, MemoryFileError, MemoryState, NoMatchEr
 log = logging.getLogger(__name__)
 H = TypeVar("H", bound=Callable[..., Awaitable[CommandReply]])
 PREVIEW_CHARS = 100
+IN_PRIVATE = (
+    "{command} shows or changes what I keep about you, so it works only in a private "
+    "chat with me, not in a group."
+)
 FORGET_USAGE = (
     "Tell me what to forget: /forget <number> (as numbered by /memory) or "
     "/forget <a few words of the entry>. /forget all erases everything I hold about you."
@@ -54,6 +59,8 @@ def _numbered(state: MemoryState) -> list[str]:
 
 
 async def _memory(ctx: CommandContext) -> CommandReply:
+    if ctx.message.chat_type != "private":
+        return CommandReply(IN_PRIVATE.format(command="/memory"))
     state = ctx.memory.read("user", ctx.message.user_key)
     if state.entries:
         lines = [f"What I remember about you ({state.usage_label}):", *_numbered(state)]
@@ -71,6 +78,8 @@ async def _forget(ctx: CommandContext) -> CommandReply:
     args = ctx.args.strip()
     if args.lower().split()[:1] == ["all"]:
         return await _forget_all(ctx)
+    if ctx.message.chat_type != "private":
+        return CommandReply(IN_PRIVATE.format(command="/forget"))
     if not args:
         return CommandReply(FORGET_USAGE)
     state = ctx.memory.read("user", ctx.message.user_key)

@@ -290,3 +290,16 @@ async def test_an_unreadable_profile_gets_one_clear_line(
         assert reply.startswith("I couldn't read or change what I remember about you:")
     assert path.read_bytes() == b"Ada \xff\xfe broken"
     assert fake.requests == []
+
+
+async def test_in_a_group_the_profile_is_neither_shown_nor_changed(services: Services) -> None:
+    conversations = Conversations(services)
+    for text in ("/memory", "/forget manchester", "/forget 1"):
+        sink = ListSink()
+        group = InboundMessage(
+            platform="telegram", chat_id="-100", chat_type="group", user_id=ADA, text=text
+        )
+        await conversations.handle(group, sink)
+        assert "only in a private chat" in sink.replies[0]
+        assert "Manchester" not in sink.replies[0]
+    assert entries(services) == ENTRIES
