@@ -42,7 +42,7 @@ from gateway.agent.turn import (
 )
 from gateway.commands import CommandCall, CommandContext, CommandRegistry, parse_command
 from gateway.commands.choices import ChoiceSink, PendingChoices
-from gateway.commands.erase import PendingErasures
+from gateway.commands.erase import PendingErasures, person_data
 from gateway.config import Config
 from gateway.errors import ChoiceRefusedError, ModelError, RequestTooLargeError
 from gateway.messages import InboundMessage, ReplySink
@@ -51,7 +51,6 @@ from memory_core import (
     FileMemoryStore,
     MemoryManager,
     NewMessage,
-    PersonData,
     SessionContext,
     SessionOrigin,
     SessionStore,
@@ -89,12 +88,12 @@ class Conversations:
         """`erasures`: the /forget all requests awaiting confirmation (injected for tests)."""
         self._s = services
         self._erasures = erasures if erasures is not None else PendingErasures()
-        self._person = PersonData(
+        self._person = person_data(
             services.memory,
             services.skills,
             services.sessions,
-            self._erase_in_providers,
-            exports_dir=services.config.home / "exports",
+            services.new_manager,
+            services.config.home,
         )
         self._compressor = Compressor(
             services.sessions, services.auxiliary, services.config.llm.context_chars
@@ -229,14 +228,6 @@ class Conversations:
             session = self._cache.pop(key)
             if session is not None:
                 await session.manager.shutdown()
-
-    async def _erase_in_providers(self, user_key: str) -> list[str]:
-        """Ask the configured providers (built-in and external) to erase `user_key`."""
-        manager = self._s.new_manager()
-        try:
-            return await manager.erase_user(user_key)
-        finally:
-            await manager.shutdown()
 
     async def choose(self, message: InboundMessage, payload: str, sink: ReplySink) -> None:
         """Apply a picked choice (a pressed button): `message` says who picked it, and where.

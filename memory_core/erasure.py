@@ -150,6 +150,10 @@ class PersonData:
                 out.write(line + "\n")
         return ExportResult(path, entries=len(entries), messages=len(messages))
 
+    async def session_user_keys(self) -> list[str]:
+        """People with at least one session in state.db."""
+        return [totals.user_key for totals in await self._sessions.all_user_totals()]
+
     def known_user_keys(self) -> list[str]:
         """People with a USER.md folder or private skills (sessions are asked separately)."""
         keys: set[str] = set()

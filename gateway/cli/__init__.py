@@ -17,6 +17,7 @@ from gateway.cli.base import CliState, run_command, visible
 from gateway.cli.memory_cmd import memory
 from gateway.cli.sessions_cmd import sessions
 from gateway.cli.skills_cmd import skills
+from gateway.cli.users_cmd import users
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -71,3 +72,4 @@ def doctor(state: CliState, timeout: float) -> None:
 main.add_command(memory)
 main.add_command(sessions)
 main.add_command(skills)
+main.add_command(users)

@@ -20,14 +20,23 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 
 from gateway.commands.choices import PendingChoice
 from gateway.commands.memory import FORGET
 from gateway.commands.registry import Command, CommandContext, CommandReply
-from memory_core import PersonHoldings
+from memory_core import (
+    FileMemoryStore,
+    MemoryManager,
+    PersonData,
+    PersonHoldings,
+    SessionStore,
+    SkillsStore,
+)
 
 log = logging.getLogger(__name__)
 
+EXPORTS_FOLDER = "exports"
 CONFIRM_TTL = 600.0  # ten minutes
 CONFIRM_WORD = "confirm"
 CONFIRM_VERSION = "forget-all"  # never a USER.md version (those are sha256 hex digests)
@@ -41,6 +50,27 @@ EXPIRED = (
     "Your /forget all request expired (confirm within 10 minutes), so nothing was erased. "
     "Send /forget all again."
 )
+
+
+def person_data(
+    memory: FileMemoryStore,
+    skills: SkillsStore,
+    sessions: SessionStore,
+    new_manager: Callable[[], MemoryManager],
+    home: Path,
+) -> PersonData:
+    """A person's data in the bot's stores, its providers (`new_manager`) and exports."""
+
+    async def erase_in_providers(user_key: str) -> list[str]:
+        manager = new_manager()  # the configured providers, built-in and external
+        try:
+            return await manager.erase_user(user_key)
+        finally:
+            await manager.shutdown()
+
+    return PersonData(
+        memory, skills, sessions, erase_in_providers, exports_dir=home / EXPORTS_FOLDER
+    )
 
 
 class PendingErasures:

@@ -291,6 +291,10 @@ class SessionStore:
         """How many sessions and messages `user_key` has."""
         return await self._read(session_erase.user_totals, user_key)
 
+    async def all_user_totals(self) -> list[session_erase.UserTotals]:
+        """Every person with a session: their sessions and messages, by user key."""
+        return await self._read(session_erase.all_user_totals)
+
     async def user_session_keys(self, user_key: str) -> list[str]:
         """The routing keys of `user_key`'s sessions."""
         return await self._read(session_erase.user_session_keys, user_key)

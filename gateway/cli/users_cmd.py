@@ -1,0 +1,103 @@
+"""`mnemo users …`: list the people the bot holds data about, export or erase one.
+
+The same code as the chat commands: `gateway.commands.erase.person_data` over
+the stores `open_services` opens, so ``mnemo users erase KEY`` removes exactly
+what ``/forget all`` would (USER.md and its folder, private skills, sessions
+with both indexes purged, exports, and the memory providers' data), and
+``mnemo users export KEY`` writes the file ``/export`` would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TypeVar
+
+import click
+
+from gateway.cli.base import CliState, fail, run_command, user_key_option, visible
+from gateway.commands.erase import person_data
+from gateway.config import Config
+from memory_core import PersonData, PersonHoldings
+
+T = TypeVar("T")
+
+
+def _with_person(config: Config, body: Callable[[PersonData], Awaitable[T]]) -> T:
+    """Run `body` with the person data of the bot's stores, opened for it and closed after."""
+    from gateway.app import open_services
+
+    async def run() -> T:
+        async with open_services(config) as services:
+            person = person_data(
+                services.memory,
+                services.skills,
+                services.sessions,
+                services.new_manager,
+                config.home,
+            )
+            return await body(person)
+
+    return asyncio.run(run())
+
+
+@click.group()
+def users() -> None:
+    """List the people the bot holds data about; export or erase one."""
+
+
+@users.command("list")
+@click.pass_obj
+def list_(state: CliState) -> None:
+    """Every person with memory, skills or sessions, and how much of each."""
+
+    async def body(person: PersonData) -> list[PersonHoldings]:
+        keys = set(person.known_user_keys()) | set(await person.session_user_keys())
+        return [await person.holdings(key) for key in sorted(keys)]
+
+    people = run_command(lambda: _with_person(state.config(), body))
+    if not people:
+        click.echo("no data about anyone yet")
+    for held in people:
+        click.echo(visible(f"{held.user_key}: {held.summary()}"))
+
+
+@users.command()
+@click.argument("user_key", callback=user_key_option)
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="File to write (default: <home>/exports/<key>/<key>-<time>.jsonl).",
+)
+@click.pass_obj
+def export(state: CliState, user_key: str, output: Path | None) -> None:
+    """Write USER_KEY's memory entries and sessions to one JSON Lines file (mode 0600)."""
+
+    async def body(person: PersonData) -> tuple[Path, int, int]:
+        path = output if output is not None else person.export_path(user_key, time.time())
+        result = await person.export(user_key, path)
+        return result.path, result.entries, result.messages
+
+    path, entries, messages = run_command(lambda: _with_person(state.config(), body))
+    click.echo(visible(f"exported {entries} memory entries and {messages:,} messages to {path}"))
+
+
+@users.command()
+@click.argument("user_key", callback=user_key_option)
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.pass_obj
+def erase(state: CliState, user_key: str, yes: bool) -> None:
+    """Erase everything held about USER_KEY (what /forget all erases)."""
+    config = state.config()
+    if not yes:
+        held = run_command(lambda: _with_person(config, lambda p: p.holdings(user_key)))
+        click.confirm(
+            visible(f"Erase {held.summary()} of {user_key}? This cannot be undone"), abort=True
+        )
+    erased = run_command(lambda: _with_person(config, lambda p: p.erase(user_key)))
+    click.echo(visible(f"erased {erased.summary()} of {user_key}"))
+    if erased.provider_failures:
+        fail("memory provider could not erase: " + "; ".join(erased.provider_failures))
