@@ -43,7 +43,7 @@ async def _status(ctx: CommandContext) -> CommandReply:
     lines = [
         f"Model: {ctx.model_name or 'unknown'}",
         f"What I remember about you: {memory.chars:,} of {memory.limit:,} characters "
-        f"({len(memory.entries)} entries)",
+        f"({len(memory.entries)} {'entry' if len(memory.entries) == 1 else 'entries'})",
     ]
     current = await ctx.sessions.current_session(ctx.session_key) if ctx.sessions else None
     if ctx.sessions is None or current is None or current.ended_at is not None:

@@ -106,7 +106,7 @@ async def test_status_shows_session_model_and_memory_usage(
     assert f"Session: started {today}" in status and "2 messages so far" in status
     assert f"Model: {services.model.model}" in status
     limit = services.config.memory.user_char_limit
-    assert f"{len('Name is Grace')} of {limit:,} characters (1 entries)" in status
+    assert f"{len('Name is Grace')} of {limit:,} characters (1 entry)" in status
     assert chat_requests(fake) == 1  # only the "hi" turn
 
 
