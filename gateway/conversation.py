@@ -215,7 +215,15 @@ class Conversations:
             person=self._person,
             erasures=self._erasures,
             drop_person_sessions=self._drop_person,
+            refresh_prompts=self._refresh_prompts,
         )
+
+    async def _refresh_prompts(self, user_key: str) -> None:
+        """After a person removed a memory entry, no prompt of theirs may still hold it:
+        their cached sessions are dropped and their stored prompts cleared, so each
+        open session's next turn builds its prompt from USER.md as it is now."""
+        await self._drop_person(user_key)
+        await self._s.sessions.clear_system_prompts(user_key)
 
     async def _drop_person(self, user_key: str) -> None:
         """Drop `user_key`'s cached sessions before their data is erased.

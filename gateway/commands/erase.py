@@ -23,7 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from gateway.commands.choices import PendingChoice
-from gateway.commands.memory import FORGET
+from gateway.commands.memory import FORGET, IN_PRIVATE
 from gateway.commands.registry import Command, CommandContext, CommandReply
 from memory_core import (
     FileMemoryStore,
@@ -160,6 +160,8 @@ def erasure_report(erased: PersonHoldings) -> str:
 
 
 async def _export(ctx: CommandContext) -> CommandReply:
+    if ctx.message.chat_type != "private":  # the file would be posted to the whole group
+        return CommandReply(IN_PRIVATE.format(command="/export"))
     if ctx.person is None:
         return CommandReply(UNAVAILABLE)
     key = ctx.message.user_key
@@ -176,5 +178,16 @@ def _count(n: int, one: str, many: str) -> str:
 
 
 EXPORT = Command("export", "everything I hold about you, as one file", _export)
-FORGET_WITH_ERASURE = replace(FORGET, on_choice=forget_choice)
+
+
+async def forget(ctx: CommandContext) -> CommandReply:
+    """/forget: ``all`` (and ``all confirm``) erase everything; anything else is one entry."""
+    if ctx.args.strip().lower().split()[:1] != ["all"]:
+        return await FORGET.handler(ctx)
+    if ctx.message.chat_type != "private":
+        return CommandReply(IN_PRIVATE.format(command="/forget all"))
+    return await forget_all(ctx)
+
+
+FORGET_WITH_ERASURE = replace(FORGET, handler=forget, on_choice=forget_choice)
 """/forget, whose choices include the /forget all button (register this one, not `FORGET`)."""

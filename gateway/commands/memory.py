@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar, cast
@@ -26,7 +25,6 @@ from gateway.commands.registry import (
     Command,
     CommandArgument,
     CommandContext,
-    CommandHandler,
     CommandReply,
 )
 from gateway.errors import ChoiceRefusedError
@@ -76,8 +74,6 @@ async def _memory(ctx: CommandContext) -> CommandReply:
 
 async def _forget(ctx: CommandContext) -> CommandReply:
     args = ctx.args.strip()
-    if args.lower().split()[:1] == ["all"]:
-        return await _forget_all(ctx)
     if ctx.message.chat_type != "private":
         return CommandReply(IN_PRIVATE.format(command="/forget"))
     if not args:
@@ -90,7 +86,7 @@ async def _forget(ctx: CommandContext) -> CommandReply:
             return CommandReply(str(exc))
         return await _apply_choice(ctx, picked)
     if args.isdigit():
-        return _forget_number(ctx, state, int(args))
+        return await _forget_number(ctx, state, int(args))
     if len(args) > state.limit:
         return CommandReply(
             f"That is {len(args):,} characters, longer than everything I may keep about you "
@@ -102,7 +98,7 @@ async def _forget(ctx: CommandContext) -> CommandReply:
     if not hits:
         return CommandReply(f"Nothing I remember about you contains “{_preview(args)}”.")
     if len(hits) == 1:
-        return _remove(ctx, hits[0])
+        return await _remove(ctx, hits[0])
     options = [(_preview(entry), entry) for entry in hits]
     version = entries_version(state.entries)
     choices = ctx.choices.offer(ctx.message.user_key, "forget", options, version)
@@ -113,7 +109,7 @@ async def _forget(ctx: CommandContext) -> CommandReply:
     )
 
 
-def _forget_number(ctx: CommandContext, state: MemoryState, number: int) -> CommandReply:
+async def _forget_number(ctx: CommandContext, state: MemoryState, number: int) -> CommandReply:
     count = len(state.entries)
     if not 1 <= number <= count:
         if count == 0:
@@ -124,7 +120,7 @@ def _forget_number(ctx: CommandContext, state: MemoryState, number: int) -> Comm
             f"There is no entry {number}: I hold {count} about you, numbered 1 to {count} "
             "by /memory."
         )
-    return _remove(ctx, state.entries[number - 1])
+    return await _remove(ctx, state.entries[number - 1])
 
 
 async def _apply_choice(ctx: CommandContext, picked: PendingChoice) -> CommandReply:
@@ -135,10 +131,11 @@ async def _apply_choice(ctx: CommandContext, picked: PendingChoice) -> CommandRe
             "What I remember about you changed since that list was made, so I removed "
             "nothing. Send /memory to see it now."
         )
-    return _remove(ctx, picked.value)
+    return await _remove(ctx, picked.value)
 
 
-def _remove(ctx: CommandContext, entry: str) -> CommandReply:
+async def _remove(ctx: CommandContext, entry: str) -> CommandReply:
+    """Remove `entry`; the person's open sessions then rebuild their prompts without it."""
     try:
         result = ctx.memory.apply(
             "user", ctx.message.user_key, [Operation("remove", old_text=entry)]
@@ -147,16 +144,9 @@ def _remove(ctx: CommandContext, entry: str) -> CommandReply:
         return CommandReply("That entry is already gone; nothing else was changed.")
     except MemoryEditError as exc:  # e.g. its neighbours, joined, read as an injection
         return CommandReply(f"I couldn't remove that entry, so nothing changed: {exc}")
+    if ctx.refresh_prompts is not None:  # no stored prompt may still carry the entry
+        await ctx.refresh_prompts(ctx.message.user_key)
     return CommandReply(f"Forgotten: {entry}\n({result.state.usage_label} now used.)")
-
-
-async def _forget_all(ctx: CommandContext) -> CommandReply:
-    """`/forget all` and `/forget all confirm`: handed to the erasure command."""
-    try:
-        erase = importlib.import_module("gateway.commands.erase")
-    except ModuleNotFoundError:
-        return CommandReply("/forget all is not available in this build yet.")
-    return await cast(CommandHandler, erase.forget_all)(ctx)
 
 
 def _guarded(handler: H) -> H:

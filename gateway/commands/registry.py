@@ -90,6 +90,8 @@ class CommandContext:
     erasures: PendingErasures | None = None
     """The `/forget all` requests waiting for confirmation."""
     drop_person_sessions: Callable[[str], Awaitable[None]] | None = None
+    refresh_prompts: Callable[[str], Awaitable[None]] | None = None
+    """Makes a person's open sessions rebuild their system prompts from memory as it is now."""
     """Drops a person's cached open sessions (their providers drain and stop) before erasure."""
 
 

@@ -122,3 +122,31 @@ def test_console_export_names_the_file(
         "user": "console-ada",
         "memory_entry": "Ada sails",
     }
+
+
+async def test_export_and_forget_all_are_refused_in_a_group(tmp_path: Path) -> None:
+    """In a group the file (or the erasure prompt) would be shown to everyone."""
+    env = {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "MNEMO_HOME": str(tmp_path / "data")}
+    async with open_services(load_config(None, environ=env)) as services:
+        conversations = Conversations(services)
+        replies: list[str] = []
+        for text in ("/export", "/forget all"):
+            sink = _Sink()
+            group = InboundMessage(
+                platform="telegram", chat_id="-100", chat_type="group", user_id="42", text=text
+            )
+            await conversations.handle(group, sink)
+            replies.append(sink.text)
+        assert all("only in a private chat" in reply for reply in replies)
+        assert not (tmp_path / "data" / "exports").exists()
+
+
+class _Sink:
+    def __init__(self) -> None:
+        self.text = ""
+
+    async def write(self, piece: str) -> None:
+        self.text += piece
+
+    async def finish(self) -> None:
+        pass

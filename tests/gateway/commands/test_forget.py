@@ -303,3 +303,25 @@ async def test_in_a_group_the_profile_is_neither_shown_nor_changed(services: Ser
         assert "only in a private chat" in sink.replies[0]
         assert "Manchester" not in sink.replies[0]
     assert entries(services) == ENTRIES
+
+
+async def test_a_forgotten_entry_leaves_the_open_sessions_prompt(
+    services: Services, fake: FakeOpenAI
+) -> None:
+    """The session's prompt was frozen with the entry in it; after /forget the next
+    turn's system message no longer holds it, also after a restart (stored prompt)."""
+    fake.say("Hello Ada.")
+    fake.say("Noted.")
+    fake.say("Still here.")
+    conversations = Conversations(services)
+    await say(conversations, "hi")
+    assert "Ada lives in Manchester" in fake.requests[0].body["messages"][0]["content"]
+    assert "Forgotten" in await say(conversations, "/forget Manchester")
+    await say(conversations, "what do you know about me?")
+    second = fake.requests[1].body["messages"]
+    assert "Manchester" not in second[0]["content"]
+    assert [m["content"] for m in second[1:3]] == ["hi", "Hello Ada."]  # same session goes on
+    await Conversations(services).handle(message("and now?"), ListSink())  # a restart
+    assert "Manchester" not in fake.requests[2].body["messages"][0]["content"]
+    # Bob's sessions and prompt are not touched by Ada's /forget.
+    assert entries(services, BOB) == ["Bob keeps bees in Leeds"]
