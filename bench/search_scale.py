@@ -11,12 +11,14 @@ messages, half from the whole vocabulary.
 
     python bench/search_scale.py                  # 1,000,000 messages
     python bench/search_scale.py --messages 100000
+    python bench/search_scale.py --messages 5000 --digest   # the corpus's sha256 only
 """
 
 from __future__ import annotations
 
 import argparse
 import bisect
+import hashlib
 import itertools
 import json
 import random
@@ -39,20 +41,24 @@ class Vocabulary:
 
     def __init__(self, rng: random.Random, size: int = 30000) -> None:
         self.rng = rng
-        words: set[str] = set()
+        # Dicts, not sets: a set's order depends on PYTHONHASHSEED, and the
+        # shuffle below draws one random number per word in that order.
+        words: dict[str, None] = {}
         while len(words) < size:
-            words.add("".join(rng.choice(SYLLABLES) for _ in range(rng.choice((1, 2, 2, 3, 3, 4)))))
+            words.setdefault(
+                "".join(rng.choice(SYLLABLES) for _ in range(rng.choice((1, 2, 2, 3, 3, 4))))
+            )
         self.words = sorted(words, key=lambda _w: rng.random())
         # Characters follow a Zipf law too (in real Chinese text the commonest
         # thousand characters make up about nine tenths of the text).
         char_weights = list(itertools.accumulate(1.0 / (r + 5) for r in range(len(CJK_CHARS))))
-        cjk: set[str] = set()
+        cjk: dict[str, None] = {}
         while len(cjk) < size:
             n = rng.choice((1, 2, 2, 2, 3, 4))
             picks = [
                 bisect.bisect_left(char_weights, rng.random() * char_weights[-1]) for _ in range(n)
             ]
-            cjk.add("".join(CJK_CHARS[i] for i in picks))
+            cjk.setdefault("".join(CJK_CHARS[i] for i in picks))
         self.cjk = sorted(cjk, key=lambda _w: rng.random())
         weights = [1.0 / (rank + 10) for rank in range(size)]
         self.cumulative = list(itertools.accumulate(weights))
@@ -92,7 +98,9 @@ def user_shares(rng: random.Random, users: int, total: int) -> list[int]:
     (A year of 1% of a million messages is about 27 messages a day, every day:
     a heavy user. An uncapped Pareto draw gives one user a third of everything.)
     """
-    cap = max(2, total // 100)
+    # The cap must leave room for everything (users * cap >= total), or the
+    # loop below that hands out the remainder never ends (few users).
+    cap = max(2, total // 100, -(-total // max(1, users)))
     weights = [rng.paretovariate(1.2) for _ in range(users)]
     scale = total / sum(weights)
     counts = [min(cap, max(2, int(w * scale))) for w in weights]
@@ -185,6 +193,9 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--dir", type=Path, default=None, help="work folder (default: a temp dir)")
+    parser.add_argument(
+        "--digest", action="store_true", help="print the corpus's sha256 and stop (no import)"
+    )
     args = parser.parse_args()
     folder = args.dir or Path(tempfile.mkdtemp(prefix="mnemo-scale-"))
     folder.mkdir(parents=True, exist_ok=True)
@@ -196,6 +207,9 @@ def main() -> None:
     print(f"generated {args.messages:,} messages for {users:,} users "
           f"in {time.perf_counter() - t0:.1f} s ({size_mb:.0f} MB JSONL, "
           f"largest history {max(counts):,} messages)")  # fmt: skip
+    print(f"corpus sha256 {hashlib.sha256(corpus.read_bytes()).hexdigest()} (seed {args.seed})")
+    if args.digest:
+        return
     db_path = folder / "state.db"
     with SessionDB(db_path) as db:
         t0 = time.perf_counter()
