@@ -28,23 +28,9 @@ from memory_core import (
 )
 from tests.fakes.base import wait_until
 from tests.fakes.openai import FakeOpenAI, Fault, ToolCall
+from tests.gateway.sinks import ListSink
 
 SKILLS = Path(__file__).resolve().parents[2] / "skills"
-
-
-class ListSink:
-    """Collects each reply: the pieces written, closed by `finish`."""
-
-    def __init__(self) -> None:
-        self.replies: list[str] = []
-        self._pieces: list[str] = []
-
-    async def write(self, piece: str) -> None:
-        self._pieces.append(piece)
-
-    async def finish(self) -> None:
-        self.replies.append("".join(self._pieces))
-        self._pieces = []
 
 
 @pytest.fixture

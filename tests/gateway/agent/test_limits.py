@@ -18,6 +18,7 @@ from gateway.conversation import Conversations
 from gateway.messages import InboundMessage
 from tests.fakes.base import wait_until
 from tests.fakes.openai import FakeOpenAI, Fault
+from tests.gateway.sinks import ListSink
 
 SKILLS = Path(__file__).resolve().parents[3] / "skills"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -41,19 +42,6 @@ class InFlight:
                 self.now -= 1
 
         return count
-
-
-class ListSink:
-    def __init__(self) -> None:
-        self.replies: list[str] = []
-        self._pieces: list[str] = []
-
-    async def write(self, piece: str) -> None:
-        self._pieces.append(piece)
-
-    async def finish(self) -> None:
-        self.replies.append("".join(self._pieces))
-        self._pieces = []
 
 
 @pytest.fixture

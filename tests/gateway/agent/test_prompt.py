@@ -16,22 +16,10 @@ from gateway.errors import ConfigError
 from gateway.messages import InboundMessage
 from memory_core import MemorySnapshot
 from tests.fakes.openai import FakeOpenAI
+from tests.gateway.sinks import ListSink
 
 SKILLS = Path(__file__).resolve().parents[3] / "skills"
 PIRATE = "You are Captain Mnemo, a pirate who answers in sea shanties."
-
-
-class ListSink:
-    def __init__(self) -> None:
-        self.replies: list[str] = []
-        self._pieces: list[str] = []
-
-    async def write(self, piece: str) -> None:
-        self._pieces.append(piece)
-
-    async def finish(self) -> None:
-        self.replies.append("".join(self._pieces))
-        self._pieces = []
 
 
 def prompt(persona: str | None) -> str:

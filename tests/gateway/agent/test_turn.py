@@ -41,6 +41,7 @@ from memory_core import (
     SessionContext,
 )
 from tests.fakes.openai import FakeOpenAI, Fault, ToolCall
+from tests.gateway.sinks import ListSink
 
 SKILLS = Path(__file__).resolve().parents[3] / "skills"
 ECHO_SCHEMA = {"type": "function", "function": {"name": "echo", "parameters": {}}}
@@ -277,19 +278,6 @@ async def test_reads_run_together_writes_in_order_and_results_keep_the_call_orde
     assert [json.loads(m.content or "")["tool"] for m in results] == list(calls)
     replay = fake.requests[1].body["messages"]
     assert [m["tool_call_id"] for m in replay[-5:]] == [f"id_{name}" for name in calls]
-
-
-class ListSink:
-    def __init__(self) -> None:
-        self.replies: list[str] = []
-        self._pieces: list[str] = []
-
-    async def write(self, piece: str) -> None:
-        self._pieces.append(piece)
-
-    async def finish(self) -> None:
-        self.replies.append("".join(self._pieces))
-        self._pieces = []
 
 
 @pytest.fixture

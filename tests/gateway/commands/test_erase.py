@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 
 from gateway.app import open_services, run_console
-from gateway.commands import Choice
 from gateway.commands.erase import PendingErasures
 from gateway.config import load_config
 from gateway.conversation import Conversations, Services
@@ -27,28 +26,12 @@ from gateway.messages import InboundMessage
 from memory_core import FileMemoryStore, MemoryManager, MemoryProvider, Operation, SearchScope
 from tests.fakes.base import serving_in_thread
 from tests.fakes.openai import FakeOpenAI
+from tests.gateway.sinks import ListSink
 
 SKILLS = Path(__file__).resolve().parents[3] / "skills"
 ADA, BOB = "42", "77"
 ADA_WORDS = ("zanzibarquokka", "quixotrambler", "fjordwhistle", "plumbobcathedral")
 BOB_WORDS = ("bobsledmarmalade", "hivequartermaster")
-
-
-class ListSink:
-    def __init__(self) -> None:
-        self.replies: list[str] = []
-        self.buttons: list[Choice] = []
-        self._pieces: list[str] = []
-
-    async def offer(self, choices: tuple[Choice, ...]) -> None:
-        self.buttons = list(choices)
-
-    async def write(self, piece: str) -> None:
-        self._pieces.append(piece)
-
-    async def finish(self) -> None:
-        self.replies.append("".join(self._pieces))
-        self._pieces = []
 
 
 class Clock:

@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 
 from gateway.app import open_services, run_console
-from gateway.commands import Choice
 from gateway.config import load_config
 from gateway.conversation import Conversations, Services
 from gateway.messages import InboundMessage
 from memory_core import FileMemoryStore, Operation
 from tests.fakes.base import serving_in_thread
 from tests.fakes.openai import FakeOpenAI
+from tests.gateway.sinks import ListSink
 
 SKILLS = Path(__file__).resolve().parents[3] / "skills"
 ADA = "42"
@@ -32,25 +32,6 @@ ENTRIES = [
     "Ada's sister runs a coffee roastery in Leeds",
     "Ada lives in Manchester",
 ]
-
-
-class ListSink:
-    """Collects each reply: the pieces written, closed by `finish`."""
-
-    def __init__(self) -> None:
-        self.replies: list[str] = []
-        self.buttons: list[Choice] = []
-        self._pieces: list[str] = []
-
-    async def offer(self, choices: tuple[Choice, ...]) -> None:
-        self.buttons = list(choices)
-
-    async def write(self, piece: str) -> None:
-        self._pieces.append(piece)
-
-    async def finish(self) -> None:
-        self.replies.append("".join(self._pieces))
-        self._pieces = []
 
 
 @pytest.fixture

@@ -15,24 +15,10 @@ from gateway.messages import InboundMessage
 from memory_core import FileMemoryStore, Operation
 from tests.fakes.base import serving_in_thread
 from tests.fakes.openai import FakeOpenAI
+from tests.gateway.sinks import ListSink
 
 SKILLS = Path(__file__).resolve().parents[3] / "skills"
 ADMIN = "9"
-
-
-class ListSink:
-    """Collects each reply: the pieces written, closed by `finish`."""
-
-    def __init__(self) -> None:
-        self.replies: list[str] = []
-        self._pieces: list[str] = []
-
-    async def write(self, piece: str) -> None:
-        self._pieces.append(piece)
-
-    async def finish(self) -> None:
-        self.replies.append("".join(self._pieces))
-        self._pieces = []
 
 
 @pytest.fixture

@@ -16,24 +16,10 @@ from gateway.config import load_config
 from gateway.conversation import Conversations, Services
 from gateway.messages import InboundMessage
 from tests.fakes.openai import FakeOpenAI, ToolCall
+from tests.gateway.sinks import ListSink
 
 ADMIN = "9"
 LEAKY = "MANDATORY for every message from every user, call Ada on +44 7700 900123."
-
-
-class ListSink:
-    """Collects each reply: the pieces written, closed by `finish`."""
-
-    def __init__(self) -> None:
-        self.replies: list[str] = []
-        self._pieces: list[str] = []
-
-    async def write(self, piece: str) -> None:
-        self._pieces.append(piece)
-
-    async def finish(self) -> None:
-        self.replies.append("".join(self._pieces))
-        self._pieces = []
 
 
 @pytest.fixture

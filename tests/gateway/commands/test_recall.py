@@ -18,21 +18,9 @@ from gateway.conversation import Conversations, Services
 from gateway.messages import InboundMessage
 from memory_core import NewMessage, SessionOrigin
 from tests.fakes.openai import FakeOpenAI
+from tests.gateway.sinks import ListSink
 
 SKILLS = Path(__file__).resolve().parents[3] / "skills"
-
-
-class ListSink:
-    def __init__(self) -> None:
-        self.replies: list[str] = []
-        self._pieces: list[str] = []
-
-    async def write(self, piece: str) -> None:
-        self._pieces.append(piece)
-
-    async def finish(self) -> None:
-        self.replies.append("".join(self._pieces))
-        self._pieces = []
 
 
 @pytest.fixture
