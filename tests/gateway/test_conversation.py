@@ -33,23 +33,6 @@ from tests.gateway.sinks import ListSink
 SKILLS = Path(__file__).resolve().parents[2] / "skills"
 
 
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeOpenAI]:
-    async with FakeOpenAI(chunk_size=4) as server:
-        yield server
-
-
-@pytest.fixture
-async def services(fake: FakeOpenAI, tmp_path: Path) -> AsyncIterator[Services]:
-    env = {
-        "OPENAI_BASE_URL": fake.url + "/v1",
-        "MNEMO_HOME": str(tmp_path / "data"),
-        "MNEMO_SKILLS_DIR": str(SKILLS),
-    }
-    async with open_services(load_config(None, environ=env)) as opened:
-        yield opened
-
-
 def message(
     text: str, user: str = "42", chat: str = "42", chat_type: str = "private"
 ) -> InboundMessage:

@@ -19,12 +19,6 @@ from tests.gateway.test_conversation import SKILLS, ListSink, message
 
 
 @pytest.fixture
-async def fake() -> AsyncIterator[FakeOpenAI]:
-    async with FakeOpenAI(chunk_size=4) as server:
-        yield server
-
-
-@pytest.fixture
 async def services(fake: FakeOpenAI, tmp_path: Path) -> AsyncIterator[Services]:
     env = {
         "OPENAI_BASE_URL": fake.url + "/v1",

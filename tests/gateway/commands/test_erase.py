@@ -13,12 +13,12 @@ import io
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from gateway.app import open_services, run_console
+from gateway.app import run_console
 from gateway.commands.erase import PendingErasures
 from gateway.config import load_config
 from gateway.conversation import Conversations, Services
@@ -52,23 +52,6 @@ class Keeper(MemoryProvider):
 
     async def erase_user(self, user_key: str) -> None:
         self.data.pop(user_key, None)
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeOpenAI]:
-    async with FakeOpenAI(chunk_size=4) as server:
-        yield server
-
-
-@pytest.fixture
-async def services(fake: FakeOpenAI, tmp_path: Path) -> AsyncIterator[Services]:
-    env = {
-        "OPENAI_BASE_URL": fake.url + "/v1",
-        "MNEMO_HOME": str(tmp_path / "data"),
-        "MNEMO_SKILLS_DIR": str(SKILLS),
-    }
-    async with open_services(load_config(None, environ=env)) as opened:
-        yield opened
 
 
 def message(text: str, user: str = ADA) -> InboundMessage:

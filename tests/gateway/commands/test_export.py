@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import json
 import stat
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,23 +21,6 @@ from tests.gateway.sinks import ListSink
 
 SKILLS = Path(__file__).resolve().parents[3] / "skills"
 ADA, BOB = "42", "77"
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeOpenAI]:
-    async with FakeOpenAI(chunk_size=4) as server:
-        yield server
-
-
-@pytest.fixture
-async def services(fake: FakeOpenAI, tmp_path: Path) -> AsyncIterator[Services]:
-    env = {
-        "OPENAI_BASE_URL": fake.url + "/v1",
-        "MNEMO_HOME": str(tmp_path / "data"),
-        "MNEMO_SKILLS_DIR": str(SKILLS),
-    }
-    async with open_services(load_config(None, environ=env)) as opened:
-        yield opened
 
 
 async def say(conversations: Conversations, text: str, user: str = ADA) -> str:

@@ -35,12 +35,6 @@ ENTRIES = [
 
 
 @pytest.fixture
-async def fake() -> AsyncIterator[FakeOpenAI]:
-    async with FakeOpenAI(chunk_size=4) as server:
-        yield server
-
-
-@pytest.fixture
 async def services(fake: FakeOpenAI, tmp_path: Path) -> AsyncIterator[Services]:
     env = {
         "OPENAI_BASE_URL": fake.url + "/v1",

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import io
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from gateway.app import open_services, run_console
+from gateway.app import run_console
 from gateway.config import load_config
 from gateway.conversation import Conversations, Services
 from gateway.messages import InboundMessage
@@ -20,23 +19,6 @@ from tests.gateway.sinks import ListSink
 
 SKILLS = Path(__file__).resolve().parents[3] / "skills"
 SKILL = "---\nname: {name}\ndescription: {description}\n---\nSteps.\n"
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeOpenAI]:
-    async with FakeOpenAI(chunk_size=4) as server:
-        yield server
-
-
-@pytest.fixture
-async def services(fake: FakeOpenAI, tmp_path: Path) -> AsyncIterator[Services]:
-    env = {
-        "OPENAI_BASE_URL": fake.url + "/v1",
-        "MNEMO_HOME": str(tmp_path / "data"),
-        "MNEMO_SKILLS_DIR": str(SKILLS),
-    }
-    async with open_services(load_config(None, environ=env)) as opened:
-        yield opened
 
 
 def message(text: str, user: str = "42") -> InboundMessage:

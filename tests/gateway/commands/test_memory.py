@@ -22,12 +22,6 @@ ADMIN = "9"
 
 
 @pytest.fixture
-async def fake() -> AsyncIterator[FakeOpenAI]:
-    async with FakeOpenAI(chunk_size=4) as server:
-        yield server
-
-
-@pytest.fixture
 async def services(fake: FakeOpenAI, tmp_path: Path) -> AsyncIterator[Services]:
     config = tmp_path / "mnemo.yaml"
     config.write_text(f'admins: ["telegram:{ADMIN}"]\n')
