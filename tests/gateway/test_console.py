@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import io
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +13,7 @@ from gateway.config import Config, load_config
 from memory_core import SearchScope, SessionDB
 from tests.fakes.base import serving_in_thread
 from tests.fakes.openai import FakeOpenAI, Fault, ToolCall
+from tests.gateway.processes import run_mnemo
 
 USER = "ada"
 USER_KEY = f"console-{USER}"
@@ -118,23 +116,7 @@ def test_model_failure_is_reported_and_the_message_kept(fake: FakeOpenAI, tmp_pa
 
 def test_mnemo_run_subprocess_uses_the_console_by_default(tmp_path: Path) -> None:
     """The README's command: no platform token, so `mnemo run` talks on stdin/stdout."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.fakes.openai", "--port", "0"],
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=Path(__file__).resolve().parents[2],
-    )
-    try:
-        url = proc.stdout.readline().split()[-1]  # type: ignore[union-attr]
-        env = {**os.environ, "OPENAI_BASE_URL": url + "/v1", "MNEMO_HOME": str(tmp_path / "d")}
-        mnemo = Path(sys.executable).parent / "mnemo"
-        result = subprocess.run(
-            [str(mnemo), "run"], input="good morning\n", env=env, capture_output=True,
-            text=True, timeout=60, cwd=tmp_path,
-        )  # fmt: skip
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    result = run_mnemo("run", "good morning\n", home=tmp_path / "d", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "echo: good morning" in result.stdout
     assert (tmp_path / "d" / "state.db").exists()

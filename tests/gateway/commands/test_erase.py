@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import io
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,6 +23,7 @@ from gateway.messages import InboundMessage
 from memory_core import FileMemoryStore, MemoryManager, MemoryProvider, Operation, SearchScope
 from tests.fakes.base import serving_in_thread
 from tests.fakes.openai import FakeOpenAI
+from tests.gateway.processes import run_mnemo
 from tests.gateway.sinks import ListSink
 
 SKILLS = Path(__file__).resolve().parents[3] / "skills"
@@ -223,30 +221,8 @@ def test_mnemo_chat_subprocess_forget_all_end_to_end(tmp_path: Path) -> None:
     FileMemoryStore(home).apply(
         "user", f"console-{user}", [Operation("add", content=f"likes {ADA_WORDS[0]}")]
     )
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.fakes.openai", "--port", "0"],
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=Path(__file__).resolve().parents[3],
-    )
-    try:
-        url = proc.stdout.readline().split()[-1]  # type: ignore[union-attr]
-        env = {
-            **os.environ,
-            "OPENAI_BASE_URL": url + "/v1",
-            "MNEMO_HOME": str(home),
-            "USER": user,
-            "LOGNAME": user,
-        }
-        mnemo = Path(sys.executable).parent / "mnemo"
-        result = subprocess.run(
-            [str(mnemo), "chat"],
-            input=f"about {ADA_WORDS[2]}\n/forget all\n/forget all confirm\n",
-            env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path,
-        )  # fmt: skip
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    typed = f"about {ADA_WORDS[2]}\n/forget all\n/forget all confirm\n"
+    result = run_mnemo("chat", typed, home=home, cwd=tmp_path, user=user)
     assert result.returncode == 0, result.stderr
     assert "This erases everything I hold about you: 1 memory entry, 1 session" in result.stdout
     assert "Erased everything I held about you: 1 memory entry, 1 session" in result.stdout

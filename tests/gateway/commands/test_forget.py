@@ -7,9 +7,6 @@ real files under a temporary data directory, changed through the real store.
 from __future__ import annotations
 
 import io
-import os
-import subprocess
-import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -22,6 +19,7 @@ from gateway.messages import InboundMessage
 from memory_core import FileMemoryStore, Operation
 from tests.fakes.base import serving_in_thread
 from tests.fakes.openai import FakeOpenAI
+from tests.gateway.processes import run_mnemo
 from tests.gateway.sinks import ListSink
 
 SKILLS = Path(__file__).resolve().parents[3] / "skills"
@@ -225,29 +223,8 @@ def test_mnemo_chat_subprocess_forgets_end_to_end(tmp_path: Path) -> None:
     home = tmp_path / "d"
     user = "ada"
     seed(FileMemoryStore(home), f"console-{user}", ENTRIES)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.fakes.openai", "--port", "0"],
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=Path(__file__).resolve().parents[3],
-    )
-    try:
-        url = proc.stdout.readline().split()[-1]  # type: ignore[union-attr]
-        env = {
-            **os.environ,
-            "OPENAI_BASE_URL": url + "/v1",
-            "MNEMO_HOME": str(home),
-            "USER": user,
-            "LOGNAME": user,
-        }
-        mnemo = Path(sys.executable).parent / "mnemo"
-        result = subprocess.run(
-            [str(mnemo), "chat"], input="/forget manchester\n/forget coffee\n/forget #1\n",
-            env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path,
-        )  # fmt: skip
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    typed = "/forget manchester\n/forget coffee\n/forget #1\n"
+    result = run_mnemo("chat", typed, home=home, cwd=tmp_path, user=user)
     assert result.returncode == 0, result.stderr
     assert f"Forgotten: {ENTRIES[2]}" in result.stdout
     assert "2 entries contain “coffee”" in result.stdout

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -15,6 +12,7 @@ from gateway.conversation import Conversations, Services
 from gateway.messages import InboundMessage
 from memory_core import NewMessage, SessionOrigin
 from tests.fakes.openai import FakeOpenAI
+from tests.gateway.processes import run_mnemo
 from tests.gateway.sinks import ListSink
 
 
@@ -162,24 +160,8 @@ async def test_fts_syntax_is_searched_as_words_and_said_so(
 
 def test_mnemo_chat_recall_end_to_end(tmp_path: Path) -> None:
     """A real `mnemo chat` against the standalone fake: talk, /new, then /recall."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.fakes.openai", "--port", "0"],
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=Path(__file__).resolve().parents[3],
-    )
-    try:
-        url = proc.stdout.readline().split()[-1]  # type: ignore[union-attr]
-        env = {**os.environ, "OPENAI_BASE_URL": url + "/v1", "MNEMO_HOME": str(tmp_path / "d")}
-        mnemo = Path(sys.executable).parent / "mnemo"
-        lines = "my dentist is Dr Okafor\n/new\n/recall dentist\n/recall\n"
-        result = subprocess.run(
-            [str(mnemo), "chat"], input=lines, env=env, capture_output=True,
-            text=True, timeout=60, cwd=tmp_path,
-        )  # fmt: skip
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    lines = "my dentist is Dr Okafor\n/new\n/recall dentist\n/recall\n"
+    result = run_mnemo("chat", lines, home=tmp_path / "d", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     today = datetime.now(UTC).date().isoformat()
     assert (
