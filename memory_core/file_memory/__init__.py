@@ -26,7 +26,12 @@ from memory_core.errors import (
 from memory_core.file_memory.edits import Operation
 from memory_core.file_memory.render import MemorySnapshot
 from memory_core.file_memory.store import TARGETS, FileMemoryStore, MemoryState, Target, WriteResult
-from memory_core.file_memory.tool import MEMORY_TOOL_SCHEMA, MemoryRequest, MemoryTool
+from memory_core.file_memory.tool import (
+    MEMORY_TOOL_SCHEMA,
+    MemoryChange,
+    MemoryRequest,
+    MemoryTool,
+)
 
 __all__ = [
     "MEMORY_TOOL_SCHEMA",
@@ -37,6 +42,7 @@ __all__ = [
     "FileMemoryStore",
     "InvalidArgumentsError",
     "InvalidEntryError",
+    "MemoryChange",
     "MemoryDriftError",
     "MemoryEditError",
     "MemoryFileError",

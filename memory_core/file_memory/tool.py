@@ -102,6 +102,16 @@ MEMORY_TOOL_SCHEMA: dict[str, Any] = {
 
 
 @dataclass(frozen=True)
+class MemoryChange:
+    """One operation that changed a memory file, for the background review's summary line."""
+
+    target: Target
+    action: str  # add, replace or remove
+    content: str | None  # the new entry (add, replace)
+    old_text: str | None  # what identified the changed entry (replace, remove)
+
+
+@dataclass(frozen=True)
 class MemoryRequest:
     """A validated tool call: one target and one or more operations."""
 
@@ -125,6 +135,12 @@ class MemoryTool:
         self._is_admin = is_admin
         self._max_failures = max_failures
         self._failures = 0
+        self._changes: list[MemoryChange] = []
+
+    @property
+    def changes(self) -> tuple[MemoryChange, ...]:
+        """The operations that changed a file through this object, in order."""
+        return tuple(self._changes)
 
     @property
     def failures_this_turn(self) -> int:
@@ -154,6 +170,11 @@ class MemoryTool:
             self._failures += 1
             return _dumps(self._error_payload(exc))
         self._failures = 0
+        for op, note in zip(request.operations, result.notes, strict=True):
+            if note != "already exists":
+                self._changes.append(
+                    MemoryChange(request.target, op.action, op.content, op.old_text)
+                )
         return _dumps(_success_payload(request, result))
 
     def _error_payload(self, exc: MemoryCoreError) -> dict[str, Any]:

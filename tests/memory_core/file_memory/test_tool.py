@@ -360,3 +360,26 @@ def test_a_bad_user_key_is_refused(store: FileMemoryStore, tmp_path: Path) -> No
     assert result["code"] == "invalid_user_key"
     assert list(tmp_path.rglob("*")) == []
     assert not (tmp_path.parent / "etc" / "USER.md").exists()
+
+
+def test_changes_list_each_operation_that_changed_a_file(tool: MemoryTool) -> None:
+    """The background review names what it changed from `changes`; no-ops and refusals
+    are not changes."""
+    call(tool, target="user", action="add", content="Prefers tea")
+    call(tool, target="user", action="add", content="Prefers tea")  # already there
+    call(tool, target="memory", action="add", content="Shared note")  # refused: not admin
+    call(
+        tool,
+        target="user",
+        operations=[
+            {"action": "replace", "old_text": "tea", "content": "Prefers green tea"},
+            {"action": "add", "content": "Lives in Lyon"},
+        ],
+    )
+    call(tool, target="user", action="remove", old_text="Lyon")
+    assert [(c.target, c.action, c.content, c.old_text) for c in tool.changes] == [
+        ("user", "add", "Prefers tea", None),
+        ("user", "replace", "Prefers green tea", "tea"),
+        ("user", "add", "Lives in Lyon", None),
+        ("user", "remove", None, "Lyon"),
+    ]
