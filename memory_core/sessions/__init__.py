@@ -7,7 +7,9 @@ read `SessionInfo` and `StoredMessage` rows, and search within a `SearchScope`
 (`recall_scope` gives the one recall rule) narrowed by `SearchOptions`,
 returning ranked `SessionHit`s. A session keeps the system prompt it started
 with and its `ReviewCounters` (moved by a `CounterUpdate` with each turn), so
-it resumes unchanged after a restart. History moves in and out as JSON Lines, and
+it resumes unchanged after a restart. The store also keeps the background work's
+backlog: how far extraction got per session, the `BacklogEntry`s still to
+extract, and the `ReviewDue` sessions. History moves in and out as JSON Lines, and
 `parse_time_phrase` reads phrases like "last week" into a time window.
 """
 
@@ -33,10 +35,12 @@ from memory_core.sessions.models import (
     MATCH_END,
     MATCH_START,
     AppendResult,
+    BacklogEntry,
     ChatType,
     CounterUpdate,
     NewMessage,
     ReviewCounters,
+    ReviewDue,
     SearchOptions,
     SearchScope,
     SessionHit,
@@ -62,6 +66,7 @@ __all__ = [
     "MATCH_START",
     "STOPWORDS",
     "AppendResult",
+    "BacklogEntry",
     "Backoff",
     "ChatType",
     "ConnectHook",
@@ -75,6 +80,7 @@ __all__ = [
     "Ranking",
     "ReadTimeoutError",
     "ReviewCounters",
+    "ReviewDue",
     "SchemaVersionError",
     "SearchOptions",
     "SearchScope",

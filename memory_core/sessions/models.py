@@ -225,3 +225,39 @@ class CounterUpdate:
     def __post_init__(self) -> None:
         if self.turns < 0 or self.steps < 0:
             raise InvalidMessageError("counter increments must not be negative")
+
+
+@dataclass(frozen=True)
+class BacklogEntry:
+    """A session with messages the extraction agent has not covered yet.
+
+    `ended_at` is None for an open session (a quiet-time extraction keeps it
+    open); set, the session ended and its session-end extraction is due.
+    `extracted_through` is the id of the last message already extracted (0:
+    none); `pending_messages` counts the messages after it.
+    """
+
+    session_id: int
+    session_key: str | None
+    user_key: str
+    chat_id: str
+    chat_type: ChatType
+    thread_id: str | None
+    source: str
+    ended_at: float | None
+    end_reason: str | None
+    extracted_through: int
+    last_message_id: int
+    last_message_at: float
+    pending_messages: int
+
+
+@dataclass(frozen=True)
+class ReviewDue:
+    """An open session whose review counters reached a background review's threshold."""
+
+    session_id: int
+    session_key: str | None
+    user_key: str
+    turns_since_memory: int
+    steps_since_skill: int

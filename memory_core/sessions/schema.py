@@ -16,7 +16,10 @@ each with the message text and an `owner` column (see `owner_token`):
 
 One insert, one delete and one update trigger keep both in sync (and the
 per-session message counts). Since v4 a session also holds its system prompt
-and the background review's counters, so it resumes unchanged after a restart. Bulk loads
+and the background review's counters, so it resumes unchanged after a restart. Since v5
+it records how far the extraction agent got (`extracted_through`, the id of the last
+message it covered) and whether its session-end extraction is still due
+(`extraction_due`); see `_V5` for what an upgrade marks as already extracted. Bulk loads
 drop the insert trigger, insert, index the new rows in one statement and put
 the trigger back (`drop_insert_trigger` / `index_rows_after` /
 `create_insert_trigger`), all inside the caller's transaction.
@@ -31,7 +34,7 @@ from dataclasses import dataclass
 
 from memory_core.errors import IndexIntegrityError, SchemaVersionError
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 TOOL_INDEX_CHARS = 8192
 WORD_INDEX = "messages_fts"
 TRIGRAM_INDEX = "messages_trigram"
@@ -222,6 +225,24 @@ ALTER TABLE sessions ADD COLUMN turns_since_memory INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE sessions ADD COLUMN steps_since_skill INTEGER NOT NULL DEFAULT 0;
 """
 
+# v5: the extraction backlog. `extracted_through` is the id of the last message
+# the extraction agent has covered (0: none); `extraction_due` is 1 from the end
+# of a session until its session-end extraction has finished. An upgrade must
+# not set off a burst of extraction over old history: ended and imported
+# sessions count as extracted up to their last message, and nothing becomes
+# due. Open sessions keep 0, so the quiet-time extraction covers them once
+# they go quiet. The partial indexes keep the background jobs' queries to the
+# due and the open sessions, however much history the store holds.
+_V5 = """
+ALTER TABLE sessions ADD COLUMN extracted_through INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN extraction_due INTEGER NOT NULL DEFAULT 0;
+UPDATE sessions SET extracted_through =
+        coalesce((SELECT max(id) FROM messages WHERE session_id = sessions.id), 0)
+    WHERE ended_at IS NOT NULL OR external_id IS NOT NULL;
+CREATE INDEX sessions_extraction_due ON sessions(ended_at) WHERE extraction_due = 1;
+CREATE INDEX sessions_open ON sessions(id) WHERE ended_at IS NULL;
+"""
+
 
 def owner_token(user_key: str) -> str:
     """Three private-use characters derived from a user key: one word, one trigram.
@@ -249,6 +270,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(2, _V2),
     Migration(3, _V3),
     Migration(4, _V4),
+    Migration(5, _V5),
 )
 
 

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from memory_core.errors import SessionStoreBusyError, SessionStoreError
+from memory_core.sessions import backlog, jsonl
 from memory_core.sessions import erase as session_erase
-from memory_core.sessions import jsonl
 from memory_core.sessions import reads as session_reads
 from memory_core.sessions import writes as session_writes
 from memory_core.sessions.connection import ConnectHook, connect
@@ -36,9 +36,11 @@ from memory_core.sessions.interrupts import ReadCall, usable
 from memory_core.sessions.models import (
     DEFAULT_SEARCH_OPTIONS,
     AppendResult,
+    BacklogEntry,
     CounterUpdate,
     NewMessage,
     ReviewCounters,
+    ReviewDue,
     SearchOptions,
     SearchScope,
     SessionHit,
@@ -256,6 +258,35 @@ class SessionStore:
     async def delete_user(self, user_key: str, *, purge: bool = True) -> DeleteResult:
         """Erase every session and message of one person."""
         return await self._write(session_writes.delete_user, user_key, purge=purge)
+
+    # background work (see `backlog`)
+    async def mark_extracted(
+        self, session_id: int, through_message_id: int, *, finished: bool
+    ) -> None:
+        """Extraction covered `session_id` up to that message; `finished` clears its due
+        end extraction. Only moves forward; a session erased meanwhile is a no-op."""
+        await self._write(backlog.mark_extracted, session_id, through_message_id, finished=finished)
+
+    async def reset_counters(self, session_id: int) -> None:
+        """Both review counters back to 0 (a background review ran); no session: no-op."""
+        await self._write(backlog.reset_counters, session_id)
+
+    async def extraction_progress(self, session_id: int) -> int | None:
+        """The id of the last message extracted from a session (0: none), None if no session."""
+        return await self._read(backlog.extraction_progress, session_id)
+
+    async def pending_extractions(self, limit: int = 100) -> list[BacklogEntry]:
+        """Ended sessions whose session-end extraction is due, the longest-ended first."""
+        return await self._read(backlog.pending_extractions, limit)
+
+    async def quiet_sessions(self, before: float, limit: int = 100) -> list[BacklogEntry]:
+        """Open sessions quiet since before `before` with messages not yet extracted,
+        the least recently active first."""
+        return await self._read(backlog.quiet_sessions, before, limit)
+
+    async def reviews_due(self, turns: int, steps: int, limit: int = 100) -> list[ReviewDue]:
+        """Open sessions whose review counters reached `turns` or `steps` (0: that check off)."""
+        return await self._read(backlog.reviews_due, turns, steps, limit)
 
     # reads
     async def search(

@@ -15,7 +15,13 @@ from dataclasses import dataclass
 
 from memory_core.errors import InvalidMessageError, SessionConflictError, SessionNotFoundError
 from memory_core.sessions.connection import transaction
-from memory_core.sessions.models import AppendResult, CounterUpdate, NewMessage, SessionOrigin
+from memory_core.sessions.models import (
+    INTERNAL_SOURCES,
+    AppendResult,
+    CounterUpdate,
+    NewMessage,
+    SessionOrigin,
+)
 from memory_core.sessions.schema import optimize_indexes, owner_token
 
 _INSERT_MESSAGE = """
@@ -143,7 +149,8 @@ def _open_session(
         return int(row[0]), False
     cursor = conn.execute(
         "INSERT INTO sessions(source, user_key, owner_token, chat_id, chat_type, thread_id, "
-        "session_key, title, model, started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "session_key, title, model, started_at, parent_session_id) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             origin.source,
             origin.user_key,
@@ -155,6 +162,7 @@ def _open_session(
             origin.title,
             origin.model,
             float(first_at),
+            _previous_session(conn, origin),
         ),
     )
     session_id = int(cursor.lastrowid or 0)
@@ -162,22 +170,50 @@ def _open_session(
     return session_id, True
 
 
+def _previous_session(conn: sqlite3.Connection, origin: SessionOrigin) -> int | None:
+    """The last ended session of this routing key and person: a new one links to it.
+
+    The link is only a pointer back; the new session starts a lineage of its
+    own (`root_id` is itself), so recall still sees the old one as another
+    conversation.
+    """
+    row = conn.execute(
+        "SELECT id FROM sessions WHERE user_key = ? AND chat_id = ? AND session_key = ? "
+        "AND ended_at IS NOT NULL ORDER BY ended_at DESC, id DESC LIMIT 1",
+        (origin.user_key, origin.chat_id, origin.session_key),
+    ).fetchone()
+    return None if row is None else int(row[0])
+
+
 def end_session(conn: sqlite3.Connection, session_id: int, reason: str, now: float) -> None:
     """Mark a session ended; ending an ended session keeps its first end.
 
     Its stored system prompt is dropped: an ended session never resumes, and
     the prompt holds a copy of the person's profile that need not outlive it.
+    If it holds messages the extraction has not covered, its session-end
+    extraction becomes due (see `backlog`).
     """
     with transaction(conn):
         row = conn.execute("SELECT ended_at FROM sessions WHERE id = ?", (session_id,)).fetchone()
         if row is None:
             raise SessionNotFoundError(f"no session {session_id}")
         if row[0] is None:
-            conn.execute(
-                "UPDATE sessions SET ended_at = ?, end_reason = ?, system_prompt = NULL "
-                "WHERE id = ?",
-                (now, reason, session_id),
-            )
+            _end(conn, session_id, reason, now)
+
+
+def _end(conn: sqlite3.Connection, session_id: int, reason: str, now: float) -> None:
+    """End an open session; due for extraction if it has messages past its mark.
+
+    Imported sessions and the background agents' own are never due.
+    """
+    conn.execute(
+        "UPDATE sessions SET ended_at = ?, end_reason = ?, system_prompt = NULL, "
+        "extraction_due = CASE WHEN external_id IS NULL AND source NOT IN "
+        f"({', '.join('?' * len(INTERNAL_SOURCES))}) AND extracted_through < "
+        "coalesce((SELECT max(id) FROM messages WHERE session_id = sessions.id), 0) "
+        "THEN 1 ELSE extraction_due END WHERE id = ?",
+        (now, reason, *INTERNAL_SOURCES, session_id),
+    )
 
 
 def start_child_session(
@@ -209,11 +245,7 @@ def start_child_session(
         if parent is None:
             raise SessionNotFoundError(f"no session {parent_id}")
         if parent[9] is None:
-            conn.execute(
-                "UPDATE sessions SET ended_at = ?, end_reason = ?, system_prompt = NULL "
-                "WHERE id = ?",
-                (now, end_reason, parent_id),
-            )
+            _end(conn, parent_id, end_reason, now)
         try:
             cursor = conn.execute(
                 "INSERT INTO sessions(source, user_key, chat_id, chat_type, thread_id, "

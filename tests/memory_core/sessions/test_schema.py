@@ -102,7 +102,7 @@ def test_a_version_3_database_gains_empty_prompts_and_zero_counters(tmp_path: Pa
     )
     conn.close()
     with SessionDB(path) as db:
-        assert schema_version(db.conn) == SCHEMA_VERSION == 4
+        assert schema_version(db.conn) == SCHEMA_VERSION
         assert db.get_system_prompt(1, SearchScope("telegram-1")) is None
         counters = db.get_counters(1)
         assert counters is not None
