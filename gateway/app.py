@@ -22,6 +22,8 @@ from gateway.commands import builtin_commands
 from gateway.config import Config
 from gateway.conversation import Conversations, ManagerFactory, Services
 from gateway.errors import ConfigError, NotAvailableError
+from gateway.jobs import BackgroundSettings, BackgroundWork, JobContext
+from gateway.messages import Notifier
 from memory_core import (
     MEMORY_TOOL_SCHEMA,
     SKILL_TOOL_SCHEMAS,
@@ -71,11 +73,27 @@ def run_console(
 
 async def _serve(config: Config, adapter: ConsoleAdapter) -> None:
     async with open_services(config) as services:
-        conversations = Conversations(services)
+        background = BackgroundWork(job_context(services, adapter.notify))
+        conversations = Conversations(services, background=background)
+        background.start(conversations.end_quiet)  # the first sweep runs what is still due
         try:
             await adapter.run(conversations.handle)
         finally:
+            await background.close()  # running extractions get a bounded grace; the rest wait
             await conversations.close()
+
+
+def job_context(services: Services, notify: Notifier) -> JobContext:
+    """What background jobs work with: the stores, the auxiliary model, the settings."""
+    return JobContext(
+        sessions=services.sessions,
+        memory=services.memory,
+        skills=services.skills,
+        model=services.auxiliary,
+        context_chars=services.config.llm.context_chars,
+        settings=BackgroundSettings.from_config(services.config),
+        notify=notify,
+    )
 
 
 @contextlib.asynccontextmanager

@@ -112,7 +112,7 @@ class SkillsConfig(_Section):
 
 
 class SessionsConfig(_Section):
-    idle_minutes: int = Field(default=120, ge=1)  # quiet this long: extract (and end, if idle_reset)
+    idle_minutes: int = Field(default=120, ge=1)  # quiet this long: extract (end, if idle_reset)
     idle_reset: bool = False  # True: a quiet session ends; False: it is extracted and stays open
     group_sessions_per_user: bool = True
     max_open: int = Field(default=1000, ge=1)  # sessions held in memory; the rest resume from disk

@@ -33,6 +33,7 @@ from gateway.agent.prompt import build_system_prompt
 from gateway.agent.recall import SessionSearch
 from gateway.agent.review_counters import counter_update
 from gateway.agent.tools import Tool, build_tools, provider_tools
+from gateway.agent.transcript import as_sent
 from gateway.agent.turn import (
     MESSAGE_TOO_LONG_NOTE,
     TOO_LONG_NOTE,
@@ -45,6 +46,7 @@ from gateway.commands.choices import ChoiceSink, PendingChoices
 from gateway.commands.erase import PendingErasures, person_data
 from gateway.config import Config
 from gateway.errors import ChoiceRefusedError, ModelError, RequestTooLargeError
+from gateway.jobs.background import BackgroundWork
 from gateway.messages import InboundMessage, ReplySink
 from gateway.session_cache import OpenSession, SessionCache
 from memory_core import (
@@ -56,7 +58,6 @@ from memory_core import (
     SessionStore,
     SessionStoreBusyError,
     SkillsStore,
-    StoredMessage,
     TranscriptMessage,
     recall_scope,
 )
@@ -84,9 +85,17 @@ class Services:
 class Conversations:
     """Routes inbound messages to a command or to their session's next turn."""
 
-    def __init__(self, services: Services, erasures: PendingErasures | None = None) -> None:
-        """`erasures`: the /forget all requests awaiting confirmation (injected for tests)."""
+    def __init__(
+        self,
+        services: Services,
+        erasures: PendingErasures | None = None,
+        background: BackgroundWork | None = None,
+    ) -> None:
+        """`erasures`: the /forget all requests awaiting confirmation (injected for tests);
+        `background`: reviews and extractions (None: the conversation never learns on its own).
+        """
         self._s = services
+        self._background = background
         self._erasures = erasures if erasures is not None else PendingErasures()
         self._person = person_data(
             services.memory,
@@ -115,11 +124,14 @@ class Conversations:
     async def handle(self, message: InboundMessage, sink: ReplySink) -> None:
         """Answer one message; errors become a short apology, never a crash."""
         key = message.session_key(self._s.config.sessions.group_sessions_per_user)
+        if self._background is not None:
+            self._background.message_arrived(key)
+        replied: int | None = None  # the session of a completed reply
         async with self._cache.locked(key):
             try:
                 call = parse_command(message.text)
                 if call is None:
-                    await self._turn(key, message, sink)
+                    replied = await self._turn(key, message, sink)
                 else:
                     await self._route_command(key, message, call, sink)
             except ModelError as exc:  # upstream detail to the log, a short line to the person
@@ -133,6 +145,8 @@ class Conversations:
                 await sink.write("(something went wrong on my side; please try again)")
             await sink.finish()
         self._retire(self._cache.trim())  # sessions kept past the bound while in use
+        if replied is not None and self._background is not None:  # delivered: now learn
+            await self._background.after_reply(key, replied, message)
 
     async def close(self) -> None:
         """Stop every cached session's providers; the sessions stay open in the store.
@@ -230,8 +244,10 @@ class Conversations:
 
         Each one's providers drain their queued work and stop (so nothing of the
         person is written after the erasure); the sessions are not ended, since
-        their rows are about to go.
+        their rows are about to go. Background work on their data stops first.
         """
+        if self._background is not None:
+            await self._background.forget_person(user_key)
         for key in await self._s.sessions.user_session_keys(user_key):
             session = self._cache.pop(key)
             if session is not None:
@@ -263,7 +279,8 @@ class Conversations:
                 await sink.write("(something went wrong on my side; please try again)")
             await sink.finish()
 
-    async def _turn(self, key: str, message: InboundMessage, sink: ReplySink) -> None:
+    async def _turn(self, key: str, message: InboundMessage, sink: ReplySink) -> int | None:
+        """One turn; returns the session's id when the reply completed (None on a fault)."""
         origin = self._origin(key, message)
         turn_id = uuid.uuid4().hex
         first = await self._s.sessions.append_messages(
@@ -292,9 +309,10 @@ class Conversations:
         if result.error is not None:
             grown = len(history) + len(result.messages) > 1
             await self._model_fault(key, result.error, result.truncated, grown, sink)
-            return
+            return None
         session.manager.sync_all(message.text, result.reply)
         session.manager.queue_prefetch_all(message.text)
+        return session.session_id
 
     def _tools(self, message: InboundMessage, session: OpenSession) -> list[Tool]:
         return build_tools(
@@ -334,6 +352,8 @@ class Conversations:
         parent = await self._s.sessions.get_messages(session.session_id, scope, lineage=False)
         ended = [TranscriptMessage(m.role, m.content, m.timestamp) for m in parent]
         session.manager.end_session(ended)  # the parent ended: its providers get its transcript
+        if self._background is not None:
+            self._background.session_ended(session.session_id, message.user_key)
         child = await self._session(key, message, child_id)  # drops the parent, stops its providers
         history, _ = self._compressor.fit(await self._history(child_id, message), user_text)
         return child, history, self._tools(message, child)
@@ -407,7 +427,7 @@ class Conversations:
         """The session's earlier messages, rebuilt exactly as `TurnMessage.as_request` sent them."""
         scope = recall_scope(message.user_key, message.chat_id, message.chat_type)
         stored = await self._s.sessions.get_messages(session_id, scope, lineage=False)
-        return [_as_sent(m) for m in stored[:-1]]  # the last one is the message of this turn
+        return [as_sent(m) for m in stored[:-1]]  # the last one is the message of this turn
 
     def _origin(self, key: str, message: InboundMessage) -> SessionOrigin:
         return SessionOrigin(
@@ -420,43 +440,50 @@ class Conversations:
             model=self._s.model.model,
         )
 
-    async def _end(self, key: str, reason: str) -> None:
-        """End the session of `key`; its providers get the transcript, then shut down."""
-        session = self._cache.pop(key)
-        if session is None:
+    async def end_quiet(self, key: str, session_id: int, quiet_since: float) -> None:
+        """End `key`'s session `session_id` for being idle (`sessions.idle_reset`), unless
+        it moved on or a message came after `quiet_since` (checked under the key's lock)."""
+        async with self._cache.locked(key):
             current = await self._s.sessions.current_session(key)
-            if current is not None:
-                await self._s.sessions.end_session(current.id, reason)
+            if current is None or current.id != session_id:
+                return
+            scope = recall_scope(current.user_key, current.chat_id, current.chat_type)
+            stored = await self._s.sessions.get_messages(session_id, scope, lineage=False)
+            if stored and stored[-1].timestamp >= quiet_since:
+                return
+            await self._end(key, "idle")
+
+    async def _end(self, key: str, reason: str) -> None:
+        """End the session of `key`: its providers get the transcript, then shut down, and
+        its extraction is scheduled. The next message starts a new, linked session."""
+        session = self._cache.pop(key)
+        info = await self._s.sessions.current_session(key)
+        if session is not None:
+            info = await self._s.sessions.get_session(session.session_id)
+        if info is None or info.ended_at is not None:
+            if session is not None:
+                await session.manager.shutdown()
             return
-        info = await self._s.sessions.get_session(session.session_id)
-        await self._s.sessions.end_session(session.session_id, reason)
-        if info is not None:
-            scope = recall_scope(info.user_key, info.chat_id, info.chat_type)
-            stored = await self._s.sessions.get_messages(session.session_id, scope, lineage=False)
-            session.manager.end_session(
-                [TranscriptMessage(m.role, m.content, m.timestamp) for m in stored]
+        await self._s.sessions.end_session(info.id, reason)
+        if session is None:  # not cached: its providers start only to hear of the end
+            manager = self._s.new_manager()
+            await manager.initialize(
+                SessionContext(
+                    session_id=info.id,
+                    user_key=info.user_key,
+                    platform=info.source,
+                    chat_id=info.chat_id,
+                    chat_type=info.chat_type,
+                )
             )
-        await session.manager.shutdown()
-
-
-def _as_sent(m: StoredMessage) -> dict[str, Any]:
-    """A stored message as the request that first carried it had it (same keys, same order).
-
-    The store keeps text as ``''`` where the request had ``null``: the turn
-    never sends an empty assistant text (an empty reply gets a note, and a
-    tool-call reply without text goes as ``null``), so ``''`` there was ``null``.
-    """
-    content: str | None = m.content
-    if m.role == "assistant" and not content:
-        content = None
-    item: dict[str, Any] = {"role": m.role, "content": content}
-    if m.tool_calls:
-        item["tool_calls"] = json.loads(m.tool_calls)
-    if m.tool_call_id is not None:
-        item["tool_call_id"] = m.tool_call_id
-    if m.role == "tool" and m.tool_name is not None:
-        item["name"] = m.tool_name
-    return item
+        else:
+            manager = session.manager
+        scope = recall_scope(info.user_key, info.chat_id, info.chat_type)
+        stored = await self._s.sessions.get_messages(info.id, scope, lineage=False)
+        manager.end_session([TranscriptMessage(m.role, m.content, m.timestamp) for m in stored])
+        await manager.shutdown()
+        if self._background is not None:
+            self._background.session_ended(info.id, info.user_key)
 
 
 def _stored(message: TurnMessage, key: str) -> NewMessage:

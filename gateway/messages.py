@@ -53,3 +53,6 @@ class ReplySink(Protocol):
 
 
 MessageHandler = Callable[[InboundMessage, ReplySink], Awaitable[None]]
+
+Notifier = Callable[[InboundMessage, str], Awaitable[None]]
+"""Send one line to the chat a message came from, outside any reply (a review's summary)."""

@@ -41,6 +41,11 @@ class ConsoleAdapter:
         self._out = stdout
         self._user_id = user_id or getpass.getuser() or "operator"
 
+    async def notify(self, message: InboundMessage, text: str) -> None:
+        """A line outside any reply (a background review's summary), set apart by blank lines."""
+        self._out.write(f"{text}\n\n")
+        self._out.flush()
+
     async def run(self, handle: MessageHandler) -> None:
         sink = ConsoleSink(self._out)
         self._out.write("Mnemo console. Type a message; /help for commands, /quit to leave.\n")

@@ -64,12 +64,17 @@ def build_tools(
 ) -> list[Tool]:
     """The memory tool, `session_search` (when given) and the skills tools, in that order."""
     memory_tool = MemoryTool(memory, user_key=user_key, is_admin=is_admin)
-    tools = [Tool(MEMORY_TOOL_SCHEMA, _in_thread(memory_tool.handle))]
+    tools = [Tool(MEMORY_TOOL_SCHEMA, in_thread(memory_tool.handle))]
     if session_search is not None:  # bound to this person's recall scope by the caller
         tools.append(Tool(SESSION_SEARCH_SCHEMA, session_search.handle, writes=False))
-    skills_tools = SkillsTools(skills, role="primary", user_key=user_key)
+    return tools + skill_tools(SkillsTools(skills, role="primary", user_key=user_key))
+
+
+def skill_tools(skills_tools: SkillsTools) -> list[Tool]:
+    """`skills_list`, `skill_view` and `skill_manage` of one run, as tools."""
+    tools = []
     for schema in skills_tools.schemas():
-        handler = _in_thread(_skill_handler(skills_tools, schema))
+        handler = in_thread(_skill_handler(skills_tools, schema))
         reads = schema["function"]["name"] in READ_ONLY_SKILL_TOOLS
         tools.append(Tool(schema, handler, writes=not reads))
     return tools
@@ -115,7 +120,8 @@ def _skill_handler(
     return handle
 
 
-def _in_thread(fn: Callable[[Mapping[str, Any]], str]) -> ToolHandler:
+def in_thread(fn: Callable[[Mapping[str, Any]], str]) -> ToolHandler:
+    """A synchronous tool (memory_core's touch files) as an async handler run in a thread."""
     async def handler(arguments: Mapping[str, Any]) -> str:
         return await asyncio.to_thread(fn, arguments)
 

@@ -1,0 +1,33 @@
+"""Stored messages as the requests that first carried them.
+
+A session's history is replayed to the model exactly as it was sent (same
+keys, same order), so a resumed session, the background review and the next
+turn all share the request prefix a provider may have cached.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from memory_core import StoredMessage
+
+
+def as_sent(m: StoredMessage) -> dict[str, Any]:
+    """A stored message as the request that first carried it had it (same keys, same order).
+
+    The store keeps text as ``''`` where the request had ``null``: the turn
+    never sends an empty assistant text (an empty reply gets a note, and a
+    tool-call reply without text goes as ``null``), so ``''`` there was ``null``.
+    """
+    content: str | None = m.content
+    if m.role == "assistant" and not content:
+        content = None
+    item: dict[str, Any] = {"role": m.role, "content": content}
+    if m.tool_calls:
+        item["tool_calls"] = json.loads(m.tool_calls)
+    if m.tool_call_id is not None:
+        item["tool_call_id"] = m.tool_call_id
+    if m.role == "tool" and m.tool_name is not None:
+        item["name"] = m.tool_name
+    return item

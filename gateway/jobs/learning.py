@@ -1,0 +1,89 @@
+"""The tools a background agent learns with, and the line that says what it learned.
+
+Review and extraction agents get only the memory tool and the skills tools,
+bound to the one person whose conversation they read: the memory tool without
+admin rights (so only that person's USER.md, never the shared MEMORY.md nor
+anyone else's profile) and the skills tools in the ``background`` role (no
+operator's or shared skill can change; a skill is patched only after it was
+read in the same run; nothing is deleted). Both record what they changed,
+which `summary_line` turns into the one short line a chat sees afterwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from gateway.agent.tools import Tool, in_thread, skill_tools
+from memory_core import (
+    MEMORY_TOOL_SCHEMA,
+    FileMemoryStore,
+    MemoryChange,
+    MemoryTool,
+    SkillChange,
+    SkillsStore,
+    SkillsTools,
+)
+
+Notifications = Literal["off", "on", "verbose"]
+PREVIEW_CHARS = 80
+_SIGNS = {"add": "➕", "replace": "✏️", "remove": "➖"}
+_SKILL_PAST = {
+    "create": "created",
+    "patch": "patched",
+    "edit": "rewritten",
+    "write_file": "extended",
+}
+
+
+class LearningTools:
+    """The memory and skills tools of one background run for `user_key`."""
+
+    def __init__(self, memory: FileMemoryStore, skills: SkillsStore, user_key: str) -> None:
+        self._memory = MemoryTool(memory, user_key, is_admin=False)
+        self._skills = SkillsTools(skills, role="background", user_key=user_key)
+
+    @property
+    def tools(self) -> list[Tool]:
+        memory = Tool(MEMORY_TOOL_SCHEMA, in_thread(self._memory.handle))
+        return [memory, *skill_tools(self._skills)]
+
+    @property
+    def memory_changes(self) -> tuple[MemoryChange, ...]:
+        return self._memory.changes
+
+    @property
+    def skill_changes(self) -> tuple[SkillChange, ...]:
+        return self._skills.changes
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.memory_changes or self.skill_changes)
+
+
+def summary_line(
+    memory: Sequence[MemoryChange], skills: Sequence[SkillChange], mode: Notifications
+) -> str | None:
+    """The chat's line after a review: None when `mode` is off or nothing changed.
+
+    ``on``: "💾 Memory updated · skill 'deploy-checks' patched"; ``verbose``
+    adds one line per memory change (➕ added, ✏️ replaced, ➖ removed).
+    """
+    if mode == "off" or not (memory or skills):
+        return None
+    parts = ["Memory updated"] if memory else []
+    named: dict[str, str] = {}
+    for change in skills:  # one mention per skill, its first change
+        named.setdefault(change.name, _SKILL_PAST.get(change.action, "changed"))
+    parts += [f"skill '{name}' {past}" for name, past in named.items()]
+    line = "💾 " + " · ".join(parts)
+    if mode != "verbose":
+        return line
+    details = [f"{_SIGNS.get(c.action, '•')} {_preview(c)}" for c in memory]
+    return "\n".join([line, *details])
+
+
+def _preview(change: MemoryChange) -> str:
+    text = change.content if change.content is not None else (change.old_text or "")
+    text = " ".join(text.split())
+    return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
