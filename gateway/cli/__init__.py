@@ -14,6 +14,7 @@ import click
 
 from gateway import __version__
 from gateway.cli.base import CliState, run_command, visible
+from gateway.cli.jobs import jobs
 from gateway.cli.memory_cmd import memory
 from gateway.cli.sessions_cmd import sessions
 from gateway.cli.skills_cmd import skills
@@ -69,6 +70,7 @@ def doctor(state: CliState, timeout: float) -> None:
         raise SystemExit(1)
 
 
+main.add_command(jobs)
 main.add_command(memory)
 main.add_command(sessions)
 main.add_command(skills)
