@@ -147,6 +147,20 @@ async def test_cancel_removes_a_pending_job(scheduler: Scheduler[Context], ctx: 
     assert ctx.calls == [("marker",)]
 
 
+async def test_cancel_catches_a_run_already_due_but_not_started(
+    scheduler: Scheduler[Context], ctx: Context
+) -> None:
+    scheduler.once("due", record, "due")
+    # One yield lets the scheduler's wake-up submit the run (it leaves the job store)
+    # while the run's task has not taken its first step yet: the window `cancel` covers.
+    await asyncio.sleep(0)
+    assert scheduler.jobs() == [] and not scheduler.is_running("due")
+    assert scheduler.cancel("due") is True
+    scheduler.once("marker", record, "marker", delay=0.05)
+    await asyncio.wait_for(ctx.ran.wait(), WAIT)
+    assert ctx.calls == [("marker",)]
+
+
 async def test_cancel_stops_a_running_job(
     scheduler: Scheduler[Context], ctx: Context, caplog: pytest.LogCaptureFixture
 ) -> None:
