@@ -102,10 +102,19 @@ async def wait_until(
         await asyncio.sleep(interval)
 
 
-def run_standalone(factory: Callable[[argparse.Namespace], FakeServer], description: str) -> None:
-    """Entry point for ``python -m tests.fakes.X --port N``: serve until SIGINT/SIGTERM."""
+def run_standalone(
+    factory: Callable[[argparse.Namespace], FakeServer],
+    description: str,
+    add_arguments: Callable[[argparse.ArgumentParser], None] | None = None,
+) -> None:
+    """Entry point for ``python -m tests.fakes.X --port N``: serve until SIGINT/SIGTERM.
+
+    `add_arguments` lets a fake add its own options; `factory` gets them parsed.
+    """
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: any free)")
+    if add_arguments is not None:
+        add_arguments(parser)
     args = parser.parse_args()
 
     async def serve() -> None:

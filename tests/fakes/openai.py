@@ -6,18 +6,21 @@ with them, as one ``chat.completion`` object or as the SSE stream the real
 API sends (wire shapes in TESTING-NOTES.md §3), and ``GET /v1/models`` with
 `model_ids`. Every request is recorded in `requests`. Clients use
 ``fake.url + "/v1"`` as their base URL. Standalone:
-``python -m tests.fakes.openai --port N`` echoes the last user message
-whenever no turn is queued.
+``python -m tests.fakes.openai --port N [--script FILE]`` serves the turns of
+the JSON script FILE in request order (`load_script`), then echoes the last
+user message whenever no turn is queued.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import time
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Literal
 
 from aiohttp import web
@@ -345,7 +348,37 @@ def _error(
     return json_response(payload, status=status, **(headers or {}))
 
 
+def load_script(path: Path) -> list[Turn]:
+    """The turns of a JSON script: a list of ``{"text": "...", "tool_calls": [{"name":
+    "...", "arguments": {...}}]}`` (both keys optional), served in order."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, list):
+            raise TypeError("not a list")
+        return [
+            Turn(
+                text=item.get("text", ""),
+                tool_calls=tuple(
+                    ToolCall(c["name"], c.get("arguments", {}), c.get("id"))
+                    for c in item.get("tool_calls", [])
+                ),
+            )
+            for item in data
+        ]
+    except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise ValueError(f"fake OpenAI script {path}: {type(exc).__name__}: {exc}") from None
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--script", type=Path, help="a JSON list of turns to serve first")
+
+
+def _standalone(args: argparse.Namespace) -> FakeOpenAI:
+    fake = FakeOpenAI(echo_when_idle=True)
+    for turn in load_script(args.script) if args.script is not None else []:
+        fake.add_turn(turn)
+    return fake
+
+
 if __name__ == "__main__":
-    run_standalone(
-        lambda args: FakeOpenAI(echo_when_idle=True), "Fake OpenAI chat-completions server"
-    )
+    run_standalone(_standalone, "Fake OpenAI chat-completions server", _add_arguments)

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.fakes.base import wait_until
-from tests.fakes.openai import FakeOpenAI, Fault, ToolCall, Turn
+from tests.fakes.openai import FakeOpenAI, Fault, ToolCall, Turn, load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 USER = [{"role": "user", "content": "你好"}]
@@ -293,6 +293,47 @@ def test_standalone_process_serves_and_stops_cleanly() -> None:
     assert reply["choices"][0]["message"]["content"] == "echo: ping"
     assert proc.returncode == 0
     assert "Traceback" not in stderr
+
+
+def test_standalone_script_serves_its_turns_in_order_then_echoes(tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    call = {"name": "memory", "arguments": {"action": "add", "content": "喜欢茶"}}
+    script.write_text(json.dumps([{"text": "第一"}, {"tool_calls": [call]}]), encoding="utf-8")
+    command = [sys.executable, "-m", "tests.fakes.openai", "--port", "0", "--script", str(script)]
+    with subprocess.Popen(command, cwd=ROOT, stdout=PIPE, stderr=PIPE, text=True) as proc:
+        try:
+            url = proc.stdout.readline().split()[-1]  # type: ignore[union-attr]
+            replies = [_post_completion(url, text)["choices"][0] for text in ("a", "b", "c")]
+        finally:
+            proc.terminate()
+            proc.communicate(timeout=10)
+    assert replies[0]["message"]["content"] == "第一"
+    assert replies[1]["finish_reason"] == "tool_calls"
+    function = replies[1]["message"]["tool_calls"][0]["function"]
+    assert function["name"] == "memory"
+    assert json.loads(function["arguments"]) == call["arguments"]
+    assert replies[2]["message"]["content"] == "echo: c"
+
+
+def test_a_bad_script_is_one_line_naming_the_file(tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    script.write_text('{"text": "not a list"}', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"script\.json: TypeError: not a list"):
+        load_script(script)
+    script.write_text('[{"tool_calls": [{"arguments": {}}]}]', encoding="utf-8")
+    with pytest.raises(ValueError, match="KeyError: 'name'"):
+        load_script(script)
+
+
+def _post_completion(url: str, text: str) -> Any:
+    body = {"model": "m", "messages": [{"role": "user", "content": text}]}
+    request = urllib.request.Request(
+        url + "/v1/chat/completions",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=5) as response:
+        return json.load(response)
 
 
 async def test_finish_reason_can_be_scripted(fake: FakeOpenAI) -> None:
