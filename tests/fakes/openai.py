@@ -89,6 +89,7 @@ class Turn:
     usage: tuple[int, int] | None = None  # (prompt_tokens, completion_tokens)
     finish_reason: str | None = None  # None: "tool_calls" when there are calls, else "stop"
     fault: Fault | None = None
+    delay: float = 0.0  # seconds the fake waits before answering (a slow model)
 
 
 @dataclass(frozen=True)
@@ -192,6 +193,8 @@ class FakeOpenAI(FakeServer):
             turn = Turn(text=f"echo: {_last_user_text(body.get('messages', []))}")
         else:
             return _error(500, "fake OpenAI: no scripted turn queued")
+        if turn.delay > 0:
+            await asyncio.sleep(turn.delay)
         completion_id = f"chatcmpl-{len(self.requests)}"
         model = body.get("model", "")
         if body.get("stream"):
@@ -350,7 +353,7 @@ def _error(
 
 def load_script(path: Path) -> list[Turn]:
     """The turns of a JSON script: a list of ``{"text": "...", "tool_calls": [{"name":
-    "...", "arguments": {...}}]}`` (both keys optional), served in order."""
+    "...", "arguments": {...}}], "delay": seconds}`` (all keys optional), served in order."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         if not isinstance(data, list):
@@ -362,6 +365,7 @@ def load_script(path: Path) -> list[Turn]:
                     ToolCall(c["name"], c.get("arguments", {}), c.get("id"))
                     for c in item.get("tool_calls", [])
                 ),
+                delay=float(item.get("delay", 0.0)),
             )
             for item in data
         ]

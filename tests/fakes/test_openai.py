@@ -325,6 +325,19 @@ def test_a_bad_script_is_one_line_naming_the_file(tmp_path: Path) -> None:
         load_script(script)
 
 
+async def test_a_delayed_turn_outlasts_a_short_client_timeout(
+    fake: FakeOpenAI, tmp_path: Path
+) -> None:
+    script = tmp_path / "script.json"
+    script.write_text('[{"text": "slow", "delay": 5}]', encoding="utf-8")
+    (turn,) = load_script(script)
+    assert turn == Turn(text="slow", delay=5.0)
+    fake.add_turn(turn)
+    async with client(fake, timeout=0.3) as c:
+        with pytest.raises(openai.APITimeoutError):
+            await c.chat.completions.create(model="m", messages=USER)
+
+
 def _post_completion(url: str, text: str) -> Any:
     body = {"model": "m", "messages": [{"role": "user", "content": text}]}
     request = urllib.request.Request(
