@@ -19,9 +19,7 @@ replayed exactly as they were sent, so the request prefix stays the same.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,7 +31,7 @@ from gateway.agent.prompt import build_system_prompt
 from gateway.agent.recall import SessionSearch
 from gateway.agent.review_counters import counter_update
 from gateway.agent.tools import Tool, build_tools, provider_tools
-from gateway.agent.transcript import as_sent
+from gateway.agent.transcript import as_sent, as_stored
 from gateway.agent.turn import (
     MESSAGE_TOO_LONG_NOTE,
     TOO_LONG_NOTE,
@@ -52,7 +50,6 @@ from gateway.session_cache import OpenSession, SessionCache
 from memory_core import (
     FileMemoryStore,
     MemoryManager,
-    NewMessage,
     SessionContext,
     SessionOrigin,
     SessionStore,
@@ -284,7 +281,7 @@ class Conversations:
         origin = self._origin(key, message)
         turn_id = uuid.uuid4().hex
         first = await self._s.sessions.append_messages(
-            origin=origin, messages=[_stored(TurnMessage("user", message.text), f"{turn_id}:0")]
+            origin=origin, messages=[as_stored(TurnMessage("user", message.text), f"{turn_id}:0")]
         )
         session = await self._session(key, message, first.session_id)
         tools = self._tools(message, session)
@@ -300,7 +297,7 @@ class Conversations:
             sink.write,
         )
         steps = [  # the user's message (index 0) is stored already
-            _stored(m, f"{turn_id}:{i}") for i, m in enumerate(result.messages[1:], start=1)
+            as_stored(m, f"{turn_id}:{i}") for i, m in enumerate(result.messages[1:], start=1)
         ]
         if steps:  # tool steps already taken are kept even when a later model call failed
             await self._s.sessions.append_messages(
@@ -484,16 +481,3 @@ class Conversations:
         await manager.shutdown()
         if self._background is not None:
             self._background.session_ended(info.id, info.user_key)
-
-
-def _stored(message: TurnMessage, key: str) -> NewMessage:
-    calls = [call.as_message() for call in message.tool_calls]
-    return NewMessage(
-        role=message.role,
-        content=message.content or "",
-        timestamp=time.time(),
-        key=key,
-        tool_name=message.tool_name,
-        tool_calls=json.dumps(calls, ensure_ascii=False) if calls else None,
-        tool_call_id=message.tool_call_id,
-    )

@@ -8,9 +8,11 @@ turn all share the request prefix a provider may have cached.
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
-from memory_core import StoredMessage
+from gateway.agent.turn import TurnMessage
+from memory_core import NewMessage, StoredMessage
 
 
 def as_sent(m: StoredMessage) -> dict[str, Any]:
@@ -31,3 +33,17 @@ def as_sent(m: StoredMessage) -> dict[str, Any]:
     if m.role == "tool" and m.tool_name is not None:
         item["name"] = m.tool_name
     return item
+
+
+def as_stored(message: TurnMessage, key: str) -> NewMessage:
+    """A turn's message as the store keeps it; `key` makes a retried write idempotent."""
+    calls = [call.as_message() for call in message.tool_calls]
+    return NewMessage(
+        role=message.role,
+        content=message.content or "",
+        timestamp=time.time(),
+        key=key,
+        tool_name=message.tool_name,
+        tool_calls=json.dumps(calls, ensure_ascii=False) if calls else None,
+        tool_call_id=message.tool_call_id,
+    )

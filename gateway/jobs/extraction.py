@@ -7,7 +7,8 @@ methods with only the memory and skills tools (`LearningTools`). Long
 stretches go in chunks, oldest first, and progress is stored after each, so
 a crash, a shutdown or a failed model call resumes where it stopped; a chunk
 that was written but not yet marked is offered again, and an identical entry
-is not stored twice. Very short stretches (fewer than `MIN_MESSAGES` texts)
+is not stored twice. A run that called tools is kept as an internal session
+with source ``extraction`` (see `records`). Very short stretches (fewer than `MIN_MESSAGES` texts)
 are marked covered without a model call. `ending=True` (the session has ended)
 also clears the session's "extraction due" mark when all is covered.
 """
@@ -21,7 +22,8 @@ from gateway.agent.compression import clip_text
 from gateway.agent.turn import Agent
 from gateway.jobs.context import JobContext
 from gateway.jobs.learning import LearningTools
-from memory_core import StoredMessage, recall_scope
+from gateway.jobs.records import record_run
+from memory_core import SessionInfo, StoredMessage, recall_scope
 
 log = logging.getLogger(__name__)
 
@@ -59,19 +61,22 @@ async def extract_session(ctx: JobContext, session_id: int, ending: bool) -> Non
         texts = [m for m in pending if _is_text(m)]
         if len(texts) >= MIN_MESSAGES:
             for chunk in _chunks(texts):
-                if not await _extract_chunk(ctx, info.user_key, chunk):
+                if not await _extract_chunk(ctx, info, chunk):
                     return  # progress so far is kept; the next sweep goes on from there
                 await ctx.sessions.mark_extracted(session_id, chunk[-1].id, finished=False)
         through = pending[-1].id if pending else done
         await ctx.sessions.mark_extracted(session_id, through, finished=ending)
 
 
-async def _extract_chunk(ctx: JobContext, user_key: str, chunk: Sequence[StoredMessage]) -> bool:
+async def _extract_chunk(
+    ctx: JobContext, info: SessionInfo, chunk: Sequence[StoredMessage]
+) -> bool:
     """One extraction call over `chunk`; False when the model call failed (logged)."""
-    learning = LearningTools(ctx.memory, ctx.skills, user_key)
+    learning = LearningTools(ctx.memory, ctx.skills, info.user_key)
     agent = Agent(ctx.model, learning.tools, max_steps=EXTRACT_MAX_STEPS)
-    profile = ctx.memory.read("user", user_key).entries
+    profile = ctx.memory.read("user", info.user_key).entries
     result = await agent.run_turn(EXTRACTION_SYSTEM, [], _request(profile, chunk), "", _discard)
+    await record_run(ctx, "extraction", info, result)
     if result.error is not None:
         log.warning(
             "extraction of session %d failed: %s: %s",

@@ -5,7 +5,8 @@ prompt, byte for byte, and the same history (so a provider's prompt cache is
 reused), then one instruction to save what is worth keeping, with only the
 memory and skills tools (`LearningTools`: this person's USER.md, their own
 skills, never an operator's). It runs on the auxiliary model at background
-priority and writes nothing to the transcript. When it ends (whatever the
+priority and writes nothing to the session's transcript (a run that called
+tools is kept apart, as an internal session with source ``review``). When it ends (whatever the
 outcome; not when cancelled by a new message) the session's review counters
 go back to 0, and the chat gets one short line naming what changed, or
 nothing when nothing did.
@@ -21,6 +22,7 @@ from gateway.agent.transcript import as_sent
 from gateway.agent.turn import Agent
 from gateway.jobs.context import JobContext
 from gateway.jobs.learning import LearningTools, summary_line
+from gateway.jobs.records import record_run
 from gateway.messages import InboundMessage
 from memory_core import recall_scope
 
@@ -70,6 +72,7 @@ async def review_session(ctx: JobContext, request: ReviewRequest) -> None:
     learning = LearningTools(ctx.memory, ctx.skills, info.user_key)
     agent = Agent(ctx.model, learning.tools, max_steps=REVIEW_MAX_STEPS)
     result = await agent.run_turn(prompt, history, REVIEW_PROMPT, "", _discard)
+    await record_run(ctx, "review", info, result)
     if result.error is not None:  # logged only: the chat hears nothing of a failed review
         log.warning(
             "background review of session %d failed: %s: %s",
@@ -78,7 +81,10 @@ async def review_session(ctx: JobContext, request: ReviewRequest) -> None:
             result.error,
         )
     await ctx.sessions.reset_counters(request.session_id)
-    line = summary_line(learning.memory_changes, learning.skill_changes, ctx.settings.notifications)
+    mode = ctx.settings.notifications
+    if mode == "verbose" and request.message.chat_type == "group":
+        mode = "on"  # a group sees that memory changed, never a person's entries
+    line = summary_line(learning.memory_changes, learning.skill_changes, mode)
     if line is not None:
         await ctx.notify(request.message, line)
 

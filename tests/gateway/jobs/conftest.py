@@ -32,10 +32,10 @@ class Bot:
     background: BackgroundWork
     notes: list[tuple[InboundMessage, str]] = field(default_factory=list)
 
-    async def say(self, text: str, user: str = "alice") -> str:
-        """One message from `user` in their direct chat; the reply."""
+    async def say(self, text: str, user: str = "alice", group: str | None = None) -> str:
+        """One message from `user` in their direct chat (or in `group`); the reply."""
         sink = ListSink()
-        await self.conversations.handle(message(text, user), sink)
+        await self.conversations.handle(message(text, user, group), sink)
         return sink.replies[-1]
 
     async def user_entries(self, user: str = "alice") -> tuple[str, ...]:
@@ -58,9 +58,14 @@ async def wait_for(check: Callable[[], Awaitable[bool]], timeout: float = 5.0) -
         await asyncio.sleep(0.01)
 
 
-def message(text: str, user: str = "alice") -> InboundMessage:
+def message(text: str, user: str = "alice", group: str | None = None) -> InboundMessage:
+    """A message from `user` in their direct chat, or in the group chat `group`."""
     return InboundMessage(
-        platform="telegram", chat_id=user, chat_type="private", user_id=user, text=text
+        platform="telegram",
+        chat_id=group or user,
+        chat_type="private" if group is None else "group",
+        user_id=user,
+        text=text,
     )
 
 

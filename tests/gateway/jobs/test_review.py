@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gateway.jobs.review import REVIEW_PROMPT
+from memory_core import recall_scope
 from tests.fakes.base import wait_until
 from tests.fakes.openai import FakeOpenAI, Fault, ToolCall
 from tests.gateway.conftest import SKILLS
@@ -38,6 +39,10 @@ async def test_a_review_due_by_turns_saves_a_fact_and_tells_the_chat(
         assert session is not None and session.ended_at is None
         transcript = await bot.transcript(session.id)
         counters = await bot.services.sessions.get_counters(session.id)
+        record = await bot.services.sessions.get_session(session.id + 1)
+        found = await bot.services.sessions.search(
+            "nurse", recall_scope("telegram-alice", "alice", "private")
+        )
 
     assert [text for _, text in bot.notes] == ["💾 Memory updated"]
     assert bot.notes[0][0].chat_id == "alice"
@@ -55,6 +60,10 @@ async def test_a_review_due_by_turns_saves_a_fact_and_tells_the_chat(
     assert len(transcript) == 4  # two turns; nothing of the review
     assert all(REVIEW_PROMPT not in m.content for m in transcript)
     assert counters is not None and counters.turns_since_memory == 0
+    # the run is kept apart for an audit, ended, and recall never shows it
+    assert record is not None and record.source == "review" and record.end_reason == "done"
+    assert record.user_key == "telegram-alice"
+    assert [hit.session_id for hit in found] == [session.id]
 
 
 async def test_a_review_that_finds_nothing_sends_nothing(fake: FakeOpenAI, tmp_path: Path) -> None:
@@ -99,6 +108,20 @@ async def test_notifications_off_still_saves(fake: FakeOpenAI, tmp_path: Path) -
         await bot.say("I'm a nurse")
         await wait_for(lambda: _has_entry(bot))
     assert bot.notes == []
+
+
+async def test_in_a_group_verbose_names_no_entries(fake: FakeOpenAI, tmp_path: Path) -> None:
+    config = bot_config(
+        fake, tmp_path / "data", memory={"nudge_interval": 1, "notifications": "verbose"}
+    )
+    fake.say("Noted.")
+    fake.call_tools(NURSE)
+    fake.say("Saved.")
+    async with running_bot(config) as bot:
+        await bot.say("I'm a nurse", group="-100")
+        await wait_until(lambda: bool(bot.notes))
+    assert [(to.chat_id, text) for to, text in bot.notes] == [("-100", "💾 Memory updated")]
+    assert await bot.user_entries() == ("Works as a nurse",)
 
 
 async def test_a_new_message_cancels_a_review_in_flight(fake: FakeOpenAI, tmp_path: Path) -> None:
