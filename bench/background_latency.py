@@ -1,0 +1,229 @@
+"""Reply latency with and without a background review due after every reply.
+
+One person talks to the bot for `--turns` turns in one private chat through
+`Conversations.handle`, with the bot's real services on a fresh data directory
+(`open_services`, as `mnemo run` opens them) and its background work started
+(`BackgroundWork` with the `JobContext` of `gateway.app.job_context`: the real
+scheduler, the auxiliary model client, the stores). The model is the fake
+OpenAI server (tests/fakes/openai.py) on 127.0.0.1, echoing each message,
+through the real `openai` client; it holds each review's model call for
+`--review-delay` seconds (a slow auxiliary model). Two runs on fresh data:
+
+* no review: `memory.nudge_interval` 0, so no review is ever due;
+* review due: `memory.nudge_interval` 1, so every reply schedules a review.
+
+A turn's latency is the wall time from `handle()` until the sink's `finish`
+(the reply delivered), model time included. The next message follows after
+`--pause` seconds (default 0: at once, so a review still waiting for the model
+is cancelled by it, as the issue requires; with a pause longer than the
+review delay, reviews finish between turns). It prints p50/p95/p99/max of
+both runs and their difference, and for the second run after how many replies
+a review was scheduled (or still running), and, from the scheduler's log, how
+many reviews started, how many the next message cancelled before they began or
+in flight, and how many finished; and how many review calls reached the model.
+
+    python bench/background_latency.py                    # 200 turns, 50 ms reviews
+    python bench/background_latency.py --pause 0.1        # reviews finish between turns
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import platform
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from gateway.app import job_context, open_services  # noqa: E402
+from gateway.config import load_config  # noqa: E402
+from gateway.conversation import Conversations  # noqa: E402
+from gateway.jobs import BackgroundWork  # noqa: E402
+from gateway.messages import InboundMessage  # noqa: E402
+from tests.fakes.openai import FakeOpenAI  # noqa: E402
+
+REVIEW_MARK = "[Background review."
+
+
+class SlowReviews(FakeOpenAI):
+    """The echoing fake, holding each background review's model call for `delay` s."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__(echo_when_idle=True)
+        self.delay = delay
+        self.reviews = 0  # review calls received
+        self.abandoned = 0  # review calls whose client was gone when the answer was due
+
+    async def _completions(self, request: web.Request) -> web.StreamResponse:
+        if not _is_review(await request.json()):
+            return await super()._completions(request)
+        self.reviews += 1
+        await asyncio.sleep(self.delay)
+        if request.transport is None or request.transport.is_closing():
+            self.abandoned += 1  # the review was cancelled: aiohttp logs the failed write
+        return await super()._completions(request)
+
+
+def _is_review(body: Any) -> bool:
+    messages = body.get("messages", []) if isinstance(body, dict) else []
+    users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+    return bool(users) and str(users[-1].get("content", "")).startswith(REVIEW_MARK)
+
+
+class ReviewRuns(logging.Handler):
+    """Counts review runs from the log: fired by APScheduler, then skipped by our
+    scheduler's wrapper (cancelled or replaced before it began), cancelled in flight
+    (a new message), or else finished."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.fired = self.skipped = self.cancelled = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if message.startswith('Running job "review:'):
+            self.fired += 1
+        elif message.startswith("background job review:"):
+            self.skipped += " skipped" in message
+            self.cancelled += message.endswith(" cancelled")
+
+    @property
+    def finished(self) -> int:
+        return self.fired - self.skipped - self.cancelled
+
+    def attach(self) -> None:
+        for name, level in (("apscheduler", logging.INFO), ("gateway.scheduler", logging.DEBUG)):
+            logging.getLogger(name).addHandler(self)
+            logging.getLogger(name).setLevel(level)
+
+
+class TimedSink:
+    """Keeps nothing but the moment the reply was finished."""
+
+    def __init__(self) -> None:
+        self.finished = 0.0
+
+    async def write(self, piece: str) -> None:
+        pass
+
+    async def finish(self) -> None:
+        self.finished = time.perf_counter()
+
+
+@dataclass
+class Run:
+    latencies: list[float] = field(default_factory=list)  # seconds, one per measured turn
+    scheduled: int = 0  # measured replies after which a review was scheduled or running
+    cut: int = 0  # background jobs cut short at close
+
+
+async def run(fake: SlowReviews, home: Path, nudge: int, args: argparse.Namespace) -> Run:
+    """`args.turns` measured turns, after `args.warmup` uncounted ones."""
+    home.mkdir(parents=True)
+    config_file = home / "mnemo.yaml"
+    config_file.write_text(
+        f"memory: {{nudge_interval: {nudge}}}\nskills: {{creation_nudge_interval: 0}}\n"
+    )
+    env = {
+        "OPENAI_BASE_URL": fake.url + "/v1",
+        "MNEMO_HOME": str(home / "data"),
+        "MNEMO_SKILLS_DIR": str(ROOT / "skills"),
+    }
+    config = load_config(config_file, environ=env)
+    result = Run()
+
+    async def notify(message: InboundMessage, text: str) -> None:
+        pass  # echoed reviews call no tool: nothing changes, nothing is said
+
+    async with open_services(config) as services:
+        background = BackgroundWork(job_context(services, notify))
+        conversations = Conversations(services, background=background)
+        background.start(conversations.end_quiet)
+        for n in range(args.warmup + args.turns):
+            message = InboundMessage(
+                platform="telegram",
+                chat_id="1",
+                chat_type="private",
+                user_id="1",
+                text=f"message {n}: the bees swarmed again this morning",
+            )
+            sink = TimedSink()
+            started = time.perf_counter()
+            await conversations.handle(message, sink)
+            if n >= args.warmup:
+                result.latencies.append(sink.finished - started)
+                jobs = background.jobs()
+                result.scheduled += any(job.id.startswith("review:") for job in jobs)
+            if args.pause > 0:
+                await asyncio.sleep(args.pause)  # the person's think time
+        result.cut = len(await background.close())
+        await conversations.close()
+    return result
+
+
+def percentiles(values: list[float]) -> list[float]:
+    """p50, p95, p99 and max, in ms."""
+    ordered = sorted(v * 1000 for v in values)
+    at = [min(len(ordered) - 1, int(share * len(ordered))) for share in (0.5, 0.95, 0.99)]
+    return [ordered[i] for i in at] + [ordered[-1]]
+
+
+def line(label: str, values: list[float]) -> str:
+    p50, p95, p99, most = values
+    return (
+        f"{label:24s} p50 {p50:7.2f} ms   p95 {p95:7.2f} ms   p99 {p99:7.2f} ms   "
+        f"max {most:7.2f} ms"
+    )
+
+
+async def main_async(args: argparse.Namespace, folder: Path) -> None:
+    runs = ReviewRuns()
+    runs.attach()
+    logging.getLogger("aiohttp.server").disabled = True  # writes to cancelled reviews' sockets
+    async with SlowReviews(args.review_delay) as fake:
+        quiet = await run(fake, folder / "no-review", 0, args)
+        assert fake.reviews == 0, "a review ran with nudge_interval 0"
+        assert runs.fired == 0, "a review started with nudge_interval 0"
+        due = await run(fake, folder / "review-due", 1, args)
+    a, b = percentiles(quiet.latencies), percentiles(due.latencies)
+    print(line("no review due", a))
+    print(line("review due every reply", b))
+    print(line("difference", [y - x for x, y in zip(a, b, strict=True)]))
+    print(
+        f"reviews: one scheduled or running after {due.scheduled} of {len(due.latencies)} "
+        f"replies; {runs.fired} started, {runs.skipped} skipped (cancelled as they began), "
+        f"{runs.cancelled} cancelled in flight by the next message, {runs.finished} finished, "
+        f"{due.cut} cut short at close; {fake.reviews} review calls reached the model "
+        f"({args.review_delay * 1000:.0f} ms each), {fake.abandoned} of them abandoned by "
+        "the bot before the answer"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=200, help="measured turns per run")
+    parser.add_argument("--warmup", type=int, default=5, help="turns first, not measured")
+    parser.add_argument("--review-delay", type=float, default=0.05, help="seconds")
+    parser.add_argument("--pause", type=float, default=0.0, help="seconds between turns")
+    args = parser.parse_args()
+    print(
+        f"{os.cpu_count()} CPUs, Python {platform.python_version()}; "
+        f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    )
+    with tempfile.TemporaryDirectory(prefix="mnemo-background-latency-") as folder:
+        asyncio.run(main_async(args, Path(folder)))
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+if __name__ == "__main__":
+    main()
