@@ -352,7 +352,10 @@ class Conversations:
         if self._background is not None:
             self._background.session_ended(session.session_id, message.user_key)
         child = await self._session(key, message, child_id)  # drops the parent, stops its providers
-        history, _ = self._compressor.fit(await self._history(child_id, message), user_text)
+        copied = await self._s.sessions.get_messages(child_id, scope, lineage=False)
+        if copied:  # the summary and copies of the parent's tail, which its extraction covers
+            await self._s.sessions.mark_extracted(child_id, copied[-1].id, finished=False)
+        history, _ = self._compressor.fit([as_sent(m) for m in copied[:-1]], user_text)
         return child, history, self._tools(message, child)
 
     async def _model_fault(

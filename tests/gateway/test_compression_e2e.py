@@ -133,6 +133,12 @@ async def test_a_long_session_continues_in_a_compressed_child(bot: Bot) -> None:
     stored = await bot.messages(child.id)
     assert stored[0].role == "user" and stored[0].content.startswith(SUMMARY_PREFIX)
     assert "number of the day was 222" in stored[0].content
+    # the parent's extraction covers what the child copied from it; the turn's reply is new
+    pending = await bot.services.sessions.pending_extractions()
+    assert [entry.session_id for entry in pending] == [parent.id]
+    copied_through = [m.id for m in stored if m.role == "user"][-1]
+    assert await bot.services.sessions.extraction_progress(child.id) == copied_through
+    assert stored[-1].id > copied_through
     assert any(m.role == "tool" for m in stored)  # a tool pair was kept in the tail
     assert stored[-1].content.startswith(f"reply {at}")
     parent_texts = [m.content for m in await bot.messages(parent.id)]
