@@ -5,25 +5,30 @@ One person talks to the bot for `--turns` turns in one private chat through
 (`open_services`, as `mnemo run` opens them) and its background work started
 (`BackgroundWork` with the `JobContext` of `gateway.app.job_context`: the real
 scheduler, the auxiliary model client, the stores). The model is the fake
-OpenAI server (tests/fakes/openai.py) on 127.0.0.1, echoing each message,
-through the real `openai` client; it holds each review's model call for
-`--review-delay` seconds (a slow auxiliary model). Two runs on fresh data:
+OpenAI server (tests/fakes/openai.py) on 127.0.0.1, in a thread of its own,
+echoing each message, through the real `openai` client; it holds each review's
+model call for `--review-delay` seconds (a slow auxiliary model), then answers
+"Nothing to save.". Two runs on fresh data:
 
 * no review: `memory.nudge_interval` 0, so no review is ever due;
 * review due: `memory.nudge_interval` 1, so every reply schedules a review.
 
 A turn's latency is the wall time from `handle()` until the sink's `finish`
 (the reply delivered), model time included. The next message follows after
-`--pause` seconds (default 0: at once, so a review still waiting for the model
-is cancelled by it, as the issue requires; with a pause longer than the
-review delay, reviews finish between turns). It prints p50/p95/p99/max of
-both runs and their difference, and for the second run after how many replies
-a review was scheduled (or still running), and, from the scheduler's log, how
-many reviews started, how many the next message cancelled before they began or
-in flight, and how many finished; and how many review calls reached the model.
+`--pause` seconds, the person's think time (default 20 ms: each review has
+started and is waiting for the model when the next message comes, which
+cancels it; with no pause the next message cancels the review before it even
+starts; with a pause longer than a review, reviews finish between turns). The
+same pause applies to both runs and is not part of any latency. It prints
+p50/p95/p99/max of both runs and their difference, and for the second run
+after how many replies a review was scheduled (or still running), and, from
+the scheduler's log, how many reviews started, how many the next message
+cancelled as they began or in flight, and how many finished; and how many
+review calls reached the model.
 
-    python bench/background_latency.py                    # 200 turns, 50 ms reviews
-    python bench/background_latency.py --pause 0.1        # reviews finish between turns
+    python bench/background_latency.py                    # 200 turns, 50 ms reviews (~25 s)
+    python bench/background_latency.py --pause 0.3        # reviews finish between turns
+    python bench/background_latency.py --pause 0          # reviews cancelled before they start
 """
 
 from __future__ import annotations
@@ -50,13 +55,15 @@ from gateway.config import load_config  # noqa: E402
 from gateway.conversation import Conversations  # noqa: E402
 from gateway.jobs import BackgroundWork  # noqa: E402
 from gateway.messages import InboundMessage  # noqa: E402
+from tests.fakes.base import serving_in_thread  # noqa: E402
 from tests.fakes.openai import FakeOpenAI  # noqa: E402
 
 REVIEW_MARK = "[Background review."
 
 
 class SlowReviews(FakeOpenAI):
-    """The echoing fake, holding each background review's model call for `delay` s."""
+    """The echoing fake; it holds each background review's model call for `delay` s,
+    then answers it "Nothing to save." (as the review prompt asks when nothing is)."""
 
     def __init__(self, delay: float) -> None:
         super().__init__(echo_when_idle=True)
@@ -71,6 +78,9 @@ class SlowReviews(FakeOpenAI):
         await asyncio.sleep(self.delay)
         if request.transport is None or request.transport.is_closing():
             self.abandoned += 1  # the review was cancelled: aiohttp logs the failed write
+        # No await until the handler below takes this turn (the body is read already),
+        # so no reply's request can take it first.
+        self.say("Nothing to save.")
         return await super()._completions(request)
 
 
@@ -186,15 +196,16 @@ def line(label: str, values: list[float]) -> str:
     )
 
 
-async def main_async(args: argparse.Namespace, folder: Path) -> None:
+def measure(args: argparse.Namespace, folder: Path) -> None:
     runs = ReviewRuns()
     runs.attach()
     logging.getLogger("aiohttp.server").disabled = True  # writes to cancelled reviews' sockets
-    async with SlowReviews(args.review_delay) as fake:
-        quiet = await run(fake, folder / "no-review", 0, args)
+    # The fake serves from a thread of its own, so its work is not on the bot's event loop.
+    with serving_in_thread(SlowReviews(args.review_delay)) as fake:
+        quiet = asyncio.run(run(fake, folder / "no-review", 0, args))
         assert fake.reviews == 0, "a review ran with nudge_interval 0"
         assert runs.fired == 0, "a review started with nudge_interval 0"
-        due = await run(fake, folder / "review-due", 1, args)
+        due = asyncio.run(run(fake, folder / "review-due", 1, args))
     a, b = percentiles(quiet.latencies), percentiles(due.latencies)
     print(line("no review due", a))
     print(line("review due every reply", b))
@@ -214,14 +225,14 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=200, help="measured turns per run")
     parser.add_argument("--warmup", type=int, default=5, help="turns first, not measured")
     parser.add_argument("--review-delay", type=float, default=0.05, help="seconds")
-    parser.add_argument("--pause", type=float, default=0.0, help="seconds between turns")
+    parser.add_argument("--pause", type=float, default=0.02, help="seconds between turns")
     args = parser.parse_args()
     print(
         f"{os.cpu_count()} CPUs, Python {platform.python_version()}; "
         f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
     )
     with tempfile.TemporaryDirectory(prefix="mnemo-background-latency-") as folder:
-        asyncio.run(main_async(args, Path(folder)))
+        measure(args, Path(folder))
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
