@@ -26,7 +26,15 @@ the scheduler's log, how many reviews started, how many the next message
 cancelled as they began or in flight, and how many finished; and how many
 review calls reached the model.
 
+Each run's line also says how many full (generation 2) garbage collections
+fell in the measured turns, the longest, and how many replies they slowed: on a
+2-CPU machine a full collection of this process takes about 100 ms, and
+cancelled reviews leave cyclic garbage that brings the next one sooner, which
+is the review run's tail. `--gc-freeze` calls `gc.freeze()` once the modules
+are imported, so later full collections skip what start-up created.
+
     python bench/background_latency.py                    # 200 turns, 50 ms reviews (~25 s)
+    python bench/background_latency.py --gc-freeze        # the same, start-up objects frozen
     python bench/background_latency.py --pause 0.3        # reviews finish between turns
     python bench/background_latency.py --pause 0          # reviews cancelled before they start
 """
@@ -35,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import logging
 import os
 import platform
@@ -130,11 +139,39 @@ class TimedSink:
         self.finished = time.perf_counter()
 
 
+class FullCollections:
+    """Full (generation 2) garbage collections: when each began and how long it took, in s.
+
+    A full collection stops every thread of the process; the fake's too, here."""
+
+    def __init__(self) -> None:
+        self.pauses: list[tuple[float, float]] = []
+        self._began = 0.0
+        gc.callbacks.append(self._observe)
+
+    def _observe(self, phase: str, info: dict[str, Any]) -> None:
+        if info["generation"] != 2:
+            return
+        if phase == "start":
+            self._began = time.perf_counter()
+        else:
+            self.pauses.append((self._began, time.perf_counter() - self._began))
+
+
 @dataclass
 class Run:
     latencies: list[float] = field(default_factory=list)  # seconds, one per measured turn
+    spans: list[tuple[float, float]] = field(default_factory=list)  # each turn's start, end
     scheduled: int = 0  # measured replies after which a review was scheduled or running
     cut: int = 0  # background jobs cut short at close
+
+    def collections(self, full: FullCollections) -> str:
+        """The full collections during the measured turns, and how many replies they hit."""
+        first, last = self.spans[0][0], self.spans[-1][1]
+        pauses = [(at, took) for at, took in full.pauses if first <= at <= last]
+        hit = sum(any(a <= at <= b for at, _ in pauses) for a, b in self.spans)
+        longest = max((took for _, took in pauses), default=0.0) * 1000
+        return f"{len(pauses)} full GCs (longest {longest:.0f} ms) during {hit} replies"
 
 
 async def run(fake: SlowReviews, home: Path, nudge: int, args: argparse.Namespace) -> Run:
@@ -172,6 +209,7 @@ async def run(fake: SlowReviews, home: Path, nudge: int, args: argparse.Namespac
             await conversations.handle(message, sink)
             if n >= args.warmup:
                 result.latencies.append(sink.finished - started)
+                result.spans.append((started, sink.finished))
                 jobs = background.jobs()
                 result.scheduled += any(job.id.startswith("review:") for job in jobs)
             if args.pause > 0:
@@ -199,6 +237,10 @@ def line(label: str, values: list[float]) -> str:
 def measure(args: argparse.Namespace, folder: Path) -> None:
     runs = ReviewRuns()
     runs.attach()
+    full = FullCollections()
+    if args.gc_freeze:  # what is alive after start-up is never traversed again
+        gc.collect()
+        gc.freeze()
     logging.getLogger("aiohttp.server").disabled = True  # writes to cancelled reviews' sockets
     # The fake serves from a thread of its own, so its work is not on the bot's event loop.
     with serving_in_thread(SlowReviews(args.review_delay)) as fake:
@@ -207,8 +249,8 @@ def measure(args: argparse.Namespace, folder: Path) -> None:
         assert runs.fired == 0, "a review started with nudge_interval 0"
         due = asyncio.run(run(fake, folder / "review-due", 1, args))
     a, b = percentiles(quiet.latencies), percentiles(due.latencies)
-    print(line("no review due", a))
-    print(line("review due every reply", b))
+    print(line("no review due", a) + f"   {quiet.collections(full)}")
+    print(line("review due every reply", b) + f"   {due.collections(full)}")
     print(line("difference", [y - x for x, y in zip(a, b, strict=True)]))
     print(
         f"reviews: one scheduled or running after {due.scheduled} of {len(due.latencies)} "
@@ -226,6 +268,9 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=5, help="turns first, not measured")
     parser.add_argument("--review-delay", type=float, default=0.05, help="seconds")
     parser.add_argument("--pause", type=float, default=0.02, help="seconds between turns")
+    parser.add_argument(
+        "--gc-freeze", action="store_true", help="gc.freeze() before the runs (see the doc)"
+    )
     args = parser.parse_args()
     print(
         f"{os.cpu_count()} CPUs, Python {platform.python_version()}; "
