@@ -22,7 +22,7 @@ from typing import Any, TextIO
 
 import pytest
 
-from memory_core import SearchScope, SessionDB, SessionStore
+from memory_core import SearchScope, SessionDB, SessionInfo, SessionStore
 
 ROOT = Path(__file__).resolve().parents[2]
 USER = "ada"
@@ -130,15 +130,26 @@ def chat_factory(tmp_path: Path, model: str) -> Iterator[Any]:
         chat.close()
 
 
-def transcript(home: Path) -> list[tuple[str, str]]:
-    """Every stored message of the person, oldest session first."""
+SESSION_KEY = f"console:private:{USER}"
+
+
+def chat_transcript(home: Path) -> list[tuple[str, str]]:
+    """The messages of the console chat's current session."""
+    with SessionDB(home / "state.db").open() as db:
+        session = db.current_session(SESSION_KEY)
+        assert session is not None
+        messages = db.get_messages(session.id, SearchScope(user_key=USER_KEY), lineage=False)
+        return [(m.role, m.content) for m in messages]
+
+
+def sessions_quoting(home: Path, text: str) -> list[SessionInfo]:
+    """The person's sessions with a message containing `text`."""
     scope = SearchScope(user_key=USER_KEY)
     with SessionDB(home / "state.db").open() as db:
-        sessions = db.list_sessions(scope)
         return [
-            (m.role, m.content)
-            for s in reversed(sessions)
-            for m in db.get_messages(s.id, scope, lineage=False)
+            s
+            for s in db.list_sessions(scope)
+            if any(text in m.content for m in db.get_messages(s.id, scope, lineage=False))
         ]
 
 
@@ -160,9 +171,13 @@ def test_a_review_after_the_reply_saves_a_fact_and_says_so(chat_factory: Any) ->
     replies = [i for i, line in enumerate(chat.lines) if REPLY in line]
     assert replies and replies[0] < notice  # the reply first, then the review's line
     assert FACT in chat.profile()
-    assert transcript(chat.home) == [("user", said), ("assistant", REPLY)]  # no review trace
+    assert chat_transcript(chat.home) == [("user", said), ("assistant", REPLY)]
+    # the review's prompt is only in its own audit record (an ended internal session)
+    for record in sessions_quoting(chat.home, "[Background review."):
+        assert record.source == "review" and record.ended_at is not None
     with SessionDB(chat.home / "state.db").open() as db:
-        (session,) = db.list_sessions(SearchScope(user_key=USER_KEY))
+        session = db.current_session(SESSION_KEY)
+        assert session is not None
         counters = db.get_counters(session.id)
     assert counters is not None and counters.turns_since_memory == 0  # the review finished
 
