@@ -28,6 +28,7 @@ from pydantic import (
     Field,
     ValidationError,
     field_validator,
+    model_validator,
 )
 
 from gateway.errors import ConfigError
@@ -124,12 +125,24 @@ class ProvidersConfig(_Section):
     prefetch_timeout: float = Field(default=3.0, gt=0)
 
 
+class TelegramWebhook(_Section):
+    """Webhook mode: Telegram posts updates to `url`; Mnemo listens on `listen`:`port`."""
+
+    url: OptionalHttpUrl = None  # the public HTTPS URL; null: long polling
+    listen: str = "127.0.0.1"
+    port: int = Field(default=8443, ge=1, le=65535)
+
+
 class TelegramConfig(_Section):
     enabled: bool | None = None  # None: on when TELEGRAM_BOT_TOKEN is set
     base_url: HttpUrl = "https://api.telegram.org/bot"
     base_file_url: HttpUrl = "https://api.telegram.org/file/bot"
-    allowed_users: tuple[str, ...] = ()
+    allowed_users: tuple[str, ...] = ()  # user ids, or "*" for everyone; empty: nobody
+    group_trigger: Literal["mention", "all"] = "mention"
+    edit_interval: float = Field(default=1.0, gt=0)  # seconds between edits of one chat
+    webhook: TelegramWebhook = TelegramWebhook()
     token: str | None = Field(default=None, exclude=True)  # from TELEGRAM_BOT_TOKEN only
+    webhook_secret: str | None = Field(default=None, exclude=True)  # TELEGRAM_WEBHOOK_SECRET
 
     @field_validator("allowed_users", mode="before")
     @classmethod
@@ -140,12 +153,25 @@ class TelegramConfig(_Section):
     def active(self) -> bool:
         return bool(self.token) if self.enabled is None else self.enabled
 
+    @model_validator(mode="after")
+    def _webhook_has_a_secret(self) -> TelegramConfig:
+        if self.webhook.url is not None and not self.webhook_secret:
+            raise ValueError(
+                "webhook.url is set: set TELEGRAM_WEBHOOK_SECRET too (1-256 characters of "
+                "A-Z, a-z, 0-9, _ and -), so that only Telegram can post updates"
+            )
+        if self.webhook_secret and not re.fullmatch(r"[A-Za-z0-9_-]{1,256}", self.webhook_secret):
+            raise ValueError(
+                "TELEGRAM_WEBHOOK_SECRET must be 1-256 characters of A-Z, a-z, 0-9, _ and -"
+            )
+        return self
+
 
 class DiscordConfig(_Section):
     enabled: bool | None = None  # None: on when DISCORD_BOT_TOKEN is set
     api_base: HttpUrl = "https://discord.com/api/v10"
     gateway_url: WsUrl = "wss://gateway.discord.gg"
-    allowed_users: tuple[str, ...] = ()
+    allowed_users: tuple[str, ...] = ()  # user ids, or "*" for everyone; empty: nobody
     token: str | None = Field(default=None, exclude=True)  # from DISCORD_BOT_TOKEN only
 
     @field_validator("allowed_users", mode="before")
@@ -172,6 +198,7 @@ class Config(_Section):
     telegram: TelegramConfig = TelegramConfig()
     discord: DiscordConfig = DiscordConfig()
     admins: tuple[str, ...] = ()
+    shutdown_grace: float = Field(default=20.0, gt=0)  # seconds in-flight turns get at a stop
 
     @field_validator("admins", mode="before")
     @classmethod
@@ -199,6 +226,7 @@ _SECRET_KEYS = {
     ("llm", "api_key"): "OPENAI_API_KEY",
     ("telegram", "token"): "TELEGRAM_BOT_TOKEN",
     ("discord", "token"): "DISCORD_BOT_TOKEN",
+    ("telegram", "webhook_secret"): "TELEGRAM_WEBHOOK_SECRET",
 }
 
 # URL keys and where the credential a URL might carry belongs instead.

@@ -264,3 +264,21 @@ def test_a_bad_url_from_the_environment_is_reported_without_its_credentials(
 )
 def test_redact_url_credentials(text: str, expected: str) -> None:
     assert redact_url_credentials(text) == expected
+
+
+def test_webhook_mode_needs_a_well_formed_secret(tmp_path: Path) -> None:
+    path = write(tmp_path, "telegram: {webhook: {url: https://bot.example.org/hook}}\n")
+    with pytest.raises(ConfigError, match=r"telegram: .*TELEGRAM_WEBHOOK_SECRET"):
+        load_config(path, environ={})
+    with pytest.raises(ConfigError, match="must be 1-256 characters"):
+        load_config(path, environ={"TELEGRAM_WEBHOOK_SECRET": "has spaces"})
+    config = load_config(path, environ={"TELEGRAM_WEBHOOK_SECRET": "s3cret_-x"})
+    assert config.telegram.webhook_secret == "s3cret_-x"
+    assert "s3cret" not in config.model_dump_json()  # a secret is never dumped
+
+
+def test_allowed_users_take_a_star_for_everyone(tmp_path: Path) -> None:
+    path = write(tmp_path, 'telegram: {allowed_users: ["*"]}\ndiscord: {allowed_users: [42]}\n')
+    config = load_config(path, environ={})
+    assert config.telegram.allowed_users == ("*",)
+    assert config.discord.allowed_users == ("42",)
