@@ -19,12 +19,15 @@ replayed exactly as they were sent, so the request prefix stays the same.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from gateway.access import AccessPolicy
 from gateway.agent.compression import Compressor, clip_text, fixed_chars, message_chars
 from gateway.agent.model_client import ModelClient
 from gateway.agent.prompt import build_system_prompt
@@ -36,7 +39,6 @@ from gateway.agent.turn import (
     MESSAGE_TOO_LONG_NOTE,
     TOO_LONG_NOTE,
     Agent,
-    TurnMessage,
     fault_notice,
 )
 from gateway.commands import CommandCall, CommandContext, CommandRegistry, parse_command
@@ -50,6 +52,7 @@ from gateway.session_cache import OpenSession, SessionCache
 from memory_core import (
     FileMemoryStore,
     MemoryManager,
+    NewMessage,
     SessionContext,
     SessionOrigin,
     SessionStore,
@@ -87,12 +90,18 @@ class Conversations:
         services: Services,
         erasures: PendingErasures | None = None,
         background: BackgroundWork | None = None,
+        access: AccessPolicy | None = None,
     ) -> None:
         """`erasures`: the /forget all requests awaiting confirmation (injected for tests);
-        `background`: reviews and extractions (None: the conversation never learns on its own).
+        `background`: reviews and extractions (None: the conversation never learns on its own);
+        `access`: who is served (None: everyone, for tests; the application always gives one).
         """
         self._s = services
         self._background = background
+        self._access = access
+        self._active = 0  # handle() and choose() calls in progress
+        self._idle = asyncio.Event()
+        self._idle.set()
         self._erasures = erasures if erasures is not None else PendingErasures()
         self._person = person_data(
             services.memory,
@@ -118,8 +127,40 @@ class Conversations:
         """How many routing keys have a lock now (only those in use or waited for)."""
         return self._cache.lock_count
 
-    async def handle(self, message: InboundMessage, sink: ReplySink) -> None:
-        """Answer one message; errors become a short apology, never a crash."""
+    async def handle(
+        self, message: InboundMessage, sink: ReplySink, on_stored: Callable[[], None] | None = None
+    ) -> None:
+        """Answer one message; errors become a short apology, never a crash.
+
+        `on_stored` is called once the message can no longer be lost: when it is
+        in state.db (a turn), or when nothing of it needs keeping (a command, a
+        refusal), or at the latest when handling ends. An adapter confirms the
+        platform's update then. The same message delivered again (same
+        `message_id`) is stored once and answered once; one stored but never
+        answered (the process stopped) is answered.
+        """
+        stored = _Once(on_stored)
+        with self._tracked():
+            try:
+                if not await self._admitted(message, sink):
+                    return
+                await self._handle(message, sink, stored)
+            finally:
+                stored()
+
+    async def _admitted(self, message: InboundMessage, sink: ReplySink) -> bool:
+        """The access decision, before anything else; a refusal stores and asks nothing."""
+        if self._access is None:
+            return True
+        decision = self._access.decide(message.platform, message.user_id)
+        if not decision.allowed:
+            log.info("refused %s user %s", message.platform, message.user_id)
+            if decision.reply is not None:
+                await sink.write(decision.reply)
+                await sink.finish()
+        return decision.allowed
+
+    async def _handle(self, message: InboundMessage, sink: ReplySink, stored: _Once) -> None:
         key = message.session_key(self._s.config.sessions.group_sessions_per_user)
         if self._background is not None:
             self._background.message_arrived(key)
@@ -128,8 +169,9 @@ class Conversations:
             try:
                 call = parse_command(message.text)
                 if call is None:
-                    replied = await self._turn(key, message, sink)
+                    replied = await self._turn(key, message, sink, stored)
                 else:
+                    stored()  # a command is never stored: nothing to lose
                     await self._route_command(key, message, call, sink)
             except ModelError as exc:  # upstream detail to the log, a short line to the person
                 log.warning("model error in session %s: %s: %s", key, type(exc).__name__, exc)
@@ -144,6 +186,26 @@ class Conversations:
         self._retire(self._cache.trim())  # sessions kept past the bound while in use
         if replied is not None and self._background is not None:  # delivered: now learn
             await self._background.after_reply(key, replied, message)
+
+    async def drain(self, timeout: float) -> bool:
+        """Wait up to `timeout` seconds for the messages being handled; False if some are not
+        done (their person's message is stored: it is answered after the restart)."""
+        try:
+            await asyncio.wait_for(self._idle.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    @contextlib.contextmanager
+    def _tracked(self) -> Iterator[None]:
+        self._active += 1
+        self._idle.clear()
+        try:
+            yield
+        finally:
+            self._active -= 1
+            if self._active == 0:
+                self._idle.set()
 
     async def close(self) -> None:
         """Stop every cached session's providers; the sessions stay open in the store.
@@ -257,6 +319,11 @@ class Conversations:
         A payload that is forged, used up, expired or offered to someone else is
         refused in one line and changes nothing.
         """
+        with self._tracked():
+            if await self._admitted(message, sink):
+                await self._choose(message, payload, sink)
+
+    async def _choose(self, message: InboundMessage, payload: str, sink: ReplySink) -> None:
         key = message.session_key(self._s.config.sessions.group_sessions_per_user)
         async with self._cache.locked(key):
             try:
@@ -276,16 +343,34 @@ class Conversations:
                 await sink.write("(something went wrong on my side; please try again)")
             await sink.finish()
 
-    async def _turn(self, key: str, message: InboundMessage, sink: ReplySink) -> int | None:
-        """One turn; returns the session's id when the reply completed (None on a fault)."""
+    async def _turn(
+        self, key: str, message: InboundMessage, sink: ReplySink, stored: Callable[[], None]
+    ) -> int | None:
+        """One turn; returns the session's id when the reply completed (None on a fault,
+        or when the message was answered before: a platform delivered it again)."""
         origin = self._origin(key, message)
         turn_id = uuid.uuid4().hex
         first = await self._s.sessions.append_messages(
-            origin=origin, messages=[as_stored(TurnMessage("user", message.text), f"{turn_id}:0")]
+            origin=origin,
+            messages=[
+                NewMessage(
+                    role="user",
+                    content=message.text,
+                    timestamp=time.time(),
+                    platform_message_id=message.message_id,
+                    key=f"{turn_id}:0",
+                    speaker_name=message.user_name,
+                )
+            ],
         )
+        stored()
+        earlier = await self._history(first.session_id, message, first.message_ids[0])
+        if earlier is None:
+            log.info("message %s in session %s was answered already", message.message_id, key)
+            return None
         session = await self._session(key, message, first.session_id)
         tools = self._tools(message, session)
-        history = await self._history(first.session_id, message)
+        history = earlier
         session, history, tools = await self._compress(key, message, session, history, tools)
         recalled = await session.manager.prefetch_all(message.text)
         agent = Agent(self._s.model, tools, max_steps=self._s.config.llm.max_tool_steps)
@@ -423,11 +508,16 @@ class Conversations:
             persona=self._s.persona,
         )
 
-    async def _history(self, session_id: int, message: InboundMessage) -> list[dict[str, Any]]:
-        """The session's earlier messages, rebuilt exactly as `TurnMessage.as_request` sent them."""
+    async def _history(
+        self, session_id: int, message: InboundMessage, user_message_id: int
+    ) -> list[dict[str, Any]] | None:
+        """The messages before this turn's, rebuilt exactly as `TurnMessage.as_request` sent
+        them; None when this turn's message is not the last (it was answered already)."""
         scope = recall_scope(message.user_key, message.chat_id, message.chat_type)
         stored = await self._s.sessions.get_messages(session_id, scope, lineage=False)
-        return [as_sent(m) for m in stored[:-1]]  # the last one is the message of this turn
+        if not stored or stored[-1].id != user_message_id:
+            return None
+        return [as_sent(m) for m in stored[:-1]]
 
     def _origin(self, key: str, message: InboundMessage) -> SessionOrigin:
         return SessionOrigin(
@@ -484,3 +574,15 @@ class Conversations:
         await manager.shutdown()
         if self._background is not None:
             self._background.session_ended(info.id, info.user_key)
+
+
+class _Once:
+    """Calls `callback` the first time it is called, then never again."""
+
+    def __init__(self, callback: Callable[[], None] | None) -> None:
+        self._callback = callback
+
+    def __call__(self) -> None:
+        callback, self._callback = self._callback, None
+        if callback is not None:
+            callback()

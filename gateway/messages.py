@@ -6,7 +6,8 @@ Adapters turn platform events into `InboundMessage` and write replies to a
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -28,6 +29,7 @@ class InboundMessage:
     bot_username: str | None = None
     """The bot's own name on the platform (Telegram's @username), when the adapter knows
     it: in a group, "/x@<bot_username>" is addressed to this bot."""
+    reply_to_id: str | None = None  # the platform id of the message this one replies to
 
     @property
     def user_key(self) -> str:
@@ -56,3 +58,39 @@ MessageHandler = Callable[[InboundMessage, ReplySink], Awaitable[None]]
 
 Notifier = Callable[[InboundMessage, str], Awaitable[None]]
 """Send one line to the chat a message came from, outside any reply (a review's summary)."""
+
+
+class Inbox(Protocol):
+    """Where an adapter hands what people send (the application's `Conversations`)."""
+
+    async def handle(
+        self, message: InboundMessage, sink: ReplySink, on_stored: Callable[[], None] | None = None
+    ) -> None:
+        """Answer `message` through `sink`; `on_stored` once the message cannot be lost
+        (the adapter confirms the platform's update then, not before)."""
+
+    async def choose(self, message: InboundMessage, payload: str, sink: ReplySink) -> None:
+        """Apply a pressed button: `payload` of a `Choice` the adapter rendered."""
+
+
+class Adapter(Protocol):
+    """One platform's connection, as `mnemo run` drives it.
+
+    `start` connects and begins taking updates, handing each to the inbox (and
+    returns once it runs); `stop` stops taking new updates (messages being
+    handled go on); `close` releases the connection, after the application
+    drained the work in flight. `done` is set when the adapter ends by itself
+    (the console at end of input), which stops the application.
+    """
+
+    platform: str
+    done: asyncio.Event
+
+    async def start(self, inbox: Inbox, commands: Sequence[tuple[str, str]]) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    async def notify(self, message: InboundMessage, text: str) -> None:
+        """Send one line to `message`'s chat, outside any reply (a review's summary)."""

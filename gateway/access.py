@@ -1,0 +1,87 @@
+"""Who may talk to the bot: one decision, made before anything else.
+
+Deny by default. Each platform has an allow-list of user ids
+(`telegram.allowed_users`, `discord.allowed_users`); ``"*"`` serves everyone,
+an empty list nobody. Admins (`admins`, as ``platform:user_id``) are always
+served; so is the console, where the operator sits. A refused person gets one
+line naming their user id (so the operator can add it), at most once per
+`REFUSAL_INTERVAL` seconds; nothing of theirs is stored or sent to the model.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from gateway.config import Config
+
+EVERYONE = "*"
+REFUSAL_INTERVAL = 3600.0  # a refused person is told at most this often
+MAX_REMEMBERED = 10_000  # refusals remembered; the oldest are forgotten first
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Whether to serve a person, and the line to send them when refused (None: stay quiet)."""
+
+    allowed: bool
+    reply: str | None = None
+
+
+ALLOWED = Decision(True)
+
+
+class AccessPolicy:
+    """The allow-lists of every platform, and when each refused person was last told."""
+
+    def __init__(
+        self,
+        allowed: Mapping[str, Sequence[str]],
+        admins: Sequence[str] = (),
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """`allowed`: platform → user ids (or "*"); a platform not named serves nobody,
+        except ``console``, which is always served."""
+        self._allowed = {platform: frozenset(ids) for platform, ids in allowed.items()}
+        self._admins = frozenset(admins)
+        self._clock = clock
+        self._told: dict[tuple[str, str], float] = {}
+
+    @classmethod
+    def from_config(cls, config: Config) -> AccessPolicy:
+        return cls(
+            {
+                "telegram": config.telegram.allowed_users,
+                "discord": config.discord.allowed_users,
+            },
+            admins=config.admins,
+        )
+
+    def allows(self, platform: str, user_id: str) -> bool:
+        if platform == "console" or f"{platform}:{user_id}" in self._admins:
+            return True
+        ids = self._allowed.get(platform, frozenset())
+        return EVERYONE in ids or user_id in ids
+
+    def decide(self, platform: str, user_id: str) -> Decision:
+        """Serve, or refuse with a line (the first time in an hour) or in silence."""
+        if self.allows(platform, user_id):
+            return ALLOWED
+        now = self._clock()
+        key = (platform, user_id)
+        told = self._told.get(key)
+        if told is not None and now - told < REFUSAL_INTERVAL:
+            return Decision(False)
+        self._told.pop(key, None)
+        self._told[key] = now
+        while len(self._told) > MAX_REMEMBERED:
+            del self._told[next(iter(self._told))]
+        return Decision(False, refusal_line(platform, user_id))
+
+
+def refusal_line(platform: str, user_id: str) -> str:
+    return (
+        f"Sorry, this bot is private and doesn't serve you yet. Your {platform} user id is "
+        f"{user_id}; the bot's operator can add it to {platform}.allowed_users."
+    )
