@@ -72,6 +72,10 @@ class Inbox(Protocol):
     async def choose(self, message: InboundMessage, payload: str, sink: ReplySink) -> None:
         """Apply a pressed button: `payload` of a `Choice` the adapter rendered."""
 
+    async def chat_migrated(self, platform: str, old_chat_id: str, new_chat_id: str) -> None:
+        """A group became another chat (Telegram: group to supergroup); its sessions and
+        memory follow it."""
+
 
 class Adapter(Protocol):
     """One platform's connection, as `mnemo run` drives it.
@@ -94,3 +98,7 @@ class Adapter(Protocol):
 
     async def notify(self, message: InboundMessage, text: str) -> None:
         """Send one line to `message`'s chat, outside any reply (a review's summary)."""
+
+    def reply_sink(self, message: InboundMessage) -> ReplySink:
+        """A sink that answers `message` in its chat, as if it had just arrived (used at
+        start-up for a message stored but not answered before the restart)."""
