@@ -9,6 +9,7 @@ GatewayError
  │    ├── ModelAuthError        the endpoint rejected our credentials (HTTP 401/403)
  │    └── RequestTooLargeError  the endpoint refused the request as too long
  ├── RateLimitedError       a platform asked us to wait `retry_after` seconds
+ ├── DeliveryError          a platform refused a send or edit for good
  ├── RecallArgumentError    session_search or /recall was given arguments it cannot use
  └── ChoiceRefusedError     a picked choice is unknown, used up, expired or someone else's
 """
@@ -61,6 +62,11 @@ class RateLimitedError(GatewayError):
     def __init__(self, message: str, retry_after: float) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class DeliveryError(GatewayError):
+    """A platform refused a send or edit for good (blocked, bad request, down); the
+    message says what it answered."""
 
 
 class RecallArgumentError(GatewayError):
