@@ -10,6 +10,8 @@ GatewayError
  │    └── RequestTooLargeError  the endpoint refused the request as too long
  ├── RateLimitedError       a platform asked us to wait `retry_after` seconds
  ├── DeliveryError          a platform refused a send or edit for good
+ ├── InstanceLockedError    another `mnemo` process serves the same data directory
+ ├── AdapterFailedError     a chat platform's adapter could not start, or stopped for good
  ├── RecallArgumentError    session_search or /recall was given arguments it cannot use
  └── ChoiceRefusedError     a picked choice is unknown, used up, expired or someone else's
 """
@@ -67,6 +69,15 @@ class RateLimitedError(GatewayError):
 class DeliveryError(GatewayError):
     """A platform refused a send or edit for good (blocked, bad request, down); the
     message says what it answered."""
+
+
+class InstanceLockedError(GatewayError):
+    """Another `mnemo run` or `mnemo chat` holds the data directory's lock; the message
+    names the directory."""
+
+
+class AdapterFailedError(GatewayError):
+    """A platform adapter failed to start or failed while running; the message names it."""
 
 
 class RecallArgumentError(GatewayError):
