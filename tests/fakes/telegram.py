@@ -8,12 +8,29 @@ the text, deletes remove the message. Like Telegram, surrounding whitespace is t
 (ASCII whitespace here, an approximation) before texts are stored, compared for "not
 modified" and measured; ``parse_mode`` is not interpreted, so markup counts as text.
 
-Tests inject updates (`inject_text`, `inject_command`, `inject_callback_query`, ...),
-read the state (`chat_messages`, `calls`, `commands`) and wait for the bot
-(`wait_for`). `fail_next` / `respond_next` script one error or raw answer for a method.
+Tests inject updates (`inject_text`, `inject_command`, `inject_callback_query`,
+`inject_migration`, forum topics through ``message_thread_id``/``is_topic_message``
+fields, ...), read the state (`chat_messages`, `calls`, `commands`, `drafts`,
+`webhook`) and wait for the bot (`wait_for`). `fail_next` / `respond_next` script one
+error or raw answer for a method (a 429 with ``retry_after``, a 500...); `block_chat`
+makes every send to a chat fail with 403; after `inject_migration` a send to the old
+chat fails with ``migrate_to_chat_id`` (PTB's ChatMigrated). Entities sent with a text
+are checked against its UTF-16 length (400 "can't parse entities" when out of range)
+and kept on the message.
+
 Run standalone with ``python -m tests.fakes.telegram --port N``: it then accepts any
-token, and ``POST /_fake/text`` (JSON ``chat_id``, ``user_id``, ``text``) and
-``GET /_fake/chats/{chat_id}`` let a person drive it with curl.
+token, and a small HTTP control API lets a test process (or a person with curl) drive
+it:
+
+- ``POST /_fake/text`` JSON ``chat_id``, ``user_id``, ``text`` (a command when it
+  starts with "/"), optional ``chat_type``: queue a message; answers the update.
+- ``POST /_fake/message`` JSON ``chat_id``, ``user_id``, optional ``chat_type`` and any
+  Message fields (``sticker``, ``caption``, ``message_thread_id``...): queue a message.
+- ``POST /_fake/fail`` JSON ``method``, optional ``status`` (429), ``retry_after``,
+  ``description``: the next call of that method fails (`fail_next`).
+- ``GET /_fake/chats/{chat_id}``: the chat's visible messages (user's and bot's).
+- ``GET /_fake/drafts/{chat_id}``: the drafts the bot showed there, in order.
+- ``GET /_fake/pending``: the updates not yet confirmed by the bot.
 """
 
 from __future__ import annotations
@@ -82,6 +99,7 @@ class ChatMessage:
     reply_markup: dict[str, Any] | None = None
     thread_id: int | None = None
     edits: int = 0
+    entities: list[dict[str, Any]] | None = None
 
 
 def utf16_len(text: str) -> int:
@@ -110,6 +128,10 @@ class FakeTelegram(FakeServer):
         # a waiter's check and its wait (a shared Event that waiters clear can lose one).
         self._waiters: set[asyncio.Future[None]] = set()
         self._closing = False
+        self.drafts: dict[int, list[tuple[int, str]]] = defaultdict(list)  # (draft id, text)
+        self.webhook: dict[str, Any] = {}  # what setWebhook set; empty: none
+        self.blocked: set[int] = set()
+        self.migrated: dict[int, int] = {}  # old chat id -> new chat id
         # Bot API method names are case-insensitive; `_api_<name>` methods implement them.
         self._methods: dict[str, tuple[str, Callable[[dict[str, Any]], Awaitable[Any]]]] = {
             attr[5:].lower(): (attr[5:], getattr(self, attr))
@@ -123,6 +145,10 @@ class FakeTelegram(FakeServer):
         app.router.add_get("/file/bot{token}/{path:.+}", self._handle_file)
         app.router.add_post("/_fake/text", self._handle_control_text)
         app.router.add_get("/_fake/chats/{chat_id}", self._handle_control_chat)
+        app.router.add_post("/_fake/message", self._handle_control_message)
+        app.router.add_post("/_fake/fail", self._handle_control_fail)
+        app.router.add_get("/_fake/drafts/{chat_id}", self._handle_control_drafts)
+        app.router.add_get("/_fake/pending", self._handle_control_pending)
 
     # ----- state a test reads ---------------------------------------------------------
 
@@ -205,6 +231,10 @@ class FakeTelegram(FakeServer):
         """Answer the next call of `method` with this raw JSON body and status."""
         self._overrides[method.lower()].append((status, body))
 
+    def block_chat(self, chat_id: int) -> None:
+        """The person blocked the bot: every send or edit there fails with 403."""
+        self.blocked.add(chat_id)
+
     # ----- injecting updates ------------------------------------------------------------
 
     def inject_update(self, update: dict[str, Any]) -> dict[str, Any]:
@@ -269,6 +299,15 @@ class FakeTelegram(FakeServer):
         self._callback_ids.add(query["id"])
         return self.inject_update({"callback_query": query})
 
+    def inject_migration(self, old_chat_id: int, new_chat_id: int) -> dict[str, Any]:
+        """A group became a supergroup: the service message in the old chat; sends to the
+        old id fail from now on with ``migrate_to_chat_id``."""
+        self.migrated[old_chat_id] = new_chat_id
+        self._chat_types[old_chat_id], self._chat_types[new_chat_id] = "group", "supergroup"
+        message = {"message_id": self._allocate_id(old_chat_id), "date": _now()}
+        message |= {"chat": self._chat(old_chat_id), "from": self._user(1)}
+        return self.inject_update({"message": message | {"migrate_to_chat_id": new_chat_id}})
+
     # ----- HTTP -------------------------------------------------------------------------
 
     async def _handle_api(self, request: web.Request) -> web.Response:
@@ -311,15 +350,68 @@ class FakeTelegram(FakeServer):
         messages = self.chat_messages(int(request.match_info["chat_id"]), include_user=True)
         return json_response([self._as_dict(m) for m in messages])
 
+    async def _handle_control_message(self, request: web.Request) -> web.Response:
+        try:
+            data = dict(await request.json())
+            chat_id, user_id = int(data.pop("chat_id")), int(data.pop("user_id"))
+        except (ValueError, KeyError, TypeError) as error:
+            return web.Response(status=400, text=f"expected JSON chat_id, user_id: {error}")
+        chat_type = data.pop("chat_type", None)
+        return json_response(self.inject_message(chat_id, user_id, chat_type, **data))
+
+    async def _handle_control_fail(self, request: web.Request) -> web.Response:
+        try:
+            data = await request.json()
+            method, status = str(data["method"]), int(data.get("status", 429))
+        except (ValueError, KeyError, TypeError) as error:
+            return web.Response(status=400, text=f"expected JSON method[, status]: {error}")
+        self.fail_next(method, status, data.get("retry_after"), data.get("description"))
+        return json_response({"ok": True})
+
+    async def _handle_control_drafts(self, request: web.Request) -> web.Response:
+        drafts = self.drafts.get(int(request.match_info["chat_id"]), [])
+        return json_response([{"draft_id": d, "text": t} for d, t in drafts])
+
+    async def _handle_control_pending(self, request: web.Request) -> web.Response:
+        return json_response(self.pending_updates)
+
     # ----- Bot API methods --------------------------------------------------------------
 
     async def _api_getMe(self, params: dict[str, Any]) -> dict[str, Any]:
         return self._bot_user() | {"can_join_groups": True, "supports_inline_queries": False}
 
     async def _api_deleteWebhook(self, params: dict[str, Any]) -> bool:
+        self.webhook = {}
+        return True
+
+    async def _api_setWebhook(self, params: dict[str, Any]) -> bool:
+        if not str(params.get("url") or "").startswith(("https://", "http://")):
+            raise BotApiError(400, "Bad Request: bad webhook: an HTTPS URL must be provided")
+        self.webhook = dict(params)
+        return True
+
+    async def _api_getWebhookInfo(self, params: dict[str, Any]) -> dict[str, Any]:
+        info = {"url": str(self.webhook.get("url", "")), "has_custom_certificate": False}
+        return info | {"pending_update_count": 0 if self.webhook else len(self._pending)}
+
+    async def _api_sendMessageDraft(self, params: dict[str, Any]) -> bool:
+        chat_id, text = self._chat_id(params), self._text(params)
+        if self._chat(chat_id)["type"] != "private":
+            raise BotApiError(400, "Bad Request: message drafts can be sent only to private chats")
+        draft_id = params.get("draft_id")
+        if not isinstance(draft_id, int) or draft_id == 0:
+            raise BotApiError(400, "Bad Request: invalid draft_id")
+        self._entities(text, params)
+        self.drafts[chat_id].append((draft_id, text))
         return True
 
     async def _api_getUpdates(self, params: dict[str, Any]) -> list[dict[str, Any]]:
+        if self.webhook:
+            raise BotApiError(
+                409,
+                "Conflict: can't use getUpdates method while webhook is active; "
+                "use deleteWebhook to delete the webhook first",
+            )
         offset, limit = int(params.get("offset") or 0), int(params.get("limit") or 100)
         if offset > 0:  # confirms every update below it, as Telegram does
             self._pending = [u for u in self._pending if u["update_id"] >= offset]
@@ -343,7 +435,9 @@ class FakeTelegram(FakeServer):
             if not reply.get("allow_sending_without_reply"):
                 raise BotApiError(400, "Bad Request: message to be replied not found")
             reply_to = None
+        entities = self._entities(text, params)
         message = ChatMessage(chat_id, self._allocate_id(chat_id), text, True)
+        message.entities = entities
         message.reply_to = int(reply_to) if reply_to else None
         message.reply_markup = params.get("reply_markup")
         message.thread_id = params.get("message_thread_id")
@@ -363,11 +457,12 @@ class FakeTelegram(FakeServer):
                 "reply markup are exactly the same as a current content and reply markup "
                 "of the message",
             )
+        message.entities = self._entities(text, params)
         message.text, message.reply_markup, message.edits = text, markup, message.edits + 1
         return self._as_dict(message) | {"edit_date": _now()}
 
     async def _api_sendChatAction(self, params: dict[str, Any]) -> bool:
-        self._chat_id(params)
+        self._sendable(self._chat_id(params))
         return True
 
     async def _api_deleteMessage(self, params: dict[str, Any]) -> bool:
@@ -420,7 +515,37 @@ class FakeTelegram(FakeServer):
             raise BotApiError(400, "Bad Request: chat_id is empty")
         if isinstance(value, bool) or not isinstance(value, int):
             raise BotApiError(400, "Bad Request: chat not found")
-        return value
+        return self._sendable(value)
+
+    def _sendable(self, chat_id: int) -> int:
+        """`chat_id`, unless the bot was blocked there or the group moved elsewhere."""
+        if chat_id in self.blocked:
+            raise BotApiError(403, ERROR_DESCRIPTIONS[403])
+        if chat_id in self.migrated:
+            raise BotApiError(
+                400,
+                "Bad Request: group chat was upgraded to a supergroup chat",
+                migrate_to_chat_id=self.migrated[chat_id],
+            )
+        return chat_id
+
+    @staticmethod
+    def _entities(text: str, params: dict[str, Any]) -> list[dict[str, Any]] | None:
+        """The entities sent with `text`, checked like Telegram checks them."""
+        entities = params.get("entities")
+        if entities is None:
+            return None
+        size = utf16_len(text)
+        for entity in entities:
+            offset, length = entity.get("offset"), entity.get("length")
+            if not isinstance(offset, int) or not isinstance(length, int) or "type" not in entity:
+                raise BotApiError(400, "Bad Request: can't parse entities: bad entity")
+            if offset < 0 or length <= 0 or offset + length > size:
+                raise BotApiError(
+                    400,
+                    f"Bad Request: can't parse entities: entity beyond the end of text at {offset}",
+                )
+        return list(entities)
 
     def _text(self, params: dict[str, Any]) -> str:
         text = params.get("text")
@@ -479,6 +604,8 @@ class FakeTelegram(FakeServer):
             data["from"] = self._bot_user()
         if message.text is not None:
             data["text"] = message.text
+        if message.entities:
+            data["entities"] = message.entities
         if message.thread_id is not None:
             data["message_thread_id"] = message.thread_id
         if message.reply_markup and "inline_keyboard" in message.reply_markup:
