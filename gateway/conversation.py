@@ -60,9 +60,12 @@ from memory_core import (
     SkillsStore,
     TranscriptMessage,
     recall_scope,
+    split_user_key,
 )
 
 log = logging.getLogger(__name__)
+
+UNANSWERED_WITHIN = 24 * 3600.0  # older unanswered messages are left alone after a restart
 
 ManagerFactory = Callable[[], MemoryManager]
 
@@ -186,6 +189,53 @@ class Conversations:
         self._retire(self._cache.trim())  # sessions kept past the bound while in use
         if replied is not None and self._background is not None:  # delivered: now learn
             await self._background.after_reply(key, replied, message)
+
+    async def chat_migrated(self, platform: str, old_chat_id: str, new_chat_id: str) -> None:
+        """A group got a new id (Telegram: group to supergroup): its sessions move with it.
+
+        The cached sessions of the old chat are dropped first (their providers stop);
+        they resume under the new id, from the store, at the next message.
+        """
+        prefix = f"{platform}:group:{old_chat_id}"
+        for key in self._cache.cached_keys():
+            if key == prefix or key.startswith(prefix + ":"):
+                session = self._cache.pop(key)
+                if session is not None:
+                    await session.manager.shutdown()
+        moved = await self._s.sessions.migrate_chat(platform, old_chat_id, new_chat_id)
+        log.info("%s chat %s moved to %s (%d sessions)", platform, old_chat_id, new_chat_id, moved)
+
+    async def answer_unanswered(
+        self,
+        platform: str,
+        sink_for: Callable[[InboundMessage], ReplySink],
+        within: float = UNANSWERED_WITHIN,
+    ) -> int:
+        """Answer the messages of `platform` stored in the last `within` seconds and never
+        answered (the process stopped mid-turn); how many. Run at start-up."""
+        pending = await self._s.sessions.unanswered(platform, time.time() - within)
+        answered = 0
+        for info, stored in pending:
+            if stored.platform_message_id is None:
+                continue  # no platform id: it cannot be told apart from a new message
+            _, user_id = split_user_key(info.user_key)
+            message = InboundMessage(
+                platform=platform,
+                chat_id=info.chat_id,
+                chat_type=info.chat_type,
+                user_id=user_id,
+                text=stored.content,
+                message_id=stored.platform_message_id,
+                user_name=stored.speaker_name,
+                thread_id=info.thread_id,
+            )
+            if message.session_key(self._s.config.sessions.group_sessions_per_user) != (
+                info.session_key
+            ):
+                continue  # sessions are keyed differently now: leave it
+            await self.handle(message, sink_for(message))
+            answered += 1
+        return answered
 
     async def drain(self, timeout: float) -> bool:
         """Wait up to `timeout` seconds for the messages being handled; False if some are not

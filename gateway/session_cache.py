@@ -86,6 +86,10 @@ class SessionCache:
         """Take `key`'s session out of the cache (the caller shuts it down)."""
         return self._sessions.pop(key, None)
 
+    def cached_keys(self) -> list[str]:
+        """The routing keys of the cached sessions, least recently used first."""
+        return list(self._sessions)
+
     def pop_all(self) -> list[OpenSession]:
         """Empty the cache, returning what it held (the caller shuts it down)."""
         sessions = list(self._sessions.values())

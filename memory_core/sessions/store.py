@@ -27,6 +27,7 @@ from typing import TypeVar
 
 from memory_core.errors import SessionStoreBusyError, SessionStoreError
 from memory_core.sessions import backlog, jsonl
+from memory_core.sessions import chats as session_chats
 from memory_core.sessions import erase as session_erase
 from memory_core.sessions import reads as session_reads
 from memory_core.sessions import writes as session_writes
@@ -254,6 +255,18 @@ class SessionStore:
             messages=list(messages),
             count=len(messages),
         )
+
+    async def migrate_chat(self, source: str, old_chat_id: str, new_chat_id: str) -> int:
+        """Move a chat's sessions to its new id (see `chats.migrate_chat`); how many moved."""
+        return await self._write(
+            session_chats.migrate_chat, source, old_chat_id, new_chat_id, self._clock()
+        )
+
+    async def unanswered(
+        self, source: str, since: float, limit: int = 100
+    ) -> list[tuple[SessionInfo, StoredMessage]]:
+        """Open sessions of `source` whose newest message is a person's, not answered."""
+        return await self._read(session_chats.unanswered, source, since, limit)
 
     async def delete_user(self, user_key: str, *, purge: bool = True) -> DeleteResult:
         """Erase every session and message of one person."""

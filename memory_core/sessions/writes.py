@@ -198,10 +198,10 @@ def end_session(conn: sqlite3.Connection, session_id: int, reason: str, now: flo
         if row is None:
             raise SessionNotFoundError(f"no session {session_id}")
         if row[0] is None:
-            _end(conn, session_id, reason, now)
+            end_open_session(conn, session_id, reason, now)
 
 
-def _end(conn: sqlite3.Connection, session_id: int, reason: str, now: float) -> None:
+def end_open_session(conn: sqlite3.Connection, session_id: int, reason: str, now: float) -> None:
     """End an open session; due for extraction if it has messages past its mark.
 
     Imported sessions and the background agents' own are never due.
@@ -245,7 +245,7 @@ def start_child_session(
         if parent is None:
             raise SessionNotFoundError(f"no session {parent_id}")
         if parent[9] is None:
-            _end(conn, parent_id, end_reason, now)
+            end_open_session(conn, parent_id, end_reason, now)
         try:
             cursor = conn.execute(
                 "INSERT INTO sessions(source, user_key, chat_id, chat_type, thread_id, "

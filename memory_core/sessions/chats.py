@@ -1,0 +1,73 @@
+"""Chat-level facts of state.db: messages left unanswered, and chats that moved.
+
+`unanswered` finds the open sessions of one platform whose newest message is
+the person's, stored but never answered (the process stopped mid-turn), so
+the bot answers them after a restart. `migrate_chat` follows a chat that got
+a new id (Telegram turns a group into a supergroup): its sessions, their
+routing keys and so their recall scope move to the new id.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from memory_core.sessions.connection import transaction
+from memory_core.sessions.models import SessionInfo, StoredMessage
+from memory_core.sessions.reads import MESSAGE_COLUMNS, SESSION_COLUMNS
+from memory_core.sessions.writes import end_open_session
+
+_S_COLUMNS = ", ".join(f"s.{c.strip()}" for c in SESSION_COLUMNS.split(","))
+
+
+def unanswered(
+    conn: sqlite3.Connection, source: str, since: float, limit: int = 100
+) -> list[tuple[SessionInfo, StoredMessage]]:
+    """Open sessions of `source` whose newest message is a user's, stored at or after
+    `since`, with that message; oldest first."""
+    rows = conn.execute(
+        f"SELECT {_S_COLUMNS}, {MESSAGE_COLUMNS} FROM sessions s "
+        "JOIN messages m ON m.id = (SELECT max(x.id) FROM messages x WHERE x.session_id = s.id) "
+        "WHERE s.ended_at IS NULL AND s.source = ? AND m.role = 'user' AND m.timestamp >= ? "
+        "ORDER BY m.timestamp, m.id LIMIT ?",
+        (source, since, limit),
+    ).fetchall()
+    width = len(SESSION_COLUMNS.split(","))
+    return [(SessionInfo(*row[:width]), StoredMessage(*row[width:])) for row in rows]
+
+
+def migrate_chat(
+    conn: sqlite3.Connection, source: str, old_chat_id: str, new_chat_id: str, now: float
+) -> int:
+    """Move every session of chat `old_chat_id` on `source` to `new_chat_id`; how many moved.
+
+    Routing keys ``<source>:<chat type>:<chat id>[:…]`` are rewritten with the
+    new id, so the chat's open sessions continue under it (one the new chat
+    already has open wins; the old one then ends, reason ``migrated``, and its
+    extraction is not lost: it stays in the backlog like any ended session).
+    """
+    with transaction(conn):
+        rows = conn.execute(
+            "SELECT id, session_key, chat_type, ended_at FROM sessions "
+            "WHERE source = ? AND chat_id = ?",
+            (source, old_chat_id),
+        ).fetchall()
+        for session_id, key, chat_type, ended_at in rows:
+            prefix = f"{source}:{chat_type}:{old_chat_id}"
+            if key is not None and (key == prefix or key.startswith(prefix + ":")):
+                key = f"{source}:{chat_type}:{new_chat_id}" + key[len(prefix) :]
+            if ended_at is None and _open_elsewhere(conn, key, session_id):
+                # the new chat already has this conversation open: the old one ends here
+                end_open_session(conn, session_id, "migrated", now)
+            conn.execute(
+                "UPDATE sessions SET chat_id = ?, session_key = ? WHERE id = ?",
+                (new_chat_id, key, session_id),
+            )
+    return len(rows)
+
+
+def _open_elsewhere(conn: sqlite3.Connection, key: str | None, session_id: int) -> bool:
+    row = conn.execute(
+        "SELECT 1 FROM sessions WHERE session_key = ? AND ended_at IS NULL AND id != ?",
+        (key, session_id),
+    ).fetchone()
+    return row is not None

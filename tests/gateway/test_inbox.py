@@ -1,0 +1,191 @@
+"""What adapters rely on from Conversations: access first, on_stored, redelivery,
+answering after a restart, chats that move, and a bounded drain."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+
+from gateway.access import REFUSAL_INTERVAL, AccessPolicy
+from gateway.conversation import Conversations, Services
+from gateway.messages import InboundMessage
+from memory_core import SearchScope
+from tests.fakes.base import wait_until
+from tests.fakes.openai import FakeOpenAI, Fault
+from tests.gateway.sinks import ListSink
+
+
+def message(
+    text: str,
+    user: str = "42",
+    chat: str | None = None,
+    message_id: str | None = None,
+    group: bool = False,
+) -> InboundMessage:
+    return InboundMessage(
+        platform="telegram",
+        chat_id=chat or user,
+        chat_type="group" if group else "private",
+        user_id=user,
+        text=text,
+        message_id=message_id,
+        user_name=f"User {user}",
+    )
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def rows(services: Services, sql: str) -> list[tuple[object, ...]]:
+    with sqlite3.connect(services.config.home / "state.db") as conn:
+        return conn.execute(sql).fetchall()
+
+
+async def test_a_refused_person_is_told_their_id_once_an_hour_and_nothing_is_kept(
+    fake: FakeOpenAI, services: Services
+) -> None:
+    clock = Clock()
+    access = AccessPolicy({"telegram": ["1"]}, clock=clock)
+    conversations = Conversations(services, access=access)
+    sink = ListSink()
+    confirmed: list[str] = []
+    await conversations.handle(message("hello", user="666"), sink, lambda: confirmed.append("x"))
+    await conversations.handle(message("/memory", user="666"), sink)
+    await conversations.handle(message("again", user="666"), sink)
+    clock.now += REFUSAL_INTERVAL
+    await conversations.handle(message("later", user="666"), sink)
+    await conversations.choose(message("", user="666"), "choice:forged", sink)
+
+    assert len(sink.replies) == 2  # the first refusal, and the one an hour later
+    assert all("666" in reply and "telegram.allowed_users" in reply for reply in sink.replies)
+    assert confirmed == ["x"]  # the update is confirmed: there is nothing to keep
+    assert fake.requests == []
+    assert rows(services, "SELECT count(*) FROM sessions") == [(0,)]
+    assert not (services.config.home / "memories" / "users" / "telegram-666").exists()
+
+
+async def test_star_serves_everyone_and_admins_are_always_served(
+    fake: FakeOpenAI, services: Services
+) -> None:
+    fake.say("Hi there.")
+    fake.say("Hello admin.")
+    everyone = Conversations(services, access=AccessPolicy({"telegram": ["*"]}))
+    sink = ListSink()
+    await everyone.handle(message("hi", user="7"), sink)
+    nobody = Conversations(services, access=AccessPolicy({"telegram": []}, admins=["telegram:9"]))
+    await nobody.handle(message("hi", user="9"), sink)
+    await nobody.handle(message("hi", user="8"), sink)
+    assert sink.replies[:2] == ["Hi there.", "Hello admin."]
+    assert "8" in sink.replies[2] and "allowed_users" in sink.replies[2]
+
+
+async def test_on_stored_fires_once_the_message_is_stored_before_the_answer(
+    fake: FakeOpenAI, services: Services
+) -> None:
+    conversations = Conversations(services)
+    fake.fail_next(Fault.stall())  # the model hangs: the message is stored all the same
+    fake.say("Finally.")
+    stored = asyncio.Event()
+    turn = asyncio.create_task(
+        conversations.handle(message("remember me", message_id="m1"), ListSink(), stored.set)
+    )
+    await asyncio.wait_for(stored.wait(), 5)
+    assert not turn.done()
+    assert rows(services, "SELECT content FROM messages") == [("remember me",)]
+    await wait_until(lambda: fake.stalled == 1)  # the model was asked after it was stored
+    fake.release()
+    await asyncio.wait_for(turn, 10)
+
+
+async def test_a_message_delivered_twice_is_stored_and_answered_once(
+    fake: FakeOpenAI, services: Services
+) -> None:
+    conversations = Conversations(services)
+    fake.say("Once.")
+    sink = ListSink()
+    await conversations.handle(message("hello", message_id="77"), sink)
+    await conversations.handle(message("hello", message_id="77"), sink)  # redelivered
+    assert sink.replies == ["Once.", ""]
+    assert len(fake.requests) == 1
+    assert rows(services, "SELECT role, content FROM messages ORDER BY id") == [
+        ("user", "hello"),
+        ("assistant", "Once."),
+    ]
+
+
+async def test_a_message_stored_but_never_answered_is_answered_after_a_restart(
+    fake: FakeOpenAI, services: Services
+) -> None:
+    first_run = Conversations(services)
+    fake.fail_next(Fault.stall())
+    stored = asyncio.Event()
+    turn = asyncio.create_task(
+        first_run.handle(message("are you there?", message_id="5"), ListSink(), stored.set)
+    )
+    await asyncio.wait_for(stored.wait(), 5)
+    await wait_until(lambda: fake.stalled == 1)
+    turn.cancel()  # the process stops mid-turn
+    await asyncio.gather(turn, return_exceptions=True)
+    await first_run.close()
+    fake.release()
+    await wait_until(lambda: fake.stalled == 0)
+
+    fake.say("Yes, here.")
+    restarted = Conversations(services)
+    sinks: list[ListSink] = []
+
+    def sink_for(to: InboundMessage) -> ListSink:
+        assert (to.chat_id, to.user_id, to.message_id) == ("42", "42", "5")
+        sinks.append(ListSink())
+        return sinks[-1]
+
+    assert await restarted.answer_unanswered("telegram", sink_for) == 1
+    assert sinks[0].replies == ["Yes, here."]
+    assert await restarted.answer_unanswered("telegram", sink_for) == 0  # answered now
+    assert rows(services, "SELECT role, content FROM messages ORDER BY id") == [
+        ("user", "are you there?"),
+        ("assistant", "Yes, here."),
+    ]
+
+
+async def test_a_group_that_becomes_a_supergroup_keeps_its_sessions(
+    fake: FakeOpenAI, services: Services
+) -> None:
+    conversations = Conversations(services)
+    fake.say("Noted, the deploy is on Friday.")
+    fake.say("It is on Friday.")
+    sink = ListSink()
+    await conversations.handle(message("deploy is friday", chat="-100", group=True), sink)
+    await conversations.chat_migrated("telegram", "-100", "-100200")
+    await conversations.handle(message("when is the deploy?", chat="-100200", group=True), sink)
+
+    keys = rows(services, "SELECT session_key, chat_id, ended_at FROM sessions")
+    assert keys == [("telegram:group:-100200:42", "-100200", None)]  # one session, moved
+    second = fake.requests[1].body["messages"]
+    assert any(m["content"] == "deploy is friday" for m in second)  # the conversation went on
+    hits = await services.sessions.search(
+        "deploy", SearchScope(user_key="telegram-42", chat_id="-100200")
+    )
+    assert len(hits) == 1
+
+
+async def test_drain_waits_for_turns_in_flight_within_its_bound(
+    fake: FakeOpenAI, services: Services
+) -> None:
+    conversations = Conversations(services)
+    assert await conversations.drain(0.01)  # nothing in flight
+    fake.fail_next(Fault.stall())
+    fake.say("Done.")
+    stored = asyncio.Event()
+    turn = asyncio.create_task(conversations.handle(message("slow"), ListSink(), stored.set))
+    await asyncio.wait_for(stored.wait(), 5)
+    await wait_until(lambda: fake.stalled == 1)
+    assert not await conversations.drain(0.05)  # still answering
+    fake.release()
+    assert await conversations.drain(5)
+    assert turn.done()
