@@ -122,6 +122,7 @@ def _skill_handler(
 
 def in_thread(fn: Callable[[Mapping[str, Any]], str]) -> ToolHandler:
     """A synchronous tool (memory_core's touch files) as an async handler run in a thread."""
+
     async def handler(arguments: Mapping[str, Any]) -> str:
         return await asyncio.to_thread(fn, arguments)
 
