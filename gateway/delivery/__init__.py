@@ -1,0 +1,21 @@
+"""Platform-neutral streamed replies: throttled edits, drafts, splitting.
+
+An adapter implements `Channel` for one chat, keeps a `Throttles` registry (one
+`ChatThrottle` per chat) and answers each message through a `StreamedReply`.
+"""
+
+from gateway.delivery.channel import Channel, ChannelLimits
+from gateway.delivery.splitting import split_message, utf16_units
+from gateway.delivery.streaming import StreamedReply
+from gateway.delivery.throttle import ChatThrottle, Throttles, max_per_window
+
+__all__ = [
+    "Channel",
+    "ChannelLimits",
+    "ChatThrottle",
+    "StreamedReply",
+    "Throttles",
+    "max_per_window",
+    "split_message",
+    "utf16_units",
+]

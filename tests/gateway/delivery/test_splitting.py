@@ -1,0 +1,132 @@
+"""Cutting long replies: limits in UTF-16 units, boundaries, code fences."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gateway.delivery import split_message, utf16_units
+
+LIMIT = 4096
+FENCE_LINE = re.compile(r"^\s*```", re.MULTILINE)
+
+
+def fences_balanced(part: str) -> bool:
+    return len(FENCE_LINE.findall(part)) % 2 == 0
+
+
+def test_units_count_utf16() -> None:
+    assert utf16_units("abc") == 3
+    assert utf16_units("漢字") == 2
+    assert utf16_units("😀") == 2
+    assert utf16_units("👍🏽") == 4
+
+
+def test_blank_and_short_texts() -> None:
+    assert split_message("", LIMIT) == []
+    assert split_message(" \n\n \t", LIMIT) == []
+    assert split_message("  hello  \n", LIMIT) == ["hello"]
+
+
+def test_4096_emoji_take_two_messages_and_no_pair_is_split() -> None:
+    text = "😀" * 4096  # 8,192 UTF-16 units
+    parts = split_message(text, LIMIT)
+    assert [utf16_units(p) for p in parts] == [4096, 4096]
+    assert "".join(parts) == text
+    for part in parts:
+        part.encode("utf-16-le")  # strict: a lone surrogate would raise
+
+
+def test_cjk_without_spaces_is_cut_hard_at_the_limit() -> None:
+    text = "漢字仮名交じり文" * 1000
+    parts = split_message(text, LIMIT)
+    assert len(parts) == 2
+    assert utf16_units(parts[0]) == LIMIT
+    assert "".join(parts) == text
+
+
+def test_paragraph_before_line_before_word() -> None:
+    para = "a" * 3000 + "\n\n" + "b" * 500 + "\n" + "c c " * 300
+    assert split_message(para, LIMIT)[0] == "a" * 3000
+    line = "a" * 3000 + "\n" + "b b " * 300
+    assert split_message(line, LIMIT)[0] == "a" * 3000
+    words = "word " * 1000
+    parts = split_message(words, LIMIT)
+    assert all(part.split(" ") == ["word"] * len(part.split(" ")) for part in parts)
+    assert sum(len(part.split(" ")) for part in parts) == 1000
+
+
+def test_a_paragraph_break_too_early_loses_to_a_later_line_break() -> None:
+    text = "intro\n\n" + "x" * 3000 + "\n" + "y" * 2000
+    parts = split_message(text, LIMIT)
+    assert parts[0] == "intro\n\n" + "x" * 3000
+
+
+def test_a_word_longer_than_a_message_is_cut_inside() -> None:
+    text = "see " + "u" * 5000 + " end"
+    parts = split_message(text, LIMIT)
+    assert parts[0] == "see"
+    assert all(utf16_units(p) <= LIMIT for p in parts)
+    assert "".join(parts[1:]).replace(" ", "") == "u" * 5000 + "end"
+
+
+def test_a_9000_character_reply_with_code_is_three_balanced_parts() -> None:
+    prose = "This paragraph explains the deploy script in some detail. " * 20
+    code = "\n".join(f"    step_{i} = run('deploy', target={i})  # step {i}" for i in range(110))
+    text = f"{prose}\n\n```python\n{code}\n```\n\n{prose}\n\nThat is all."
+    text = text + "\n\n" + "Closing words. " * ((9000 - len(text)) // 15)
+    assert 8900 <= len(text) <= 9100
+    parts = split_message(text, LIMIT)
+    assert len(parts) == 3
+    assert all(utf16_units(p) <= LIMIT for p in parts)
+    assert all(fences_balanced(p) for p in parts)
+    reopened = [p for p in parts[1:] if p.startswith("```python\n")]
+    assert reopened, "the code block cut by a split is reopened with its language"
+    assert parts[0].endswith("\n```")
+    # nothing of the code is lost, and its indentation is kept
+    body = "".join(parts)
+    for i in range(110):
+        assert f"    step_{i} = run('deploy', target={i})" in body
+
+
+def test_a_fence_without_language_reopens_bare() -> None:
+    text = "```\n" + "\n".join(f"line {i}" for i in range(100)) + "\n```"
+    parts = split_message(text, 300)
+    assert len(parts) > 2
+    assert all(fences_balanced(p) and utf16_units(p) <= 300 for p in parts)
+    assert all(p.startswith("```\n") for p in parts)
+
+
+def test_crlf_marks_and_flags_are_not_split() -> None:
+    accents = "e\u0301" * 3000  # 6,000 units, no spaces
+    for part in split_message(accents, LIMIT):
+        assert not part.startswith("\u0301")
+    flags = "🇺🇸" * 1500  # two regional indicators each, 4 units
+    for part in split_message(flags, 4095):
+        assert len(part) % 2 == 0 and utf16_units(part) <= 4095
+    family = "👨\u200d👩\u200d👧" * 600  # joined by zero-width joiners
+    for part in split_message(family, LIMIT):
+        assert not part.startswith("\u200d") and not part.endswith("\u200d")
+    crlf = ("x" * 100 + "\r\n") * 80
+    for part in split_message(crlf, LIMIT):
+        assert not part.endswith("\r") and not part.startswith("\n")
+
+
+ALPHABET = st.sampled_from([*"ab漢字😀 \n", "\r\n", "```py\n", "\n```\n", "e\u0301"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(ALPHABET, max_size=400), st.integers(min_value=24, max_value=120))
+def test_every_part_fits_and_keeps_fences_balanced(pieces: list[str], limit: int) -> None:
+    text = "".join(pieces)
+    parts = split_message(text, limit)
+    assert all(0 < utf16_units(p) <= limit for p in parts)
+    assert all(p == p.strip() or p.startswith("```") for p in parts)
+    if "```" not in text:
+        squeeze = re.compile(r"\s+")
+        assert squeeze.sub("", "".join(parts)) == squeeze.sub("", text)
+    else:
+        opened = sum(fences_balanced(p) for p in parts)
+        assert opened >= len(parts) - 1  # only the last part may end inside a fence
