@@ -7,22 +7,19 @@ constructors; nothing below reads the configuration or the environment.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TextIO
 
-from gateway.adapters.console_adapter import ConsoleAdapter
 from gateway.agent.limits import ModelCallLimiter
 from gateway.agent.model_client import ModelClient
 from gateway.commands import builtin_commands
 from gateway.config import Config
-from gateway.conversation import Conversations, ManagerFactory, Services
-from gateway.errors import ConfigError, NotAvailableError
-from gateway.jobs import BackgroundSettings, BackgroundWork, JobContext
+from gateway.conversation import ManagerFactory, Services
+from gateway.errors import ConfigError
+from gateway.jobs import BackgroundSettings, JobContext
 from gateway.messages import Notifier
 from memory_core import (
     MEMORY_TOOL_SCHEMA,
@@ -42,18 +39,11 @@ MAX_PERSONA_BYTES = 16 * 1024
 
 
 def run_bot(config: Config) -> None:
-    """Start every configured adapter; the console one when no platform is on."""
-    active = [
-        name
-        for name, section in (("telegram", config.telegram), ("discord", config.discord))
-        if section.active
-    ]
-    if active:
-        raise NotAvailableError(
-            f"the {' and '.join(active)} adapter is not available yet; unset the token "
-            "(or set enabled: false) to use the console adapter"
-        )
-    run_console(config)
+    """`mnemo run`: every enabled adapter (the console when no platform is on), as a service
+    (`gateway.service`)."""
+    from gateway.service import run_bot as run_service  # the service builds on this module
+
+    run_service(config)
 
 
 def run_console(
@@ -62,25 +52,13 @@ def run_console(
     stdout: TextIO | None = None,
     user_id: str | None = None,
 ) -> None:
-    """Talk to the bot in the terminal (or through the given streams).
+    """`mnemo chat`: talk to the bot in the terminal (or through the given streams).
 
     `user_id` names the person at the console; by default the login name.
     """
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    adapter = ConsoleAdapter(stdin or sys.stdin, stdout or sys.stdout, user_id=user_id)
-    asyncio.run(_serve(config, adapter))
+    from gateway.service import run_console as run_chat  # the service builds on this module
 
-
-async def _serve(config: Config, adapter: ConsoleAdapter) -> None:
-    async with open_services(config) as services:
-        background = BackgroundWork(job_context(services, adapter.notify))
-        conversations = Conversations(services, background=background)
-        background.start(conversations.end_quiet)  # the first sweep runs what is still due
-        try:
-            await adapter.run(conversations.handle)
-        finally:
-            await background.close()  # running extractions get a bounded grace; the rest wait
-            await conversations.close()
+    run_chat(config, stdin, stdout, user_id)
 
 
 def job_context(services: Services, notify: Notifier) -> JobContext:

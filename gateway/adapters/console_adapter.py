@@ -1,19 +1,31 @@
 """The console adapter: one person talking to the bot in a terminal.
 
-Each line read is one message; replies stream to the output as they arrive.
-It reads and writes through the streams it is given, so tests drive it with
-pipes and `mnemo run` with the terminal.
+Each line read is one message; replies stream to the output as they arrive,
+one message at a time. It reads and writes through the streams it is given, so
+tests drive it with pipes and `mnemo run` with the terminal. End of input or
+``/quit`` sets `done`, which stops the application.
+
+Lines are read by a daemon thread, one when the adapter asks for it: a read
+blocked on a terminal or an open pipe cannot be interrupted, and must not keep
+the process alive once the application has stopped.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import getpass
+import logging
+import threading
+from collections.abc import Sequence
 from typing import TextIO
 
-from gateway.messages import InboundMessage, MessageHandler
+from gateway.messages import InboundMessage, Inbox, ReplySink
+
+log = logging.getLogger(__name__)
 
 QUIT_WORDS = frozenset({"/quit", "/exit"})
+BANNER = "Mnemo console. Type a message; /help for commands, /quit to leave.\n"
 
 
 class ConsoleSink:
@@ -32,7 +44,7 @@ class ConsoleSink:
 
 
 class ConsoleAdapter:
-    """Reads lines until end of input or ``/quit`` and hands each to the handler."""
+    """Reads lines until end of input or ``/quit`` and hands each to the inbox."""
 
     platform = "console"
 
@@ -40,35 +52,84 @@ class ConsoleAdapter:
         self._in = stdin
         self._out = stdout
         self._user_id = user_id or getpass.getuser() or "operator"
+        self.done = asyncio.Event()
+        self._lines: asyncio.Queue[str | None] = asyncio.Queue()
+        self._want = threading.Event()  # the reader thread reads one line when set
+        self._task: asyncio.Task[None] | None = None
+        self._stopped = False
+
+    async def start(self, inbox: Inbox, commands: Sequence[tuple[str, str]]) -> None:
+        """Print the banner and start reading; `/help` lists the commands, so the menu
+        (`commands`) is not shown here."""
+        self._out.write(BANNER)
+        self._out.flush()
+        loop = asyncio.get_running_loop()
+        reader = threading.Thread(target=self._read, args=(loop,), name="console", daemon=True)
+        reader.start()
+        self._task = asyncio.create_task(self._serve(inbox), name="console")
+
+    async def stop(self) -> None:
+        """Take no more lines; the one being answered goes on."""
+        self._stopped = True
+        self._lines.put_nowait(None)
+
+    async def close(self) -> None:
+        """Stop answering (a reply still streaming is cut off) and wait for the task."""
+        await self.stop()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
 
     async def notify(self, message: InboundMessage, text: str) -> None:
         """A line outside any reply (a background review's summary), set apart by blank lines."""
         self._out.write(f"{text}\n\n")
         self._out.flush()
 
-    async def run(self, handle: MessageHandler) -> None:
-        sink = ConsoleSink(self._out)
-        self._out.write("Mnemo console. Type a message; /help for commands, /quit to leave.\n")
-        self._out.flush()
-        while True:
-            if self._in.isatty():
-                self._out.write("> ")
-                self._out.flush()
-            line = await asyncio.to_thread(self._in.readline)
-            if not line:
-                return
-            text = line.strip()
-            if not text:
-                continue
-            if text in QUIT_WORDS:
-                return
-            message = InboundMessage(
-                platform=self.platform,
-                chat_id=self._user_id,
-                chat_type="private",
-                user_id=self._user_id,
-                text=text,
-                message_id=None,
-                user_name=self._user_id,
-            )
-            await handle(message, sink)
+    def reply_sink(self, message: InboundMessage) -> ReplySink:
+        return ConsoleSink(self._out)
+
+    def _read(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The reader thread: a line each time one is wanted, then None at the end of input."""
+        try:
+            while True:
+                self._want.wait()
+                self._want.clear()
+                line = self._in.readline()
+                if not line:
+                    break
+                loop.call_soon_threadsafe(self._lines.put_nowait, line)
+        except (OSError, ValueError) as exc:  # a closed or broken input ends the chat
+            log.warning("console input failed: %s", exc)
+        finally:
+            with contextlib.suppress(RuntimeError):  # the loop already closed
+                loop.call_soon_threadsafe(self._lines.put_nowait, None)
+
+    async def _serve(self, inbox: Inbox) -> None:
+        try:
+            while not self._stopped:
+                if self._in.isatty():
+                    self._out.write("> ")
+                    self._out.flush()
+                self._want.set()
+                line = await self._lines.get()
+                if line is None or self._stopped:
+                    return
+                text = line.strip()
+                if text in QUIT_WORDS:
+                    return
+                if text:
+                    await inbox.handle(self._message(text), ConsoleSink(self._out))
+        finally:
+            self.done.set()
+
+    def _message(self, text: str) -> InboundMessage:
+        return InboundMessage(
+            platform=self.platform,
+            chat_id=self._user_id,
+            chat_type="private",
+            user_id=self._user_id,
+            text=text,
+            message_id=None,
+            user_name=self._user_id,
+        )

@@ -1,0 +1,325 @@
+"""`mnemo run` as a long-running service (and `mnemo chat`, the console alone).
+
+`Service.run` holds the data directory's lock (``<home>/mnemo.lock``: one
+instance per directory), opens the stores and model clients, starts the
+background work and every adapter, answers the messages stored but not
+answered before the last stop, and serves until SIGINT/SIGTERM or until an
+adapter ends by itself (the console at the end of its input).
+
+Stopping: the adapters stop taking updates, the turns in flight get
+`shutdown_grace` seconds to finish (a person's message is stored before the
+model is asked, so one cut short is answered after the restart), the
+background work gets its own grace, then the adapters close and the cached
+sessions' providers stop. Sessions stay open in state.db: they resume at the
+next start. A second signal during the stop skips what is left of the graces.
+
+Logs: one line when serving starts, when a stop begins and ends, and for each
+error; never message text. Secrets (the bot tokens, the API key) are masked in
+every log line, tracebacks included.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Awaitable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import TextIO, TypeVar
+
+from filelock import FileLock, Timeout
+
+from gateway.access import AccessPolicy
+from gateway.adapters.console_adapter import ConsoleAdapter
+from gateway.app import job_context, open_services
+from gateway.config import Config
+from gateway.conversation import Conversations, Services
+from gateway.errors import AdapterFailedError, GatewayError, InstanceLockedError, NotAvailableError
+from gateway.jobs import BackgroundWork
+from gateway.messages import Adapter, InboundMessage
+
+log = logging.getLogger("mnemo")
+
+LOCK_NAME = "mnemo.lock"
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+MIN_SECRET_LENGTH = 8
+T = TypeVar("T")
+
+
+def run_bot(config: Config) -> None:
+    """`mnemo run`: every enabled platform adapter, else the console; INFO logs to stderr."""
+    adapters, modes = platform_adapters(config)
+    if not adapters:
+        adapters = [ConsoleAdapter(sys.stdin, sys.stdout)]
+    configure_logging(logging.INFO, _secrets(config))
+    asyncio.run(Service(config, adapters, modes).run())
+
+
+def run_console(
+    config: Config,
+    stdin: TextIO | None = None,
+    stdout: TextIO | None = None,
+    user_id: str | None = None,
+) -> None:
+    """`mnemo chat`: the console adapter alone (through the given streams in tests);
+    warnings only on stderr. `user_id` names the person, by default the login name."""
+    configure_logging(logging.WARNING, _secrets(config))
+    adapter = ConsoleAdapter(stdin or sys.stdin, stdout or sys.stdout, user_id=user_id)
+    asyncio.run(Service(config, [adapter]).run())
+
+
+def platform_adapters(config: Config) -> tuple[list[Adapter], dict[str, str]]:
+    """The adapters of the enabled platforms, and how each serves (for the start line)."""
+    if config.discord.active:
+        raise NotAvailableError(
+            "the discord adapter is not available yet; unset DISCORD_BOT_TOKEN "
+            "(or set discord.enabled: false)"
+        )
+    adapters: list[Adapter] = []
+    modes: dict[str, str] = {}
+    if config.telegram.active:
+        from gateway.adapters.telegram_adapter import TelegramAdapter  # loads telegram
+
+        adapters.append(TelegramAdapter(config.telegram))
+        hook = config.telegram.webhook
+        modes["telegram"] = (
+            "polling" if hook.url is None else f"webhook on {hook.listen}:{hook.port}"
+        )
+    return adapters, modes
+
+
+class Service:
+    """One running bot: its adapters, conversations and background work."""
+
+    def __init__(
+        self,
+        config: Config,
+        adapters: Sequence[Adapter],
+        modes: Mapping[str, str] | None = None,
+        signals: Sequence[signal.Signals] = STOP_SIGNALS,
+    ) -> None:
+        """`modes`: platform -> how it serves ("polling"), for the start line; `signals`:
+        those that stop the service (installed only in the main thread)."""
+        self._config = config
+        self._adapters = list(adapters)
+        self._modes = dict(modes or {})
+        self._signals = tuple(signals)
+        self._stopping = asyncio.Event()
+        self._hurry = asyncio.Event()
+
+    def request_stop(self, reason: str) -> None:
+        """Begin a graceful stop; asked again while stopping, stop faster."""
+        if self._stopping.is_set():
+            if not self._hurry.is_set():
+                log.info("stopping now (%s again): the rest of the grace is skipped", reason)
+                self._hurry.set()
+            return
+        log.info("stopping (%s)", reason)
+        self._stopping.set()
+
+    async def run(self) -> None:
+        """Serve until stopped. Raises `InstanceLockedError` when another instance holds
+        the data directory, `AdapterFailedError` when an adapter fails."""
+        home = self._config.home
+        with instance_lock(home):
+            async with open_services(self._config) as services:
+                with self._signal_handlers():
+                    await self._serve(services)
+        log.info("stopped")
+
+    async def _serve(self, services: Services) -> None:
+        background = BackgroundWork(job_context(services, self._notify))
+        access = AccessPolicy.from_config(services.config)
+        conversations = Conversations(services, background=background, access=access)
+        background.start(conversations.end_quiet)  # the first sweep runs what is still due
+        commands = [(c.name, c.description) for c in services.commands if not c.admin_only]
+        started: list[Adapter] = []
+        catch_up: asyncio.Task[None] | None = None
+        ended: Adapter | None = None
+        try:
+            for adapter in self._adapters:
+                await _start(adapter, conversations, commands)
+                started.append(adapter)
+                if adapter.done.is_set() and adapter.platform != "console":
+                    raise AdapterFailedError(
+                        f"the {adapter.platform} adapter failed to start (its error is logged "
+                        "above)"
+                    )
+            log.info("serving %s with data in %s", self._describe(), self._config.home.resolve())
+            catch_up = asyncio.create_task(self._answer_unanswered(conversations))
+            ended = await self._wait(started)
+        finally:
+            await self._shutdown(started, conversations, background, catch_up)
+        if ended is not None and ended.platform != "console":
+            raise AdapterFailedError(
+                f"the {ended.platform} adapter stopped by itself (its error is logged above)"
+            )
+
+    async def _wait(self, adapters: Sequence[Adapter]) -> Adapter | None:
+        """Wait for a stop request or for an adapter to end; the adapter that ended, if one."""
+        waits = {asyncio.create_task(a.done.wait()): a for a in adapters}
+        stop = asyncio.create_task(self._stopping.wait())
+        finished, _ = await asyncio.wait([stop, *waits], return_when=asyncio.FIRST_COMPLETED)
+        for task in [stop, *waits]:
+            task.cancel()
+        if stop in finished:
+            return None
+        ended = next(waits[t] for t in finished if t in waits)
+        log.info("stopping (the %s adapter ended)", ended.platform)
+        self._stopping.set()
+        return ended
+
+    async def _answer_unanswered(self, conversations: Conversations) -> None:
+        """Answer what each platform stored but did not answer before the last stop."""
+        for adapter in self._adapters:
+            try:
+                count = await conversations.answer_unanswered(adapter.platform, adapter.reply_sink)
+            except Exception:  # the top of a task: log it, keep serving
+                log.exception("answering %s messages left from before the restart failed",
+                              adapter.platform)  # fmt: skip
+                continue
+            if count:
+                log.info("answered %d %s messages left from before the restart", count,
+                         adapter.platform)  # fmt: skip
+
+    async def _shutdown(
+        self,
+        started: Sequence[Adapter],
+        conversations: Conversations,
+        background: BackgroundWork,
+        catch_up: asyncio.Task[None] | None,
+    ) -> None:
+        for adapter in started:
+            await _quietly(adapter.stop(), f"stopping the {adapter.platform} adapter")
+        drained = await self._unless_hurried(conversations.drain(self._config.shutdown_grace))
+        if not drained:
+            log.info("turns in flight were cut short; their messages are answered after the "
+                     "restart")  # fmt: skip
+        if catch_up is not None:
+            catch_up.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await catch_up
+        await self._unless_hurried(background.close())
+        for adapter in started:
+            await _quietly(adapter.close(), f"closing the {adapter.platform} adapter")
+        await conversations.close()
+
+    async def _unless_hurried(self, work: Awaitable[T]) -> T | None:
+        """`work`'s result, or None when a second stop request comes first (it is cancelled)."""
+        task = asyncio.ensure_future(work)
+        hurry = asyncio.create_task(self._hurry.wait())
+        await asyncio.wait([task, hurry], return_when=asyncio.FIRST_COMPLETED)
+        hurry.cancel()
+        if task.done():
+            return task.result()
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        return None
+
+    async def _notify(self, message: InboundMessage, text: str) -> None:
+        """A background job's line to a chat, through the adapter of its platform."""
+        for adapter in self._adapters:
+            if adapter.platform == message.platform:
+                await adapter.notify(message, text)
+                return
+        log.warning("no %s adapter is running: a background notice was dropped", message.platform)
+
+    def _describe(self) -> str:
+        names = []
+        for adapter in self._adapters:
+            mode = self._modes.get(adapter.platform)
+            names.append(adapter.platform if mode is None else f"{adapter.platform} ({mode})")
+        return " and ".join(names)
+
+    @contextlib.contextmanager
+    def _signal_handlers(self) -> Iterator[None]:
+        """SIGINT/SIGTERM request a stop (a second one, a faster stop) while serving."""
+        if threading.current_thread() is not threading.main_thread():
+            yield  # signal handlers can only be set from the main thread
+            return
+        loop = asyncio.get_running_loop()
+        for sig in self._signals:
+            loop.add_signal_handler(sig, self.request_stop, sig.name)
+        try:
+            yield
+        finally:
+            for sig in self._signals:
+                loop.remove_signal_handler(sig)
+
+
+async def _start(
+    adapter: Adapter, conversations: Conversations, commands: list[tuple[str, str]]
+) -> None:
+    """Start one adapter; its failure is one `AdapterFailedError` line (traceback logged)."""
+    try:
+        await adapter.start(conversations, commands)
+    except GatewayError:
+        raise
+    except Exception as exc:  # the top of an adapter's start: log it, stop the service
+        log.exception("the %s adapter failed to start", adapter.platform)
+        raise AdapterFailedError(
+            f"the {adapter.platform} adapter failed to start: {type(exc).__name__}: {exc}"
+        ) from None
+
+
+async def _quietly(work: Awaitable[None], what: str) -> None:
+    """Run one step of the stop; a failure is logged and the stop goes on."""
+    try:
+        await work
+    except Exception:  # the top of a stop step: the remaining steps still run
+        log.exception("%s failed", what)
+
+
+@contextlib.contextmanager
+def instance_lock(home: Path) -> Iterator[None]:
+    """Hold ``<home>/mnemo.lock`` for the block; `InstanceLockedError` if another holds it."""
+    home.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(home / LOCK_NAME), blocking=False)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise InstanceLockedError(
+            f"another mnemo is already running with data in {home.resolve()}; stop it first "
+            "(or use a different MNEMO_HOME)"
+        ) from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+class _Masking(logging.Formatter):
+    """A formatter that writes each secret as ``***`` (in tracebacks too)."""
+
+    def __init__(self, fmt: str, secrets: Sequence[str]) -> None:
+        super().__init__(fmt)
+        self._secrets = [s for s in secrets if s]
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = super().format(record)
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text
+
+
+def configure_logging(level: int, secrets: Sequence[str] = ()) -> None:
+    """Logs to stderr at `level` (stdout belongs to the console), secrets masked; the
+    libraries' per-request lines (which carry the bot token in URLs) are kept out."""
+    root = logging.getLogger()
+    if not root.handlers:  # the first run of this process (tests install their own)
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(_Masking("%(asctime)s %(levelname)s %(name)s: %(message)s", secrets))
+        root.addHandler(handler)
+        root.setLevel(level)
+    for noisy in ("httpx", "httpcore", "apscheduler", "telegram", "aiohttp"):
+        logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
+
+
+def _secrets(config: Config) -> list[str]:
+    """The values to mask; short ones (placeholder keys such as "x") would mask plain words."""
+    values = (config.telegram.token, config.discord.token, config.llm.api_key)
+    return [s for s in values if s and len(s) >= MIN_SECRET_LENGTH]
