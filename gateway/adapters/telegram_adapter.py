@@ -1,0 +1,513 @@
+"""The Telegram adapter: python-telegram-bot updates in, streamed replies out.
+
+It only translates. A private chat's texts and captions, and in groups the
+messages addressed to the bot (an @mention, a reply to the bot, a command;
+everything with ``group_trigger: all``), become `InboundMessage`s for the
+inbox; replies go back through `gateway.delivery` over a `TelegramChannel`.
+Other content (stickers, voice, photos without a caption, files) gets one
+polite line and never reaches the inbox. Edited messages, channel posts and
+messages of bots are ignored. ``/cmd@otherbot`` in a group is dropped here.
+
+Long polling is done by hand, not by PTB's Updater (which confirms a batch as
+soon as it fetches the next): the next ``getUpdates``, whose offset confirms
+every update below it, waits until each update of the batch was stored by the
+inbox (`on_stored`) or finished, so a message is never confirmed before it is
+stored and an update left unstored at a crash is delivered again. Network
+errors, 5xx and 409 Conflict are logged once per kind per outage and retried
+with a bounded exponential backoff; a rejected token is fatal (`done` is set).
+
+Webhook mode (``telegram.webhook.url``) runs PTB's webhook server, which checks
+the secret token on every request. Its limitation: the server acknowledges an
+update to Telegram when it queues it, before it is stored, so an update that
+arrives just before a crash can be lost (long polling has no such window).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import logging
+import re
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+from telegram import (
+    BotCommand,
+    CallbackQuery,
+    InlineKeyboardButton,
+    InlineKeyboardMarkup,
+    Message,
+    MessageEntity,
+    ReplyParameters,
+    Update,
+    User,
+)
+from telegram.error import (
+    BadRequest,
+    ChatMigrated,
+    Conflict,
+    InvalidToken,
+    NetworkError,
+    RetryAfter,
+    TelegramError,
+)
+from telegram.ext import AIORateLimiter, Application, ExtBot
+
+from gateway.adapters.telegram_format import MAX_UNITS, render, utf16_units
+from gateway.commands import Choice
+from gateway.config import TelegramConfig
+from gateway.delivery import ChannelLimits, StreamedReply, Throttles
+from gateway.errors import DeliveryError, RateLimitedError
+from gateway.messages import InboundMessage, Inbox, ReplySink
+
+log = logging.getLogger(__name__)
+
+ALLOWED_UPDATES = ("message", "callback_query")
+UNSUPPORTED_LINE = "I can only read text for now."
+CLOSE_WAIT = 2.0  # seconds close() gives handler tasks still running
+Migrated = Callable[[int, int], Awaitable[None]]
+
+
+class TelegramChannel:
+    """One Telegram chat (and forum topic) as a `gateway.delivery.Channel`."""
+
+    def __init__(
+        self,
+        bot: ExtBot[Any],
+        chat_id: int,
+        *,
+        thread_id: int | None,
+        private: bool,
+        edit_interval: float,
+        migrated: Migrated,
+    ) -> None:
+        self._bot, self.chat_id, self._thread_id = bot, chat_id, thread_id
+        self._private, self._migrated = private, migrated
+        self.limits = ChannelLimits(
+            max_units=MAX_UNITS, units=utf16_units, edit_interval=edit_interval, drafts=private
+        )
+
+    async def send(
+        self, text: str, *, reply_to: str | None = None, choices: Sequence[Choice] = ()
+    ) -> str:
+        """Send `text` (Markdown, rendered); the new message's id."""
+        extra: dict[str, Any] = {"message_thread_id": self._thread_id}
+        if reply_to is not None:
+            extra["reply_parameters"] = ReplyParameters(
+                int(reply_to), allow_sending_without_reply=True
+            )
+        if choices:
+            extra["reply_markup"] = _keyboard(choices)
+        message = await self._rendered(self._bot.send_message, text, extra)
+        return str(message.message_id)
+
+    async def edit(self, message_id: str, text: str) -> None:
+        """Replace a sent message's text; an edit that changes nothing is not an error."""
+        try:
+            await self._rendered(self._bot.edit_message_text, text, {"message_id": int(message_id)})
+        except DeliveryError as error:
+            if "not modified" not in str(error).lower():
+                raise
+
+    async def draft(self, draft_id: int, text: str) -> None:
+        """Show `text` as the private chat's message draft (streamed preview)."""
+        await self._rendered(
+            self._bot.send_message_draft,
+            text,
+            {"draft_id": draft_id, "message_thread_id": self._thread_id},
+        )
+
+    async def typing(self) -> None:
+        await self._call(
+            self._bot.send_chat_action, {"action": "typing", "message_thread_id": self._thread_id}
+        )
+
+    async def _rendered(
+        self, method: Callable[..., Awaitable[Any]], text: str, extra: dict[str, Any]
+    ) -> Any:
+        """Send rendered Markdown; as plain text when Telegram refuses the entities."""
+        rendered = render(text)
+        if rendered.units <= MAX_UNITS and (rendered.entities or rendered.text != text):
+            entities = [MessageEntity.de_json(e, None) for e in rendered.entities]
+            try:
+                return await self._call(
+                    method, {**extra, "text": rendered.text, "entities": entities}
+                )
+            except DeliveryError as error:
+                if not _entity_error(error):
+                    raise
+                log.warning("telegram: entities refused, sending plain text (%s)", error)
+        return await self._call(method, {**extra, "text": text})
+
+    async def _call(self, method: Callable[..., Awaitable[Any]], kwargs: dict[str, Any]) -> Any:
+        """Call the Bot API for this chat; Telegram's errors as the gateway's."""
+        try:
+            try:
+                return await method(chat_id=self.chat_id, **kwargs)
+            except ChatMigrated as moved:
+                old, self.chat_id = self.chat_id, moved.new_chat_id
+                await self._migrated(old, moved.new_chat_id)
+                return await method(chat_id=self.chat_id, **kwargs)
+        except RetryAfter as error:
+            wait = error.retry_after
+            seconds = wait.total_seconds() if isinstance(wait, dt.timedelta) else float(wait)
+            raise RateLimitedError(f"Telegram asks to wait {seconds:g} s", seconds) from error
+        except TelegramError as error:
+            raise DeliveryError(f"Telegram refused the call: {error}") from error
+
+
+class TelegramAdapter:
+    """One bot's connection to Telegram (implements `gateway.messages.Adapter`)."""
+
+    platform = "telegram"
+
+    def __init__(
+        self,
+        config: TelegramConfig,
+        *,
+        poll_timeout: float = 30.0,
+        clock: Callable[[], float] = time.monotonic,
+        backoff: tuple[float, float] = (0.5, 30.0),
+        overall_max_rate: float = 30.0,
+    ) -> None:
+        self._config, self._poll_timeout, self._clock = config, poll_timeout, clock
+        self._backoff, self._overall_max_rate = backoff, overall_max_rate
+        self.done = asyncio.Event()
+        self._throttles = Throttles(config.edit_interval)
+        self._app: Application[Any, Any, Any, Any, Any, Any] | None = None
+        self._inbox: Inbox | None = None
+        self._bot_user: User | None = None
+        self._loop: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._stopping = asyncio.Event()
+        self._offset = 0  # every update below it is confirmed, or safe to confirm
+
+    # ----- the Adapter protocol ----------------------------------------------------
+
+    async def start(self, inbox: Inbox, commands: Sequence[tuple[str, str]]) -> None:
+        """Connect, register the commands menu, and begin taking updates."""
+        self._inbox = inbox
+        builder = (
+            Application.builder()
+            .token(self._config.token or "")
+            .base_url(str(self._config.base_url))
+            .base_file_url(str(self._config.base_file_url))
+            .rate_limiter(AIORateLimiter(overall_max_rate=self._overall_max_rate, max_retries=0))
+        )
+        webhook = self._config.webhook.url is not None
+        app = builder.build() if webhook else builder.updater(None).build()
+        self._app = app
+        try:
+            await app.initialize()
+            self._bot_user = app.bot.bot
+            await app.bot.set_my_commands([BotCommand(name, text) for name, text in commands])
+        except InvalidToken:
+            log.error("telegram: the bot token was refused (check TELEGRAM_BOT_TOKEN)")
+            self.done.set()
+            return
+        if webhook:
+            await self._start_webhook(app)
+        else:
+            await app.bot.delete_webhook()
+            self._loop = asyncio.create_task(self._poll(app.bot), name="telegram-poll")
+        log.info(
+            "telegram: started as @%s (%s)",
+            self._bot_user.username,
+            "webhook" if webhook else "polling",
+        )
+
+    async def stop(self) -> None:
+        """Stop taking updates; the messages being handled go on."""
+        self._stopping.set()
+        if self._loop is not None:
+            self._loop.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._loop
+        if self._app is not None and self._app.updater is not None and self._app.updater.running:
+            await self._app.updater.stop()
+        log.info("telegram: stopped taking updates")
+
+    async def close(self) -> None:
+        """Wait briefly for the handlers still running, confirm what was stored, disconnect."""
+        await self.stop()
+        if self._tasks:
+            _, pending = await asyncio.wait(set(self._tasks), timeout=CLOSE_WAIT)
+            for task in pending:
+                task.cancel()
+        app, self._app = self._app, None
+        if app is None:
+            return
+        if self._config.webhook.url is None and self._bot_user is not None:
+            with contextlib.suppress(TelegramError):
+                await app.bot.get_updates(offset=self._offset, timeout=0, limit=1)
+        await app.shutdown()
+        log.info("telegram: closed")
+
+    async def notify(self, message: InboundMessage, text: str) -> None:
+        """One line in `message`'s chat (and topic), outside any reply."""
+        try:
+            await self._channel(message).send(text)
+        except (DeliveryError, RateLimitedError) as error:
+            log.warning("telegram: a notification was not delivered: %s", error)
+
+    def reply_sink(self, message: InboundMessage) -> ReplySink:
+        return self._sink(message)
+
+    # ----- updates -----------------------------------------------------------------
+
+    async def _poll(self, bot: ExtBot[Any]) -> None:
+        """Long polling: fetch a batch, hand it out, confirm it once every update is stored."""
+        outage = _Outage(self._clock, *self._backoff)
+        while not self._stopping.is_set():
+            try:
+                updates = await bot.get_updates(
+                    offset=self._offset,
+                    timeout=int(self._poll_timeout),
+                    allowed_updates=list(ALLOWED_UPDATES),
+                    read_timeout=self._poll_timeout + 10,
+                )
+            except InvalidToken:
+                log.error("telegram: the bot token was refused while polling; stopping")
+                self.done.set()
+                return
+            except (NetworkError, Conflict, RetryAfter) as error:
+                await self._pause(outage.failed(error))
+                continue
+            outage.recovered()
+            handled = [self._dispatch(update) for update in updates]
+            if handled:
+                await asyncio.gather(*(event.wait() for event in handled))
+                self._offset = updates[-1].update_id + 1
+
+    async def _pause(self, seconds: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stopping.wait(), seconds)
+
+    async def _start_webhook(self, app: Application[Any, Any, Any, Any, Any, Any]) -> None:
+        webhook = self._config.webhook
+        assert app.updater is not None and webhook.url is not None
+        queue = await app.updater.start_webhook(
+            listen=webhook.listen,
+            port=webhook.port,
+            url_path=urlsplit(str(webhook.url)).path.lstrip("/"),
+            webhook_url=str(webhook.url),
+            secret_token=self._config.webhook_secret,
+            allowed_updates=list(ALLOWED_UPDATES),
+        )
+        self._loop = asyncio.create_task(self._consume(queue), name="telegram-webhook")
+
+    async def _consume(self, queue: asyncio.Queue[object]) -> None:
+        """Webhook mode: updates as PTB's server queued them (already acknowledged)."""
+        while True:
+            update = await queue.get()
+            if isinstance(update, Update):
+                self._dispatch(update)
+
+    def _dispatch(self, update: Update) -> asyncio.Event:
+        """Start handling one update; the event is set once it is stored or done with."""
+        stored = asyncio.Event()
+        task = asyncio.create_task(self._handle(update, stored.set))
+        self._tasks.add(task)
+
+        def finished(done: asyncio.Task[None]) -> None:
+            self._tasks.discard(done)
+            stored.set()
+
+        task.add_done_callback(finished)
+        return stored
+
+    async def _handle(self, update: Update, on_stored: Callable[[], None]) -> None:
+        """One update, from start to end; the top of an adapter task."""
+        try:
+            if update.callback_query is not None:
+                await self._on_callback(update.callback_query, on_stored)
+            elif update.message is not None:
+                await self._on_message(update.message, on_stored)
+        except Exception:
+            log.exception("telegram: update %s failed", update.update_id)
+
+    async def _on_message(self, message: Message, on_stored: Callable[[], None]) -> None:
+        inbox, me = self._running()
+        if message.migrate_to_chat_id is not None:
+            await inbox.chat_migrated(
+                "telegram", str(message.chat.id), str(message.migrate_to_chat_id)
+            )
+            return
+        sender = message.from_user
+        if (
+            sender is None
+            or sender.is_bot
+            or message.chat.type not in ("private", "group", "supergroup")
+        ):
+            return
+        if not _addressed(message, me, self._config.group_trigger):
+            return
+        text = message.text if message.text is not None else message.caption
+        if text is None:
+            if message.effective_attachment is not None:
+                inbound = self._inbound(message, sender, "")
+                await self._deliver_line(inbound, UNSUPPORTED_LINE)
+            return
+        inbound = self._inbound(message, sender, _without_mention(message, me))
+        sink = self._sink(inbound)
+        await sink.start()  # typing until the first text; it yields nothing, so order holds
+        await inbox.handle(inbound, sink, on_stored)
+
+    async def _on_callback(self, query: CallbackQuery, on_stored: Callable[[], None]) -> None:
+        inbox, _ = self._running()
+        try:
+            await query.answer()
+        except TelegramError as error:  # a query of a previous run is too old to answer
+            log.info("telegram: a button press could not be answered: %s", error)
+        on_stored()
+        message = query.message
+        if not isinstance(message, Message) or query.data is None:
+            return
+        inbound = self._inbound(message, query.from_user, "")
+        await inbox.choose(inbound, query.data, self._sink(inbound, reply_to=False))
+
+    async def _deliver_line(self, message: InboundMessage, line: str) -> None:
+        try:
+            await self._channel(message).send(line, reply_to=message.message_id)
+        except (DeliveryError, RateLimitedError) as error:
+            log.warning("telegram: a line was not delivered: %s", error)
+
+    # ----- translation -------------------------------------------------------------
+
+    def _inbound(self, message: Message, sender: User, text: str) -> InboundMessage:
+        _, me = self._running()
+        topic = message.message_thread_id if message.is_topic_message else None
+        reply = message.reply_to_message
+        return InboundMessage(
+            platform="telegram",
+            chat_id=str(message.chat.id),
+            chat_type="private" if message.chat.type == "private" else "group",
+            user_id=str(sender.id),
+            text=text,
+            message_id=str(message.message_id),
+            user_name=sender.full_name or sender.username or str(sender.id),
+            thread_id=str(topic) if topic is not None else None,
+            bot_username=me.username,
+            reply_to_id=str(reply.message_id) if reply is not None else None,
+        )
+
+    def _channel(self, message: InboundMessage) -> TelegramChannel:
+        app = self._app
+        if app is None:
+            raise DeliveryError("the Telegram adapter is not connected")
+        return TelegramChannel(
+            app.bot,
+            int(message.chat_id),
+            thread_id=int(message.thread_id) if message.thread_id else None,
+            private=message.chat_type == "private",
+            edit_interval=self._config.edit_interval,
+            migrated=self._migrated,
+        )
+
+    def _sink(self, message: InboundMessage, reply_to: bool = True) -> StreamedReply:
+        key = f"{message.chat_id}:{message.thread_id or ''}"
+        return StreamedReply(
+            self._channel(message),
+            self._throttles.for_chat(key),
+            reply_to=message.message_id if reply_to else None,
+            private=message.chat_type == "private",
+        )
+
+    async def _migrated(self, old: int, new: int) -> None:
+        inbox, _ = self._running()
+        log.info("telegram: chat %s moved to %s", old, new)
+        await inbox.chat_migrated("telegram", str(old), str(new))
+
+    def _running(self) -> tuple[Inbox, User]:
+        if self._inbox is None or self._bot_user is None:
+            raise DeliveryError("the Telegram adapter is not started")
+        return self._inbox, self._bot_user
+
+
+class _Outage:
+    """Polling failures in a row: the backoff, and one log line per kind of failure."""
+
+    def __init__(self, clock: Callable[[], float], first: float, most: float) -> None:
+        self._clock, self._first, self._most = clock, first, most
+        self._kinds: set[str] = set()
+        self._delay = 0.0
+        self._since: float | None = None
+
+    def failed(self, error: TelegramError) -> float:
+        """Record a failure; the seconds to wait before the next attempt."""
+        kind = type(error).__name__
+        if kind not in self._kinds:
+            self._kinds.add(kind)
+            log.warning("telegram: polling failed (%s: %s); retrying with backoff", kind, error)
+        if self._since is None:
+            self._since = self._clock()
+        if isinstance(error, RetryAfter):
+            wait = error.retry_after
+            return wait.total_seconds() if isinstance(wait, dt.timedelta) else float(wait)
+        self._delay = min(max(self._delay * 2, self._first), self._most)
+        return self._delay
+
+    def recovered(self) -> None:
+        if self._since is not None:
+            log.info("telegram: polling recovered after %.1f s", self._clock() - self._since)
+        self._kinds.clear()
+        self._delay, self._since = 0.0, None
+
+
+def _addressed(message: Message, me: User, trigger: str) -> bool:
+    """Whether the bot should read this message: always in private chats, in groups
+    when mentioned, replied to or given a command (or always, with trigger ``all``)."""
+    if message.chat.type == "private" or trigger == "all":
+        return True
+    reply = message.reply_to_message
+    if reply is not None and reply.from_user is not None and reply.from_user.id == me.id:
+        return True
+    name = f"@{me.username}".lower()
+    for entity, text in _entities(message).items():
+        if entity.type == MessageEntity.MENTION and text.lower() == name:
+            return True
+        if entity.type == MessageEntity.TEXT_MENTION and entity.user and entity.user.id == me.id:
+            return True
+        if entity.type == MessageEntity.BOT_COMMAND and entity.offset == 0:
+            _, _, target = text.partition("@")
+            return not target or f"@{target}".lower() == name
+    return False
+
+
+def _entities(message: Message) -> dict[MessageEntity, str]:
+    if message.text is not None:
+        return message.parse_entities()
+    return message.parse_caption_entities()
+
+
+def _without_mention(message: Message, me: User) -> str:
+    """The text or caption with the bot's @mentions cut out (offsets are UTF-16)."""
+    text = message.text if message.text is not None else message.caption or ""
+    name = f"@{me.username}".lower()
+    spans = [
+        (e.offset, e.offset + e.length)
+        for e, value in _entities(message).items()
+        if e.type == MessageEntity.MENTION and value.lower() == name
+    ]
+    if not spans:
+        return text
+    units = text.encode("utf-16-le", "surrogatepass")
+    for start, end in sorted(spans, reverse=True):
+        units = units[: start * 2] + units[end * 2 :]
+    stripped = re.sub(" {2,}", " ", units.decode("utf-16-le", "surrogatepass")).strip()
+    return stripped or text
+
+
+def _keyboard(choices: Sequence[Choice]) -> InlineKeyboardMarkup:
+    return InlineKeyboardMarkup(
+        [[InlineKeyboardButton(c.label, callback_data=c.payload)] for c in choices]
+    )
+
+
+def _entity_error(error: DeliveryError) -> bool:
+    cause = error.__cause__
+    text = str(cause).lower()
+    return isinstance(cause, BadRequest) and ("entit" in text or "parse" in text)

@@ -1,0 +1,390 @@
+"""The Telegram adapter, with the real python-telegram-bot against the fake Bot API."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import aiohttp
+import pytest
+
+from gateway.adapters.telegram_adapter import UNSUPPORTED_LINE, TelegramAdapter
+from gateway.commands import Choice
+from gateway.commands.choices import ChoiceSink
+from gateway.config import TelegramConfig
+from gateway.messages import InboundMessage, ReplySink
+from tests.fakes.telegram import FakeTelegram, utf16_len
+
+TOKEN = "123:ABC"
+COMMANDS = [("help", "what the bot is"), ("new", "start a fresh conversation")]
+MENTION = {"type": "mention", "offset": 0, "length": len("@mnemo_bot")}
+
+
+class Inbox:
+    """Records what reaches it and answers ``echo: <text>``; can stall before storing."""
+
+    def __init__(self, reply: Callable[[InboundMessage], str] | None = None) -> None:
+        self.messages: list[InboundMessage] = []
+        self.chosen: list[tuple[InboundMessage, str]] = []
+        self.migrations: list[tuple[str, str, str]] = []
+        self.offer: tuple[Choice, ...] = ()
+        self.stall: asyncio.Event | None = None
+        self.fail_after_stall = False
+        self._reply = reply or (lambda m: f"echo: {m.text}")
+
+    async def handle(
+        self, message: InboundMessage, sink: ReplySink, on_stored: Callable[[], None] | None = None
+    ) -> None:
+        self.messages.append(message)
+        if self.stall is not None:
+            await self.stall.wait()
+            if self.fail_after_stall:
+                raise RuntimeError("crashed before storing")
+        if on_stored is not None:
+            on_stored()
+        await sink.write(self._reply(message))
+        if self.offer and isinstance(sink, ChoiceSink):
+            await sink.offer(self.offer)
+        await sink.finish()
+
+    async def choose(self, message: InboundMessage, payload: str, sink: ReplySink) -> None:
+        self.chosen.append((message, payload))
+        await sink.write(f"chose {payload}")
+        await sink.finish()
+
+    async def chat_migrated(self, platform: str, old_chat_id: str, new_chat_id: str) -> None:
+        self.migrations.append((platform, old_chat_id, new_chat_id))
+
+
+@pytest.fixture
+async def tg() -> AsyncIterator[FakeTelegram]:
+    async with FakeTelegram(token=TOKEN) as fake:
+        yield fake
+
+
+def _config(tg: FakeTelegram, **fields: Any) -> TelegramConfig:
+    values = {"token": TOKEN, "base_url": tg.url + "/bot", "base_file_url": tg.url + "/file/bot"}
+    return TelegramConfig(**(values | {"edit_interval": 0.05, "allowed_users": ("*",)} | fields))
+
+
+@asynccontextmanager
+async def running(tg: FakeTelegram, inbox: Inbox, **fields: Any) -> AsyncIterator[TelegramAdapter]:
+    adapter = TelegramAdapter(_config(tg, **fields), poll_timeout=1, backoff=(0.01, 0.05))
+    await adapter.start(inbox, COMMANDS)
+    try:
+        yield adapter
+    finally:
+        await adapter.close()
+
+
+async def _texts(tg: FakeTelegram, chat_id: int, count: int = 1) -> list[str | None]:
+    return await tg.wait_until(
+        lambda: len(tg.chat_texts(chat_id)) >= count and tg.chat_texts(chat_id)
+    )
+
+
+async def _seen(inbox: Inbox, tg: FakeTelegram, count: int) -> list[InboundMessage]:
+    return await tg.wait_until(lambda: len(inbox.messages) >= count and inbox.messages)
+
+
+async def test_private_text_is_answered_with_the_message_translated(tg: FakeTelegram) -> None:
+    inbox = Inbox()
+    async with running(tg, inbox):
+        sent = tg.inject_text(42, 42, "hello there")
+        assert await _texts(tg, 42) == ["echo: hello there"]
+    [message] = inbox.messages
+    assert message == InboundMessage(
+        platform="telegram",
+        chat_id="42",
+        chat_type="private",
+        user_id="42",
+        text="hello there",
+        message_id=str(sent["message"]["message_id"]),
+        user_name="User42",  # the fake's users have no username
+        thread_id=None,
+        bot_username="mnemo_bot",
+        reply_to_id=None,
+    )
+
+
+async def test_the_commands_menu_is_registered(tg: FakeTelegram) -> None:
+    async with running(tg, Inbox()):
+        assert tg.commands() == [
+            {"command": "help", "description": "what the bot is"},
+            {"command": "new", "description": "start a fresh conversation"},
+        ]
+
+
+async def test_display_name_joins_first_and_last_name_or_falls_back_to_username(
+    tg: FakeTelegram,
+) -> None:
+    inbox = Inbox()
+    async with running(tg, inbox):
+        named = {"id": 7, "is_bot": False, "first_name": "Ada", "last_name": "Lovelace"}
+        tg.inject_text(7, 7, "a", **{"from": named})
+        nameless = {"id": 8, "is_bot": False, "first_name": "", "username": "ghost"}
+        tg.inject_text(8, 8, "b", **{"from": nameless})
+        first, second = await _seen(inbox, tg, 2)
+    assert (first.user_name, second.user_name) == ("Ada Lovelace", "ghost")
+
+
+async def test_a_caption_is_read_as_the_text(tg: FakeTelegram) -> None:
+    inbox = Inbox()
+    async with running(tg, inbox):
+        tg.inject_photo(42, 42, caption="what is this?")
+        assert await _texts(tg, 42) == ["echo: what is this?"]
+    assert [m.text for m in inbox.messages] == ["what is this?"]
+
+
+async def test_sticker_and_bare_photo_get_one_polite_line_and_reach_nobody(
+    tg: FakeTelegram,
+) -> None:
+    inbox = Inbox()
+    async with running(tg, inbox):
+        sticker = tg.inject_sticker(42, 42)
+        tg.inject_photo(42, 42)
+        assert await _texts(tg, 42, 2) == [UNSUPPORTED_LINE, UNSUPPORTED_LINE]
+        tg.inject_text(42, 42, "and text")
+        await _seen(inbox, tg, 1)
+    assert [m.text for m in inbox.messages] == ["and text"]
+    assert tg.chat_messages(42)[0].reply_to == sticker["message"]["message_id"]
+
+
+async def test_edits_channel_posts_and_bots_are_ignored(tg: FakeTelegram) -> None:
+    inbox = Inbox()
+    async with running(tg, inbox):
+        first = tg.inject_text(42, 42, "first")
+        await _texts(tg, 42)
+        tg.inject_edited_text(42, 42, first["message"]["message_id"], "first, edited")
+        tg.inject_update(
+            {
+                "channel_post": {
+                    "message_id": 1,
+                    "date": 0,
+                    "text": "news",
+                    "chat": {"id": -900, "type": "channel"},
+                }
+            }
+        )
+        robot = {"id": 99, "is_bot": True, "first_name": "Robot"}
+        tg.inject_text(43, 99, "beep", **{"from": robot})
+        tg.inject_text(42, 42, "second")
+        await _seen(inbox, tg, 2)
+        await tg.wait_until(lambda: not tg.pending_updates)
+    assert [m.text for m in inbox.messages] == ["first", "second"]
+
+
+async def test_group_answers_only_what_is_addressed_to_the_bot(tg: FakeTelegram) -> None:
+    inbox = Inbox()
+    group = -100
+    async with running(tg, inbox):
+        tg.inject_text(group, 7, "people talking among themselves")
+        tg.inject_text(group, 7, "@mnemo_bot what time is it?", entities=[MENTION])
+        await _texts(tg, group)
+        bot_message = tg.chat_messages(group)[0].message_id
+        reply_to = {
+            "message_id": bot_message,
+            "date": 0,
+            "chat": {"id": group, "type": "supergroup"},
+            "from": {"id": 123, "is_bot": True, "first_name": "Mnemo"},
+        }
+        tg.inject_text(group, 7, "thanks", reply_to_message=reply_to)
+        tg.inject_command(group, 7, "/help@otherbot")
+        tg.inject_command(group, 7, "/help@mnemo_bot")
+        tg.inject_command(group, 7, "/new")
+        await _seen(inbox, tg, 4)
+        await tg.wait_until(lambda: not tg.pending_updates)
+    assert [m.text for m in inbox.messages] == [
+        "what time is it?",
+        "thanks",
+        "/help@mnemo_bot",
+        "/new",
+    ]
+    assert {m.chat_type for m in inbox.messages} == {"group"}
+    assert inbox.messages[1].reply_to_id == str(bot_message)
+
+
+async def test_group_trigger_all_reads_every_message(tg: FakeTelegram) -> None:
+    inbox = Inbox()
+    async with running(tg, inbox, group_trigger="all"):
+        tg.inject_text(-100, 7, "people talking among themselves")
+        await _seen(inbox, tg, 1)
+    assert inbox.messages[0].text == "people talking among themselves"
+
+
+async def test_forum_topic_messages_carry_the_thread_and_are_answered_there(
+    tg: FakeTelegram,
+) -> None:
+    inbox = Inbox()
+    async with running(tg, inbox):
+        tg.inject_text(
+            -100, 7, "@mnemo_bot hi", entities=[MENTION], message_thread_id=5, is_topic_message=True
+        )
+        await _texts(tg, -100)
+    assert inbox.messages[0].thread_id == "5"
+    assert [m.thread_id for m in tg.chat_messages(-100)] == [5]
+
+
+async def test_an_update_is_confirmed_only_after_its_message_is_stored(tg: FakeTelegram) -> None:
+    inbox = Inbox()
+    inbox.stall = asyncio.Event()
+    adapter = TelegramAdapter(_config(tg), poll_timeout=1, backoff=(0.01, 0.05))
+    await adapter.start(inbox, COMMANDS)
+    update = tg.inject_text(42, 42, "do not lose me")
+    await _seen(inbox, tg, 1)
+    assert [u["update_id"] for u in tg.pending_updates] == [update["update_id"]]
+    await adapter.stop()
+    inbox.fail_after_stall = True  # the process "dies" before storing the message
+    inbox.stall.set()
+    await adapter.close()
+    assert [u["update_id"] for u in tg.pending_updates] == [update["update_id"]]
+
+    again = Inbox()
+    async with running(tg, again):
+        assert await _texts(tg, 42) == ["echo: do not lose me"]
+        await tg.wait_until(lambda: not tg.pending_updates)
+    assert again.messages[0].message_id == str(update["message"]["message_id"])
+
+
+async def test_a_button_press_is_answered_and_routed_to_choose(tg: FakeTelegram) -> None:
+    inbox = Inbox()
+    inbox.offer = (Choice("Yes", "choice:abcdefghijklmnopqrstuv"),)
+    async with running(tg, inbox):
+        tg.inject_text(42, 42, "forget it")
+        message = await tg.wait_until(lambda: [m for m in tg.chat_messages(42) if m.reply_markup])
+        keyboard = message[0].reply_markup["inline_keyboard"]
+        assert keyboard == [[{"text": "Yes", "callback_data": "choice:abcdefghijklmnopqrstuv"}]]
+        query = tg.inject_callback_query(
+            42, 42, "choice:abcdefghijklmnopqrstuv", message[0].message_id
+        )
+        await tg.wait_until(lambda: inbox.chosen)
+        await tg.wait_until(lambda: "chose choice:abcdefghijklmnopqrstuv" in tg.chat_texts(42))
+    assert query["callback_query"]["id"] in tg.callback_answers
+    chosen, payload = inbox.chosen[0]
+    assert (chosen.chat_id, chosen.user_id, payload) == (
+        "42",
+        "42",
+        "choice:abcdefghijklmnopqrstuv",
+    )
+
+
+async def test_a_button_of_a_previous_run_is_still_routed(tg: FakeTelegram) -> None:
+    inbox = Inbox()
+    async with running(tg, inbox):
+        tg.inject_text(42, 42, "hi")
+        await _texts(tg, 42)
+        tg.fail_next("answerCallbackQuery", 400, description="Bad Request: query is too old")
+        tg.inject_callback_query(42, 42, "choice:old", tg.chat_messages(42)[0].message_id)
+        await tg.wait_until(lambda: inbox.chosen)
+    assert inbox.chosen[0][1] == "choice:old"
+
+
+async def test_polling_survives_server_errors_and_logs_once(
+    tg: FakeTelegram, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="gateway.adapters.telegram_adapter")
+    for _ in range(3):
+        tg.fail_next("getUpdates", 500)
+    tg.inject_text(42, 42, "still there?")
+    async with running(tg, Inbox()):
+        assert await _texts(tg, 42) == ["echo: still there?"]
+    assert [c.status for c in tg.calls_to("getUpdates")][:4] == [500, 500, 500, 200]
+    failures = [r for r in caplog.records if "polling failed" in r.getMessage()]
+    assert len(failures) == 1
+    assert any("recovered" in r.getMessage() for r in caplog.records)
+
+
+async def test_a_blocked_chat_does_not_stop_the_adapter(tg: FakeTelegram) -> None:
+    inbox = Inbox()
+    async with running(tg, inbox):
+        tg.block_chat(42)
+        tg.inject_text(42, 42, "bye")
+        tg.inject_text(43, 43, "hello")
+        assert await _texts(tg, 43) == ["echo: hello"]
+        await tg.wait_until(lambda: not tg.pending_updates)
+    assert [m.text for m in inbox.messages] == ["bye", "hello"]
+    assert tg.chat_texts(42) == []
+
+
+async def test_a_reply_of_4096_emoji_arrives_as_two_messages(tg: FakeTelegram) -> None:
+    text = "😀" * 4096
+    async with running(tg, Inbox(reply=lambda m: text)):
+        tg.inject_text(-100, 7, "@mnemo_bot emoji please", entities=[MENTION])
+        texts = await tg.wait_until(
+            lambda: "".join(t or "" for t in tg.chat_texts(-100)) == text and tg.chat_texts(-100)
+        )
+    assert len(texts) == 2
+    assert all(utf16_len(t or "") <= 4096 for t in texts)
+
+
+async def test_markdown_arrives_as_entities_with_utf16_offsets(tg: FakeTelegram) -> None:
+    reply = "😀 **粗体** and `code`"
+    async with running(tg, Inbox(reply=lambda m: reply)):
+        tg.inject_text(42, 42, "format")
+        await _texts(tg, 42)
+    [message] = tg.chat_messages(42)
+    assert message.text == "😀 粗体 and code"
+    units = (message.text or "").encode("utf-16-le")
+    spans = {
+        e["type"]: units[2 * e["offset"] : 2 * (e["offset"] + e["length"])].decode("utf-16-le")
+        for e in message.entities or []
+    }
+    assert spans == {"bold": "粗体", "code": "code"}
+
+
+async def test_refused_entities_fall_back_to_plain_text(tg: FakeTelegram) -> None:
+    async with running(tg, Inbox(reply=lambda m: "**bold** move")):
+        tg.fail_next("sendMessage", 400, description="Bad Request: can't parse entities: no")
+        tg.inject_text(42, 42, "format")
+        await _texts(tg, 42)
+    [message] = tg.chat_messages(42)
+    assert (message.text, message.entities) == ("**bold** move", None)
+
+
+async def test_a_migrated_group_is_reported_and_sends_follow_it(tg: FakeTelegram) -> None:
+    inbox = Inbox()
+    async with running(tg, inbox) as adapter:
+        tg.inject_migration(-5, -1005)
+        await tg.wait_until(lambda: inbox.migrations)
+        old = InboundMessage("telegram", "-5", "group", "7", "x", message_id="1")
+        await adapter.notify(old, "still here")
+    assert inbox.migrations == [("telegram", "-5", "-1005"), ("telegram", "-5", "-1005")]
+    assert tg.chat_texts(-1005) == ["still here"]
+
+
+async def test_webhook_mode_takes_updates_with_the_secret_only(tg: FakeTelegram) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/tg-hook"
+    inbox = Inbox()
+    webhook = {"url": url, "listen": "127.0.0.1", "port": port}
+    async with running(tg, inbox, webhook=webhook, webhook_secret="s3cret"):
+        assert (tg.webhook["url"], tg.webhook["secret_token"]) == (url, "s3cret")
+        update = tg.inject_text(42, 42, "via webhook")
+        forged = tg.inject_text(42, 42, "forged")
+        async with aiohttp.ClientSession() as http:
+            wrong = {"X-Telegram-Bot-Api-Secret-Token": "guess"}
+            async with http.post(url, json=forged, headers=wrong) as refused:
+                assert refused.status == 403
+            right = {"X-Telegram-Bot-Api-Secret-Token": "s3cret"}
+            async with http.post(url, json=update, headers=right) as accepted:
+                assert accepted.status == 200
+        assert await _texts(tg, 42) == ["echo: via webhook"]
+    assert [m.text for m in inbox.messages] == ["via webhook"]
+
+
+async def test_a_refused_token_sets_done(
+    tg: FakeTelegram, caplog: pytest.LogCaptureFixture
+) -> None:
+    adapter = TelegramAdapter(_config(tg, token="999:WRONG"), poll_timeout=1)
+    await adapter.start(Inbox(), COMMANDS)
+    try:
+        assert adapter.done.is_set()
+    finally:
+        await adapter.close()
+    assert any("token was refused" in r.getMessage() for r in caplog.records)
