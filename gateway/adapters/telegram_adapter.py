@@ -60,7 +60,7 @@ from gateway.adapters.telegram_format import MAX_UNITS, render, utf16_units
 from gateway.commands import Choice
 from gateway.config import TelegramConfig
 from gateway.delivery import ChannelLimits, StreamedReply, Throttles
-from gateway.errors import DeliveryError, RateLimitedError
+from gateway.errors import AdapterFailedError, DeliveryError, RateLimitedError
 from gateway.messages import InboundMessage, Inbox, ReplySink
 
 log = logging.getLogger(__name__)
@@ -204,14 +204,20 @@ class TelegramAdapter:
             await app.initialize()
             self._bot_user = app.bot.bot
             await app.bot.set_my_commands([BotCommand(name, text) for name, text in commands])
+            if webhook:
+                await self._start_webhook(app)
+            else:
+                await app.bot.delete_webhook()
         except InvalidToken:
             log.error("telegram: the bot token was refused (check TELEGRAM_BOT_TOKEN)")
             self.done.set()
             return
-        if webhook:
-            await self._start_webhook(app)
-        else:
-            await app.bot.delete_webhook()
+        except TelegramError as error:
+            self._app = None
+            with contextlib.suppress(TelegramError, RuntimeError):
+                await app.shutdown()
+            raise AdapterFailedError(f"Telegram did not answer at start: {error}") from error
+        if not webhook:
             self._loop = asyncio.create_task(self._poll(app.bot), name="telegram-poll")
         log.info(
             "telegram: started as @%s (%s)",

@@ -16,6 +16,7 @@ from gateway.adapters.telegram_adapter import UNSUPPORTED_LINE, TelegramAdapter
 from gateway.commands import Choice
 from gateway.commands.choices import ChoiceSink
 from gateway.config import TelegramConfig
+from gateway.errors import AdapterFailedError
 from gateway.messages import InboundMessage, ReplySink
 from tests.fakes.telegram import FakeTelegram, utf16_len
 
@@ -388,3 +389,12 @@ async def test_a_refused_token_sets_done(
     finally:
         await adapter.close()
     assert any("token was refused" in r.getMessage() for r in caplog.records)
+
+
+async def test_telegram_down_at_start_is_one_clear_error(tg: FakeTelegram) -> None:
+    tg.fail_next("getMe", 502)
+    adapter = TelegramAdapter(_config(tg), poll_timeout=1)
+    with pytest.raises(AdapterFailedError, match="Telegram did not answer at start"):
+        await adapter.start(Inbox(), COMMANDS)
+    await adapter.close()
+    assert not adapter.done.is_set()
