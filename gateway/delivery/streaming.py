@@ -32,7 +32,7 @@ from gateway.delivery.channel import Channel
 from gateway.delivery.splitting import split_message
 from gateway.delivery.throttle import ChatThrottle, Clock, Sleep
 from gateway.errors import DeliveryError, GatewayError, RateLimitedError
-from memory_core import scrub_context
+from memory_core import StreamingContextScrubber, scrub_context
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +72,8 @@ class StreamedReply:
 
     def _begin(self) -> None:
         self._text = ""
+        self._scrubber = StreamingContextScrubber()
+        self._visible = ""  # the text so far, scrubbed as a stream (held back at a tag)
         self._choices: tuple[Choice, ...] = ()
         self._shown = ""  # what the chat shows now (message or draft)
         self._message_id: str | None = None  # the streamed message, once sent
@@ -106,6 +108,7 @@ class StreamedReply:
         if not piece:
             return
         self._text += piece
+        self._visible += self._scrubber.feed(piece)
         if self._interim:
             if self._pump is None:
                 self._pump = asyncio.create_task(self._run_pump())
@@ -179,7 +182,7 @@ class StreamedReply:
 
     def _interim_view(self) -> str:
         limits = self._channel.limits
-        text = scrub_context(self._text).strip()
+        text = self._visible.strip()
         if limits.units(text) <= limits.max_units:
             return text
         # Each character counts at least one unit, so the first part of this many

@@ -10,11 +10,17 @@ from hypothesis import strategies as st
 from gateway.delivery import split_message, utf16_units
 
 LIMIT = 4096
-FENCE_LINE = re.compile(r"^\s*```", re.MULTILINE)
 
 
 def fences_balanced(part: str) -> bool:
-    return len(FENCE_LINE.findall(part)) % 2 == 0
+    """Whether every ``` block opened in `part` is closed (a fence line inside a block
+    closes it only when it is backticks alone, as in CommonMark)."""
+    inside = False
+    for line in part.split("\n"):
+        stripped = line.strip()
+        if stripped.startswith("```") and (not inside or not stripped.strip("`")):
+            inside = not inside
+    return not inside
 
 
 def test_units_count_utf16() -> None:
