@@ -57,6 +57,7 @@ class ConsoleAdapter:
         self._want = threading.Event()  # the reader thread reads one line when set
         self._task: asyncio.Task[None] | None = None
         self._stopped = False
+        self._closed = False  # the reader thread ends instead of reading on
 
     async def start(self, inbox: Inbox, commands: Sequence[tuple[str, str]]) -> None:
         """Print the banner and start reading; `/help` lists the commands, so the menu
@@ -76,6 +77,8 @@ class ConsoleAdapter:
     async def close(self) -> None:
         """Stop answering (a reply still streaming is cut off) and wait for the task."""
         await self.stop()
+        self._closed = True
+        self._want.set()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -95,6 +98,8 @@ class ConsoleAdapter:
             while True:
                 self._want.wait()
                 self._want.clear()
+                if self._closed:
+                    return
                 line = self._in.readline()
                 if not line:
                     break
