@@ -43,7 +43,10 @@ class StreamedReply:
     """A `ReplySink` and `ChoiceSink` that streams one reply into `channel`.
 
     Call `start` when the person's message arrives: it shows typing every
-    `typing_every` seconds until the first text is shown or the reply finishes.
+    `typing_every` seconds until the first text is shown or the reply finishes
+    (at most `typing_limit` seconds). An adapter should also call `finish` once
+    the inbox returned: a reply the inbox finished is not touched again, and one
+    it left unanswered (a refusal it keeps quiet about) stops typing.
     """
 
     def __init__(
@@ -54,6 +57,7 @@ class StreamedReply:
         reply_to: str | None,
         private: bool,
         typing_every: float = 4.0,
+        typing_limit: float = 300.0,
         clock: Clock = time.monotonic,
         sleep: Sleep = asyncio.sleep,
         final_attempts: int = FINAL_ATTEMPTS,
@@ -63,6 +67,7 @@ class StreamedReply:
         self._reply_to = reply_to
         self._private = private
         self._typing_every = typing_every
+        self._typing_limit = typing_limit
         self._clock = clock
         self._sleep = sleep
         self._attempts = max(1, final_attempts)
@@ -159,8 +164,8 @@ class StreamedReply:
         view = self._interim_view()
         if not view or view == self._shown or not self._interim:
             return
+        self._throttle.used()  # before any await: another reply in the chat waits its turn
         await self._stop_typing()
-        self._throttle.used()
         try:
             if self._drafts:
                 await self._channel.draft(self._draft_id, view)
@@ -204,8 +209,9 @@ class StreamedReply:
     # Typing.
 
     async def _keep_typing(self) -> None:
+        until = asyncio.get_running_loop().time() + self._typing_limit
         try:
-            while not self._typing_stop.is_set():
+            while not self._typing_stop.is_set() and asyncio.get_running_loop().time() < until:
                 try:
                     await self._channel.typing()
                 except RateLimitedError:

@@ -243,3 +243,37 @@ async def test_a_write_after_finish_is_a_new_reply() -> None:
     await reply.finish()
     assert channel.messages == {"1": "first", "2": "second"}
     assert [c.reply_to for c in channel.of("send")] == ["77", "77"]
+
+
+async def test_typing_gives_up_after_its_limit() -> None:
+    clock = FakeClock()
+    channel = FakeChannel(clock)
+    throttle = ChatThrottle(INTERVAL, clock, clock.sleep)
+    reply = StreamedReply(
+        channel, throttle, reply_to=None, private=False, typing_every=0.002, typing_limit=0.02
+    )
+    await reply.start()
+    await wait_until(lambda: not reply.typing_active, timeout=2.0, interval=0.001)
+    assert 1 <= len(channel.of("typing")) <= 15
+
+
+async def test_replies_in_one_chat_share_its_pace() -> None:
+    clock = FakeClock()
+    channel = FakeChannel(clock)
+    throttle = ChatThrottle(INTERVAL, clock, clock.sleep)
+    replies = [
+        StreamedReply(channel, throttle, reply_to=str(n), private=False, sleep=clock.sleep)
+        for n in (1, 2, 3)
+    ]
+    for round_ in range(4):
+        for reply in replies:
+            await reply.write(f"r{round_} ")
+        for reply in replies:
+            await settle(reply)
+    for reply in replies:
+        await reply.finish()
+    updates = [c.at for c in channel.calls if c.kind in ("send", "edit")]
+    assert len(updates) >= 6
+    assert all(b - a >= INTERVAL for a, b in itertools.pairwise(sorted(updates)))
+    assert throttle.max_per_interval() == 1
+    assert sorted(channel.messages.values()) == ["r0 r1 r2 r3"] * 3
