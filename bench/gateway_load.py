@@ -1,0 +1,208 @@
+"""Telegram gateway under load: delivery latency and the highest per-chat update rate.
+
+`--people` people (default 50), each in a private chat of their own, send
+`--messages` messages each (default 20) through the fake Telegram Bot API
+server (tests/fakes/telegram.py, in this process) to the real `TelegramAdapter`
+(python-telegram-bot, long polling, AIORateLimiter, `gateway.delivery`) and the
+REAL `Conversations` of `open_services` (SQLite state on a fresh data
+directory, access control, commands, the agent turn) with the fake OpenAI
+server echoing every message instantly (in a thread of its own). Each person
+sends the next message once the previous reply is visible (a closed loop, no
+think time unless `--pause`). Reviews are off (`memory.nudge_interval: 0`), so
+only the reply path is measured.
+
+Latency: from the update injected into the fake to the reply's final message
+being sent (visible in the fake). Update rate: the interim updates of each
+chat (drafts in private chats, message edits elsewhere), counted over every
+1-second window; the highest is printed with the limit the configured
+`telegram.edit_interval` allows (1 / edit_interval per second; the final
+message is not counted, it is a send). `--overall-rate` is python-telegram-
+bot's AIORateLimiter overall limit (Telegram's 30 calls/s by default; 0: off):
+with 50 chats it, not the gateway, bounds the throughput.
+
+    python bench/gateway_load.py                          # 50 x 20, edit_interval 1.0
+    python bench/gateway_load.py --edit-interval 0.2      # a tighter per-chat limit
+    python bench/gateway_load.py --overall-rate 0         # no global flood limit
+    python bench/gateway_load.py --people 10 --messages 5 # a quick look
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import logging
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from gateway.access import AccessPolicy  # noqa: E402
+from gateway.adapters.telegram_adapter import TelegramAdapter  # noqa: E402
+from gateway.app import job_context, open_services  # noqa: E402
+from gateway.config import load_config  # noqa: E402
+from gateway.conversation import Conversations  # noqa: E402
+from gateway.delivery import max_per_window  # noqa: E402
+from gateway.jobs import BackgroundWork  # noqa: E402
+from gateway.messages import InboundMessage  # noqa: E402
+from tests.fakes.base import serving_in_thread  # noqa: E402
+from tests.fakes.openai import FakeOpenAI  # noqa: E402
+from tests.fakes.telegram import FakeTelegram  # noqa: E402
+
+TOKEN = "123:ABC"
+FIRST_CHAT = 1000
+
+
+class TimedTelegram(FakeTelegram):
+    """The fake, noting when each message was sent and each draft or edit was made."""
+
+    def __init__(self) -> None:
+        super().__init__(token=TOKEN)
+        self.sent: dict[int, list[float]] = defaultdict(list)
+        self.updates: dict[int, list[float]] = defaultdict(list)
+        self.events: dict[int, asyncio.Event] = defaultdict(asyncio.Event)
+
+    async def _api_sendMessage(self, params: dict[str, Any]) -> dict[str, Any]:
+        result = await super()._api_sendMessage(params)
+        chat = int(params["chat_id"])
+        self.sent[chat].append(time.perf_counter())
+        self.events[chat].set()
+        return result
+
+    async def _api_editMessageText(self, params: dict[str, Any]) -> dict[str, Any]:
+        result = await super()._api_editMessageText(params)
+        self.updates[int(params["chat_id"])].append(time.perf_counter())
+        return result
+
+    async def _api_sendMessageDraft(self, params: dict[str, Any]) -> bool:
+        result = await super()._api_sendMessageDraft(params)
+        self.updates[int(params["chat_id"])].append(time.perf_counter())
+        return result
+
+
+async def person(tg: TimedTelegram, chat: int, args: argparse.Namespace) -> list[float]:
+    """One person's closed loop: send, wait for the reply's message, note the latency."""
+    latencies = []
+    for n in range(args.messages):
+        began = time.perf_counter()
+        tg.inject_text(chat, chat, f"message {n} from person {chat} " + "word " * args.words)
+        while len(tg.sent[chat]) <= n:
+            tg.events[chat].clear()
+            await asyncio.wait_for(tg.events[chat].wait(), args.timeout)
+        latencies.append(tg.sent[chat][n] - began)
+        if args.pause:
+            await asyncio.sleep(args.pause)
+    return latencies
+
+
+async def run(model_url: str, home: Path, args: argparse.Namespace) -> None:
+    config_file = home / "mnemo.yaml"
+    config_file.write_text(
+        "memory: {nudge_interval: 0}\nskills: {creation_nudge_interval: 0}\n"
+        f"telegram: {{allowed_users: ['*'], edit_interval: {args.edit_interval}}}\n"
+    )
+    async with TimedTelegram() as tg:
+        env = {
+            "OPENAI_BASE_URL": model_url + "/v1",
+            "MNEMO_HOME": str(home / "data"),
+            "MNEMO_SKILLS_DIR": str(ROOT / "skills"),
+            "TELEGRAM_BOT_TOKEN": TOKEN,
+        }
+        config = load_config(config_file, environ=env)
+        config = config.model_copy(
+            update={
+                "telegram": config.telegram.model_copy(
+                    update={"base_url": tg.url + "/bot", "base_file_url": tg.url + "/file/bot"}
+                )
+            }
+        )
+
+        async def notify(message: InboundMessage, text: str) -> None:
+            pass
+
+        async with open_services(config) as services:
+            background = BackgroundWork(job_context(services, notify))
+            conversations = Conversations(
+                services, background=background, access=AccessPolicy.from_config(config)
+            )
+            background.start(conversations.end_quiet)
+            adapter = TelegramAdapter(
+                config.telegram, poll_timeout=10, overall_max_rate=args.overall_rate
+            )
+            await adapter.start(conversations, [("help", "help")])
+            began = time.perf_counter()
+            try:
+                chats = range(FIRST_CHAT, FIRST_CHAT + args.people)
+                results = await asyncio.gather(*(person(tg, c, args) for c in chats))
+            finally:
+                took = time.perf_counter() - began
+                await adapter.stop()
+                await conversations.drain(5.0)
+                await adapter.close()
+                await conversations.close()
+                await background.close()
+        report(tg, [x for r in results for x in r], took, args)
+
+
+def report(
+    tg: TimedTelegram, latencies: list[float], took: float, args: argparse.Namespace
+) -> None:
+    latencies.sort()
+    cuts = statistics.quantiles(latencies, n=100, method="inclusive")
+    rates = {chat: max_per_window(times, 1.0) for chat, times in tg.updates.items()}
+    busiest = max(rates, key=lambda c: rates[c], default=None)
+    allowed = 1 / args.edit_interval
+    print(
+        f"python {platform.python_version()}, {platform.machine()}, {len(latencies)} replies "
+        f"({args.people} people x {args.messages}) in {took:.1f} s "
+        f"= {len(latencies) / took:.1f} replies/s; overall rate limit "
+        f"{args.overall_rate or 'off'}/s"
+    )
+    print(
+        f"delivery latency: p50 {cuts[49] * 1000:.0f} ms, p99 {cuts[98] * 1000:.0f} ms, "
+        f"max {latencies[-1] * 1000:.0f} ms"
+    )
+    drafts = sum(len(v) for v in tg.drafts.values())
+    edits = len(tg.calls_to("editMessageText"))
+    highest = rates[busiest] if busiest is not None else 0
+    verdict = "within" if highest <= max(1.0, allowed) else "OVER"
+    print(
+        f"interim updates: {drafts} drafts, {edits} edits; highest in any chat: {highest} "
+        f"in a 1 s window (chat {busiest}); edit_interval {args.edit_interval} s allows "
+        f"{allowed:g}/s: {verdict} the limit"
+    )
+    gaps = [b - a for times in tg.updates.values() for a, b in itertools.pairwise(times)]
+    if gaps:
+        gaps.sort()
+        short = sum(g < args.edit_interval for g in gaps)
+        print(
+            f"gaps between two interim updates of one chat, as Telegram saw them: smallest "
+            f"{gaps[0] * 1000:.0f} ms, {short} of {len(gaps)} shorter than edit_interval"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--people", type=int, default=50)
+    parser.add_argument("--messages", type=int, default=20)
+    parser.add_argument("--words", type=int, default=40, help="words per message (echoed)")
+    parser.add_argument("--edit-interval", type=float, default=1.0)
+    parser.add_argument("--overall-rate", type=float, default=30.0)
+    parser.add_argument("--pause", type=float, default=0.0, help="think time between messages")
+    parser.add_argument("--timeout", type=float, default=120.0, help="per reply, seconds")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    fake = FakeOpenAI(echo_when_idle=True)
+    with serving_in_thread(fake) as model, tempfile.TemporaryDirectory() as tmp:
+        asyncio.run(run(model.url, Path(tmp), args))
+
+
+if __name__ == "__main__":
+    main()
