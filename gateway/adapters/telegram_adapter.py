@@ -85,7 +85,7 @@ class TelegramChannel:
         migrated: Migrated,
     ) -> None:
         self._bot, self.chat_id, self._thread_id = bot, chat_id, thread_id
-        self._private, self._migrated = private, migrated
+        self._migrated = migrated
         self.limits = ChannelLimits(
             max_units=MAX_UNITS, units=utf16_units, edit_interval=edit_interval, drafts=private
         )

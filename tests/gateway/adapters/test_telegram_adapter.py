@@ -398,3 +398,28 @@ async def test_telegram_down_at_start_is_one_clear_error(tg: FakeTelegram) -> No
         await adapter.start(Inbox(), COMMANDS)
     await adapter.close()
     assert not adapter.done.is_set()
+
+
+async def test_flood_control_and_blocking_become_gateway_errors(
+    tg: FakeTelegram, caplog: pytest.LogCaptureFixture
+) -> None:
+    message = InboundMessage("telegram", "42", "private", "42", "x", message_id="1")
+    async with running(tg, Inbox()) as adapter:
+        tg.fail_next("sendMessage", 429, retry_after=7)
+        await adapter.notify(message, "one")
+        tg.block_chat(42)
+        await adapter.notify(message, "two")
+    lines = [r.getMessage() for r in caplog.records if "not delivered" in r.getMessage()]
+    assert len(lines) == 2
+    assert "RateLimitedError" not in lines[0] and "wait 7 s" in lines[0]
+    assert "blocked by the user" in lines[1]
+
+
+async def test_reply_sink_answers_a_message_rebuilt_from_the_store(tg: FakeTelegram) -> None:
+    stored = InboundMessage("telegram", "-100", "group", "7", "hi", message_id="99", thread_id="5")
+    async with running(tg, Inbox()) as adapter:
+        sink = adapter.reply_sink(stored)
+        await sink.write("sorry for the wait")
+        await sink.finish()
+    [reply] = tg.chat_messages(-100)
+    assert (reply.text, reply.thread_id, reply.reply_to) == ("sorry for the wait", 5, None)
