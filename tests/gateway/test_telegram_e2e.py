@@ -1,0 +1,327 @@
+"""`mnemo run` as a subprocess serving Telegram: the issue's "Done when", end to end.
+
+The real `mnemo` script, with `TELEGRAM_BOT_TOKEN` set, talks through the real
+python-telegram-bot to the fake Bot API server and streams from the fake model API;
+both fakes serve on one event loop in a thread of this process, so the tests inject
+updates and read what each chat shows and what each model request carried. One fake
+pair serves the module. The restart test runs first, with its own `mnemo run`; then
+`served` is one `mnemo run` shared by the tests that follow (each in its own chats), in
+file order. Two bots never poll the fake at once: they would take each other's updates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from tests.fakes.openai import FakeOpenAI, Fault, ToolCall
+from tests.fakes.telegram import ChatMessage, FakeTelegram
+
+ROOT = Path(__file__).resolve().parents[2]
+TOKEN = "4242:e2e-secret-token"
+ALICE, BOB, CAROL = 111, 222, 333  # Carol is not on the allow-list
+GROUP = -1001
+MENTION = {"type": "mention", "offset": 0, "length": len("@mnemo_bot")}
+T = TypeVar("T")
+
+
+class Fakes:
+    """The fake Telegram and the fake model on one event loop in a daemon thread."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self._thread.start()
+        self.tg = FakeTelegram(token=TOKEN)
+        self.model = FakeOpenAI(echo_when_idle=True, chunk_size=3)
+        self.run(self.tg.start)
+        self.run(self.model.start)
+
+    def run(self, coroutine: Callable[[], Any]) -> Any:
+        return asyncio.run_coroutine_threadsafe(coroutine(), self.loop).result(timeout=10)
+
+    def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """`fn(*args)` on the fakes' loop (their state is not shared across threads)."""
+
+        async def on_loop() -> T:
+            return fn(*args, **kwargs)
+
+        result: T = asyncio.run_coroutine_threadsafe(on_loop(), self.loop).result(timeout=10)
+        return result
+
+    def wait(self, probe: Callable[[], T], timeout: float = 20.0) -> T:
+        """Poll `probe` on the loop until it is truthy; its value."""
+        deadline = time.monotonic() + timeout
+        while not (value := self.call(probe)):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"condition not met within {timeout} s")
+            time.sleep(0.02)
+        return value
+
+    def close(self) -> None:
+        self.run(self.tg.stop)
+        self.run(self.model.stop)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=10)
+        self.loop.close()
+
+    # -- what people do and see ----------------------------------------------------------
+
+    def text(self, chat_id: int, user_id: int, text: str, **fields: Any) -> None:
+        self.call(self.tg.inject_text, chat_id, user_id, text, **fields)
+
+    def command(self, chat_id: int, user_id: int, line: str) -> None:
+        self.call(self.tg.inject_command, chat_id, user_id, line)
+
+    def bot_messages(self, chat_id: int) -> list[ChatMessage]:
+        return self.call(self.tg.chat_messages, chat_id)
+
+    def reply(self, chat_id: int, after: int, contains: str, timeout: float = 20.0) -> str:
+        """The text of the bot's first message in the chat past the first `after` that
+        contains `contains` (waits for it)."""
+
+        def found() -> str | None:
+            for message in self.tg.chat_messages(chat_id)[after:]:
+                if message.text is not None and contains in message.text:
+                    return message.text
+            return None
+
+        return self.wait(found, timeout)
+
+    def requests(self) -> list[dict[str, Any]]:
+        return [r.body for r in self.call(lambda: list(self.model.requests))]
+
+
+@dataclass
+class Mnemo:
+    """One `mnemo run` subprocess with its data directory."""
+
+    process: subprocess.Popen[str]
+    home: Path
+
+    def stop(self, timeout: float = 30.0) -> tuple[int, str]:
+        self.process.send_signal(signal.SIGTERM)
+        _, err = self.process.communicate(timeout=timeout)
+        return self.process.returncode, err
+
+
+@pytest.fixture(scope="module")
+def fakes() -> Iterator[Fakes]:
+    world = Fakes()
+    try:
+        yield world
+    finally:
+        world.close()
+
+
+def start_mnemo(fakes: Fakes, workdir: Path, grace: float = 10.0) -> Mnemo:
+    """`mnemo run` in `workdir` (its mnemo.yaml), data in `workdir`/data; waits until it
+    is about to poll Telegram."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    tg = fakes.tg.url
+    (workdir / "mnemo.yaml").write_text(
+        f"shutdown_grace: {grace}\n"
+        "telegram:\n"
+        f"  base_url: {tg}/bot\n"
+        f"  base_file_url: {tg}/file/bot\n"
+        f'  allowed_users: ["{ALICE}", "{BOB}"]\n'
+        "  edit_interval: 0.05\n"
+        "memory:\n  nudge_interval: 1000\n"  # no background reviews: the script stays in order
+        "skills:\n  creation_nudge_interval: 1000\n",
+        encoding="utf-8",
+    )
+    env = {
+        **os.environ,
+        "TELEGRAM_BOT_TOKEN": TOKEN,
+        "OPENAI_BASE_URL": fakes.model.url + "/v1",
+        "MNEMO_HOME": str(workdir / "data"),
+        "MNEMO_SKILLS_DIR": str(ROOT / "skills"),
+        "NO_PROXY": "127.0.0.1,localhost",
+    }
+    for name in ("DISCORD_BOT_TOKEN", "MNEMO_CONFIG"):
+        env.pop(name, None)
+    started = fakes.call(lambda: len(fakes.tg.calls_to("deleteWebhook")))
+    process = subprocess.Popen(
+        [str(Path(sys.executable).parent / "mnemo"), "run"], stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=workdir,
+    )  # fmt: skip
+    try:
+        # deleteWebhook comes last before polling (a held poll is recorded only when it ends)
+        fakes.wait(lambda: len(fakes.tg.calls_to("deleteWebhook")) > started)
+    except TimeoutError:
+        process.kill()
+        raise AssertionError(f"mnemo run did not start: {process.communicate()[1]}") from None
+    return Mnemo(process, workdir / "data")
+
+
+@pytest.fixture(scope="module")
+def served(fakes: Fakes, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mnemo]:
+    mnemo = start_mnemo(fakes, tmp_path_factory.mktemp("served"))
+    try:
+        yield mnemo
+    finally:
+        code, err = mnemo.stop()
+        assert code == 0, err
+
+
+def dump(home: Path) -> str:
+    """Every row of state.db, as SQL text."""
+    with sqlite3.connect(f"file:{home / 'state.db'}?mode=ro", uri=True) as db:
+        return "\n".join(db.iterdump())
+
+
+# ----- a restart -------------------------------------------------------------------------
+
+
+def test_sigterm_then_restart_keeps_sessions_and_memory_and_answers_the_downtime(
+    fakes: Fakes, tmp_path: Path
+) -> None:
+    chat = 555
+    workdir = tmp_path / "bot"
+    fact = {"target": "user", "action": "add", "content": "Alice keeps bees"}
+    fakes.call(fakes.model.call_tools, ToolCall("memory", fact))
+    fakes.call(fakes.model.say, "Bees noted.")
+    fakes.text(chat, ALICE, "I keep bees")  # chat 555: Alice's second private chat
+    mnemo = start_mnemo(fakes, workdir, grace=0.3)
+    fakes.reply(chat, 0, "Bees noted.")
+    fakes.call(fakes.model.fail_next, Fault.stall())  # the next turn never gets an answer
+    fakes.text(chat, ALICE, "cut short by the stop")
+    fakes.wait(lambda: fakes.model.stalled == 1)
+    code, err = mnemo.stop()
+    assert code == 0, err
+    assert "stopping (SIGTERM)" in err and "cut short by the stop" not in err
+    assert TOKEN not in err
+    with sqlite3.connect(mnemo.home / "state.db") as db:
+        open_sessions = db.execute("SELECT COUNT(*) FROM sessions WHERE ended_at IS NULL")
+        assert open_sessions.fetchone()[0] == 1
+
+    fakes.text(chat, ALICE, "sent while it was down")
+    seen = len(fakes.bot_messages(chat))
+    again = start_mnemo(fakes, workdir, grace=0.3)
+    try:
+        fakes.reply(chat, seen, "echo: sent while it was down")  # polled after the restart
+        fakes.reply(chat, seen, "echo: cut short by the stop")  # stored, answered at start
+    finally:
+        code, err = again.stop()
+    assert code == 0, err
+    bodies = [b for b in fakes.requests() if "sent while it was down" in json.dumps(b)]
+    last = bodies[-1]["messages"]
+    users = [m["content"] for m in last if m["role"] == "user"]
+    assert users[:2] == ["I keep bees", "cut short by the stop"]  # the same session
+    assert "Alice keeps bees" in json.dumps(last)  # the memory tool's result, replayed
+    profile = again.home / "memories" / "users" / f"telegram-{ALICE}" / "USER.md"
+    assert "Alice keeps bees" in profile.read_text(encoding="utf-8")
+
+
+# ----- two people, private chats and a group ---------------------------------------------
+
+
+def test_memory_written_for_alice_never_reaches_a_request_for_bob(
+    fakes: Fakes, served: Mnemo
+) -> None:
+    start = len(fakes.requests())
+    fact = {"target": "user", "action": "add", "content": "Alice dances the tango"}
+    fakes.call(fakes.model.call_tools, ToolCall("memory", fact))
+    fakes.call(fakes.model.say, "Noted, Alice.")
+    fakes.text(ALICE, ALICE, "alice here, I dance the tango")
+    fakes.reply(ALICE, 0, "Noted, Alice.")
+    fakes.text(BOB, BOB, "bob here, what do you know about dancing?")
+    fakes.reply(BOB, 0, "echo: bob here")
+    fakes.text(GROUP, ALICE, "@mnemo_bot alice in the group", entities=[MENTION])
+    fakes.reply(GROUP, 0, "echo: alice in the group")
+    fakes.text(GROUP, BOB, "@mnemo_bot bob in the group: tango anyone?", entities=[MENTION])
+    fakes.reply(GROUP, 0, "echo: bob in the group")
+
+    profile = served.home / "memories" / "users" / f"telegram-{ALICE}" / "USER.md"
+    assert profile.read_text(encoding="utf-8").strip() == "Alice dances the tango"
+    bodies = [json.dumps(b) for b in fakes.requests()[start:]]
+    for_bob = [b for b in bodies if "bob here" in b or "bob in the group" in b]
+    for_alice = [b for b in bodies if "alice here" in b or "alice in the group" in b]
+    assert len(for_bob) == 2 and len(for_alice) == 3
+    assert any("Alice dances the tango" in b for b in for_alice)  # her tool result
+    assert not any("tango" in b.replace("tango anyone", "") for b in for_bob)
+    assert not any("alice" in b.lower() for b in for_bob)  # not even her words, via recall
+
+
+def test_the_commands_work_and_are_in_the_menu(fakes: Fakes, served: Mnemo) -> None:
+    seen = len(fakes.bot_messages(ALICE))
+    fakes.command(ALICE, ALICE, "/help")
+    assert "/memory" in fakes.reply(ALICE, seen, "/forget")
+    seen = len(fakes.bot_messages(ALICE))
+    fakes.command(ALICE, ALICE, "/memory")
+    assert "1. Alice dances the tango" in fakes.reply(ALICE, seen, "tango")
+    seen = len(fakes.bot_messages(BOB))
+    fakes.command(BOB, BOB, "/memory")
+    assert "tango" not in fakes.reply(BOB, seen, "")
+    menu = fakes.call(fakes.tg.commands)
+    names = {c["command"] for c in menu}
+    assert {"help", "memory", "forget", "new"} <= names and "promote" not in names
+
+
+def test_a_refused_person_is_told_their_id_and_nothing_of_theirs_is_kept(
+    fakes: Fakes, served: Mnemo
+) -> None:
+    before = len(fakes.requests())
+    fakes.text(CAROL, CAROL, "carol's secret plan")
+    line = fakes.reply(CAROL, 0, "user id")
+    assert f"Your telegram user id is {CAROL}" in line
+    fakes.wait(lambda: not fakes.tg.pending_updates)  # handled and confirmed
+    assert len(fakes.requests()) == before  # the model never saw her
+    rows = dump(served.home)
+    assert "carol" not in rows and f"telegram-{CAROL}" not in rows
+    assert not (served.home / "memories" / "users" / f"telegram-{CAROL}").exists()
+
+
+def test_a_429_on_edits_delays_but_keeps_the_final_text(fakes: Fakes, served: Mnemo) -> None:
+    text = " ".join(f"word{i}" for i in range(150))  # ~1,200 characters, streamed in 3s
+    fakes.call(fakes.model.say, text)
+    fakes.call(fakes.tg.fail_next, "editMessageText", 429, 1)
+    seen = len(fakes.bot_messages(GROUP))
+    fakes.text(GROUP, ALICE, "@mnemo_bot a long answer please", entities=[MENTION])
+    fakes.wait(lambda: any(m.text == text for m in fakes.tg.chat_messages(GROUP)[seen:]))
+    edits = fakes.call(fakes.tg.calls_to, "editMessageText")
+    assert any(c.status == 429 for c in edits)
+
+
+def test_a_9000_character_reply_with_code_arrives_as_three_balanced_messages(
+    fakes: Fakes, served: Mnemo
+) -> None:
+    prose = " ".join(["Plain words before the code."] * 70)  # 2,029 characters
+    code = "\n".join(f"value_{i:04d} = compute({i})" for i in range(200))  # 4,889: cut
+    after = " ".join(["And plain words after it."] * 75)  # 1,949
+    reply = f"{prose}\n\n```python\n{code}\n```\n\n{after}"
+    assert 8_500 < len(reply) < 9_500
+    fakes.call(fakes.model.say, reply)
+    seen = len(fakes.bot_messages(BOB))
+    fakes.text(BOB, BOB, "the long one")
+    fakes.wait(lambda: any("plain words after" in (m.text or "")
+                           for m in fakes.tg.chat_messages(BOB)[seen:]))  # fmt: skip
+    parts = fakes.bot_messages(BOB)[seen:]
+    assert len(parts) == 3
+    assert all("```" not in (p.text or "") for p in parts)  # every fence was rendered
+    lines_seen = []
+    for part in parts:
+        text = part.text or ""
+        pre = [e for e in part.entities or [] if e["type"] == "pre"]
+        code_here = [line for line in text.split("\n") if line.startswith("value_")]
+        lines_seen += code_here
+        if code_here:  # code in this part sits inside a block opened in this part
+            assert len(pre) == 1 and pre[0].get("language") == "python"
+            units = text.encode("utf-16-le")
+            start, length = pre[0]["offset"], pre[0]["length"]
+            block = units[2 * start : 2 * (start + length)].decode("utf-16-le")
+            assert all(line in block for line in code_here)
+    assert lines_seen == code.split("\n")
