@@ -127,9 +127,8 @@ def fakes() -> Iterator[Fakes]:
         world.close()
 
 
-def start_mnemo(fakes: Fakes, workdir: Path, grace: float = 10.0) -> Mnemo:
-    """`mnemo run` in `workdir` (its mnemo.yaml), data in `workdir`/data; waits until it
-    is about to poll Telegram."""
+def launch(fakes: Fakes, workdir: Path, grace: float, token: str) -> subprocess.Popen[str]:
+    """`mnemo run` in `workdir` (its mnemo.yaml), data in `workdir`/data."""
     workdir.mkdir(parents=True, exist_ok=True)
     tg = fakes.tg.url
     (workdir / "mnemo.yaml").write_text(
@@ -145,7 +144,7 @@ def start_mnemo(fakes: Fakes, workdir: Path, grace: float = 10.0) -> Mnemo:
     )
     env = {
         **os.environ,
-        "TELEGRAM_BOT_TOKEN": TOKEN,
+        "TELEGRAM_BOT_TOKEN": token,
         "OPENAI_BASE_URL": fakes.model.url + "/v1",
         "MNEMO_HOME": str(workdir / "data"),
         "MNEMO_SKILLS_DIR": str(ROOT / "skills"),
@@ -153,11 +152,16 @@ def start_mnemo(fakes: Fakes, workdir: Path, grace: float = 10.0) -> Mnemo:
     }
     for name in ("DISCORD_BOT_TOKEN", "MNEMO_CONFIG"):
         env.pop(name, None)
-    started = fakes.call(lambda: len(fakes.tg.calls_to("deleteWebhook")))
-    process = subprocess.Popen(
+    return subprocess.Popen(
         [str(Path(sys.executable).parent / "mnemo"), "run"], stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=workdir,
     )  # fmt: skip
+
+
+def start_mnemo(fakes: Fakes, workdir: Path, grace: float = 10.0) -> Mnemo:
+    """`mnemo run` with the right token; waits until it is about to poll Telegram."""
+    started = fakes.call(lambda: len(fakes.tg.calls_to("deleteWebhook")))
+    process = launch(fakes, workdir, grace, TOKEN)
     try:
         # deleteWebhook comes last before polling (a held poll is recorded only when it ends)
         fakes.wait(lambda: len(fakes.tg.calls_to("deleteWebhook")) > started)
@@ -174,7 +178,11 @@ def served(fakes: Fakes, tmp_path_factory: pytest.TempPathFactory) -> Iterator[M
         yield mnemo
     finally:
         code, err = mnemo.stop()
-        assert code == 0, err
+    assert code == 0, err
+    assert "serving telegram (polling) with data in" in err
+    for said in ("tango", "carol's secret", "word42", "value_0042", "the long one"):
+        assert said not in err  # the logs never carry what people or the model wrote
+    assert TOKEN not in err
 
 
 def dump(home: Path) -> str:
@@ -183,7 +191,18 @@ def dump(home: Path) -> str:
         return "\n".join(db.iterdump())
 
 
-# ----- a restart -------------------------------------------------------------------------
+# ----- failing and restarting ------------------------------------------------------------
+
+
+def test_a_refused_token_stops_mnemo_run_with_exit_1(fakes: Fakes, tmp_path: Path) -> None:
+    wrong = "4242:not-the-right-token"
+    process = launch(fakes, tmp_path / "bot", grace=1, token=wrong)
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == 1
+    assert err.splitlines()[-1] == (
+        "mnemo: the telegram adapter failed to start (its error is logged above)"
+    )
+    assert "bot token was refused" in err and wrong not in err
 
 
 def test_sigterm_then_restart_keeps_sessions_and_memory_and_answers_the_downtime(
