@@ -160,7 +160,7 @@ class Conversations:
             log.info("refused %s user %s", message.platform, message.user_id)
             if decision.reply is not None:
                 await sink.write(decision.reply)
-                await sink.finish()
+            await sink.finish()  # an empty reply sends nothing
         return decision.allowed
 
     async def _handle(self, message: InboundMessage, sink: ReplySink, stored: _Once) -> None:
