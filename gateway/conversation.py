@@ -41,11 +41,12 @@ from gateway.agent.turn import (
     Agent,
     fault_notice,
 )
-from gateway.commands import CommandCall, CommandContext, CommandRegistry, parse_command
-from gateway.commands.choices import ChoiceSink, PendingChoices
+from gateway.commands import CommandContext, CommandRegistry, parse_command
+from gateway.commands.choices import PendingChoices
 from gateway.commands.erase import PendingErasures, person_data
+from gateway.commands.router import CommandRouter
 from gateway.config import Config
-from gateway.errors import ChoiceRefusedError, ModelError, RequestTooLargeError
+from gateway.errors import ModelError, RequestTooLargeError
 from gateway.jobs.background import BackgroundWork
 from gateway.messages import InboundMessage, ReplySink
 from gateway.session_cache import OpenSession, SessionCache
@@ -119,6 +120,9 @@ class Conversations:
         self._cache = SessionCache(services.config.sessions.max_open)
         self._retiring: set[asyncio.Task[None]] = set()  # evicted sessions shutting down
         self._choices = PendingChoices()  # choices offered by commands, until picked
+        self._commands = CommandRouter(
+            services.commands, self._choices, self._is_admin, self._context
+        )
 
     @property
     def open_count(self) -> int:
@@ -175,7 +179,7 @@ class Conversations:
                     replied = await self._turn(key, message, sink, stored)
                 else:
                     stored()  # a command is never stored: nothing to lose
-                    await self._route_command(key, message, call, sink)
+                    await self._commands.route(key, message, call, sink)
             except ModelError as exc:  # upstream detail to the log, a short line to the person
                 log.warning("model error in session %s: %s: %s", key, type(exc).__name__, exc)
                 await sink.write(fault_notice(exc))
@@ -283,38 +287,6 @@ class Conversations:
             message.platform, message.user_id
         )
 
-    async def _route_command(
-        self, key: str, message: InboundMessage, call: CommandCall, sink: ReplySink
-    ) -> None:
-        """Run a registered command; point to /help for an unknown one in a private chat.
-
-        In a group an unknown command is ignored (no reply, no model turn) unless it
-        is addressed to this bot ("/x@<bot_username>"); a command addressed to
-        another bot is ignored everywhere.
-        """
-        ours = (message.bot_username or "").lstrip("@").lower()
-        if call.target is not None and ours and call.target.lower() != ours:
-            return
-        if self._s.commands.get(call.name) is not None:
-            await self._command(key, message, call, sink)
-        elif message.chat_type != "group" or (ours and call.target is not None):
-            await sink.write(f"Unknown command /{call.name}; see /help for the list.")
-
-    async def _command(
-        self, key: str, message: InboundMessage, call: CommandCall, sink: ReplySink
-    ) -> None:
-        command = self._s.commands.get(call.name)
-        assert command is not None  # checked by the caller
-        is_admin = self._is_admin(message)
-        if command.admin_only and not is_admin:
-            await sink.write(f"/{command.name} is for admins only.")
-            return
-
-        reply = await command.handler(self._context(key, message, call.args, is_admin))
-        await sink.write(reply.as_text())
-        if reply.choices and isinstance(sink, ChoiceSink):  # buttons, where the sink has them
-            await sink.offer(reply.choices)
-
     def _context(
         self, key: str, message: InboundMessage, args: str, is_admin: bool
     ) -> CommandContext:
@@ -376,21 +348,7 @@ class Conversations:
     async def _choose(self, message: InboundMessage, payload: str, sink: ReplySink) -> None:
         key = message.session_key(self._s.config.sessions.group_sessions_per_user)
         async with self._cache.locked(key):
-            try:
-                picked = self._choices.take(payload, message.user_key)
-                command = self._s.commands.get(picked.command)
-                is_admin = self._is_admin(message)
-                if command is None or command.on_choice is None:
-                    raise ChoiceRefusedError("That choice no longer leads anywhere.")
-                if command.admin_only and not is_admin:
-                    raise ChoiceRefusedError(f"/{command.name} is for admins only.")
-                context = self._context(key, message, "", is_admin)
-                await sink.write((await command.on_choice(context, picked)).as_text())
-            except ChoiceRefusedError as exc:
-                await sink.write(str(exc))
-            except Exception:  # the top of a callback: log it, tell the person, keep serving
-                log.exception("choice failed in session %s", key)
-                await sink.write("(something went wrong on my side; please try again)")
+            await self._commands.choose(key, message, payload, sink)
             await sink.finish()
 
     async def _turn(

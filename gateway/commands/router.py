@@ -1,0 +1,83 @@
+"""Running a command or a picked choice for one message, whatever the platform.
+
+`CommandRouter` decides what a "/x" message does: a registered command runs
+(admin-only ones only for admins) and its reply, with any choices, goes to the
+sink; an unknown one points to /help in a private chat and is ignored in a
+group unless addressed to this bot; one addressed to another bot is ignored.
+A picked choice (a pressed button) runs its command's `on_choice`, or is
+refused in one line. The caller holds the session's lock and builds each
+`CommandContext` (`ContextFactory`), so commands reach the conversations only
+through the hooks the context carries.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from gateway.commands.choices import ChoiceSink, PendingChoices
+from gateway.commands.registry import CommandCall, CommandContext, CommandRegistry
+from gateway.errors import ChoiceRefusedError
+from gateway.messages import InboundMessage, ReplySink
+
+log = logging.getLogger(__name__)
+
+ContextFactory = Callable[[str, InboundMessage, str, bool], CommandContext]
+"""(session key, message, arguments, is admin) -> the context a handler gets."""
+
+
+class CommandRouter:
+    """Routes commands and picked choices to the registry's handlers."""
+
+    def __init__(
+        self,
+        registry: CommandRegistry,
+        choices: PendingChoices,
+        is_admin: Callable[[InboundMessage], bool],
+        context: ContextFactory,
+    ) -> None:
+        self._registry = registry
+        self._choices = choices
+        self._is_admin = is_admin
+        self._context = context
+
+    async def route(
+        self, key: str, message: InboundMessage, call: CommandCall, sink: ReplySink
+    ) -> None:
+        """Run a registered command; point to /help for an unknown one in a private chat."""
+        ours = (message.bot_username or "").lstrip("@").lower()
+        if call.target is not None and ours and call.target.lower() != ours:
+            return  # addressed to another bot
+        command = self._registry.get(call.name)
+        if command is None:
+            if message.chat_type != "group" or (ours and call.target is not None):
+                await sink.write(f"Unknown command /{call.name}; see /help for the list.")
+            return
+        is_admin = self._is_admin(message)
+        if command.admin_only and not is_admin:
+            await sink.write(f"/{command.name} is for admins only.")
+            return
+        reply = await command.handler(self._context(key, message, call.args, is_admin))
+        await sink.write(reply.as_text())
+        if reply.choices and isinstance(sink, ChoiceSink):  # buttons, where the sink has them
+            await sink.offer(reply.choices)
+
+    async def choose(
+        self, key: str, message: InboundMessage, payload: str, sink: ReplySink
+    ) -> None:
+        """Apply a picked choice; a forged, used, expired or foreign one is refused in one line."""
+        try:
+            picked = self._choices.take(payload, message.user_key)
+            command = self._registry.get(picked.command)
+            is_admin = self._is_admin(message)
+            if command is None or command.on_choice is None:
+                raise ChoiceRefusedError("That choice no longer leads anywhere.")
+            if command.admin_only and not is_admin:
+                raise ChoiceRefusedError(f"/{command.name} is for admins only.")
+            context = self._context(key, message, "", is_admin)
+            await sink.write((await command.on_choice(context, picked)).as_text())
+        except ChoiceRefusedError as exc:
+            await sink.write(str(exc))
+        except Exception:  # the top of a callback: log it, tell the person, keep serving
+            log.exception("choice failed in session %s", key)
+            await sink.write("(something went wrong on my side; please try again)")
