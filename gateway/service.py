@@ -123,11 +123,9 @@ class Service:
     async def run(self) -> None:
         """Serve until stopped. Raises `InstanceLockedError` when another instance holds
         the data directory, `AdapterFailedError` when an adapter fails."""
-        home = self._config.home
-        with instance_lock(home):
+        with instance_lock(self._config.home), self._signal_handlers():
             async with open_services(self._config) as services:
-                with self._signal_handlers():
-                    await self._serve(services)
+                await self._serve(services)
         log.info("stopped")
 
     async def _serve(self, services: Services) -> None:
@@ -178,12 +176,10 @@ class Service:
             try:
                 count = await conversations.answer_unanswered(adapter.platform, adapter.reply_sink)
             except Exception:  # the top of a task: log it, keep serving
-                log.exception("answering %s messages left from before the restart failed",
-                              adapter.platform)  # fmt: skip
+                log.exception("answering the %s messages left unanswered failed", adapter.platform)
                 continue
             if count:
-                log.info("answered %d %s messages left from before the restart", count,
-                         adapter.platform)  # fmt: skip
+                log.info("answered %d %s messages left unanswered", count, adapter.platform)
 
     async def _shutdown(
         self,
@@ -196,8 +192,7 @@ class Service:
             await _quietly(adapter.stop(), f"stopping the {adapter.platform} adapter")
         drained = await self._unless_hurried(conversations.drain(self._config.shutdown_grace))
         if not drained:
-            log.info("turns in flight were cut short; their messages are answered after the "
-                     "restart")  # fmt: skip
+            log.info("turns in flight were cut short (the people's messages are stored)")
         if catch_up is not None:
             catch_up.cancel()
             with contextlib.suppress(asyncio.CancelledError):
