@@ -11,8 +11,13 @@ sends the next message once the previous reply is visible (a closed loop, no
 think time unless `--pause`). Reviews are off (`memory.nudge_interval: 0`), so
 only the reply path is measured.
 
-Latency: from the update injected into the fake to the reply's final message
-being sent (visible in the fake). Update rate: the interim updates of each
+With `--groups` each person is in a group of their own and mentions the bot,
+so replies stream by message edits (python-telegram-bot's limiter then also
+holds each group to Telegram's 20 calls per minute).
+
+Latency: from the update injected into the fake to the reply's final text
+first being visible in the fake (the final message in a private chat, the
+final edit, or send, in a group). Update rate: the interim updates of each
 chat (drafts in private chats, message edits elsewhere), counted over every
 1-second window; the highest is printed with the limit the configured
 `telegram.edit_interval` allows (1 / edit_interval per second; the final
@@ -23,6 +28,7 @@ with 50 chats it, not the gateway, bounds the throughput.
     python bench/gateway_load.py                          # 50 x 20, edit_interval 1.0
     python bench/gateway_load.py --edit-interval 0.2      # a tighter per-chat limit
     python bench/gateway_load.py --overall-rate 0         # no global flood limit
+    python bench/gateway_load.py --groups                 # 50 groups: edits, not drafts
     python bench/gateway_load.py --people 10 --messages 5 # a quick look
 """
 
@@ -65,21 +71,24 @@ class TimedTelegram(FakeTelegram):
 
     def __init__(self) -> None:
         super().__init__(token=TOKEN)
-        self.sent: dict[int, list[float]] = defaultdict(list)
+        self.final: dict[tuple[int, str], float] = {}  # (chat, text) -> first shown
         self.updates: dict[int, list[float]] = defaultdict(list)
         self.events: dict[int, asyncio.Event] = defaultdict(asyncio.Event)
 
     async def _api_sendMessage(self, params: dict[str, Any]) -> dict[str, Any]:
         result = await super()._api_sendMessage(params)
-        chat = int(params["chat_id"])
-        self.sent[chat].append(time.perf_counter())
-        self.events[chat].set()
+        self._shown(int(params["chat_id"]), result["text"])
         return result
 
     async def _api_editMessageText(self, params: dict[str, Any]) -> dict[str, Any]:
         result = await super()._api_editMessageText(params)
         self.updates[int(params["chat_id"])].append(time.perf_counter())
+        self._shown(int(params["chat_id"]), result["text"])
         return result
+
+    def _shown(self, chat: int, text: str) -> None:
+        self.final.setdefault((chat, text), time.perf_counter())
+        self.events[chat].set()
 
     async def _api_sendMessageDraft(self, params: dict[str, Any]) -> bool:
         result = await super()._api_sendMessageDraft(params)
@@ -88,15 +97,21 @@ class TimedTelegram(FakeTelegram):
 
 
 async def person(tg: TimedTelegram, chat: int, args: argparse.Namespace) -> list[float]:
-    """One person's closed loop: send, wait for the reply's message, note the latency."""
+    """One person's closed loop: send, wait for the reply's final text, note the latency."""
     latencies = []
     for n in range(args.messages):
+        text = f"message {n} from person {abs(chat)} " + "word " * args.words
         began = time.perf_counter()
-        tg.inject_text(chat, chat, f"message {n} from person {chat} " + "word " * args.words)
-        while len(tg.sent[chat]) <= n:
+        if chat < 0:  # a group: addressed to the bot by a mention
+            mention = {"type": "mention", "offset": 0, "length": len("@mnemo_bot")}
+            tg.inject_text(chat, -chat, "@mnemo_bot " + text, entities=[mention])
+        else:
+            tg.inject_text(chat, chat, text)
+        final = f"echo: {text}".strip()
+        while (done := tg.final.get((chat, final))) is None:
             tg.events[chat].clear()
             await asyncio.wait_for(tg.events[chat].wait(), args.timeout)
-        latencies.append(tg.sent[chat][n] - began)
+        latencies.append(done - began)
         if args.pause:
             await asyncio.sleep(args.pause)
     return latencies
@@ -139,7 +154,8 @@ async def run(model_url: str, home: Path, args: argparse.Namespace) -> None:
             await adapter.start(conversations, [("help", "help")])
             began = time.perf_counter()
             try:
-                chats = range(FIRST_CHAT, FIRST_CHAT + args.people)
+                sign = -1 if args.groups else 1
+                chats = [sign * c for c in range(FIRST_CHAT, FIRST_CHAT + args.people)]
                 results = await asyncio.gather(*(person(tg, c, args) for c in chats))
             finally:
                 took = time.perf_counter() - began
@@ -195,6 +211,9 @@ def main() -> None:
     parser.add_argument("--words", type=int, default=40, help="words per message (echoed)")
     parser.add_argument("--edit-interval", type=float, default=1.0)
     parser.add_argument("--overall-rate", type=float, default=30.0)
+    parser.add_argument(
+        "--groups", action="store_true", help="each person in a group of their own (edits)"
+    )
     parser.add_argument("--pause", type=float, default=0.0, help="think time between messages")
     parser.add_argument("--timeout", type=float, default=120.0, help="per reply, seconds")
     args = parser.parse_args()
