@@ -86,5 +86,5 @@ async def test_blocked_and_migrated_chats_fail_like_telegram(tg: FakeTelegram, b
 async def test_entities_are_checked_in_utf16_units_and_kept(tg: FakeTelegram, bot: Bot) -> None:
     await bot.send_message(42, "😀 bold", entities=[MessageEntity("bold", 3, 4)])
     assert tg.chat_messages(42)[0].entities == [{"type": "bold", "offset": 3, "length": 4}]
-    with pytest.raises(BadRequest, match="(?i)can't parse entities"):
+    with pytest.raises(BadRequest, match=r"(?i)can't parse entities"):
         await bot.send_message(42, "😀 bold", entities=[MessageEntity("bold", 3, 5)])
