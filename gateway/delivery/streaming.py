@@ -57,6 +57,7 @@ class StreamedReply:
         reply_to: str | None,
         private: bool,
         typing_every: float = 4.0,
+        typing_delay: float = 0.0,
         typing_limit: float = 300.0,
         clock: Clock = time.monotonic,
         sleep: Sleep = asyncio.sleep,
@@ -67,6 +68,7 @@ class StreamedReply:
         self._reply_to = reply_to
         self._private = private
         self._typing_every = typing_every
+        self._typing_delay = typing_delay  # a reply whose text comes sooner shows no typing
         self._typing_limit = typing_limit
         self._clock = clock
         self._sleep = sleep
@@ -174,6 +176,7 @@ class StreamedReply:
             else:
                 await self._channel.edit(self._message_id, view)
             self._shown = view
+            self._throttle.returned()
         except RateLimitedError as exc:  # the chat is paused; the next view goes after
             self._throttle.pause(exc.retry_after)
             self._changed.set()
@@ -210,6 +213,9 @@ class StreamedReply:
 
     async def _keep_typing(self) -> None:
         until = asyncio.get_running_loop().time() + self._typing_limit
+        if self._typing_delay > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._typing_stop.wait(), self._typing_delay)
         try:
             while not self._typing_stop.is_set() and asyncio.get_running_loop().time() < until:
                 try:
@@ -254,6 +260,7 @@ class StreamedReply:
             self._throttle.used()
             try:
                 await self._channel.edit(self._message_id, text)
+                self._throttle.returned()
                 return True
             except RateLimitedError as exc:
                 self._throttle.pause(exc.retry_after)

@@ -47,6 +47,12 @@ class ChatThrottle:
         self.edit_times.append(now)
         self._next = now + self.interval
 
+    def returned(self) -> None:
+        """The update's platform call returned: the next one waits a full interval from
+        now, so calls slowed on the way (a busy loop, a rate limiter) never arrive closer
+        together than `interval`."""
+        self._next = max(self._next, self._clock() + self.interval)
+
     def pause(self, seconds: float) -> None:
         """Flood control: no update before `seconds` from now."""
         self._paused_until = max(self._paused_until, self._clock() + max(0.0, seconds))

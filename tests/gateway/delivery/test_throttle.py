@@ -71,3 +71,17 @@ def test_throttles_one_per_chat_least_recently_used_dropped() -> None:
     assert len(throttles) == 2
     assert throttles.for_chat("telegram:1") is a
     assert throttles.max_per_interval() == 1
+
+
+def test_a_slow_call_spaces_the_next_one_from_its_return() -> None:
+    """A call held up on its way (a busy loop, the rate limiter) reaches the platform
+    late; the next one waits a full interval from that, not from the start."""
+    clock = FakeClock()
+    throttle = ChatThrottle(1.0, clock=clock)
+    throttle.used()
+    clock.now += 0.7  # the call returns 0.7 s after it started
+    throttle.returned()
+    clock.now += 0.5  # 1.2 s after the start: the plain interval is over
+    assert not throttle.ready()
+    clock.now += 0.5  # a full interval after the return
+    assert throttle.ready()
