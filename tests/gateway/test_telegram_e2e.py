@@ -227,22 +227,27 @@ def test_sigterm_then_restart_keeps_sessions_and_memory_and_answers_the_downtime
         open_sessions = db.execute("SELECT COUNT(*) FROM sessions WHERE ended_at IS NULL")
         assert open_sessions.fetchone()[0] == 1
 
-    fakes.text(chat, ALICE, "sent while it was down")
+    other = 666  # Bob writes while the bot is down: Telegram keeps it until it is polled
+    fakes.text(other, BOB, "sent while it was down")
     seen = len(fakes.bot_messages(chat))
     again = start_mnemo(fakes, workdir, grace=0.3)
     try:
-        fakes.reply(chat, seen, "echo: sent while it was down")  # polled after the restart
+        fakes.reply(other, 0, "echo: sent while it was down")  # polled after the restart
         fakes.reply(chat, seen, "echo: cut short by the stop")  # stored, answered at start
     finally:
         code, err = again.stop()
     assert code == 0, err
-    bodies = [b for b in fakes.requests() if "sent while it was down" in json.dumps(b)]
-    last = bodies[-1]["messages"]
-    users = [m["content"] for m in last if m["role"] == "user"]
-    assert users[:2] == ["I keep bees", "cut short by the stop"]  # the same session
-    assert "Alice keeps bees" in json.dumps(last)  # the memory tool's result, replayed
+    assert "answered 1 telegram messages left unanswered" in err
+    bodies = [b["messages"] for b in fakes.requests()]
+    last = [m for m in bodies if m[-1] == {"role": "user", "content": "cut short by the stop"}]
+    users = [m["content"] for m in last[-1] if m["role"] == "user"]
+    assert users == ["I keep bees", "cut short by the stop"]  # the same session, resumed
+    assert "Alice keeps bees" in json.dumps(last[-1])  # the memory tool's result, replayed
     profile = again.home / "memories" / "users" / f"telegram-{ALICE}" / "USER.md"
-    assert "Alice keeps bees" in profile.read_text(encoding="utf-8")
+    assert profile.read_text(encoding="utf-8").strip() == "Alice keeps bees"
+    with sqlite3.connect(again.home / "state.db") as db:
+        rows = db.execute("SELECT chat_id, ended_at FROM sessions ORDER BY id").fetchall()
+    assert rows == [(str(chat), None), (str(other), None)]
 
 
 # ----- two people, private chats and a group ---------------------------------------------
