@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import signal
 import sys
@@ -147,6 +148,7 @@ class Service:
                         "above)"
                     )
             log.info("serving %s with data in %s", self._describe(), self._config.home.resolve())
+            gc.freeze()  # what start-up built lives all run: later full collections skip it
             catch_up = asyncio.create_task(self._answer_unanswered(conversations))
             ended = await self._wait(started)
         finally:
