@@ -172,9 +172,12 @@ class DiscordConfig(_Section):
     api_base: HttpUrl = "https://discord.com/api/v10"
     gateway_url: WsUrl = "wss://gateway.discord.gg"
     allowed_users: tuple[str, ...] = ()  # user ids, or "*" for everyone; empty: nobody
+    allowed_guilds: tuple[str, ...] = ()  # server ids the bot answers in; empty: any server
+    guild_ids: tuple[str, ...] = ()  # slash commands synced to these servers; empty: globally
+    edit_interval: float = Field(default=1.0, gt=0)  # seconds between edits of one channel
     token: str | None = Field(default=None, exclude=True)  # from DISCORD_BOT_TOKEN only
 
-    @field_validator("allowed_users", mode="before")
+    @field_validator("allowed_users", "allowed_guilds", "guild_ids", mode="before")
     @classmethod
     def _ids_as_strings(cls, value: Any) -> Any:
         return _ids_as_strings(value)

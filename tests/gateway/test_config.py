@@ -278,7 +278,11 @@ def test_webhook_mode_needs_a_well_formed_secret(tmp_path: Path) -> None:
 
 
 def test_allowed_users_take_a_star_for_everyone(tmp_path: Path) -> None:
-    path = write(tmp_path, 'telegram: {allowed_users: ["*"]}\ndiscord: {allowed_users: [42]}\n')
+    path = write(
+        tmp_path,
+        'telegram: {allowed_users: ["*"]}\ndiscord: {allowed_users: [42], guild_ids: [7]}\n',
+    )
     config = load_config(path, environ={})
     assert config.telegram.allowed_users == ("*",)
     assert config.discord.allowed_users == ("42",)
+    assert config.discord.guild_ids == ("7",)
