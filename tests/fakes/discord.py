@@ -122,6 +122,9 @@ class FakeDiscord(FakeServer):
         self.calls: list[Call] = []
         self.gateway_received: list[dict[str, Any]] = []  # every op the client sent
         self.identify: dict[str, Any] | None = None
+        # False: an IDENTIFY asking for the message-content intent is refused with close
+        # code 4014 (the intent is not enabled in the developer portal)
+        self.message_content_granted = True
         self._channels: dict[int, dict[str, Any]] = {}
         self._messages: dict[int, dict[int, dict[str, Any]]] = {}
         self._dm_by_user: dict[int, int] = {}
@@ -230,18 +233,24 @@ class FakeDiscord(FakeServer):
         guild: bool = True,
         mentions_bot: bool = False,
         username: str | None = None,
+        reply_to: int | None = None,
+        attachments: tuple[str, ...] = (),
+        bot: bool = False,
     ) -> dict[str, Any]:
-        """Dispatch MESSAGE_CREATE from a user, in a guild text channel or in their DM.
+        """Dispatch MESSAGE_CREATE from a user, in a guild text channel or thread, or in
+        their DM.
 
         With `mentions_bot`, the bot's mention is put in front of the content (unless the
-        content already holds it) and in ``mentions``, as Discord does. Returns the stored
-        message (with the full content, whatever the client's intents).
+        content already holds it) and in ``mentions``, as Discord does. `reply_to` makes it
+        a reply to that message of the channel (``referenced_message``, no ping);
+        `attachments` are file names attached; `bot` marks the author as a bot. Returns the
+        stored message (with the full content, whatever the client's intents).
         """
         ws = self._require_live()
-        author = _user(author_id, username)
+        author = _user(author_id, username, bot=bot)
         if guild:
             channel_id = channel_id or self.guilds[0].channel_id
-            if self._channels.get(channel_id, {}).get("type") != 0:
+            if self._channels.get(channel_id, {}).get("type") not in (0, 11):
                 raise ValueError(f"no guild text channel {channel_id} in the fake")
         else:
             channel_id = channel_id or self.dm_channel_id(author_id)
@@ -251,7 +260,14 @@ class FakeDiscord(FakeServer):
         if mentions_bot and mention not in content:
             content = f"{mention} {content}"
         mentions = [self.bot_user] if mentions_bot else []
-        message = self._new_message(channel_id, author, content, mentions)
+        files = {name: b"fake file" for name in attachments}
+        message = self._new_message(channel_id, author, content, mentions, files=files)
+        if reply_to is not None:
+            referenced = self._messages.get(channel_id, {}).get(reply_to)
+            reference = {"message_id": str(reply_to), "channel_id": str(channel_id)}
+            if "guild_id" in message:
+                reference["guild_id"] = message["guild_id"]
+            message.update(type=19, referenced_message=referenced, message_reference=reference)
         if guild:
             message["member"] = _member()
             message["mentions"] = [{**m, "member": _member()} for m in mentions]
@@ -262,6 +278,26 @@ class FakeDiscord(FakeServer):
         await self._dispatch(ws, "MESSAGE_CREATE", event)
         self._changed.set()
         return message
+
+    async def create_thread(
+        self, name: str = "thread", parent_id: int | None = None, owner_id: int = OWNER_ID
+    ) -> int:
+        """Open a public thread under a guild text channel (THREAD_CREATE); its id."""
+        ws = self._require_live()
+        parent = self._channels[parent_id or self.guilds[0].channel_id]
+        tid = self._snowflake()
+        metadata = {"archived": False, "auto_archive_duration": 1440,
+                    "archive_timestamp": _now(), "locked": False}  # fmt: skip
+        thread = {
+            "id": str(tid), "type": 11, "guild_id": parent["guild_id"], "name": name,
+            "parent_id": parent["id"], "owner_id": str(owner_id), "last_message_id": None,
+            "rate_limit_per_user": 0, "message_count": 0, "member_count": 1, "flags": 0,
+            "thread_metadata": metadata,
+        }  # fmt: skip
+        self._channels[tid] = thread
+        await self._dispatch(ws, "THREAD_CREATE", {**thread, "newly_created": True})
+        self._changed.set()
+        return tid
 
     async def send_reconnect(self) -> None:
         """Send op 7 RECONNECT: the client reconnects and resumes the session."""
@@ -432,6 +468,9 @@ class FakeDiscord(FakeServer):
     async def _on_identify(self, ws: web.WebSocketResponse, data: dict[str, Any]) -> None:
         if self.token is not None and data.get("token") != self.token:
             await ws.close(code=4004, message=b"Authentication failed.")
+            return
+        if not self.message_content_granted and data.get("intents", 0) & MESSAGE_CONTENT_INTENT:
+            await ws.close(code=4014, message=b"Disallowed intent(s).")
             return
         self.identify, self._session_id, self._seq = data, uuid.uuid4().hex, 0
         ready = {
