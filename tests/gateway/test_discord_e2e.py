@@ -1,0 +1,373 @@
+"""`mnemo run` as a subprocess serving Discord (and Telegram): the issue's "Done when".
+
+The real `mnemo` script, with `DISCORD_BOT_TOKEN` and `TELEGRAM_BOT_TOKEN` set, talks
+through the real discord.py to the fake Discord (REST and gateway, pointed at by
+``discord.api_base``/``discord.gateway_url``), through the real python-telegram-bot to
+the fake Bot API, and streams from the fake model API. The three fakes serve on one
+event loop in a thread of this process, so the tests inject messages and read what
+each channel shows, what each REST call carried and what each model request held.
+One `mnemo run` (the `served` fixture) serves the whole module, both platforms at
+once; the tests run in file order, each in its own channel or DM.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from tests.fakes.discord import FakeDiscord
+from tests.fakes.openai import FakeOpenAI, ToolCall
+from tests.fakes.telegram import FakeTelegram
+
+ROOT = Path(__file__).resolve().parents[2]
+DC_TOKEN = "fake-discord-e2e-token-0123456789"
+TG_TOKEN = "4242:e2e-secret-token"
+ALICE, BOB, CAROL = 111, 222, 333  # Discord ids; Carol is not on the allow-list
+T = TypeVar("T")
+
+# until the adapter lands (issue 15 item 1), the module is skipped
+pytest.importorskip("gateway.adapters.discord_adapter")
+
+
+class Fakes:
+    """The fake Discord, Telegram and model on one event loop in a daemon thread."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self._thread.start()
+        self.dc = FakeDiscord(token=DC_TOKEN)
+        self.tg = FakeTelegram(token=TG_TOKEN)
+        self.model = FakeOpenAI(echo_when_idle=True, chunk_size=40)
+        for server in (self.dc, self.tg, self.model):
+            self.run(server.start)
+
+    def run(self, coroutine: Callable[[], Any]) -> Any:
+        return asyncio.run_coroutine_threadsafe(coroutine(), self.loop).result(timeout=10)
+
+    def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """`fn(*args)` on the fakes' loop (their state is not shared across threads)."""
+
+        async def on_loop() -> T:
+            return fn(*args, **kwargs)
+
+        result: T = asyncio.run_coroutine_threadsafe(on_loop(), self.loop).result(timeout=10)
+        return result
+
+    def wait(self, probe: Callable[[], T], timeout: float = 15.0) -> T:
+        """Poll `probe` on the loop until it is truthy; its value."""
+        deadline = time.monotonic() + timeout
+        while not (value := self.call(probe)):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"condition not met within {timeout} s")
+            time.sleep(0.02)
+        return value
+
+    def close(self) -> None:
+        for server in (self.dc, self.tg, self.model):
+            self.run(server.stop)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=10)
+        self.loop.close()
+
+    # -- what people do and see ----------------------------------------------------------
+
+    def dm(self, user_id: int, text: str) -> int:
+        """`user_id` writes to the bot in their DM; the DM channel's id."""
+        self.run(lambda: self.dc.inject_message(text, user_id, guild=False))
+        return self.call(self.dc.dm_channel_id, user_id)
+
+    def mention(self, user_id: int, text: str, channel_id: int | None = None) -> None:
+        """`user_id` mentions the bot in a guild channel (the first guild's by default)."""
+        inject = self.dc.inject_message
+        self.run(lambda: inject(text, user_id, channel_id, guild=True, mentions_bot=True))
+
+    def texts(self, channel_id: int) -> list[str]:
+        """What the bot shows in a channel, oldest first (as edited)."""
+        return self.call(self._bot_texts, channel_id)
+
+    def _bot_texts(self, channel_id: int) -> list[str]:
+        bot = str(self.dc.bot_id)
+        messages = self.dc.channel_messages(channel_id)
+        return [m["content"] for m in messages if m["author"]["id"] == bot]
+
+    def reply(self, channel_id: int, after: int, contains: str, timeout: float = 15.0) -> str:
+        """The bot's first message in the channel past the first `after` that contains
+        `contains` (waits for it)."""
+
+        def found() -> str | None:
+            return next((t for t in self._bot_texts(channel_id)[after:] if contains in t), None)
+
+        return self.wait(found, timeout)
+
+    def requests(self) -> list[dict[str, Any]]:
+        return [r.body for r in self.call(lambda: list(self.model.requests))]
+
+
+class Mnemo:
+    """One `mnemo run` subprocess, its data directory and its stderr, read as it comes."""
+
+    def __init__(self, process: subprocess.Popen[str], home: Path) -> None:
+        self.process, self.home = process, home
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            self.lines.append(line)
+
+    @property
+    def err(self) -> str:
+        return "".join(self.lines)
+
+    def wait_line(self, contains: str, timeout: float = 20.0) -> str:
+        """The first stderr line holding `contains`; fails early if the process ends."""
+        deadline = time.monotonic() + timeout
+        while True:
+            found = next((line for line in list(self.lines) if contains in line), None)
+            if found is not None:
+                return found
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.process.kill()
+                self._reader.join(timeout=5)
+                raise AssertionError(f"no {contains!r} from mnemo run:\n{self.err}")
+            time.sleep(0.02)
+
+    def stop(self, timeout: float = 30.0) -> tuple[int, str]:
+        self.process.send_signal(signal.SIGTERM)
+        self.process.wait(timeout=timeout)
+        self._reader.join(timeout=5)
+        return self.process.returncode, self.err
+
+
+def launch(fakes: Fakes, workdir: Path) -> Mnemo:
+    """`mnemo run` in `workdir` (its mnemo.yaml), data in `workdir`/data, both platforms."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    tg, dc = fakes.tg.url, fakes.dc
+    guild = dc.guilds[0].id
+    (workdir / "mnemo.yaml").write_text(
+        "shutdown_grace: 5\n"
+        "telegram:\n"
+        f"  base_url: {tg}/bot\n"
+        f"  base_file_url: {tg}/file/bot\n"
+        f'  allowed_users: ["{ALICE}"]\n'
+        "  edit_interval: 0.05\n"
+        "discord:\n"
+        f"  api_base: {dc.api_base}\n"
+        f"  gateway_url: {dc.gateway_url}\n"
+        f'  allowed_users: ["{ALICE}", "{BOB}"]\n'
+        f'  guild_ids: ["{guild}"]\n'
+        "  edit_interval: 0.05\n"
+        "memory:\n  nudge_interval: 1000\n"  # no background reviews: the script stays in order
+        "skills:\n  creation_nudge_interval: 1000\n",
+        encoding="utf-8",
+    )
+    env = {
+        **os.environ,
+        "DISCORD_BOT_TOKEN": DC_TOKEN,
+        "TELEGRAM_BOT_TOKEN": TG_TOKEN,
+        "OPENAI_BASE_URL": fakes.model.url + "/v1",
+        "MNEMO_HOME": str(workdir / "data"),
+        "MNEMO_SKILLS_DIR": str(ROOT / "skills"),
+        "NO_PROXY": "127.0.0.1,localhost",
+    }
+    env.pop("MNEMO_CONFIG", None)
+    process = subprocess.Popen(
+        [str(Path(sys.executable).parent / "mnemo"), "run"], stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, cwd=workdir,
+    )  # fmt: skip
+    return Mnemo(process, workdir / "data")
+
+
+@pytest.fixture(scope="module")
+def fakes() -> Iterator[Fakes]:
+    world = Fakes()
+    try:
+        yield world
+    finally:
+        world.close()
+
+
+@pytest.fixture(scope="module")
+def served(fakes: Fakes, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mnemo]:
+    mnemo = launch(fakes, tmp_path_factory.mktemp("served"))
+    try:
+        mnemo.wait_line("serving ")
+        fakes.run(fakes.dc.wait_ready)
+        yield mnemo
+    finally:
+        code, err = mnemo.stop()
+    assert code == 0, err
+    for said in ("bees", "carol's secret", "value_0042", "the long one", "ping them"):
+        assert said not in err  # the logs never carry what people or the model wrote
+    assert DC_TOKEN not in err and TG_TOKEN not in err
+
+
+def dump(home: Path) -> str:
+    """Every row of state.db, as SQL text."""
+    with sqlite3.connect(f"file:{home / 'state.db'}?mode=ro", uri=True) as db:
+        return "\n".join(db.iterdump())
+
+
+def user_dir(home: Path, platform: str, user_id: int) -> Path:
+    return home / "memories" / "users" / f"{platform}-{user_id}"
+
+
+# ----- both platforms, one process --------------------------------------------------------
+
+
+def test_both_adapters_serve_from_one_process(fakes: Fakes, served: Mnemo) -> None:
+    line = served.wait_line("serving ")
+    assert "serving telegram (polling) and discord (" in line
+    fakes.call(fakes.tg.inject_text, ALICE, ALICE, "hello from telegram")
+    channel = fakes.dm(ALICE, "hello from discord")
+    fakes.reply(channel, 0, "echo: hello from discord")
+    tg_texts = lambda: fakes.tg.chat_texts(ALICE)  # noqa: E731
+    assert fakes.wait(lambda: any("echo: hello from telegram" in (t or "") for t in tg_texts()))
+
+
+# ----- direct messages, guild channels ----------------------------------------------------
+
+
+def test_a_dm_conversation_keeps_memory_for_the_next_turn(fakes: Fakes, served: Mnemo) -> None:
+    fact = {"target": "user", "action": "add", "content": "Alice keeps bees"}
+    fakes.call(fakes.model.call_tools, ToolCall("memory", fact))
+    fakes.call(fakes.model.say, "Bees noted.")
+    seen = len(fakes.texts(fakes.call(fakes.dc.dm_channel_id, ALICE)))
+    channel = fakes.dm(ALICE, "I keep bees")
+    fakes.reply(channel, seen, "Bees noted.")
+    start = len(fakes.requests())
+    fakes.dm(ALICE, "what do I keep?")
+    fakes.reply(channel, seen, "echo: what do I keep?")
+    profile = user_dir(served.home, "discord", ALICE) / "USER.md"
+    assert profile.read_text(encoding="utf-8").strip() == "Alice keeps bees"
+    (request,) = fakes.requests()[start:]
+    users = [m["content"] for m in request["messages"] if m["role"] == "user"]
+    assert users[-2:] == ["I keep bees", "what do I keep?"]  # one session, both turns
+    assert "Alice keeps bees" in json.dumps(request)  # the memory tool's result, replayed
+    # the same id on Telegram is another person: her Discord memory is not theirs
+    assert not user_dir(served.home, "telegram", ALICE).joinpath("USER.md").exists()
+
+
+def test_a_mention_in_a_guild_channel_is_answered_and_other_talk_is_not(
+    fakes: Fakes, served: Mnemo
+) -> None:
+    channel = fakes.dc.guilds[0].channel_id
+    seen, start = len(fakes.texts(channel)), len(fakes.requests())
+    fakes.run(lambda: fakes.dc.inject_message("just chatting among people", BOB, channel))
+    fakes.mention(BOB, "what is the capital of France?", channel)
+    answer = fakes.reply(channel, seen, "echo:")
+    assert "what is the capital of France?" in answer
+    assert f"<@{fakes.dc.bot_id}>" not in answer  # the mention is not part of the question
+    bodies = [json.dumps(b) for b in fakes.requests()[start:]]
+    assert len(bodies) == 1 and "just chatting" not in bodies[0]
+
+
+def test_a_thread_is_answered_in_the_thread_as_its_own_conversation(
+    fakes: Fakes, served: Mnemo
+) -> None:
+    channel = fakes.dc.guilds[0].channel_id
+    fakes.mention(ALICE, "in the channel, before the thread", channel)
+    fakes.reply(channel, 0, "echo: in the channel, before the thread")
+    in_channel = len(fakes.texts(channel))
+    thread = fakes.run(lambda: fakes.dc.create_thread("planning", channel))
+    fakes.mention(ALICE, "first in the thread", thread)
+    fakes.reply(thread, 0, "echo: first in the thread")
+    start = len(fakes.requests())
+    # the bot takes part in the thread now: no mention needed
+    fakes.run(lambda: fakes.dc.inject_message("second in the thread", ALICE, thread))
+    fakes.reply(thread, 1, "echo: second in the thread")
+    assert len(fakes.texts(channel)) == in_channel  # nothing went to the parent channel
+    (request,) = fakes.requests()[start:]
+    users = [m["content"] for m in request["messages"] if m["role"] == "user"]
+    said = json.dumps(users)
+    assert "first in the thread" in said and "second in the thread" in said
+    assert "before the thread" not in said  # the thread is a session of its own
+
+
+# ----- delivery ---------------------------------------------------------------------------
+
+
+def test_a_4500_character_reply_arrives_as_three_messages_with_balanced_fences(
+    fakes: Fakes, served: Mnemo
+) -> None:
+    prose = " ".join(["Plain words before the code."] * 50)  # 1,449 characters
+    code = "\n".join(f"value_{i:04d} = compute({i})" for i in range(100))  # 2,443
+    after = " ".join(["And plain words after it."] * 24)  # 623
+    reply = f"{prose}\n\n```python\n{code}\n```\n\n{after}"
+    assert 4_450 < len(reply) < 4_600
+    fakes.call(fakes.model.say, reply)
+    channel = fakes.call(fakes.dc.dm_channel_id, BOB)
+    seen = len(fakes.texts(channel))
+    fakes.dm(BOB, "the long one")
+    fakes.reply(channel, seen, "plain words after it.")
+    parts = fakes.texts(channel)[seen:]
+    assert len(parts) == 3
+    assert all(len(p) <= 2000 and p.count("```") % 2 == 0 for p in parts)
+    code_lines = []
+    for part in parts:  # code in a part sits between fences opened and closed in that part
+        inside = False
+        for line in part.split("\n"):
+            if line.startswith("```"):
+                inside = not inside
+            elif line.startswith("value_"):
+                assert inside, line
+                code_lines.append(line)
+    assert code_lines == code.split("\n")
+    assert parts[0].startswith("Plain words") and parts[-1].endswith("plain words after it.")
+
+
+def test_everyone_in_the_models_reply_does_not_ping(fakes: Fakes, served: Mnemo) -> None:
+    fakes.call(fakes.model.say, "Sure: @everyone and @here, meet <@&1234567>.")
+    channel = fakes.dc.guilds[0].channel_id
+    seen = len(fakes.texts(channel))
+    calls = len(fakes.call(lambda: fakes.dc.calls))
+    fakes.mention(ALICE, "ping them all")
+    text = fakes.reply(channel, seen, "meet")
+    assert "@everyone" not in text and "@here" not in text  # escaped in the text
+    assert "everyone" in text and "here" in text
+    sent = [c for c in fakes.call(lambda: fakes.dc.calls[calls:]) if "/messages" in c.path]
+    writes = [c for c in sent if c.method in ("POST", "PATCH") and c.body]
+    assert writes
+    for call in writes:  # and Discord is told never to ping anyone but the person
+        allowed = call.body.get("allowed_mentions")
+        assert allowed is not None, call.body
+        assert not {"everyone", "roles"} & set(allowed.get("parse", [])), allowed
+        assert not allowed.get("roles"), allowed
+
+
+# ----- access -----------------------------------------------------------------------------
+
+
+def test_a_person_not_allowed_is_refused_with_their_id_and_nothing_is_kept(
+    fakes: Fakes, served: Mnemo
+) -> None:
+    before = len(fakes.requests())
+    channel = fakes.dm(CAROL, "carol's secret plan")
+    line = fakes.reply(channel, 0, "user id")
+    assert f"Your discord user id is {CAROL}" in line
+    guild_channel = fakes.dc.guilds[0].channel_id
+    fakes.mention(CAROL, "carol's secret question", guild_channel)  # told once: now silent
+    seen = len(fakes.texts(guild_channel))
+    fakes.mention(ALICE, "after carol", guild_channel)
+    fakes.reply(guild_channel, seen, "echo: after carol")  # Carol's came first
+    assert fakes.texts(channel) == [line]  # one line, no answer
+    bodies = json.dumps(fakes.requests()[before:])
+    assert "after carol" in bodies and "carol's secret" not in bodies  # the model never saw her
+    rows = dump(served.home)
+    assert "carol's secret" not in rows and f"discord-{CAROL}" not in rows
+    assert not user_dir(served.home, "discord", CAROL).exists()
