@@ -1,0 +1,340 @@
+"""Discord's slash commands and buttons, built from the command registry.
+
+Every command of the registry (except the admin-only ones, as in Telegram's
+menu) becomes a slash command of an `app_commands.CommandTree`; its arguments
+become string options (``/recall what:``). `sync` registers them at start: to
+each server of `discord.guild_ids` (instant, for development) or globally
+(Discord may take up to an hour to show them). Stale global commands of an
+earlier global sync are left alone.
+
+An invocation is deferred at once (Discord's 3-second window), then handed to
+the inbox as the text ``/name <options>``, so it runs the same command as a
+typed one; the reply replaces the deferred "thinking…" response and goes on in
+follow-ups, split at 2,000 characters with balanced fences, mass mentions never
+pinging, choices as buttons. In a server the reply is ephemeral (only the
+person sees it: commands show what the bot holds about them); in a DM it is an
+ordinary message. A button whose custom_id is a choice payload (``choice:…``)
+is acknowledged without a visible change and handed to `Inbox.choose` as the
+clicker's; the answer (a refusal when someone else clicked) goes only to the
+clicker in a server. Servers outside `discord.allowed_guilds` get one line.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any, TypeVar
+
+import discord
+from discord import app_commands
+
+from gateway.commands import Choice, Command
+from gateway.commands.choices import PAYLOAD_PREFIX
+from gateway.config import DiscordConfig
+from gateway.delivery import ChannelLimits, ChatThrottle, StreamedReply
+from gateway.errors import DeliveryError, RateLimitedError
+from gateway.messages import InboundMessage, Inbox, ReplySink
+
+log = logging.getLogger(__name__)
+
+MAX_CHARS = 2000  # one Discord message
+MAX_DESCRIPTION = 100  # a command's or option's description
+MAX_LABEL = 80  # a button's label
+MAX_BUTTONS = 25  # buttons on one message (5 rows of 5)
+ORIGINAL = "@original"  # the id `InteractionChannel.send` gives the deferred response
+NO_PINGS = discord.AllowedMentions.none()
+
+InboundFactory = Callable[[discord.Interaction, str], InboundMessage]
+SinkFactory = Callable[[InboundMessage, discord.Interaction], ReplySink]
+T = TypeVar("T")
+
+
+def interaction_message(interaction: discord.Interaction, text: str) -> InboundMessage:
+    """`text` as sent by the person behind `interaction`, where they used it.
+
+    A DM is a private chat; a server channel a group chat; a thread is its
+    parent channel with the thread's id as `thread_id`.
+    """
+    channel, user = interaction.channel, interaction.user
+    chat_id, thread_id = str(interaction.channel_id), None
+    if isinstance(channel, discord.Thread):
+        chat_id, thread_id = str(channel.parent_id), str(channel.id)
+    return InboundMessage(
+        platform="discord",
+        chat_id=chat_id,
+        chat_type="private" if interaction.guild_id is None else "group",
+        user_id=str(user.id),
+        text=text,
+        message_id=str(interaction.id),
+        user_name=user.display_name,
+        thread_id=thread_id,
+    )
+
+
+def choice_view(choices: Sequence[Choice]) -> discord.ui.View | None:
+    """`choices` as buttons whose custom_id is the choice's payload (None: no choices).
+
+    The view is stopped before it is sent, so discord.py does not keep it in its
+    view store: clicks are routed by custom_id (`DiscordCommands.on_interaction`).
+    """
+    if not choices:
+        return None
+    if len(choices) > MAX_BUTTONS:
+        log.warning("discord: %d choices, showing the first %d", len(choices), MAX_BUTTONS)
+    view = discord.ui.View(timeout=None)
+    for choice in choices[:MAX_BUTTONS]:
+        label = _shortened(choice.label, MAX_LABEL) or "…"
+        view.add_item(discord.ui.Button(label=label, custom_id=choice.payload))
+    view.stop()
+    return view
+
+
+class InteractionChannel:
+    """The replies to one interaction as a `gateway.delivery.Channel`.
+
+    The first message sent edits the deferred response (`use_original`; a
+    button's is the message with the buttons, so clicks start with follow-ups),
+    later ones are follow-ups; `ephemeral` makes follow-ups visible only to the
+    person.
+    """
+
+    def __init__(
+        self,
+        interaction: discord.Interaction,
+        *,
+        ephemeral: bool,
+        edit_interval: float,
+        use_original: bool = True,
+    ) -> None:
+        self._interaction, self._ephemeral = interaction, ephemeral
+        self._original_free = use_original
+        self.sent = 0  # messages sent (the deferred response counts once edited)
+        self.limits = ChannelLimits(max_units=MAX_CHARS, units=len, edit_interval=edit_interval)
+
+    async def send(
+        self, text: str, *, reply_to: str | None = None, choices: Sequence[Choice] = ()
+    ) -> str:
+        """The deferred response edited to `text` the first time, else a follow-up."""
+        options: dict[str, Any] = {"content": text, "allowed_mentions": NO_PINGS}
+        view = choice_view(choices)
+        if view is not None:
+            options["view"] = view
+        if self._original_free:
+            self._original_free = False
+            await _translated(self._interaction.edit_original_response(**options))
+            self.sent += 1
+            return ORIGINAL
+        followup = self._interaction.followup
+        sent = await _translated(followup.send(wait=True, ephemeral=self._ephemeral, **options))
+        self.sent += 1
+        return str(sent.id)
+
+    async def edit(self, message_id: str, text: str) -> None:
+        if message_id == ORIGINAL:
+            await _translated(
+                self._interaction.edit_original_response(content=text, allowed_mentions=NO_PINGS)
+            )
+        else:
+            await _translated(
+                self._interaction.followup.edit_message(
+                    int(message_id), content=text, allowed_mentions=NO_PINGS
+                )
+            )
+
+    async def draft(self, draft_id: int, text: str) -> None:
+        raise DeliveryError("Discord has no drafts")  # never called: limits.drafts is False
+
+    async def typing(self) -> None:
+        """Nothing: the deferred response already shows that the bot is thinking."""
+
+    async def withdraw(self) -> None:
+        """Delete the deferred response when nothing replaced it (a quiet refusal)."""
+        if self._original_free and self.sent == 0:
+            self._original_free = False
+            await _translated(self._interaction.delete_original_response())
+
+
+class DiscordCommands:
+    """The registry's commands as Discord slash commands, and the choice buttons.
+
+    `commands` are the registry's (`services.commands`); `inbound` builds the
+    message of an interaction (the adapter's own, so sessions match its
+    messages); `sink_factory` replaces the reply through the interaction's
+    follow-ups (tests, or an adapter with its own delivery).
+    """
+
+    def __init__(
+        self,
+        client: discord.Client,
+        inbox: Inbox,
+        commands: Iterable[Command],
+        config: DiscordConfig,
+        *,
+        inbound: InboundFactory = interaction_message,
+        sink_factory: SinkFactory | None = None,
+    ) -> None:
+        self._inbox, self._config = inbox, config
+        self._inbound, self._sink_factory = inbound, sink_factory
+        self.tree: app_commands.CommandTree[discord.Client] = app_commands.CommandTree(client)
+        self._guilds: list[discord.Object | None] = [
+            discord.Object(id=int(gid)) for gid in config.guild_ids
+        ] or [None]  # None: global
+        self.slash = [self._slash(c) for c in commands if not c.admin_only and _valid(c)]
+        for slash in self.slash:
+            for guild in self._guilds:
+                self.tree.add_command(slash, guild=guild)
+
+    async def sync(self) -> None:
+        """Register the commands with Discord: to each of `guild_ids`, else globally.
+
+        A refusal (the bot not in that server, or invited without the
+        ``applications.commands`` scope) is logged in one line; messages are
+        still answered.
+        """
+        for guild in self._guilds:
+            where = f"to server {guild.id}" if guild is not None else "globally"
+            try:
+                synced = await self.tree.sync(guild=guild)
+            except (discord.DiscordException, OSError) as error:
+                log.error("discord: slash commands not synced %s: %s", where, error)
+                continue
+            log.info("discord: %d slash commands synced %s", len(synced), where)
+
+    async def on_interaction(self, interaction: discord.Interaction) -> None:
+        """Handle a click on a choice button; other interactions are not ours (the
+        tree answers application commands by itself)."""
+        if interaction.type is not discord.InteractionType.component:
+            return
+        data: dict[str, Any] = dict(interaction.data or {})
+        custom_id = data.get("custom_id")
+        if not isinstance(custom_id, str) or not custom_id.startswith(PAYLOAD_PREFIX):
+            return
+        try:
+            if not await self._guild_admitted(interaction):
+                return
+            await interaction.response.defer()  # a component: acknowledged, nothing shown
+            message = self._inbound(interaction, "")
+            sink, _ = self._reply(message, interaction, use_original=False)
+            await self._inbox.choose(message, custom_id, sink)
+            await sink.finish()
+        except discord.NotFound as error:  # later than Discord's 3 s, or already answered
+            log.warning("discord: a button press could not be answered: %s", error)
+        except Exception:  # the top of an adapter callback
+            log.exception("discord: a button press failed")
+
+    # ----- slash commands ----------------------------------------------------------
+
+    def _slash(self, command: Command) -> app_commands.Command[Any, ..., None]:
+        """The slash command of `command`: one string option per argument."""
+        names = [argument.name.lower() for argument in command.arguments]
+
+        async def invoke(interaction: discord.Interaction, **options: str | None) -> None:
+            values = (str(options.get(name) or "").strip() for name in names)
+            await self._invoke(interaction, " ".join([f"/{command.name}", *filter(None, values)]))
+
+        parameters = [
+            inspect.Parameter(
+                "interaction",
+                inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                annotation=discord.Interaction,
+            )
+        ]
+        for name, argument in zip(names, command.arguments, strict=True):
+            default = inspect.Parameter.empty if argument.required else None
+            annotation = str if argument.required else str | None
+            parameters.append(
+                inspect.Parameter(
+                    name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default
+                )
+            )
+        described = {
+            name: _shortened(a.description, MAX_DESCRIPTION) or name
+            for name, a in zip(names, command.arguments, strict=True)
+        }
+        setattr(invoke, "__signature__", inspect.Signature(parameters))  # noqa: B010
+        setattr(invoke, "__discord_app_commands_param_description__", described)  # noqa: B010
+        return app_commands.Command(
+            name=command.name.lower(),
+            description=_shortened(command.description, MAX_DESCRIPTION) or command.name,
+            callback=invoke,
+        )
+
+    async def _invoke(self, interaction: discord.Interaction, text: str) -> None:
+        """One slash command: defer, hand it to the inbox, deliver the reply."""
+        try:
+            if not await self._guild_admitted(interaction):
+                return
+            await interaction.response.defer(
+                thinking=True, ephemeral=interaction.guild_id is not None
+            )
+            message = self._inbound(interaction, text)
+            sink, channel = self._reply(message, interaction, use_original=True)
+            await self._inbox.handle(message, sink)
+            await sink.finish()
+            if channel is not None:
+                await channel.withdraw()
+        except discord.NotFound as error:  # later than Discord's 3 s, or already answered
+            log.warning("discord: a slash command could not be answered: %s", error)
+        except Exception:  # the top of an adapter callback
+            log.exception("discord: a slash command failed")
+
+    def _reply(
+        self, message: InboundMessage, interaction: discord.Interaction, *, use_original: bool
+    ) -> tuple[ReplySink, InteractionChannel | None]:
+        if self._sink_factory is not None:
+            return self._sink_factory(message, interaction), None
+        channel = InteractionChannel(
+            interaction,
+            ephemeral=interaction.guild_id is not None,
+            edit_interval=self._config.edit_interval,
+            use_original=use_original,
+        )
+        throttle = ChatThrottle(self._config.edit_interval)  # one webhook token, its own pace
+        return StreamedReply(channel, throttle, reply_to=None, private=False), channel
+
+    async def _guild_admitted(self, interaction: discord.Interaction) -> bool:
+        """Whether the interaction's server is served; if not, the person is told."""
+        allowed = self._config.allowed_guilds
+        if interaction.guild_id is None or not allowed or str(interaction.guild_id) in allowed:
+            return True
+        log.info("discord: refused an interaction in server %s", interaction.guild_id)
+        await interaction.response.send_message(
+            f"Sorry, this bot does not serve this server (id {interaction.guild_id}); the bot's "
+            "operator can add it to discord.allowed_guilds.",
+            ephemeral=True,
+        )
+        return False
+
+
+def _valid(command: Command) -> bool:
+    """Whether Discord takes the command's name and option names (else it is left out)."""
+    names = [command.name, *(a.name for a in command.arguments)]
+    bad = [
+        n
+        for n in names
+        if not 1 <= len(n) <= 32 or not n.replace("-", "").replace("_", "").isalnum()
+    ]
+    if bad:
+        log.warning("discord: /%s is not a valid slash command name; left out", command.name)
+    return not bad
+
+
+def _shortened(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+async def _translated(call: Awaitable[T]) -> T:
+    """Await a discord.py call; Discord's refusals as the gateway's delivery errors."""
+    try:
+        return await call
+    except discord.RateLimited as error:
+        wait = error.retry_after
+        raise RateLimitedError(f"Discord asks to wait {wait:g} s", wait) from error
+    except discord.HTTPException as error:
+        if error.status == 429:
+            raise RateLimitedError("Discord asks to wait", 1.0) from error
+        raise DeliveryError(f"Discord refused the call: {error}") from error
+    except (discord.DiscordException, OSError, TimeoutError) as error:
+        raise DeliveryError(f"Discord did not answer: {error}") from error
