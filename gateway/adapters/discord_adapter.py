@@ -1,0 +1,484 @@
+"""The Discord adapter: discord.py messages in, streamed replies out.
+
+It only translates. Direct messages, and in servers the messages that mention
+the bot (a user mention, not @everyone or a role) or reply to one of its
+messages, become `InboundMessage`s for the inbox; so does every message in a
+thread the bot takes part in (one it opened, joined, or was addressed in). A
+thread is its own session: ``thread_id`` is the thread, ``chat_id`` its parent
+channel. The bot's mention is cut from the text. A mention with no text gets
+`MENTION_ONLY_LINE` and attachments without text `UNSUPPORTED_LINE`, neither
+reaching the inbox. Messages of bots (itself included), webhooks and system
+messages are ignored, and so is every message from a server outside
+``discord.allowed_guilds`` when that list is set. Who may talk to the bot is
+decided by the inbox, not here.
+
+Replies go through `gateway.delivery` over a `DiscordChannel`: Markdown passed
+through (Discord renders it), 2,000 characters a message, no mention ever pings
+(``allowed_mentions`` parses none, and ``@everyone``/``@here`` are broken with a
+zero-width space as well). Slash commands and button clicks are handled by
+``discord_commands.DiscordCommands``, which this adapter builds on its client.
+
+The client asks for the guilds, guild messages, direct messages and message
+content intents; the last is privileged and must be enabled in the developer
+portal, else Discord refuses the connection and start logs one line saying so.
+discord.py reconnects and resumes on its own; Discord never redelivers a
+message, so nothing is confirmed after it is stored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Protocol
+
+import discord
+
+from gateway.adapters.discord_commands import DiscordCommands, choice_view
+from gateway.adapters.discord_endpoints import (
+    DiscordEndpoints,
+    restore_discord_endpoints,
+    use_discord_endpoints,
+)
+from gateway.commands import Choice, Command, CommandRegistry, builtin_commands
+from gateway.config import DiscordConfig
+from gateway.delivery import ChannelLimits, StreamedReply, Throttles
+from gateway.errors import AdapterFailedError, DeliveryError, RateLimitedError
+from gateway.messages import InboundMessage, Inbox, ReplySink
+
+log = logging.getLogger(__name__)
+
+MAX_CHARS = 2000
+UNSUPPORTED_LINE = "I can only read text for now."
+MENTION_ONLY_LINE = "Yes? Ask me something."
+INTENT_LINE = (
+    "discord: Discord refused the message content intent; enable 'Message Content Intent' "
+    "for this bot in the developer portal (Applications > your bot > Bot > Privileged "
+    "Gateway Intents), then restart"
+)
+EMPTY_CONTENT_LINE = (
+    "discord: server messages arrive without their text; enable 'Message Content Intent' "
+    "for this bot in the developer portal (Bot tab), then restart"
+)
+CLOSE_WAIT = 2.0  # seconds close() gives message handlers still running
+TYPING_DELAY = 0.5  # a reply whose first text comes sooner shows no typing
+READY_TIMEOUT = 60.0  # seconds start() waits for the gateway's READY
+MAX_RATELIMIT_WAIT = 10.0  # longer waits surface as RateLimitedError, not a silent sleep
+_ANSWERED_TYPES = (discord.MessageType.default, discord.MessageType.reply)
+_MASS_MENTION = re.compile(r"@(everyone|here)")
+_NO_PINGS = discord.AllowedMentions.none()
+
+
+def defuse_mentions(text: str) -> str:
+    """``@everyone``/``@here`` with a zero-width space after the ``@``: they cannot ping."""
+    return _MASS_MENTION.sub("@\u200b\\1", text)
+
+
+def discord_units(text: str) -> int:
+    """The length Discord counts for `text` once sent (after `defuse_mentions`)."""
+    return len(text) + len(_MASS_MENTION.findall(text))
+
+
+class SlashCommands(Protocol):
+    """What the adapter needs of `DiscordCommands` (a test may give a stand-in)."""
+
+    async def sync(self) -> None: ...
+
+    async def on_interaction(self, interaction: discord.Interaction) -> None: ...
+
+
+CommandsFactory = Callable[
+    [discord.Client, Inbox, Sequence[Command], DiscordConfig], SlashCommands | None
+]
+
+
+def _slash_commands(
+    client: discord.Client, inbox: Inbox, commands: Sequence[Command], config: DiscordConfig
+) -> SlashCommands:
+    return DiscordCommands(client, inbox, commands, config)
+
+
+class DiscordChannel:
+    """One Discord channel, thread or DM as a `gateway.delivery.Channel`."""
+
+    def __init__(self, client: discord.Client, channel_id: int, edit_interval: float) -> None:
+        self._client, self.channel_id = client, channel_id
+        self._target = client.get_partial_messageable(channel_id)
+        self.limits = ChannelLimits(
+            max_units=MAX_CHARS, units=discord_units, edit_interval=edit_interval, drafts=False
+        )
+
+    async def send(
+        self, text: str, *, reply_to: str | None = None, choices: Sequence[Choice] = ()
+    ) -> str:
+        """Send `text` (Markdown as is; no mention pings); the new message's id."""
+        extra: dict[str, Any] = {}
+        if reply_to is not None:
+            extra["reference"] = discord.MessageReference(
+                message_id=int(reply_to), channel_id=self.channel_id, fail_if_not_exists=False
+            )
+            extra["mention_author"] = False
+        if choices:
+            extra["view"] = choice_view(choices)
+        content = defuse_mentions(text)
+        with _mapped_errors():
+            message = await self._target.send(content, allowed_mentions=_NO_PINGS, **extra)
+        return str(message.id)
+
+    async def edit(self, message_id: str, text: str) -> None:
+        with _mapped_errors():
+            await self._target.get_partial_message(int(message_id)).edit(
+                content=defuse_mentions(text), allowed_mentions=_NO_PINGS
+            )
+
+    async def draft(self, draft_id: int, text: str) -> None:
+        raise DeliveryError("Discord has no message drafts")
+
+    async def typing(self) -> None:
+        with _mapped_errors():
+            await self._target.typing()
+
+
+class _Client(discord.Client):
+    """discord.Client whose events go to the adapter."""
+
+    def __init__(self, adapter: DiscordAdapter, **options: Any) -> None:
+        super().__init__(**options)
+        self._adapter = adapter
+
+    async def setup_hook(self) -> None:
+        await self._adapter._setup()
+
+    async def on_ready(self) -> None:
+        self._adapter._ready.set()
+
+    async def on_message(self, message: discord.Message) -> None:
+        await self._adapter._on_message(message)
+
+    async def on_interaction(self, interaction: discord.Interaction) -> None:
+        await self._adapter._on_interaction(interaction)
+
+
+class DiscordAdapter:
+    """One bot's connection to Discord (implements `gateway.messages.Adapter`)."""
+
+    platform = "discord"
+
+    def __init__(
+        self,
+        config: DiscordConfig,
+        *,
+        guild_ready_timeout: float = 2.0,
+        ready_timeout: float = READY_TIMEOUT,
+        registry: CommandRegistry | None = None,
+        commands_factory: CommandsFactory | None = _slash_commands,
+    ) -> None:
+        """`guild_ready_timeout`: discord.py's wait for server data before READY (tests
+        shorten it); `registry`: where the commands named at start are defined (the
+        built-ins by default); `commands_factory` builds the slash commands (None: none)."""
+        self._config = config
+        self._registry = registry
+        self._guild_ready_timeout, self._ready_timeout = guild_ready_timeout, ready_timeout
+        self._commands_factory = commands_factory
+        self.done = asyncio.Event()
+        self._ready = asyncio.Event()
+        self._throttles = Throttles(config.edit_interval)
+        self._client: _Client | None = None
+        self._runner: asyncio.Task[None] | None = None
+        self._inbox: Inbox | None = None
+        self._slash: SlashCommands | None = None
+        self._endpoints: DiscordEndpoints | None = None
+        self._stopping = False
+        self._threads: set[int] = set()  # threads the bot was addressed in
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._warned_empty = False
+
+    # ----- the Adapter protocol ----------------------------------------------------
+
+    async def start(self, inbox: Inbox, commands: Sequence[tuple[str, str]]) -> None:
+        """Log in, connect to the gateway and wait for READY (bounded)."""
+        self._inbox = inbox
+        self._endpoints = use_discord_endpoints(self._config.api_base, self._config.gateway_url)
+        client = _Client(
+            self,
+            intents=_intents(),
+            guild_ready_timeout=self._guild_ready_timeout,
+            chunk_guilds_at_startup=False,
+            member_cache_flags=discord.MemberCacheFlags.none(),
+            max_ratelimit_timeout=MAX_RATELIMIT_WAIT,
+            allowed_mentions=_NO_PINGS,
+        )
+        self._client = client
+        if self._commands_factory is not None:
+            self._slash = self._commands_factory(
+                client, inbox, self._slash_definitions(commands), self._config
+            )
+        runner = asyncio.create_task(client.start(self._config.token or ""), name="discord")
+        self._runner = runner
+        ready = asyncio.create_task(self._ready.wait())
+        await asyncio.wait(
+            {runner, ready}, timeout=self._ready_timeout, return_when=asyncio.FIRST_COMPLETED
+        )
+        ready.cancel()
+        if self._ready.is_set():
+            runner.add_done_callback(self._ended)
+            me = client.user
+            log.info("discord: started as %s (%d servers)", me, len(client.guilds))
+            return
+        await self._failed_start(runner)
+
+    async def stop(self) -> None:
+        """Stop taking messages; those being handled go on."""
+        self._stopping = True
+        log.info("discord: stopped taking messages")
+
+    async def close(self) -> None:
+        """Wait briefly for the handlers still running, then disconnect."""
+        self._stopping = True
+        if self._tasks:
+            _, pending = await asyncio.wait(set(self._tasks), timeout=CLOSE_WAIT)
+            for task in pending:
+                task.cancel()
+        await self._disconnect()
+        log.info("discord: closed")
+
+    async def notify(self, message: InboundMessage, text: str) -> None:
+        """One line in `message`'s channel (or thread), outside any reply."""
+        try:
+            await self._channel(message).send(text)
+        except (DeliveryError, RateLimitedError) as error:
+            log.warning("discord: a notification was not delivered: %s", error)
+
+    def reply_sink(self, message: InboundMessage) -> ReplySink:
+        return self._sink(message)
+
+    # ----- start and end -----------------------------------------------------------
+
+    async def _setup(self) -> None:
+        """discord.py's setup hook: logged in, not yet connected; sync slash commands."""
+        if self._slash is None:
+            return
+        try:
+            await self._slash.sync()
+        except discord.DiscordException as error:  # the bot still answers messages
+            log.warning("discord: slash commands were not synced: %s", error)
+
+    def _slash_definitions(self, commands: Sequence[tuple[str, str]]) -> list[Command]:
+        """The registry's definitions of the commands named at start (one definition:
+        the slash commands take their arguments from it)."""
+        names = {name for name, _ in commands}
+        registry = self._registry if self._registry is not None else builtin_commands()
+        return [command for command in registry if command.name in names]
+
+    async def _failed_start(self, runner: asyncio.Task[None]) -> None:
+        if not runner.done():
+            await self._disconnect()
+            raise AdapterFailedError(f"Discord did not connect within {self._ready_timeout:g} s")
+        error = runner.exception()
+        await self._disconnect()
+        if isinstance(error, discord.LoginFailure):
+            log.error("discord: the bot token was refused (check DISCORD_BOT_TOKEN)")
+            self.done.set()
+            return
+        if isinstance(error, discord.PrivilegedIntentsRequired):
+            log.error(INTENT_LINE)
+            self.done.set()
+            return
+        reason = f"{type(error).__name__}: {error}" if error else "the client stopped"
+        raise AdapterFailedError(f"Discord did not answer at start: {reason}") from error
+
+    def _ended(self, runner: asyncio.Task[None]) -> None:
+        """The client stopped by itself (not by close): the adapter is done."""
+        if self._stopping:
+            return
+        error = None if runner.cancelled() else runner.exception()
+        if isinstance(error, discord.PrivilegedIntentsRequired):
+            log.error(INTENT_LINE)
+        elif error is not None:
+            log.error("discord: the connection ended for good: %s: %s", type(error).__name__, error)
+        else:
+            log.error("discord: the connection ended")
+        self.done.set()
+
+    async def _disconnect(self) -> None:
+        client, runner = self._client, self._runner
+        self._runner = None
+        if client is not None and not client.is_closed():
+            await client.close()
+        if runner is not None:
+            if not runner.done():
+                runner.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await runner  # its error, if any, was reported at start or by _ended
+        if self._endpoints is not None:
+            restore_discord_endpoints(self._endpoints)
+            self._endpoints = None
+
+    # ----- messages ----------------------------------------------------------------
+
+    async def _on_message(self, message: discord.Message) -> None:
+        """One message, from start to end; the top of an adapter callback."""
+        if self._stopping:
+            return
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
+        try:
+            await self._handle(message)
+        except Exception:
+            log.exception("discord: message %s failed", message.id)
+        finally:
+            if task is not None:
+                self._tasks.discard(task)
+
+    async def _handle(self, message: discord.Message) -> None:
+        inbox, me = self._running()
+        if not self._wanted(message):
+            return
+        addressed = _mentions(message, me) or _replies_to(message, me)
+        if not addressed and not self._in_our_thread(message, me):
+            self._check_content(message)
+            return
+        if isinstance(message.channel, discord.Thread):
+            self._threads.add(message.channel.id)
+        text = _without_mention(message.content, me)
+        inbound = self._inbound(message, text)
+        if not text:
+            if message.attachments or message.stickers:
+                await self._deliver_line(inbound, UNSUPPORTED_LINE)
+            elif addressed:
+                await self._deliver_line(inbound, MENTION_ONLY_LINE)
+            return
+        sink = self._sink(inbound)
+        await sink.start()
+        try:
+            await inbox.handle(inbound, sink, None)  # Discord never redelivers a message
+        finally:
+            await sink.finish()
+
+    def _wanted(self, message: discord.Message) -> bool:
+        """Not from a bot, webhook or the system; from an allowed server (or a DM)."""
+        if message.author.bot or message.webhook_id is not None:
+            return False
+        if message.type not in _ANSWERED_TYPES:
+            return False
+        guilds = self._config.allowed_guilds
+        return message.guild is None or not guilds or str(message.guild.id) in guilds
+
+    def _in_our_thread(self, message: discord.Message, me: discord.ClientUser) -> bool:
+        """A DM, or a thread the bot opened, joined or was addressed in."""
+        channel = message.channel
+        if message.guild is None:
+            return True
+        if not isinstance(channel, discord.Thread):
+            return False
+        return channel.id in self._threads or channel.owner_id == me.id or channel.me is not None
+
+    def _check_content(self, message: discord.Message) -> None:
+        """Once: a server message with no text at all means the intent is missing."""
+        empty = not (message.content or message.attachments or message.embeds or message.stickers)
+        if empty and not self._warned_empty:
+            self._warned_empty = True
+            log.warning(EMPTY_CONTENT_LINE)
+
+    async def _on_interaction(self, interaction: discord.Interaction) -> None:
+        if self._stopping or self._slash is None:
+            return
+        try:
+            await self._slash.on_interaction(interaction)
+        except Exception:
+            log.exception("discord: interaction %s failed", interaction.id)
+
+    async def _deliver_line(self, message: InboundMessage, line: str) -> None:
+        try:
+            await self._channel(message).send(line, reply_to=message.message_id)
+        except (DeliveryError, RateLimitedError) as error:
+            log.warning("discord: a line was not delivered: %s", error)
+
+    # ----- translation -------------------------------------------------------------
+
+    def _inbound(self, message: discord.Message, text: str) -> InboundMessage:
+        _, me = self._running()
+        channel = message.channel
+        thread = channel if isinstance(channel, discord.Thread) else None
+        reference = message.reference
+        return InboundMessage(
+            platform="discord",
+            chat_id=str(thread.parent_id if thread is not None else channel.id),
+            chat_type="private" if message.guild is None else "group",
+            user_id=str(message.author.id),
+            text=text,
+            message_id=str(message.id),
+            user_name=message.author.display_name,
+            thread_id=str(thread.id) if thread is not None else None,
+            bot_username=me.name,
+            reply_to_id=str(reference.message_id)
+            if reference is not None and reference.message_id is not None
+            else None,
+        )
+
+    def _channel(self, message: InboundMessage) -> DiscordChannel:
+        if self._client is None:
+            raise DeliveryError("the Discord adapter is not connected")
+        target = message.thread_id or message.chat_id
+        return DiscordChannel(self._client, int(target), self._config.edit_interval)
+
+    def _sink(self, message: InboundMessage, reply_to: bool = True) -> StreamedReply:
+        channel = self._channel(message)
+        return StreamedReply(
+            channel,
+            self._throttles.for_chat(str(channel.channel_id)),  # edits are limited per channel
+            reply_to=message.message_id if reply_to else None,
+            private=message.chat_type == "private",
+            typing_delay=TYPING_DELAY,
+        )
+
+    def _running(self) -> tuple[Inbox, discord.ClientUser]:
+        client = self._client
+        if self._inbox is None or client is None or client.user is None:
+            raise DeliveryError("the Discord adapter is not started")
+        return self._inbox, client.user
+
+
+def _intents() -> discord.Intents:
+    """Servers, their messages, DMs, and message content (privileged); nothing else."""
+    intents = discord.Intents.none()
+    intents.guilds = True
+    intents.guild_messages = True
+    intents.dm_messages = True
+    intents.message_content = True
+    return intents
+
+
+def _mentions(message: discord.Message, me: discord.ClientUser) -> bool:
+    """The bot is mentioned as a user (not @everyone, @here or a role)."""
+    return me.id in message.raw_mentions
+
+
+def _replies_to(message: discord.Message, me: discord.ClientUser) -> bool:
+    reference = message.reference
+    resolved = reference.resolved if reference is not None else None
+    return isinstance(resolved, discord.Message) and resolved.author.id == me.id
+
+
+def _without_mention(text: str, me: discord.ClientUser) -> str:
+    stripped = re.sub(rf"<@!?{me.id}>", " ", text)
+    return re.sub(r"[ \t]{2,}", " ", stripped).strip()
+
+
+@contextlib.contextmanager
+def _mapped_errors() -> Iterator[None]:
+    """discord.py's errors as the gateway's: 429 -> RateLimitedError, others DeliveryError."""
+    try:
+        yield
+    except discord.RateLimited as error:
+        wait = error.retry_after
+        raise RateLimitedError(f"Discord asks to wait {wait:g} s", wait) from error
+    except discord.HTTPException as error:
+        if error.status == 429:
+            raise RateLimitedError("Discord asks to wait (429)", 1.0) from error
+        raise DeliveryError(f"Discord refused the call: {error.status} {error.text}") from error
+    except (discord.DiscordException, OSError, TimeoutError) as error:
+        raise DeliveryError(f"Discord could not be reached: {type(error).__name__}") from error

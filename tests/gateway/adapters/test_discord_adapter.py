@@ -1,0 +1,327 @@
+"""The Discord adapter, with the real discord.py against the fake Discord (in process)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import discord.http
+import pytest
+
+from gateway.adapters.discord_adapter import (
+    INTENT_LINE,
+    MENTION_ONLY_LINE,
+    UNSUPPORTED_LINE,
+    DiscordAdapter,
+)
+from gateway.commands import Choice
+from gateway.commands.choices import ChoiceSink
+from gateway.config import DiscordConfig
+from gateway.messages import InboundMessage, ReplySink
+from tests.fakes.discord import BOT_ID, DEFAULT_TOKEN, Call, FakeDiscord, FakeGuild
+
+ALICE = 4200000000000000001
+BOB = 4200000000000000002
+GUILD = FakeGuild(id=1200000000000000001, channel_id=1200000000000000002)
+OTHER_GUILD = FakeGuild(id=1300000000000000001, channel_id=1300000000000000002, name="other")
+CHANNEL = GUILD.channel_id
+
+
+class Inbox:
+    """Records what reaches it and answers with `reply` (``echo: <text>`` by default)."""
+
+    def __init__(self, reply: Callable[[InboundMessage], str] | None = None) -> None:
+        self.messages: list[InboundMessage] = []
+        self.offer: tuple[Choice, ...] = ()
+        self._reply = reply or (lambda m: f"echo: {m.text}")
+
+    async def handle(
+        self, message: InboundMessage, sink: ReplySink, on_stored: Callable[[], None] | None = None
+    ) -> None:
+        self.messages.append(message)
+        await sink.write(self._reply(message))
+        if self.offer and isinstance(sink, ChoiceSink):
+            await sink.offer(self.offer)
+        await sink.finish()
+
+    async def choose(self, message: InboundMessage, payload: str, sink: ReplySink) -> None:
+        raise AssertionError("buttons are clicked through discord_commands")
+
+    async def chat_migrated(self, platform: str, old_chat_id: str, new_chat_id: str) -> None:
+        raise AssertionError("Discord channels do not migrate")
+
+
+@pytest.fixture
+async def dc() -> AsyncIterator[FakeDiscord]:
+    async with FakeDiscord(guilds=(GUILD, OTHER_GUILD)) as fake:
+        yield fake
+
+
+def _config(dc: FakeDiscord, **fields: Any) -> DiscordConfig:
+    values: dict[str, Any] = {
+        "token": DEFAULT_TOKEN,
+        "api_base": dc.api_base,
+        "gateway_url": dc.gateway_url,
+        "edit_interval": 0.05,
+        "allowed_users": ("*",),
+    }
+    return DiscordConfig(**(values | fields))
+
+
+@asynccontextmanager
+async def running(dc: FakeDiscord, inbox: Inbox, **fields: Any) -> AsyncIterator[DiscordAdapter]:
+    adapter = DiscordAdapter(
+        _config(dc, **fields), guild_ready_timeout=0.05, ready_timeout=5, commands_factory=None
+    )
+    await adapter.start(inbox, [])
+    try:
+        yield adapter
+    finally:
+        await adapter.close()
+
+
+async def _texts(dc: FakeDiscord, channel_id: int, count: int = 1) -> list[str]:
+    """The bot's messages in a channel, once there are `count` and none is being edited."""
+
+    def bot_texts() -> list[str]:
+        return [
+            m["content"]
+            for m in dc.channel_messages(channel_id)
+            if m["author"]["id"] == str(BOT_ID)
+        ]
+
+    return await dc.wait_until(lambda: len(bot_texts()) >= count and bot_texts())
+
+
+def _sends(dc: FakeDiscord, channel_id: int) -> list[Call]:
+    return [c for c in dc.calls if c.route == f"POST /channels/{channel_id}/messages"]
+
+
+async def test_a_dm_is_answered_streamed_as_one_message_then_edited(dc: FakeDiscord) -> None:
+    first_shown = asyncio.Event()
+
+    class Streaming(Inbox):
+        async def handle(
+            self, message: InboundMessage, sink: ReplySink, on_stored: Any = None
+        ) -> None:
+            self.messages.append(message)
+            await sink.write("Hello")
+            await first_shown.wait()
+            await sink.write(", Alice.")
+            await sink.finish()
+
+    inbox = Streaming()
+    async with running(dc, inbox):
+        sent = await dc.inject_message("hi there", ALICE, guild=False, username="alice")
+        dm = dc.dm_channel_id(ALICE)
+        assert await _texts(dc, dm) == ["Hello"]
+        first_shown.set()
+        await dc.wait_for(f"PATCH /channels/{dm}/messages")
+        assert await dc.wait_until(lambda: dc.channel_texts(dm)[-1] == "Hello, Alice.")
+    [message] = inbox.messages
+    assert message == InboundMessage(
+        platform="discord",
+        chat_id=str(dm),
+        chat_type="private",
+        user_id=str(ALICE),
+        text="hi there",
+        message_id=sent["id"],
+        user_name="alice",
+        thread_id=None,
+        bot_username="mnemo",
+        reply_to_id=None,
+    )
+    [send] = _sends(dc, dm)
+    assert str(send.body["message_reference"]["message_id"]) == sent["id"]
+    assert send.body["message_reference"]["fail_if_not_exists"] is False
+
+
+async def test_in_a_server_only_a_mention_is_answered_and_the_mention_is_cut(
+    dc: FakeDiscord,
+) -> None:
+    inbox = Inbox()
+    async with running(dc, inbox):
+        await dc.inject_message("talking among ourselves", ALICE)
+        await dc.inject_message("@everyone look", ALICE)
+        await dc.inject_message(f"what is  <@{BOT_ID}>  up?", BOB, mentions_bot=True)
+        assert await _texts(dc, CHANNEL) == ["echo: what is up?"]
+    [message] = inbox.messages
+    assert (message.chat_type, message.chat_id, message.user_id) == (
+        "group",
+        str(CHANNEL),
+        str(BOB),
+    )
+    assert message.thread_id is None
+
+
+async def test_a_reply_to_the_bot_is_answered_without_a_mention(dc: FakeDiscord) -> None:
+    inbox = Inbox()
+    async with running(dc, inbox):
+        asked = await dc.inject_message("first", ALICE, mentions_bot=True)
+        await _texts(dc, CHANNEL)
+        bot_message = dc.channel_messages(CHANNEL)[-1]
+        await dc.inject_message("and then?", ALICE, reply_to=int(bot_message["id"]))
+        assert await _texts(dc, CHANNEL, 2) == ["echo: first", "echo: and then?"]
+    assert [m.reply_to_id for m in inbox.messages] == [None, bot_message["id"]]
+    assert asked["id"] != bot_message["id"]
+
+
+async def test_a_thread_is_its_own_session_and_followed_once_addressed(dc: FakeDiscord) -> None:
+    inbox = Inbox()
+    async with running(dc, inbox):
+        thread = await dc.create_thread("planning")
+        await dc.inject_message("unaddressed, not followed yet", ALICE, channel_id=thread)
+        await dc.inject_message("help us", ALICE, channel_id=thread, mentions_bot=True)
+        await _texts(dc, thread)
+        await dc.inject_message("and a follow-up", BOB, channel_id=thread)
+        assert await _texts(dc, thread, 2) == ["echo: help us", "echo: and a follow-up"]
+        opened = await dc.create_thread("the bot's own", owner_id=BOT_ID)
+        await dc.inject_message("in the bot's thread", ALICE, channel_id=opened)
+        assert await _texts(dc, opened) == ["echo: in the bot's thread"]
+    assert [(m.chat_id, m.thread_id, m.chat_type) for m in inbox.messages] == [
+        (str(CHANNEL), str(thread), "group"),
+        (str(CHANNEL), str(thread), "group"),
+        (str(CHANNEL), str(opened), "group"),
+    ]
+    assert dc.channel_texts(CHANNEL) == []  # nothing leaked into the parent channel
+
+
+async def test_messages_of_bots_and_of_itself_are_never_answered(dc: FakeDiscord) -> None:
+    inbox = Inbox()
+    async with running(dc, inbox):
+        await dc.inject_message("I am a bot", 999, guild=False, bot=True)
+        await dc.inject_message("beep", 999, mentions_bot=True, bot=True)
+        await dc.inject_message(f"<@{BOT_ID}> myself", BOT_ID, mentions_bot=True, bot=True)
+        await dc.inject_message("a person", ALICE, mentions_bot=True)
+        await dc.wait_for(f"POST /channels/{CHANNEL}/messages")
+    assert [m.text for m in inbox.messages] == ["a person"]
+    assert [c.body["content"] for c in _sends(dc, CHANNEL)] == ["echo: a person"]
+    assert dc.channel_texts(dc.dm_channel_id(999)) == ["I am a bot"]
+
+
+async def test_attachments_alone_and_a_bare_mention_get_one_line_each(dc: FakeDiscord) -> None:
+    inbox = Inbox()
+    async with running(dc, inbox):
+        await dc.inject_message("", ALICE, guild=False, attachments=("cat.png",))
+        dm = dc.dm_channel_id(ALICE)
+        assert await _texts(dc, dm) == [UNSUPPORTED_LINE]
+        await dc.inject_message("", BOB, mentions_bot=True)
+        assert await _texts(dc, CHANNEL) == [MENTION_ONLY_LINE]
+        await dc.inject_message("what is this?", ALICE, guild=False, attachments=("x.png",))
+        assert await _texts(dc, dm, 2) == [UNSUPPORTED_LINE, "echo: what is this?"]
+    assert [m.text for m in inbox.messages] == ["what is this?"]
+
+
+async def test_servers_outside_allowed_guilds_are_ignored(dc: FakeDiscord) -> None:
+    inbox = Inbox()
+    async with running(dc, inbox, allowed_guilds=(str(OTHER_GUILD.id),)):
+        await dc.inject_message("from the first server", ALICE, mentions_bot=True)
+        await dc.inject_message("a DM", ALICE, guild=False)
+        await dc.inject_message(
+            "from the other", ALICE, channel_id=OTHER_GUILD.channel_id, mentions_bot=True
+        )
+        assert await _texts(dc, OTHER_GUILD.channel_id) == ["echo: from the other"]
+        await _texts(dc, dc.dm_channel_id(ALICE))
+    assert sorted(m.text for m in inbox.messages) == ["a DM", "from the other"]
+    assert all(m["author"]["id"] != str(BOT_ID) for m in dc.channel_messages(CHANNEL))
+
+
+async def test_a_long_reply_is_split_in_three_with_balanced_fences(dc: FakeDiscord) -> None:
+    code = "\n".join(f"    line_{i:04d} = compute({i})" for i in range(158))
+    reply = "Here is the script:\n\n```python\n" + code + "\n```\n\nThat is all."
+    assert 4400 < len(reply) < 4700
+    inbox = Inbox(lambda m: reply)
+    async with running(dc, inbox):
+        await dc.inject_message("write it", ALICE, guild=False)
+        dm = dc.dm_channel_id(ALICE)
+        texts = await _texts(dc, dm, 3)
+        await asyncio.sleep(0)
+    assert len(texts) == 3
+    assert all(len(t) <= 2000 for t in texts)
+    assert all(t.count("```") % 2 == 0 for t in texts)
+    assert "line_0000" in texts[0] and "line_0157" in texts[-1]
+
+
+async def test_mass_mentions_never_ping(dc: FakeDiscord) -> None:
+    inbox = Inbox(lambda m: "Hey @everyone and @here, <@&77> and <@123>!")
+    async with running(dc, inbox):
+        await dc.inject_message("announce", ALICE, mentions_bot=True)
+        [text] = await _texts(dc, CHANNEL)
+    assert "@everyone" not in text and "@here" not in text
+    assert text == "Hey @\u200beveryone and @\u200bhere, <@&77> and <@123>!"
+    for call in _sends(dc, CHANNEL):
+        mentions = call.body["allowed_mentions"]
+        assert mentions["parse"] == [] and not mentions.get("replied_user")
+        assert not mentions.get("users") and not mentions.get("roles")
+
+
+async def test_buttons_carry_the_choice_payloads(dc: FakeDiscord) -> None:
+    inbox = Inbox(lambda m: "Which one?")
+    inbox.offer = (Choice("first entry", "choice:aaa"), Choice("second", "choice:bbb"))
+    async with running(dc, inbox):
+        await dc.inject_message("/forget x", ALICE, guild=False)
+        dm = dc.dm_channel_id(ALICE)
+        await _texts(dc, dm)
+    [send] = _sends(dc, dm)
+    buttons = [b for row in send.body["components"] for b in row["components"]]
+    assert [(b["label"], b["custom_id"]) for b in buttons] == [
+        ("first entry", "choice:aaa"),
+        ("second", "choice:bbb"),
+    ]
+
+
+async def test_a_403_on_a_channel_does_not_crash_the_adapter(dc: FakeDiscord) -> None:
+    inbox = Inbox()
+    async with running(dc, inbox):
+        dc.fail_next(f"POST /channels/{CHANNEL}/messages", 403, 50013, "Missing Permissions")
+        await dc.inject_message("anyone?", ALICE, mentions_bot=True)
+        await dc.wait_for(lambda c: c.status == 403)
+        await dc.inject_message("still there?", BOB, guild=False)
+        assert await _texts(dc, dc.dm_channel_id(BOB)) == ["echo: still there?"]
+    assert [m.text for m in inbox.messages] == ["anyone?", "still there?"]
+
+
+async def test_a_4000_character_message_is_handled(dc: FakeDiscord) -> None:
+    inbox = Inbox(lambda m: f"got {len(m.text)}")
+    async with running(dc, inbox):
+        await dc.inject_message("x" * 4000, ALICE, guild=False)
+        assert await _texts(dc, dc.dm_channel_id(ALICE)) == ["got 4000"]
+
+
+async def test_a_refused_token_ends_the_adapter_with_one_line(
+    dc: FakeDiscord, caplog: pytest.LogCaptureFixture
+) -> None:
+    before = discord.http.Route.BASE
+    adapter = DiscordAdapter(_config(dc, token="wrong"), guild_ready_timeout=0.05)
+    with caplog.at_level(logging.ERROR, "gateway.adapters.discord_adapter"):
+        await adapter.start(Inbox(), [])
+    assert adapter.done.is_set()
+    assert [r.getMessage() for r in caplog.records] == [
+        "discord: the bot token was refused (check DISCORD_BOT_TOKEN)"
+    ]
+    assert before == discord.http.Route.BASE  # the endpoints were put back
+    await adapter.close()
+
+
+async def test_a_missing_message_content_intent_is_named_at_start(
+    dc: FakeDiscord, caplog: pytest.LogCaptureFixture
+) -> None:
+    dc.message_content_granted = False
+    adapter = DiscordAdapter(_config(dc), guild_ready_timeout=0.05, commands_factory=None)
+    with caplog.at_level(logging.ERROR, "gateway.adapters.discord_adapter"):
+        await adapter.start(Inbox(), [])
+    assert adapter.done.is_set()
+    assert [r.getMessage() for r in caplog.records] == [INTENT_LINE]
+    assert "Message Content Intent" in INTENT_LINE
+    await adapter.close()
+
+
+async def test_the_client_asks_only_for_the_intents_it_needs(dc: FakeDiscord) -> None:
+    async with running(dc, Inbox()):
+        assert dc.identify is not None
+        intents = discord.Intents._from_value(dc.identify["intents"])
+    on = {name for name, value in intents if value}
+    assert on == {"guilds", "guild_messages", "dm_messages", "message_content"}
