@@ -381,6 +381,7 @@ class FakeDiscord(FakeServer):
         referenced = self._referenced(cid, reference) if reference is not None else None
         message = self._new_message(cid, self.bot_user, content, [], files=call.files)
         message["embeds"] = embeds
+        message["components"] = payload.get("components") or []  # buttons
         if reference is not None:
             ids = {k: str(v) for k, v in reference.items() if k.endswith("_id") and v is not None}
             message.update(type=19, referenced_message=referenced, message_reference=ids)
