@@ -38,7 +38,7 @@ from gateway.adapters.console_adapter import ConsoleAdapter
 from gateway.app import job_context, open_services
 from gateway.config import Config
 from gateway.conversation import Conversations, Services
-from gateway.errors import AdapterFailedError, GatewayError, InstanceLockedError, NotAvailableError
+from gateway.errors import AdapterFailedError, GatewayError, InstanceLockedError
 from gateway.jobs import BackgroundWork
 from gateway.messages import Adapter, InboundMessage
 
@@ -73,12 +73,8 @@ def run_console(
 
 
 def platform_adapters(config: Config) -> tuple[list[Adapter], dict[str, str]]:
-    """The adapters of the enabled platforms, and how each serves (for the start line)."""
-    if config.discord.active:
-        raise NotAvailableError(
-            "the discord adapter is not available yet; unset DISCORD_BOT_TOKEN "
-            "(or set discord.enabled: false)"
-        )
+    """The adapters of the enabled platforms (both at once when both are on; each platform
+    library is imported only when its adapter is), and how each serves (the start line)."""
     adapters: list[Adapter] = []
     modes: dict[str, str] = {}
     if config.telegram.active:
@@ -88,6 +84,14 @@ def platform_adapters(config: Config) -> tuple[list[Adapter], dict[str, str]]:
         hook = config.telegram.webhook
         modes["telegram"] = (
             "polling" if hook.url is None else f"webhook on {hook.listen}:{hook.port}"
+        )
+    if config.discord.active:
+        from gateway.adapters.discord_adapter import DiscordAdapter  # loads discord
+
+        adapters.append(DiscordAdapter(config.discord))
+        servers = len(config.discord.guild_ids)
+        modes["discord"] = "gateway, slash commands " + (
+            f"in {servers} server{'s' if servers > 1 else ''}" if servers else "global"
         )
     return adapters, modes
 

@@ -37,9 +37,6 @@ TG_TOKEN = "4242:e2e-secret-token"
 ALICE, BOB, CAROL = 111, 222, 333  # Discord ids; Carol is not on the allow-list
 T = TypeVar("T")
 
-# until the adapter lands (issue 15 item 1), the module is skipped
-pytest.importorskip("gateway.adapters.discord_adapter")
-
 
 class Fakes:
     """The fake Discord, Telegram and model on one event loop in a daemon thread."""
