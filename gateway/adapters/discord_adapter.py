@@ -291,9 +291,9 @@ class DiscordAdapter:
 
     def _ended(self, runner: asyncio.Task[None]) -> None:
         """The client stopped by itself (not by close): the adapter is done."""
+        error = None if runner.cancelled() else runner.exception()
         if self._stopping:
             return
-        error = None if runner.cancelled() else runner.exception()
         if isinstance(error, discord.PrivilegedIntentsRequired):
             log.error(INTENT_LINE)
         elif error is not None:
@@ -307,11 +307,11 @@ class DiscordAdapter:
         self._runner = None
         if client is not None and not client.is_closed():
             await client.close()
-        if runner is not None:
+        if runner is not None:  # its error, if any, is read by _failed_start or _ended
+            await asyncio.wait({runner}, timeout=CLOSE_WAIT)
             if not runner.done():
                 runner.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await runner  # its error, if any, was reported at start or by _ended
+                await asyncio.wait({runner})
         if self._endpoints is not None:
             restore_discord_endpoints(self._endpoints)
             self._endpoints = None
