@@ -28,6 +28,7 @@ BOB = 4200000000000000002
 GUILD = FakeGuild(id=1200000000000000001, channel_id=1200000000000000002)
 OTHER_GUILD = FakeGuild(id=1300000000000000001, channel_id=1300000000000000002, name="other")
 CHANNEL = GUILD.channel_id
+COMMANDS = [("help", "what the bot is"), ("recall", "recaps of past conversations")]
 
 
 class Inbox:
@@ -35,6 +36,7 @@ class Inbox:
 
     def __init__(self, reply: Callable[[InboundMessage], str] | None = None) -> None:
         self.messages: list[InboundMessage] = []
+        self.chosen: list[tuple[InboundMessage, str]] = []
         self.offer: tuple[Choice, ...] = ()
         self._reply = reply or (lambda m: f"echo: {m.text}")
 
@@ -48,7 +50,9 @@ class Inbox:
         await sink.finish()
 
     async def choose(self, message: InboundMessage, payload: str, sink: ReplySink) -> None:
-        raise AssertionError("buttons are clicked through discord_commands")
+        self.chosen.append((message, payload))
+        await sink.write(f"chose {payload}")
+        await sink.finish()
 
     async def chat_migrated(self, platform: str, old_chat_id: str, new_chat_id: str) -> None:
         raise AssertionError("Discord channels do not migrate")
@@ -72,11 +76,17 @@ def _config(dc: FakeDiscord, **fields: Any) -> DiscordConfig:
 
 
 @asynccontextmanager
-async def running(dc: FakeDiscord, inbox: Inbox, **fields: Any) -> AsyncIterator[DiscordAdapter]:
+async def running(
+    dc: FakeDiscord, inbox: Inbox, slash: bool = False, **fields: Any
+) -> AsyncIterator[DiscordAdapter]:
+    """A started adapter; with `slash`, its slash commands (help, recall) and buttons."""
     adapter = DiscordAdapter(
-        _config(dc, **fields), guild_ready_timeout=0.05, ready_timeout=5, commands_factory=None
+        _config(dc, **fields),
+        guild_ready_timeout=0.05,
+        ready_timeout=5,
+        **({} if slash else {"commands_factory": None}),
     )
-    await adapter.start(inbox, [])
+    await adapter.start(inbox, COMMANDS if slash else [])
     try:
         yield adapter
     finally:
@@ -325,3 +335,74 @@ async def test_the_client_asks_only_for_the_intents_it_needs(dc: FakeDiscord) ->
         intents = discord.Intents._from_value(dc.identify["intents"])
     on = {name for name, value in intents if value}
     assert on == {"guilds", "guild_messages", "dm_messages", "message_content"}
+
+
+async def test_typing_shows_while_the_first_text_is_slow(dc: FakeDiscord) -> None:
+    typed = asyncio.Event()
+
+    class Slow(Inbox):
+        async def handle(
+            self, message: InboundMessage, sink: ReplySink, on_stored: Any = None
+        ) -> None:
+            await typed.wait()
+            await sink.write("done thinking")
+            await sink.finish()
+
+    async with running(dc, Slow()):
+        await dc.inject_message("think hard", ALICE, guild=False)
+        dm = dc.dm_channel_id(ALICE)
+        await dc.wait_for(f"POST /channels/{dm}/typing")  # after the 0.5 s typing delay
+        typed.set()
+        assert await _texts(dc, dm) == ["done thinking"]
+
+
+async def test_a_short_429_is_waited_out_and_the_final_text_delivered(dc: FakeDiscord) -> None:
+    inbox = Inbox(lambda m: "answer")
+    async with running(dc, inbox):
+        dc.rate_limit_next("POST /channels/", retry_after=0.05)
+        await dc.inject_message("hello", ALICE, guild=False)
+        dm = dc.dm_channel_id(ALICE)
+        assert await _texts(dc, dm) == ["answer"]
+    assert [c.status for c in _sends(dc, dm)] == [429, 200]
+
+
+async def test_a_long_429_surfaces_as_rate_limited(
+    dc: FakeDiscord, caplog: pytest.LogCaptureFixture
+) -> None:
+    inbox = Inbox()
+    async with running(dc, inbox) as adapter:
+        await dc.inject_message("hello", ALICE, guild=False)
+        dm = dc.dm_channel_id(ALICE)
+        await _texts(dc, dm)
+        dc.rate_limit_next(f"POST /channels/{dm}/messages", retry_after=60)
+        with caplog.at_level(logging.WARNING, "gateway.adapters.discord_adapter"):
+            await adapter.notify(inbox.messages[0], "memory updated")
+    ours = [r.getMessage() for r in caplog.records if r.name.startswith("gateway")]
+    assert ours == ["discord: a notification was not delivered: Discord asks to wait 60 s"]
+
+
+async def test_a_reconnect_mid_reply_loses_nothing(dc: FakeDiscord) -> None:
+    reconnected = asyncio.Event()
+
+    class Interrupted(Inbox):
+        async def handle(
+            self, message: InboundMessage, sink: ReplySink, on_stored: Any = None
+        ) -> None:
+            self.messages.append(message)
+            await sink.write("part one")
+            await reconnected.wait()
+            await sink.write(", part two")
+            await sink.finish()
+
+    inbox = Interrupted()
+    async with running(dc, inbox):
+        await dc.inject_message("long story", ALICE, guild=False)
+        dm = dc.dm_channel_id(ALICE)
+        await _texts(dc, dm)
+        await dc.send_reconnect()
+        await dc.wait_ready()
+        reconnected.set()
+        assert await dc.wait_until(lambda: dc.channel_texts(dm)[-1] == "part one, part two")
+        await dc.inject_message("still here?", ALICE, guild=False)
+        await dc.wait_until(lambda: len(inbox.messages) == 2)
+    assert any(p.get("op") == 6 for p in dc.gateway_received)  # resumed, not identified again
