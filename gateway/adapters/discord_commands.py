@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 import discord
 from discord import app_commands
 
-from gateway.commands import Choice, Command
+from gateway.commands import Choice, Command, CommandArgument, builtin_commands
 from gateway.commands.choices import PAYLOAD_PREFIX
 from gateway.config import DiscordConfig
 from gateway.delivery import ChannelLimits, ChatThrottle, StreamedReply
@@ -45,6 +45,7 @@ MAX_BUTTONS = 25  # buttons on one message (5 rows of 5)
 ORIGINAL = "@original"  # the id `InteractionChannel.send` gives the deferred response
 NO_PINGS = discord.AllowedMentions.none()
 
+CommandSpec = tuple[str, str, tuple[CommandArgument, ...]]  # name, description, arguments
 InboundFactory = Callable[[discord.Interaction, str], InboundMessage]
 SinkFactory = Callable[[InboundMessage, discord.Interaction], ReplySink]
 T = TypeVar("T")
@@ -158,21 +159,23 @@ class InteractionChannel:
 class DiscordCommands:
     """The registry's commands as Discord slash commands, and the choice buttons.
 
-    `commands` are the registry's (`services.commands`); `inbound` builds the
-    message of an interaction (the adapter's own, so sessions match its
-    messages); `sink_factory` replaces the reply through the interaction's
-    follow-ups (tests, or an adapter with its own delivery).
+    `commands` are the registry's (`services.commands`), or the ``(name,
+    description)`` pairs `Adapter.start` gets, each taken with its arguments
+    from the built-in registry (see `slash_specs`). `sink_factory` replaces the
+    reply through the interaction's follow-ups (an adapter with its own
+    delivery); `inbound` builds the message of an interaction (it must agree
+    with the adapter's messages, so a command lands in the same session).
     """
 
     def __init__(
         self,
         client: discord.Client,
         inbox: Inbox,
-        commands: Iterable[Command],
+        commands: Iterable[Command | tuple[str, str]],
         config: DiscordConfig,
+        sink_factory: SinkFactory | None = None,
         *,
         inbound: InboundFactory = interaction_message,
-        sink_factory: SinkFactory | None = None,
     ) -> None:
         self._inbox, self._config = inbox, config
         self._inbound, self._sink_factory = inbound, sink_factory
@@ -180,7 +183,7 @@ class DiscordCommands:
         self._guilds: list[discord.Object | None] = [
             discord.Object(id=int(gid)) for gid in config.guild_ids
         ] or [None]  # None: global
-        self.slash = [self._slash(c) for c in commands if not c.admin_only and _valid(c)]
+        self.slash = [self._slash(*spec) for spec in slash_specs(commands)]
         for slash in self.slash:
             for guild in self._guilds:
                 self.tree.add_command(slash, guild=guild)
@@ -225,13 +228,15 @@ class DiscordCommands:
 
     # ----- slash commands ----------------------------------------------------------
 
-    def _slash(self, command: Command) -> app_commands.Command[Any, ..., None]:
-        """The slash command of `command`: one string option per argument."""
-        names = [argument.name.lower() for argument in command.arguments]
+    def _slash(
+        self, name: str, description: str, arguments: tuple[CommandArgument, ...]
+    ) -> app_commands.Command[Any, ..., None]:
+        """The slash command ``/name``: one string option per argument."""
+        names = [argument.name.lower() for argument in arguments]
 
         async def invoke(interaction: discord.Interaction, **options: str | None) -> None:
-            values = (str(options.get(name) or "").strip() for name in names)
-            await self._invoke(interaction, " ".join([f"/{command.name}", *filter(None, values)]))
+            values = (str(options.get(option) or "").strip() for option in names)
+            await self._invoke(interaction, " ".join([f"/{name}", *filter(None, values)]))
 
         parameters = [
             inspect.Parameter(
@@ -240,23 +245,23 @@ class DiscordCommands:
                 annotation=discord.Interaction,
             )
         ]
-        for name, argument in zip(names, command.arguments, strict=True):
+        for option, argument in zip(names, arguments, strict=True):
             default = inspect.Parameter.empty if argument.required else None
             annotation = str if argument.required else str | None
             parameters.append(
                 inspect.Parameter(
-                    name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default
+                    option, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default
                 )
             )
         described = {
-            name: _shortened(a.description, MAX_DESCRIPTION) or name
-            for name, a in zip(names, command.arguments, strict=True)
+            option: _shortened(a.description, MAX_DESCRIPTION) or option
+            for option, a in zip(names, arguments, strict=True)
         }
         setattr(invoke, "__signature__", inspect.Signature(parameters))  # noqa: B010
         setattr(invoke, "__discord_app_commands_param_description__", described)  # noqa: B010
         return app_commands.Command(
-            name=command.name.lower(),
-            description=_shortened(command.description, MAX_DESCRIPTION) or command.name,
+            name=name.lower(),
+            description=_shortened(description, MAX_DESCRIPTION) or name,
             callback=invoke,
         )
 
@@ -307,16 +312,37 @@ class DiscordCommands:
         return False
 
 
-def _valid(command: Command) -> bool:
+def slash_specs(commands: Iterable[Command | tuple[str, str]]) -> list[CommandSpec]:
+    """What each command becomes: name, description, arguments; admin-only commands and
+    names Discord refuses are left out. A ``(name, description)`` pair takes the arguments
+    of the built-in command of that name (one definition: the registry)."""
+    known = {command.name: command for command in builtin_commands()}
+    specs: list[CommandSpec] = []
+    for item in commands:
+        if isinstance(item, Command):
+            command, description = item, item.description
+        else:
+            name, description = item
+            if name not in known:  # not a built-in: no arguments known
+                specs.append((name, description, ()))
+                continue
+            command = known[name]
+        if not command.admin_only:
+            specs.append((command.name, description, command.arguments))
+    return [spec for spec in specs if _valid(spec)]
+
+
+def _valid(spec: CommandSpec) -> bool:
     """Whether Discord takes the command's name and option names (else it is left out)."""
-    names = [command.name, *(a.name for a in command.arguments)]
+    command, _, arguments = spec
+    names = [command, *(a.name for a in arguments)]
     bad = [
         n
         for n in names
         if not 1 <= len(n) <= 32 or not n.replace("-", "").replace("_", "").isalnum()
     ]
     if bad:
-        log.warning("discord: /%s is not a valid slash command name; left out", command.name)
+        log.warning("discord: /%s is not a valid slash command name; left out", command)
     return not bad
 
 

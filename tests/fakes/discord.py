@@ -11,6 +11,10 @@ READY then one GUILD_CREATE per guild, RESUMED, GUILD_MEMBERS_CHUNK.
 The fake keeps what a user would see in each channel (edits replace the content, deletes
 remove the message). Guild messages that do not mention the bot arrive with empty content
 unless the client identified with the message_content intent, as on Discord.
+Slash commands and buttons: command syncs (``PUT /applications/…/commands``, globally or per
+guild) are checked and kept (`commands_synced`); `inject_command` and `inject_button_click`
+dispatch INTERACTION_CREATE, and the answers (callback, ``@original``, follow-ups) are kept
+per interaction (`FakeInteraction`), refused after Discord's 3-second window or twice.
 Run standalone with ``python -m tests.fakes.discord --port N``; it then accepts any token.
 """
 
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
@@ -109,6 +114,42 @@ def _member(user: dict[str, Any] | None = None) -> dict[str, Any]:
 
 
 ApiHandler = Callable[[Call, Match], Awaitable[web.Response]]
+EPHEMERAL, LOADING = 1 << 6, 1 << 7  # message flags
+INTERACTION_WINDOW = 3.0  # seconds Discord waits for the first answer to an interaction
+_COMMAND_NAME = re.compile(r"^[-_a-z0-9]{1,32}$")
+
+
+@dataclass
+class FakeInteraction:
+    """One interaction a test injected, and what its person saw of the answers.
+
+    `responses` are the callback types received (5: deferred, 6: deferred update, 4: a
+    message); `original` is the response message (None until one exists; for a button
+    deferred with type 6 it is the message with the buttons); `followups` as sent, then
+    edited. Ephemeral messages (flag 64) are only here, not in the channel.
+    """
+
+    id: int
+    token: str
+    type: int  # 2: application command, 3: message component
+    user_id: int
+    channel_id: int
+    guild_id: int | None
+    created: float
+    responses: list[int] = field(default_factory=list)
+    answered_after: float | None = None  # seconds from dispatch to the first callback
+    original: dict[str, Any] | None = None
+    followups: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The response (unless deferred and never edited) and the follow-ups, in order."""
+        first = [] if self.original is None else [self.original]
+        return [m for m in first + self.followups if not m.get("deleted")]
+
+    @property
+    def texts(self) -> list[str]:
+        return [m["content"] for m in self.messages]
 
 
 class FakeDiscord(FakeServer):
@@ -125,6 +166,8 @@ class FakeDiscord(FakeServer):
         # False: an IDENTIFY asking for the message-content intent is refused with close
         # code 4014 (the intent is not enabled in the developer portal)
         self.message_content_granted = True
+        self.app_commands: dict[str, list[dict[str, Any]]] = {}  # "global" or guild id
+        self.interactions: dict[str, FakeInteraction] = {}  # by token
         self._channels: dict[int, dict[str, Any]] = {}
         self._messages: dict[int, dict[int, dict[str, Any]]] = {}
         self._dm_by_user: dict[int, int] = {}
@@ -149,6 +192,13 @@ class FakeDiscord(FakeServer):
             ("POST", "/channels/{cid}/messages"): self._send,
             ("PATCH", "/channels/{cid}/messages/{mid}"): self._edit,
             ("DELETE", "/channels/{cid}/messages/{mid}"): self._delete,
+            ("PUT", "/applications/{app}/commands"): self._sync_commands,
+            ("PUT", "/applications/{app}/guilds/{gid}/commands"): self._sync_commands,
+            ("POST", "/interactions/{iid}/{token}/callback"): self._callback,
+            ("POST", "/webhooks/{app}/{token}"): self._followup,
+            ("GET", "/webhooks/{app}/{token}/messages/{mid}"): self._webhook_message,
+            ("PATCH", "/webhooks/{app}/{token}/messages/{mid}"): self._webhook_message,
+            ("DELETE", "/webhooks/{app}/{token}/messages/{mid}"): self._webhook_message,
         }
         for (method, path), handler in api.items():
             app.router.add_route(method, API_PREFIX + path, self._api(handler))
@@ -333,6 +383,8 @@ class FakeDiscord(FakeServer):
     def _check_auth(self, request: web.Request) -> None:
         if request.path == API_PREFIX + "/gateway" or self.token is None:
             return
+        if request.path.startswith((API_PREFIX + "/interactions/", API_PREFIX + "/webhooks/")):
+            return  # the interaction's token in the path is the credential
         if request.headers.get("Authorization") != f"Bot {self.token}":
             raise DiscordApiError(401, 0, "401: Unauthorized")
 
@@ -425,6 +477,191 @@ class FakeDiscord(FakeServer):
             raise DiscordApiError(404, 10008, "Unknown Message")
         if message["author"]["id"] != str(BOT_ID):
             raise DiscordApiError(403, code, refusal)
+        return message
+
+    # ----- interactions (slash commands and buttons) ------------------------------------
+
+    def commands_synced(self, guild_id: int | None = None) -> list[str]:
+        """The names of the commands last synced globally, or to one guild."""
+        return [c["name"] for c in self.app_commands.get(str(guild_id or "global"), [])]
+
+    async def inject_command(
+        self,
+        name: str,
+        user_id: int,
+        options: Mapping[str, str] | None = None,
+        guild: bool = True,
+        channel_id: int | None = None,
+    ) -> FakeInteraction:
+        """Dispatch INTERACTION_CREATE for ``/name`` with string `options`, as a user runs it
+        in a guild channel or thread (the guild's command when one is synced there, else the
+        global one) or in their DM. Only a synced command can be run, as on Discord."""
+        channel = self._interaction_channel(user_id, guild, channel_id)
+        guild_id = _int(channel.get("guild_id")) or None
+        scope = str(guild_id) if name in self.commands_synced(guild_id) and guild_id else "global"
+        command = next((c for c in self.app_commands.get(scope, []) if c["name"] == name), None)
+        if command is None:
+            raise ValueError(f"no command /{name} synced for this channel")
+        data: dict[str, Any] = {"id": command["id"], "name": name, "type": 1}
+        data["options"] = [{"name": k, "type": 3, "value": v} for k, v in (options or {}).items()]
+        if scope != "global":
+            data["guild_id"] = scope
+        return await self._interact(2, data, user_id, channel)
+
+    async def inject_button_click(
+        self, message: Mapping[str, Any], custom_id: str, user_id: int
+    ) -> FakeInteraction:
+        """Dispatch INTERACTION_CREATE for a click on `message`'s button `custom_id` by a user
+        (the message as `FakeInteraction.messages` or `channel_messages` hold it)."""
+        buttons = [b for row in message.get("components") or [] for b in row.get("components", [])]
+        if custom_id not in [b.get("custom_id") for b in buttons]:
+            raise ValueError(f"no button {custom_id!r} on that message")
+        channel = self._channels[int(message["channel_id"])]
+        data = {"custom_id": custom_id, "component_type": 2}
+        return await self._interact(3, data, user_id, channel, message=dict(message))
+
+    def _interaction_channel(
+        self, user_id: int, guild: bool, channel_id: int | None
+    ) -> dict[str, Any]:
+        if not guild:
+            return self._channels[channel_id or self.dm_channel_id(user_id)]
+        channel = self._channels.get(channel_id or self.guilds[0].channel_id)
+        if channel is None or channel.get("type") not in (0, 11):
+            raise ValueError(f"no guild text channel {channel_id} in the fake")
+        return channel
+
+    async def _interact(
+        self,
+        kind: int,
+        data: dict[str, Any],
+        user_id: int,
+        channel: dict[str, Any],
+        message: dict[str, Any] | None = None,
+    ) -> FakeInteraction:
+        ws = self._require_live()
+        iid, token = self._snowflake(), f"itoken-{uuid.uuid4().hex}"
+        guild_id = _int(channel.get("guild_id")) or None
+        payload: dict[str, Any] = {
+            "id": str(iid), "type": kind, "token": token, "version": 1, "data": data,
+            "application_id": str(BOT_ID), "channel_id": channel["id"], "channel": channel,
+            "locale": "en-US", "app_permissions": _EVERYONE_PERMISSIONS, "entitlements": [],
+            "attachment_size_limit": 10 << 20, "context": 0 if guild_id else 1,
+        }  # fmt: skip
+        if guild_id:
+            payload["guild_id"] = str(guild_id)
+            payload["member"] = {**_member(_user(user_id)), "permissions": _EVERYONE_PERMISSIONS}
+        else:
+            payload["user"] = _user(user_id)
+        if message is not None:
+            payload["message"] = message
+        record = FakeInteraction(iid, token, kind, user_id, _int(channel["id"]), guild_id,
+                                 time.monotonic(), original=message)  # fmt: skip
+        self.interactions[token] = record
+        await self._dispatch(ws, "INTERACTION_CREATE", payload)
+        self._changed.set()
+        return record
+
+    async def _sync_commands(self, call: Call, match: Match) -> web.Response:
+        if _int(match["app"]) != BOT_ID:
+            raise DiscordApiError(403, 50001, "Missing Access")
+        if "gid" in match and _int(match["gid"]) not in {g.id for g in self.guilds}:
+            raise DiscordApiError(403, 50001, "Missing Access")
+        commands = call.body if isinstance(call.body, list) else []
+        for index, command in enumerate(commands):
+            if not _COMMAND_NAME.match(str(command.get("name", ""))):
+                raise DiscordApiError.form(f"{index}.name", "APPLICATION_COMMAND_INVALID_NAME",
+                                           "Command name is invalid")  # fmt: skip
+            if not 1 <= len(str(command.get("description", ""))) <= 100:
+                limit = "Must be between 1 and 100 in length."
+                raise DiscordApiError.form(f"{index}.description", "BASE_TYPE_BAD_LENGTH", limit)
+        stored = [
+            {**c, "id": str(self._snowflake()), "application_id": str(BOT_ID), "version": "1",
+             "type": c.get("type", 1), "options": c.get("options") or []}
+            for c in commands
+        ]  # fmt: skip
+        self.app_commands[match.get("gid", "global")] = stored
+        return json_response(stored)
+
+    def _interaction(self, token: str, interaction_id: int | None = None) -> FakeInteraction:
+        record = self.interactions.get(token)
+        if record is None or (interaction_id is not None and record.id != interaction_id):
+            raise DiscordApiError(404, 10062, "Unknown interaction")
+        return record
+
+    async def _callback(self, call: Call, match: Match) -> web.Response:
+        """Answer an interaction: 4 message, 5 deferred ("thinking"), 6 deferred update."""
+        record = self._interaction(match["token"], _int(match["iid"]))
+        if record.responses:
+            raise DiscordApiError(400, 40060, "Interaction has already been acknowledged.")
+        waited = time.monotonic() - record.created
+        if waited > INTERACTION_WINDOW:
+            raise DiscordApiError(404, 10062, "Unknown interaction")
+        body = call.body or {}
+        kind, data = body.get("type"), body.get("data") or {}
+        if kind not in (4, 5, 6) or (kind == 6 and record.type != 3):
+            raise DiscordApiError.form("type", "BASE_TYPE_CHOICES", "Value must be one of 4, 5, 6.")
+        record.responses.append(kind)
+        record.answered_after = waited
+        if kind in (4, 5):
+            flags = int(data.get("flags") or 0) | (LOADING if kind == 5 else 0)
+            content = "" if kind == 5 else _checked_content(data.get("content"), False)
+            record.original = self._webhook_new(record, content, flags, data)
+        original = record.original or {}
+        answer = {
+            "interaction": {
+                "id": str(record.id), "type": record.type,
+                "response_message_id": original.get("id"),
+                "response_message_loading": bool(original.get("flags", 0) & LOADING),
+                "response_message_ephemeral": bool(original.get("flags", 0) & EPHEMERAL),
+            },
+            "resource": {"type": kind, **({"message": original} if kind in (4, 5) else {})},
+        }  # fmt: skip
+        return json_response(answer)
+
+    def _webhook_record(self, match: Match) -> FakeInteraction:
+        record = self.interactions.get(match["token"])
+        if _int(match["app"]) != BOT_ID or record is None or not record.responses:
+            raise DiscordApiError(404, 10015, "Unknown Webhook")
+        return record
+
+    async def _followup(self, call: Call, match: Match) -> web.Response:
+        record, body = self._webhook_record(match), call.body or {}
+        components = body.get("components") or []
+        content = _checked_content(body.get("content"), bool(components))
+        message = self._webhook_new(record, content, int(body.get("flags") or 0), body)
+        record.followups.append(message)
+        return json_response(message)
+
+    async def _webhook_message(self, call: Call, match: Match) -> web.Response:
+        """GET, PATCH or DELETE ``@original`` or a follow-up of an interaction."""
+        record = self._webhook_record(match)
+        if match["mid"] == "@original":
+            message = record.original
+        else:
+            message = next((m for m in record.followups if m["id"] == match["mid"]), None)
+        if message is None or message.get("deleted"):
+            raise DiscordApiError(404, 10008, "Unknown Message")
+        if call.method == "DELETE":
+            message["deleted"] = True
+            self._messages.get(_int(message["channel_id"]), {}).pop(_int(message["id"]), None)
+            return web.Response(status=204)
+        if call.method == "PATCH":
+            body = call.body or {}
+            components = body.get("components", message.get("components")) or []
+            content = _checked_content(body.get("content", message["content"]), bool(components))
+            message.update(content=content, components=components, edited_timestamp=_now())
+            message["flags"] = message.get("flags", 0) & ~LOADING
+        return json_response(message)
+
+    def _webhook_new(
+        self, record: FakeInteraction, content: str, flags: int, body: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """A message of the interaction's webhook; an ephemeral one stays out of the channel."""
+        message = self._new_message(record.channel_id, self.bot_user, content, [])
+        message.update(flags=flags, components=body.get("components") or [],
+                       webhook_id=str(BOT_ID), application_id=str(BOT_ID))  # fmt: skip
+        if flags & EPHEMERAL:
+            self._messages[record.channel_id].pop(_int(message["id"]))
         return message
 
     # ----- gateway ----------------------------------------------------------------------
@@ -590,7 +827,7 @@ async def _read_payload(request: web.Request) -> tuple[Any, dict[str, bytes]]:
             payload = json.loads(raw)
     except ValueError as exc:
         raise DiscordApiError(400, 50109, "The request body contains invalid JSON.") from exc
-    if payload is not None and not isinstance(payload, dict):
+    if payload is not None and not isinstance(payload, dict | list):  # list: command sync
         raise DiscordApiError(400, 50035, "Invalid Form Body")
     return payload, files
 
