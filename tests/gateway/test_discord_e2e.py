@@ -155,7 +155,6 @@ def launch(fakes: Fakes, workdir: Path) -> Mnemo:
     """`mnemo run` in `workdir` (its mnemo.yaml), data in `workdir`/data, both platforms."""
     workdir.mkdir(parents=True, exist_ok=True)
     tg, dc = fakes.tg.url, fakes.dc
-    guild = dc.guilds[0].id
     (workdir / "mnemo.yaml").write_text(
         "shutdown_grace: 5\n"
         "telegram:\n"
@@ -167,7 +166,6 @@ def launch(fakes: Fakes, workdir: Path) -> Mnemo:
         f"  api_base: {dc.api_base}\n"
         f"  gateway_url: {dc.gateway_url}\n"
         f'  allowed_users: ["{ALICE}", "{BOB}"]\n'
-        f'  guild_ids: ["{guild}"]\n'
         "  edit_interval: 0.05\n"
         "memory:\n  nudge_interval: 1000\n"  # no background reviews: the script stays in order
         "skills:\n  creation_nudge_interval: 1000\n",
@@ -368,3 +366,54 @@ def test_a_person_not_allowed_is_refused_with_their_id_and_nothing_is_kept(
     rows = dump(served.home)
     assert "carol's secret" not in rows and f"discord-{CAROL}" not in rows
     assert not user_dir(served.home, "discord", CAROL).exists()
+
+
+# ----- slash commands and buttons ---------------------------------------------------------
+
+
+def test_slash_commands_are_synced_and_recall_answers_after_deferring(
+    fakes: Fakes, served: Mnemo
+) -> None:
+    synced = fakes.call(fakes.dc.commands_synced)  # globally: servers' are not in DMs
+    assert {"recall", "forget", "memory", "help"} <= set(synced) and "promote" not in synced
+    fakes.call(fakes.model.say, "Bob asked for the capital of France.")  # the recap
+    start = len(fakes.requests())
+    inject = fakes.dc.inject_command
+    asked = fakes.run(lambda: inject("recall", BOB, {"what": "France"}, guild=False))
+    text = fakes.wait(lambda: next((t for t in asked.texts if "What I found" in t), None))
+    assert "(discord, a group): Bob asked for the capital of France." in text
+    assert asked.responses[0] == 5 and asked.answered_after is not None  # deferred at once
+    assert asked.answered_after < 3.0  # within Discord's window
+    (recap,) = fakes.requests()[start:]
+    assert "capital of France" in json.dumps(recap)  # Bob's mention in the server, found
+
+
+def test_slash_forget_offers_buttons_only_the_person_can_press(fakes: Fakes, served: Mnemo) -> None:
+    fact = {"target": "user", "action": "add", "content": "Alice keeps bees on the roof"}
+    fakes.call(fakes.model.call_tools, ToolCall("memory", fact))
+    fakes.call(fakes.model.say, "Roof noted.")
+    channel = fakes.call(fakes.dc.dm_channel_id, ALICE)
+    fakes.dm(ALICE, "the bees live on the roof")
+    fakes.reply(channel, 0, "Roof noted.")
+    profile = user_dir(served.home, "discord", ALICE) / "USER.md"
+    inject = fakes.dc.inject_command
+    asked = fakes.run(lambda: inject("forget", ALICE, {"what": "bees"}, guild=False))
+
+    def offer() -> dict[str, Any] | None:
+        return next((m for m in asked.messages if m.get("components")), None)
+
+    message = fakes.wait(offer)
+    assert "Which one should I forget?" in message["content"]
+    buttons = {b["label"]: b["custom_id"] for row in message["components"]
+               for b in row["components"]}  # fmt: skip
+    assert set(buttons) == {"Alice keeps bees", "Alice keeps bees on the roof"}
+    roof = buttons["Alice keeps bees on the roof"]
+    # Bob never sees her DM; were he to press it, the choice is bound to her
+    other = fakes.run(lambda: fakes.dc.inject_button_click(message, roof, BOB))
+    (refusal,) = fakes.wait(lambda: other.texts[1:])  # after the message with the buttons
+    assert refusal.startswith("That choice was offered to someone else")
+    assert "on the roof" in profile.read_text(encoding="utf-8")
+    pressed = fakes.run(lambda: fakes.dc.inject_button_click(message, roof, ALICE))
+    done = fakes.wait(lambda: next((t for t in pressed.texts if "Forgotten" in t), None))
+    assert done.startswith("Forgotten: Alice keeps bees on the roof")
+    assert profile.read_text(encoding="utf-8").strip() == "Alice keeps bees"
