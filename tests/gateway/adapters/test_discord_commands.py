@@ -205,6 +205,41 @@ async def test_help_is_deferred_then_the_deferred_response_is_edited(dc: FakeDis
     assert (message.user_id, message.message_id) == (str(ADA), str(interaction.id))
 
 
+async def test_the_defer_goes_before_the_inbox_answers(dc: FakeDiscord) -> None:
+    release = asyncio.Event()
+
+    class Slow(RecordingInbox):
+        async def handle(
+            self,
+            message: InboundMessage,
+            sink: ReplySink,
+            on_stored: Callable[[], None] | None = None,
+        ) -> None:
+            await release.wait()  # a /recall whose recap takes longer than 3 s
+            await super().handle(message, sink, on_stored)
+
+    async with running(dc, Slow()):
+        interaction = await dc.inject_command("recall", ADA, {"what": "deploy"})
+        await dc.wait_for("/callback")
+        assert interaction.responses == [5] and interaction.texts == [""]  # thinking…
+        release.set()
+        assert await answered(dc, interaction) == ["ok: /recall deploy"]
+
+
+async def test_an_expired_interaction_is_logged_and_the_next_one_answered(
+    dc: FakeDiscord, caplog: pytest.LogCaptureFixture
+) -> None:
+    inbox = RecordingInbox()
+    async with running(dc, inbox):
+        dc.fail_next("/callback", 404, 10062, "Unknown interaction")
+        await dc.inject_command("help", ADA)
+        await dc.wait_for(lambda c: c.status == 404)
+        interaction = await dc.inject_command("status", ADA)
+        assert await answered(dc, interaction) == ["ok: /status"]
+    assert "a slash command could not be answered" in caplog.text
+    assert [m.text for m in inbox.handled] == ["/status"]
+
+
 async def test_recall_reaches_the_inbox_with_its_option_as_text(dc: FakeDiscord) -> None:
     inbox = RecordingInbox()
     async with running(dc, inbox):
