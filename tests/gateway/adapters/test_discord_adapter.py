@@ -406,3 +406,29 @@ async def test_a_reconnect_mid_reply_loses_nothing(dc: FakeDiscord) -> None:
         await dc.inject_message("still here?", ALICE, guild=False)
         await dc.wait_until(lambda: len(inbox.messages) == 2)
     assert any(p.get("op") == 6 for p in dc.gateway_received)  # resumed, not identified again
+
+
+async def test_slash_commands_are_synced_from_the_registry_and_reach_the_inbox(
+    dc: FakeDiscord,
+) -> None:
+    inbox = Inbox()
+    async with running(dc, inbox, slash=True):
+        assert dc.commands_synced() == ["help", "recall"]
+        interaction = await dc.inject_command("recall", ALICE, {"what": "deploy"}, guild=False)
+        await dc.wait_until(lambda: interaction.messages)
+    assert [m.text for m in inbox.messages] == ["/recall deploy"]
+    assert interaction.messages[0]["content"] == "echo: /recall deploy"
+
+
+async def test_a_button_click_reaches_choose_as_the_clicker(dc: FakeDiscord) -> None:
+    inbox = Inbox(lambda m: "Which one?")
+    inbox.offer = (Choice("first entry", "choice:aaa"), Choice("second", "choice:bbb"))
+    async with running(dc, inbox, slash=True):
+        await dc.inject_message("forget x", ALICE, guild=False)
+        dm = dc.dm_channel_id(ALICE)
+        await _texts(dc, dm)
+        [offered] = dc.channel_messages(dm)[-1:]
+        click = await dc.inject_button_click(offered, "choice:bbb", ALICE)
+        await dc.wait_until(lambda: click.messages and inbox.chosen)
+    [(message, payload)] = inbox.chosen
+    assert (payload, message.user_id, message.chat_id) == ("choice:bbb", str(ALICE), str(dm))
