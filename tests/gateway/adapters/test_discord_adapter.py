@@ -16,10 +16,13 @@ from gateway.adapters.discord_adapter import (
     MENTION_ONLY_LINE,
     UNSUPPORTED_LINE,
     DiscordAdapter,
+    defuse_mentions,
+    discord_units,
 )
 from gateway.commands import Choice
 from gateway.commands.choices import ChoiceSink
 from gateway.config import DiscordConfig
+from gateway.delivery import split_message
 from gateway.messages import InboundMessage, ReplySink
 from tests.fakes.discord import BOT_ID, DEFAULT_TOKEN, Call, FakeDiscord, FakeGuild
 
@@ -432,3 +435,24 @@ async def test_a_button_click_reaches_choose_as_the_clicker(dc: FakeDiscord) -> 
         await dc.wait_until(lambda: click.messages and inbox.chosen)
     [(message, payload)] = inbox.chosen
     assert (payload, message.user_id, message.chat_id) == ("choice:bbb", str(ALICE), str(dm))
+
+
+def test_split_parts_stay_within_2000_once_mass_mentions_are_defused() -> None:
+    text = "@everyone " * 450 + "@here " * 200  # 5,700 characters, 650 mentions
+    parts = split_message(text, 2000, discord_units)
+    assert all(len(defuse_mentions(part)) <= 2000 for part in parts)
+    assert "".join(parts).replace(" ", "") == text.replace(" ", "")
+    assert defuse_mentions("@everyone @here @someone") == "@\u200beveryone @\u200bhere @someone"
+
+
+async def test_after_stop_no_message_is_taken(dc: FakeDiscord) -> None:
+    inbox = Inbox()
+    async with running(dc, inbox) as adapter:
+        await dc.inject_message("before", ALICE, guild=False)
+        await _texts(dc, dc.dm_channel_id(ALICE))
+        await adapter.stop()
+        await dc.inject_message("after", ALICE, guild=False)
+        await dc.send_reconnect()  # the client reads the message before the RECONNECT
+        await dc.wait_ready()
+    assert [m.text for m in inbox.messages] == ["before"]
+    assert dc.channel_texts(dc.dm_channel_id(ALICE)) == ["before", "echo: before", "after"]
