@@ -65,7 +65,9 @@ EMPTY_CONTENT_LINE = (
 CLOSE_WAIT = 2.0  # seconds close() gives message handlers still running
 TYPING_DELAY = 0.5  # a reply whose first text comes sooner shows no typing
 READY_TIMEOUT = 60.0  # seconds start() waits for the gateway's READY
-MAX_RATELIMIT_WAIT = 10.0  # longer waits surface as RateLimitedError, not a silent sleep
+# discord.py sleeps through shorter 429 waits itself; a longer one surfaces as
+# RateLimitedError (30 s is the least discord.py accepts)
+MAX_RATELIMIT_WAIT = 30.0
 _ANSWERED_TYPES = (discord.MessageType.default, discord.MessageType.reply)
 _MASS_MENTION = re.compile(r"@(everyone|here)")
 _NO_PINGS = discord.AllowedMentions.none()
@@ -104,7 +106,7 @@ class DiscordChannel:
     """One Discord channel, thread or DM as a `gateway.delivery.Channel`."""
 
     def __init__(self, client: discord.Client, channel_id: int, edit_interval: float) -> None:
-        self._client, self.channel_id = client, channel_id
+        self.channel_id = channel_id
         self._target = client.get_partial_messageable(channel_id)
         self.limits = ChannelLimits(
             max_units=MAX_CHARS, units=discord_units, edit_interval=edit_interval, drafts=False
