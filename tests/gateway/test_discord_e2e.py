@@ -145,14 +145,17 @@ class Mnemo:
             time.sleep(0.02)
 
     def stop(self, timeout: float = 30.0) -> tuple[int, str]:
-        self.process.send_signal(signal.SIGTERM)
+        """SIGTERM (unless it ended by itself); its exit code and stderr."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
         self.process.wait(timeout=timeout)
         self._reader.join(timeout=5)
         return self.process.returncode, self.err
 
 
-def launch(fakes: Fakes, workdir: Path) -> Mnemo:
-    """`mnemo run` in `workdir` (its mnemo.yaml), data in `workdir`/data, both platforms."""
+def launch(fakes: Fakes, workdir: Path, telegram: bool = True) -> Mnemo:
+    """`mnemo run` in `workdir` (its mnemo.yaml), data in `workdir`/data: Discord, and
+    Telegram unless told not to (two bots polling the fake take each other's updates)."""
     workdir.mkdir(parents=True, exist_ok=True)
     tg, dc = fakes.tg.url, fakes.dc
     (workdir / "mnemo.yaml").write_text(
@@ -181,6 +184,8 @@ def launch(fakes: Fakes, workdir: Path) -> Mnemo:
         "NO_PROXY": "127.0.0.1,localhost",
     }
     env.pop("MNEMO_CONFIG", None)
+    if not telegram:
+        del env["TELEGRAM_BOT_TOKEN"]
     process = subprocess.Popen(
         [str(Path(sys.executable).parent / "mnemo"), "run"], stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, cwd=workdir,
@@ -220,6 +225,28 @@ def dump(home: Path) -> str:
 
 def user_dir(home: Path, platform: str, user_id: int) -> Path:
     return home / "memories" / "users" / f"{platform}-{user_id}"
+
+
+# ----- failing at start (before `served`: its own mnemo run) ----------------------------
+
+
+def test_a_missing_message_content_intent_stops_mnemo_run_naming_it(
+    fakes: Fakes, tmp_path: Path
+) -> None:
+    # Discord refuses the intent when the developer portal's switch is off
+    fakes.call(setattr, fakes.dc, "message_content_granted", False)
+    try:
+        mnemo = launch(fakes, tmp_path / "bot", telegram=False)
+        mnemo.process.wait(timeout=30)
+    finally:
+        fakes.call(setattr, fakes.dc, "message_content_granted", True)
+    code, err = mnemo.stop()
+    assert code == 1, err
+    assert "enable 'Message Content Intent'" in err
+    assert mnemo.lines[-1].strip() == (
+        "mnemo: the discord adapter failed to start (its error is logged above)"
+    )
+    assert DC_TOKEN not in err
 
 
 # ----- both platforms, one process --------------------------------------------------------
