@@ -281,7 +281,14 @@ def test_a_dm_conversation_keeps_memory_for_the_next_turn(fakes: Fakes, served: 
     users = [m["content"] for m in request["messages"] if m["role"] == "user"]
     assert users[-2:] == ["I keep bees", "what do I keep?"]  # one session, both turns
     assert "Alice keeps bees" in json.dumps(request)  # the memory tool's result, replayed
-    # the same id on Telegram is another person: her Discord memory is not theirs
+    # the same id on Telegram is another person (telegram-111): her memory is not theirs
+    start = len(fakes.requests())
+    chat = 5551  # a private chat not used before: a new session, its prompt built now
+    fakes.call(fakes.tg.inject_text, chat, ALICE, "and on telegram, what do I keep?")
+    tg_texts = lambda: fakes.tg.chat_texts(chat)  # noqa: E731
+    fakes.wait(lambda: any("echo: and on telegram" in (t or "") for t in tg_texts()))
+    (on_telegram,) = fakes.requests()[start:]
+    assert "keeps bees" not in json.dumps(on_telegram)
     assert not user_dir(served.home, "telegram", ALICE).joinpath("USER.md").exists()
 
 
