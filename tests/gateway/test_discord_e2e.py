@@ -6,8 +6,9 @@ through the real discord.py to the fake Discord (REST and gateway, pointed at by
 the fake Bot API, and streams from the fake model API. The three fakes serve on one
 event loop in a thread of this process, so the tests inject messages and read what
 each channel shows, what each REST call carried and what each model request held.
-One `mnemo run` (the `served` fixture) serves the whole module, both platforms at
-once; the tests run in file order, each in its own channel or DM.
+The first test runs its own `mnemo run` (Discord alone), which fails at start; then
+one `mnemo run` (the `served` fixture) serves the rest of the module, both platforms
+at once; the tests run in file order, each in its own channel or DM.
 """
 
 from __future__ import annotations
@@ -237,7 +238,11 @@ def test_a_missing_message_content_intent_stops_mnemo_run_naming_it(
     fakes.call(setattr, fakes.dc, "message_content_granted", False)
     try:
         mnemo = launch(fakes, tmp_path / "bot", telegram=False)
-        mnemo.process.wait(timeout=30)
+        try:
+            mnemo.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            mnemo.process.kill()
+            raise
     finally:
         fakes.call(setattr, fakes.dc, "message_content_granted", True)
     code, err = mnemo.stop()
