@@ -66,7 +66,9 @@ from memory_core import (
 
 log = logging.getLogger(__name__)
 
-UNANSWERED_WITHIN = 24 * 3600.0  # older unanswered messages are left alone after a restart
+UNANSWERED_WITHIN = 24 * 3600.0
+UNSUPPORTED_LINE = "I can only read text for now."
+EMPTY_LINE = "Yes? Ask me something."  # older unanswered messages are left alone after a restart
 
 ManagerFactory = Callable[[], MemoryManager]
 
@@ -175,7 +177,10 @@ class Conversations:
         async with self._cache.locked(key):
             try:
                 call = parse_command(message.text)
-                if call is None:
+                if message.unsupported or not message.text.strip():
+                    stored()  # nothing to keep
+                    await sink.write(UNSUPPORTED_LINE if message.unsupported else EMPTY_LINE)
+                elif call is None:
                     replied = await self._turn(key, message, sink, stored)
                 else:
                     stored()  # a command is never stored: nothing to lose

@@ -30,6 +30,9 @@ class InboundMessage:
     """The bot's own name on the platform (Telegram's @username), when the adapter knows
     it: in a group, "/x@<bot_username>" is addressed to this bot."""
     reply_to_id: str | None = None  # the platform id of the message this one replies to
+    unsupported: bool = False
+    """The message carried what the bot cannot read (a sticker, voice, a file without
+    text): the person gets one line, and nothing reaches the model or the store."""
 
     @property
     def user_key(self) -> str:

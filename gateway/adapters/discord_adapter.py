@@ -5,11 +5,12 @@ the bot (a user mention, not @everyone or a role) or reply to one of its
 messages, become `InboundMessage`s for the inbox; so does every message in a
 thread the bot takes part in (one it opened, joined, or was addressed in). A
 thread is its own session: ``thread_id`` is the thread, ``chat_id`` its parent
-channel. The bot's mention is cut from the text. A mention with no text gets
-`MENTION_ONLY_LINE` and attachments without text `UNSUPPORTED_LINE`, neither
-reaching the inbox. Messages of bots (itself included), webhooks and system
-messages are ignored, and so is every message from a server outside
-``discord.allowed_guilds`` when that list is set. Who may talk to the bot is
+channel. The bot's mention is cut from the text. A mention with no text, and
+attachments without text (marked `unsupported`), get one line from the inbox
+after its access check; neither reaches the model or the store. Messages of
+bots (itself included), webhooks and system messages are ignored, and so is
+every message from a server outside ``discord.allowed_guilds`` when that list
+is set. Who may talk to the bot is
 decided by the inbox, not here.
 
 Replies go through `gateway.delivery` over a `DiscordChannel`: Markdown passed
@@ -32,6 +33,7 @@ import contextlib
 import logging
 import re
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from typing import Any, Protocol
 
 import discord
@@ -51,8 +53,6 @@ from gateway.messages import InboundMessage, Inbox, ReplySink
 log = logging.getLogger(__name__)
 
 MAX_CHARS = 2000
-UNSUPPORTED_LINE = "I can only read text for now."
-MENTION_ONLY_LINE = "Yes? Ask me something."
 INTENT_LINE = (
     "discord: Discord refused the message content intent; enable 'Message Content Intent' "
     "for this bot in the developer portal (Applications > your bot > Bot > Privileged "
@@ -349,10 +349,9 @@ class DiscordAdapter:
         inbound = self._inbound(message, text)
         if not text:
             if message.attachments or message.stickers:
-                await self._deliver_line(inbound, UNSUPPORTED_LINE)
-            elif addressed:
-                await self._deliver_line(inbound, MENTION_ONLY_LINE)
-            return
+                inbound = replace(inbound, unsupported=True)
+            elif not addressed:
+                return
         sink = self._sink(inbound)
         await sink.start()
         try:
@@ -392,12 +391,6 @@ class DiscordAdapter:
             await self._slash.on_interaction(interaction)
         except Exception:
             log.exception("discord: interaction %s failed", interaction.id)
-
-    async def _deliver_line(self, message: InboundMessage, line: str) -> None:
-        try:
-            await self._channel(message).send(line, reply_to=message.message_id)
-        except (DeliveryError, RateLimitedError) as error:
-            log.warning("discord: a line was not delivered: %s", error)
 
     # ----- translation -------------------------------------------------------------
 

@@ -4,8 +4,9 @@ It only translates. A private chat's texts and captions, and in groups the
 messages addressed to the bot (an @mention, a reply to the bot, a command;
 everything with ``group_trigger: all``), become `InboundMessage`s for the
 inbox; replies go back through `gateway.delivery` over a `TelegramChannel`.
-Other content (stickers, voice, photos without a caption, files) gets one
-polite line and never reaches the inbox. Edited messages, channel posts and
+Other content (stickers, voice, photos without a caption, files) goes to the
+inbox marked `unsupported` (it answers with one line after its access check,
+and nothing reaches the model or the store). Edited messages, channel posts and
 messages of bots are ignored. ``/cmd@otherbot`` in a group is dropped here.
 
 Long polling is done by hand, not by PTB's Updater (which confirms a batch as
@@ -31,6 +32,7 @@ import logging
 import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -66,7 +68,6 @@ from gateway.messages import InboundMessage, Inbox, ReplySink
 log = logging.getLogger(__name__)
 
 ALLOWED_UPDATES = ("message", "callback_query")
-UNSUPPORTED_LINE = "I can only read text for now."
 CLOSE_WAIT = 2.0  # seconds close() gives handler tasks still running
 TYPING_DELAY = 0.5  # a reply whose first text comes sooner shows no typing (one call less)
 Migrated = Callable[[int, int], Awaitable[None]]
@@ -354,11 +355,11 @@ class TelegramAdapter:
             return
         text = message.text if message.text is not None else message.caption
         if text is None:
-            if message.effective_attachment is not None:
-                inbound = self._inbound(message, sender, "")
-                await self._deliver_line(inbound, UNSUPPORTED_LINE)
-            return
-        inbound = self._inbound(message, sender, _without_mention(message, me))
+            if message.effective_attachment is None:
+                return
+            inbound = replace(self._inbound(message, sender, ""), unsupported=True)
+        else:
+            inbound = self._inbound(message, sender, _without_mention(message, me))
         sink = self._sink(inbound)
         await sink.start()  # typing until the first text; it yields nothing, so order holds
         await inbox.handle(inbound, sink, on_stored)
@@ -375,12 +376,6 @@ class TelegramAdapter:
             return
         inbound = self._inbound(message, query.from_user, "")
         await inbox.choose(inbound, query.data, self._sink(inbound, reply_to=False))
-
-    async def _deliver_line(self, message: InboundMessage, line: str) -> None:
-        try:
-            await self._channel(message).send(line, reply_to=message.message_id)
-        except (DeliveryError, RateLimitedError) as error:
-            log.warning("telegram: a line was not delivered: %s", error)
 
     # ----- translation -------------------------------------------------------------
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from dataclasses import replace
 
 from gateway.access import REFUSAL_INTERVAL, AccessPolicy
-from gateway.conversation import Conversations, Services
+from gateway.conversation import EMPTY_LINE, UNSUPPORTED_LINE, Conversations, Services
 from gateway.messages import InboundMessage
 from memory_core import SearchScope
 from tests.fakes.base import wait_until
@@ -190,3 +191,18 @@ async def test_drain_waits_for_turns_in_flight_within_its_bound(
     fake.release()
     assert await conversations.drain(5)
     assert turn.done()
+
+
+async def test_unreadable_or_empty_messages_get_one_line_after_the_access_check(
+    fake: FakeOpenAI, services: Services
+) -> None:
+    conversations = Conversations(services, access=AccessPolicy({"telegram": ["42"]}))
+    sink = ListSink()
+    sticker = replace(message(""), unsupported=True)
+    await conversations.handle(sticker, sink)
+    await conversations.handle(message("   "), sink)  # a bare mention, the mention cut
+    await conversations.handle(replace(sticker, user_id="13", chat_id="13"), sink)  # refused
+    assert sink.replies[:2] == [UNSUPPORTED_LINE, EMPTY_LINE]
+    assert "13" in sink.replies[2] and "allowed_users" in sink.replies[2]
+    assert fake.requests == []
+    assert rows(services, "SELECT count(*) FROM sessions") == [(0,)]

@@ -13,8 +13,6 @@ import pytest
 
 from gateway.adapters.discord_adapter import (
     INTENT_LINE,
-    MENTION_ONLY_LINE,
-    UNSUPPORTED_LINE,
     DiscordAdapter,
     defuse_mentions,
     discord_units,
@@ -215,17 +213,25 @@ async def test_messages_of_bots_and_of_itself_are_never_answered(dc: FakeDiscord
     assert dc.channel_texts(dc.dm_channel_id(999)) == ["I am a bot"]
 
 
-async def test_attachments_alone_and_a_bare_mention_get_one_line_each(dc: FakeDiscord) -> None:
-    inbox = Inbox()
+async def test_attachments_alone_and_a_bare_mention_reach_the_inbox_without_text(
+    dc: FakeDiscord,
+) -> None:
+    """The inbox answers both with one line after its access check (see
+    tests/gateway/test_inbox.py); here: attachments are marked unsupported."""
+    inbox = Inbox(lambda m: "cannot read" if m.unsupported else f"echo: {m.text or '?'}")
     async with running(dc, inbox):
         await dc.inject_message("", ALICE, guild=False, attachments=("cat.png",))
         dm = dc.dm_channel_id(ALICE)
-        assert await _texts(dc, dm) == [UNSUPPORTED_LINE]
+        assert await _texts(dc, dm) == ["cannot read"]
         await dc.inject_message("", BOB, mentions_bot=True)
-        assert await _texts(dc, CHANNEL) == [MENTION_ONLY_LINE]
+        assert await _texts(dc, CHANNEL) == ["echo: ?"]
         await dc.inject_message("what is this?", ALICE, guild=False, attachments=("x.png",))
-        assert await _texts(dc, dm, 2) == [UNSUPPORTED_LINE, "echo: what is this?"]
-    assert [m.text for m in inbox.messages] == ["what is this?"]
+        assert await _texts(dc, dm, 2) == ["cannot read", "echo: what is this?"]
+    assert [(m.text, m.unsupported) for m in inbox.messages] == [
+        ("", True),
+        ("", False),
+        ("what is this?", False),
+    ]
 
 
 async def test_servers_outside_allowed_guilds_are_ignored(dc: FakeDiscord) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from gateway.adapters.telegram_adapter import UNSUPPORTED_LINE, TelegramAdapter
+from gateway.adapters.telegram_adapter import TelegramAdapter
 from gateway.commands import Choice
 from gateway.commands.choices import ChoiceSink
 from gateway.config import TelegramConfig
@@ -141,17 +141,23 @@ async def test_a_caption_is_read_as_the_text(tg: FakeTelegram) -> None:
     assert [m.text for m in inbox.messages] == ["what is this?"]
 
 
-async def test_sticker_and_bare_photo_get_one_polite_line_and_reach_nobody(
+async def test_sticker_and_bare_photo_reach_the_inbox_marked_unsupported(
     tg: FakeTelegram,
 ) -> None:
-    inbox = Inbox()
+    """The inbox answers them with one line after its access check (see
+    tests/gateway/test_inbox.py); here: they are marked, with no text."""
+    inbox = Inbox(lambda m: "cannot read that" if m.unsupported else f"echo: {m.text}")
     async with running(tg, inbox):
         sticker = tg.inject_sticker(42, 42)
         tg.inject_photo(42, 42)
-        assert await _texts(tg, 42, 2) == [UNSUPPORTED_LINE, UNSUPPORTED_LINE]
+        assert await _texts(tg, 42, 2) == ["cannot read that", "cannot read that"]
         tg.inject_text(42, 42, "and text")
-        await _seen(inbox, tg, 1)
-    assert [m.text for m in inbox.messages] == ["and text"]
+        await _seen(inbox, tg, 3)
+    assert [(m.text, m.unsupported) for m in inbox.messages] == [
+        ("", True),
+        ("", True),
+        ("and text", False),
+    ]
     assert tg.chat_messages(42)[0].reply_to == sticker["message"]["message_id"]
 
 
