@@ -33,7 +33,7 @@ from gateway.commands import Choice, Command, CommandArgument, builtin_commands
 from gateway.commands.choices import PAYLOAD_PREFIX
 from gateway.config import DiscordConfig
 from gateway.delivery import ChannelLimits, ChatThrottle, StreamedReply
-from gateway.errors import DeliveryError, RateLimitedError
+from gateway.errors import ConfigError, DeliveryError, RateLimitedError
 from gateway.messages import InboundMessage, Inbox, ReplySink
 
 log = logging.getLogger(__name__)
@@ -181,7 +181,7 @@ class DiscordCommands:
         self._inbound, self._sink_factory = inbound, sink_factory
         self.tree: app_commands.CommandTree[discord.Client] = app_commands.CommandTree(client)
         self._guilds: list[discord.Object | None] = [
-            discord.Object(id=int(gid)) for gid in config.guild_ids
+            discord.Object(id=_server_id(gid)) for gid in config.guild_ids
         ] or [None]  # None: global
         self.slash = [self._slash(*spec) for spec in slash_specs(commands)]
         for slash in self.slash:
@@ -344,6 +344,12 @@ def _valid(spec: CommandSpec) -> bool:
     if bad:
         log.warning("discord: /%s is not a valid slash command name; left out", command)
     return not bad
+
+
+def _server_id(value: str) -> int:
+    if not value.isdigit():
+        raise ConfigError(f"discord.guild_ids: {value!r} is not a server id (digits only)")
+    return int(value)
 
 
 def _shortened(text: str, limit: int) -> str:

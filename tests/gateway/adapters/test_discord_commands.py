@@ -23,6 +23,7 @@ from gateway.commands.choices import ChoiceSink
 from gateway.config import DiscordConfig, load_config
 from gateway.conversation import Conversations, Services
 from gateway.delivery.splitting import open_fence
+from gateway.errors import ConfigError
 from gateway.messages import InboundMessage, Inbox, ReplySink
 from memory_core import Operation
 from tests.fakes.discord import DEFAULT_GUILDS, DEFAULT_TOKEN, EPHEMERAL, LOADING, FakeDiscord
@@ -156,6 +157,13 @@ async def test_commands_are_synced_to_each_of_guild_ids_only(dc: FakeDiscord) ->
         assert "global" not in dc.app_commands
         interaction = await dc.inject_command("help", ADA)
         assert await answered(dc, interaction) == ["ok: /help"]
+
+
+async def test_a_guild_id_that_is_no_id_is_a_config_error() -> None:
+    client = Client()
+    with pytest.raises(ConfigError, match=r"discord.guild_ids: 'my-server' is not a server id"):
+        DiscordCommands(client, RecordingInbox(), [], DiscordConfig(guild_ids=("my-server",)))
+    await client.close()
 
 
 async def test_long_names_and_descriptions_are_made_acceptable(dc: FakeDiscord) -> None:
