@@ -2,7 +2,6 @@
 
 GatewayError
  ├── ConfigError            configuration file or environment is invalid
- ├── NotAvailableError      a command whose feature is not built yet
  ├── ModelError             the model endpoint failed (status, retry_after)
  │    ├── ModelStalledError     no data from the model for `llm.stall_timeout` seconds
  │    ├── ModelCutOffError      the reply stream broke off before it was finished
@@ -25,10 +24,6 @@ class GatewayError(Exception):
 
 class ConfigError(GatewayError):
     """The configuration is invalid; the message names the key and the problem."""
-
-
-class NotAvailableError(GatewayError):
-    """A command was asked for a feature this build does not have yet."""
 
 
 class ModelError(GatewayError):
