@@ -44,7 +44,7 @@ def test_four_processes_adding_100_entries_each_lose_nothing(tmp_path: Path) -> 
 
 
 def test_sigkill_at_random_moments_never_tears_the_file(tmp_path: Path) -> None:
-    # A forkserver with the store preloaded makes each of the 50 children cheap.
+    # A forkserver with the store preloaded makes each of the 25 children cheap.
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(
         ["memory_core.file_memory.store", "tests.memory_core.file_memory.worker_process"]
@@ -53,7 +53,7 @@ def test_sigkill_at_random_moments_never_tears_the_file(tmp_path: Path) -> None:
     store = FileMemoryStore(tmp_path, user_char_limit=BIG_BUDGET)
     path = store.path("user", KEY)
     seen: set[int] = set()
-    for run in range(50):
+    for run in range(25):
         start = run * 100_000
         ours, theirs = ctx.Pipe(duplex=False)
         child = ctx.Process(target=loop_signalling, args=(str(tmp_path), KEY, start, theirs))
