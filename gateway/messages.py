@@ -9,7 +9,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 from memory_core import ChatType, make_user_key
 
@@ -55,6 +56,14 @@ class ReplySink(Protocol):
     async def write(self, piece: str) -> None: ...
 
     async def finish(self) -> None: ...
+
+
+@runtime_checkable
+class DocumentSink(Protocol):
+    """A reply sink that can send a file with the reply (a platform that sends files)."""
+
+    async def attach(self, path: Path) -> None:
+        """Send the file at `path` after the reply's text."""
 
 
 MessageHandler = Callable[[InboundMessage, ReplySink], Awaitable[None]]

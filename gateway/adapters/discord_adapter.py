@@ -34,6 +34,7 @@ import logging
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, Protocol
 
 import discord
@@ -141,6 +142,19 @@ class DiscordChannel:
     async def typing(self) -> None:
         with _mapped_errors():
             await self._target.typing()
+
+    async def send_document(self, path: Path) -> str:
+        """Send the file at `path` as an attachment (an /export); the new message's id."""
+        try:
+            file = discord.File(path, filename=path.name)
+        except OSError as error:
+            raise DeliveryError(f"cannot read {path.name}: {error.strerror}") from None
+        try:
+            with _mapped_errors():
+                message = await self._target.send(file=file, allowed_mentions=_NO_PINGS)
+        finally:
+            file.close()
+        return str(message.id)
 
 
 class _Client(discord.Client):

@@ -24,6 +24,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 import discord
@@ -148,6 +149,20 @@ class InteractionChannel:
 
     async def typing(self) -> None:
         """Nothing: the deferred response already shows that the bot is thinking."""
+
+    async def send_document(self, path: Path) -> str:
+        """The file at `path` as a follow-up attachment (an /export); its message id."""
+        try:
+            file = discord.File(path, filename=path.name)
+        except OSError as error:
+            raise DeliveryError(f"cannot read {path.name}: {error.strerror}") from None
+        followup = self._interaction.followup
+        try:
+            sent = await _translated(followup.send(file=file, wait=True, ephemeral=self._ephemeral))
+        finally:
+            file.close()
+        self.sent += 1
+        return str(sent.id)
 
     async def withdraw(self) -> None:
         """Delete the deferred response when nothing replaced it (a quiet refusal)."""

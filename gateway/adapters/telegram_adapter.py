@@ -33,6 +33,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -41,6 +42,7 @@ from telegram import (
     CallbackQuery,
     InlineKeyboardButton,
     InlineKeyboardMarkup,
+    InputFile,
     Message,
     MessageEntity,
     ReplyParameters,
@@ -126,6 +128,17 @@ class TelegramChannel:
         await self._call(
             self._bot.send_chat_action, {"action": "typing", "message_thread_id": self._thread_id}
         )
+
+    async def send_document(self, path: Path) -> str:
+        """Send the file at `path` as a document (an /export); the new message's id."""
+        try:
+            data = await asyncio.to_thread(path.read_bytes)
+        except OSError as error:
+            raise DeliveryError(f"cannot read {path.name}: {error.strerror}") from None
+        document = InputFile(data, filename=path.name)
+        extra = {"document": document, "message_thread_id": self._thread_id}
+        message = await self._call(self._bot.send_document, extra)
+        return str(message.message_id)
 
     async def _rendered(
         self, method: Callable[..., Awaitable[Any]], text: str, extra: dict[str, Any]

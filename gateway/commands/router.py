@@ -18,7 +18,7 @@ from collections.abc import Callable
 from gateway.commands.choices import ChoiceSink, PendingChoices
 from gateway.commands.registry import CommandCall, CommandContext, CommandRegistry
 from gateway.errors import ChoiceRefusedError
-from gateway.messages import InboundMessage, ReplySink
+from gateway.messages import DocumentSink, InboundMessage, ReplySink
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +61,8 @@ class CommandRouter:
         await sink.write(reply.as_text())
         if reply.choices and isinstance(sink, ChoiceSink):  # buttons, where the sink has them
             await sink.offer(reply.choices)
+        if reply.document is not None and isinstance(sink, DocumentSink):  # the file itself
+            await sink.attach(reply.document)
 
     async def choose(
         self, key: str, message: InboundMessage, payload: str, sink: ReplySink

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 from gateway.commands import Choice
@@ -45,3 +46,6 @@ class Channel(Protocol):
 
     async def typing(self) -> None:
         """Show that the bot is writing (the platform clears it by itself)."""
+
+    async def send_document(self, path: Path) -> str:
+        """Send the file at `path` as a document; the new message's id."""

@@ -26,6 +26,7 @@ import logging
 import secrets
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 from gateway.commands import Choice
 from gateway.delivery.channel import Channel
@@ -82,6 +83,7 @@ class StreamedReply:
         self._scrubber = StreamingContextScrubber()
         self._visible = ""  # the text so far, scrubbed as a stream (held back at a tag)
         self._choices: tuple[Choice, ...] = ()
+        self._documents: list[Path] = []  # files to send after the text
         self._shown = ""  # what the chat shows now (message or draft)
         self._message_id: str | None = None  # the streamed message, once sent
         self._drafts = self._private and self._channel.limits.drafts
@@ -125,6 +127,10 @@ class StreamedReply:
         """Show `choices` as buttons with the last part of the reply."""
         self._choices = tuple(choices)
 
+    async def attach(self, path: Path) -> None:
+        """Send the file at `path` as a document after the reply's text."""
+        self._documents.append(path)
+
     async def finish(self) -> None:
         if self._done:
             return
@@ -140,6 +146,11 @@ class StreamedReply:
                 await self._deliver(parts)
             except GatewayError as exc:  # every fallback spent: the chat gets no more
                 log.warning("reply not delivered: %s: %s", type(exc).__name__, exc)
+        for document in self._documents:
+            try:
+                self.message_ids.append(await self._channel.send_document(document))
+            except GatewayError as exc:
+                log.warning("document not delivered: %s: %s", type(exc).__name__, exc)
         self.finished_at = self._clock()
 
     # The interim updates.

@@ -627,8 +627,9 @@ class FakeDiscord(FakeServer):
     async def _followup(self, call: Call, match: Match) -> web.Response:
         record, body = self._webhook_record(match), call.body or {}
         components = body.get("components") or []
-        content = _checked_content(body.get("content"), bool(components))
+        content = _checked_content(body.get("content"), bool(components or call.files))
         message = self._webhook_new(record, content, int(body.get("flags") or 0), body)
+        message["files"] = dict(call.files)  # what was uploaded with it, by file name
         record.followups.append(message)
         return json_response(message)
 

@@ -129,6 +129,7 @@ class FakeTelegram(FakeServer):
         self._waiters: set[asyncio.Future[None]] = set()
         self._closing = False
         self.drafts: dict[int, list[tuple[int, str]]] = defaultdict(list)  # (draft id, text)
+        self.documents: list[tuple[int, str, bytes]] = []  # (chat id, file name, content)
         self.webhook: dict[str, Any] = {}  # what setWebhook set; empty: none
         self.blocked: set[int] = set()
         self.migrated: dict[int, int] = {}  # old chat id -> new chat id
@@ -443,6 +444,20 @@ class FakeTelegram(FakeServer):
         message.thread_id = params.get("message_thread_id")
         self._messages[(chat_id, message.message_id)] = message
         return self._as_dict(message)
+
+    async def _api_sendDocument(self, params: dict[str, Any]) -> dict[str, Any]:
+        """A file sent as a document: kept in `documents` as (chat, file name, bytes)."""
+        chat_id = self._chat_id(params)
+        document = params.get("document")
+        if not hasattr(document, "file"):
+            raise BotApiError(400, "Bad Request: there is no document in the request")
+        self.documents.append((chat_id, document.filename, document.file.read()))
+        message = ChatMessage(chat_id, self._allocate_id(chat_id), None, True)
+        message.thread_id = params.get("message_thread_id")
+        self._messages[(chat_id, message.message_id)] = message
+        return self._as_dict(message) | {
+            "document": {"file_id": f"d{message.message_id}", "file_unique_id": "d"}
+        }
 
     async def _api_editMessageText(self, params: dict[str, Any]) -> dict[str, Any]:
         chat_id, text = self._chat_id(params), self._text(params)

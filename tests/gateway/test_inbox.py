@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from dataclasses import replace
+from pathlib import Path
 
 from gateway.access import REFUSAL_INTERVAL, AccessPolicy
 from gateway.conversation import EMPTY_LINE, UNSUPPORTED_LINE, Conversations, Services
@@ -206,3 +207,26 @@ async def test_unreadable_or_empty_messages_get_one_line_after_the_access_check(
     assert "13" in sink.replies[2] and "allowed_users" in sink.replies[2]
     assert fake.requests == []
     assert rows(services, "SELECT count(*) FROM sessions") == [(0,)]
+
+
+class FileSink(ListSink):
+    """A sink of a platform that sends files (a `DocumentSink`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.files: list[Path] = []
+
+    async def attach(self, path: Path) -> None:
+        self.files.append(path)
+
+
+async def test_export_sends_its_file_where_the_platform_sends_files(
+    fake: FakeOpenAI, services: Services
+) -> None:
+    conversations = Conversations(services)
+    files, plain = FileSink(), ListSink()
+    await conversations.handle(message("/export"), files)
+    await conversations.handle(message("/export"), plain)  # the console: the path in the text
+    assert len(files.files) == 1 and files.files[0].is_file()
+    assert files.files[0].name in files.replies[0]
+    assert "is in one file" in plain.replies[0]

@@ -6,6 +6,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import discord.http
@@ -21,7 +22,7 @@ from gateway.commands import Choice
 from gateway.commands.choices import ChoiceSink
 from gateway.config import DiscordConfig
 from gateway.delivery import split_message
-from gateway.messages import InboundMessage, ReplySink
+from gateway.messages import DocumentSink, InboundMessage, ReplySink
 from tests.fakes.discord import BOT_ID, DEFAULT_TOKEN, Call, FakeDiscord, FakeGuild
 
 ALICE = 4200000000000000001
@@ -462,3 +463,34 @@ async def test_after_stop_no_message_is_taken(dc: FakeDiscord) -> None:
         await dc.wait_ready()
     assert [m.text for m in inbox.messages] == ["before"]
     assert dc.channel_texts(dc.dm_channel_id(ALICE)) == ["before", "echo: before", "after"]
+
+
+class ExportingInbox(Inbox):
+    """Answers like /export: a line, then the file attached to the reply."""
+
+    def __init__(self, export: Path) -> None:
+        super().__init__()
+        self.export = export
+
+    async def handle(
+        self, message: InboundMessage, sink: ReplySink, on_stored: Callable[[], None] | None = None
+    ) -> None:
+        self.messages.append(message)
+        await sink.write("Everything I hold about you is in one file.")
+        assert isinstance(sink, DocumentSink)
+        await sink.attach(self.export)
+        await sink.finish()
+
+
+async def test_an_export_file_arrives_as_an_attachment_after_the_text(
+    dc: FakeDiscord, tmp_path: Path
+) -> None:
+    export = tmp_path / "discord-111-export.jsonl"
+    export.write_bytes(b'{"kind": "memory"}\n')
+    async with running(dc, ExportingInbox(export)):
+        await dc.inject_message("/export", ALICE, guild=False)
+        dm = dc.dm_channel_id(ALICE)
+        await dc.wait_until(lambda: any(c.files for c in _sends(dc, dm)))
+    sends = _sends(dc, dm)
+    assert sends[0].body["content"] == "Everything I hold about you is in one file."
+    assert sends[-1].files == {"discord-111-export.jsonl": b'{"kind": "memory"}\n'}

@@ -415,3 +415,15 @@ async def test_forget_offers_buttons_only_the_person_can_press(
         done = await answered(dc, owner, count=2)
         assert f"Forgotten: {COFFEE[0]}" in done[-1]
         assert remembered(services) == COFFEE[1:]
+
+
+async def test_export_in_a_dm_follows_its_answer_with_the_file(
+    dc: FakeDiscord, services: Services
+) -> None:
+    async with running(dc, Conversations(services)):
+        interaction = await dc.inject_command("export", ADA, {}, guild=False)
+        texts = await answered(dc, interaction, count=2)
+    assert "is in one file" in texts[0]
+    ((name, content),) = interaction.followups[-1]["files"].items()
+    assert name.endswith(".jsonl") and name in texts[0]
+    assert content  # the person's data, as JSON Lines

@@ -7,6 +7,7 @@ import logging
 import socket
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -17,7 +18,7 @@ from gateway.commands import Choice
 from gateway.commands.choices import ChoiceSink
 from gateway.config import TelegramConfig
 from gateway.errors import AdapterFailedError
-from gateway.messages import InboundMessage, ReplySink
+from gateway.messages import DocumentSink, InboundMessage, ReplySink
 from tests.fakes.telegram import FakeTelegram, utf16_len
 
 TOKEN = "123:ABC"
@@ -429,3 +430,34 @@ async def test_reply_sink_answers_a_message_rebuilt_from_the_store(tg: FakeTeleg
         await sink.finish()
     [reply] = tg.chat_messages(-100)
     assert (reply.text, reply.thread_id, reply.reply_to) == ("sorry for the wait", 5, None)
+
+
+class ExportingInbox(Inbox):
+    """Answers like /export: a line, then the file attached to the reply."""
+
+    def __init__(self, export: Path) -> None:
+        super().__init__()
+        self.export = export
+
+    async def handle(
+        self, message: InboundMessage, sink: ReplySink, on_stored: Callable[[], None] | None = None
+    ) -> None:
+        self.messages.append(message)
+        if on_stored is not None:
+            on_stored()
+        await sink.write("Everything I hold about you is in one file.")
+        assert isinstance(sink, DocumentSink)
+        await sink.attach(self.export)
+        await sink.finish()
+
+
+async def test_an_export_file_arrives_as_a_document_after_the_text(
+    tg: FakeTelegram, tmp_path: Path
+) -> None:
+    export = tmp_path / "telegram-42-export.jsonl"
+    export.write_bytes(b'{"kind": "memory"}\n')
+    async with running(tg, ExportingInbox(export)):
+        tg.inject_text(42, 42, "/export")
+        await tg.wait_until(lambda: tg.documents)
+    assert tg.documents == [(42, "telegram-42-export.jsonl", b'{"kind": "memory"}\n')]
+    assert tg.chat_texts(42)[0] == "Everything I hold about you is in one file."

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from gateway.commands import Choice
 from gateway.delivery import ChannelLimits
@@ -71,6 +72,12 @@ class FakeChannel:
 
     async def typing(self) -> None:
         self._record(Call("typing", self.clock()))
+
+    async def send_document(self, path: Path) -> str:
+        self._record(Call("document", self.clock(), path.name))
+        message_id = str(len(self.messages) + 1)
+        self.messages[message_id] = f"[file {path.name}]"
+        return message_id
 
     def of(self, kind: str) -> list[Call]:
         return [call for call in self.calls if call.kind == kind]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+from pathlib import Path
 
 import pytest
 
@@ -277,3 +278,26 @@ async def test_replies_in_one_chat_share_its_pace() -> None:
     assert all(b - a >= INTERVAL for a, b in itertools.pairwise(sorted(updates)))
     assert throttle.max_per_interval() == 1
     assert sorted(channel.messages.values()) == ["r0 r1 r2 r3"] * 3
+
+
+async def test_an_attached_file_goes_after_the_text_and_its_failure_is_only_logged(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    export = tmp_path / "export.jsonl"
+    export.write_text("{}\n")
+    reply, channel, _, _ = make(private=True)
+    await reply.write("Everything I hold about you is in one file.")
+    await reply.attach(export)
+    await reply.finish()
+    assert [(c.kind, c.text) for c in channel.calls if c.kind in ("send", "document")] == [
+        ("send", "Everything I hold about you is in one file."),
+        ("document", "export.jsonl"),
+    ]
+
+    failing, channel, _, _ = make(private=True)
+    channel.failures["document"] = [DeliveryError("Forbidden: bot was blocked by the user")]
+    await failing.write("Here it is.")
+    await failing.attach(export)
+    with caplog.at_level(logging.WARNING):
+        await failing.finish()  # never raises into Conversations
+    assert "document not delivered" in caplog.text
