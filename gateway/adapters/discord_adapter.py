@@ -29,17 +29,21 @@ message, so nothing is confirmed after it is stored.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
 import discord
 
-from gateway.adapters.discord_commands import DiscordCommands, choice_view
+from gateway.adapters.discord_commands import (
+    DiscordCommands,
+    attachment,
+    choice_view,
+    mapped_errors,
+)
 from gateway.adapters.discord_endpoints import (
     DiscordEndpoints,
     restore_discord_endpoints,
@@ -126,12 +130,12 @@ class DiscordChannel:
         if choices:
             extra["view"] = choice_view(choices)
         content = defuse_mentions(text)
-        with _mapped_errors():
+        with mapped_errors():
             message = await self._target.send(content, allowed_mentions=_NO_PINGS, **extra)
         return str(message.id)
 
     async def edit(self, message_id: str, text: str) -> None:
-        with _mapped_errors():
+        with mapped_errors():
             await self._target.get_partial_message(int(message_id)).edit(
                 content=defuse_mentions(text), allowed_mentions=_NO_PINGS
             )
@@ -140,17 +144,14 @@ class DiscordChannel:
         raise DeliveryError("Discord has no message drafts")
 
     async def typing(self) -> None:
-        with _mapped_errors():
+        with mapped_errors():
             await self._target.typing()
 
     async def send_document(self, path: Path) -> str:
         """Send the file at `path` as an attachment (an /export); the new message's id."""
+        file = attachment(path)
         try:
-            file = discord.File(path, filename=path.name)
-        except OSError as error:
-            raise DeliveryError(f"cannot read {path.name}: {error.strerror}") from None
-        try:
-            with _mapped_errors():
+            with mapped_errors():
                 message = await self._target.send(file=file, allowed_mentions=_NO_PINGS)
         finally:
             file.close()
@@ -475,19 +476,3 @@ def _replies_to(message: discord.Message, me: discord.ClientUser) -> bool:
 def _without_mention(text: str, me: discord.ClientUser) -> str:
     stripped = re.sub(rf"<@!?{me.id}>", " ", text)
     return re.sub(r"[ \t]{2,}", " ", stripped).strip()
-
-
-@contextlib.contextmanager
-def _mapped_errors() -> Iterator[None]:
-    """discord.py's errors as the gateway's: 429 -> RateLimitedError, others DeliveryError."""
-    try:
-        yield
-    except discord.RateLimited as error:
-        wait = error.retry_after
-        raise RateLimitedError(f"Discord asks to wait {wait:g} s", wait) from error
-    except discord.HTTPException as error:
-        if error.status == 429:
-            raise RateLimitedError("Discord asks to wait (429)", 1.0) from error
-        raise DeliveryError(f"Discord refused the call: {error.status} {error.text}") from error
-    except (discord.DiscordException, OSError, TimeoutError) as error:
-        raise DeliveryError(f"Discord could not be reached: {type(error).__name__}") from error

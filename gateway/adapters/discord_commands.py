@@ -21,9 +21,10 @@ clicker in a server. Servers outside `discord.allowed_guilds` get one line.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -152,10 +153,7 @@ class InteractionChannel:
 
     async def send_document(self, path: Path) -> str:
         """The file at `path` as a follow-up attachment (an /export); its message id."""
-        try:
-            file = discord.File(path, filename=path.name)
-        except OSError as error:
-            raise DeliveryError(f"cannot read {path.name}: {error.strerror}") from None
+        file = attachment(path)
         followup = self._interaction.followup
         try:
             sent = await _translated(followup.send(file=file, wait=True, ephemeral=self._ephemeral))
@@ -372,16 +370,31 @@ def _shortened(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-async def _translated(call: Awaitable[T]) -> T:
-    """Await a discord.py call; Discord's refusals as the gateway's delivery errors."""
+@contextlib.contextmanager
+def mapped_errors() -> Iterator[None]:
+    """discord.py's errors as the gateway's: 429 -> RateLimitedError, others DeliveryError."""
     try:
-        return await call
+        yield
     except discord.RateLimited as error:
         wait = error.retry_after
         raise RateLimitedError(f"Discord asks to wait {wait:g} s", wait) from error
     except discord.HTTPException as error:
         if error.status == 429:
-            raise RateLimitedError("Discord asks to wait", 1.0) from error
-        raise DeliveryError(f"Discord refused the call: {error}") from error
+            raise RateLimitedError("Discord asks to wait (429)", 1.0) from error
+        raise DeliveryError(f"Discord refused the call: {error.status} {error.text}") from error
     except (discord.DiscordException, OSError, TimeoutError) as error:
-        raise DeliveryError(f"Discord did not answer: {error}") from error
+        raise DeliveryError(f"Discord could not be reached: {type(error).__name__}") from error
+
+
+async def _translated(call: Awaitable[T]) -> T:
+    """Await a discord.py call; Discord's refusals as the gateway's delivery errors."""
+    with mapped_errors():
+        return await call
+
+
+def attachment(path: Path) -> discord.File:
+    """The file at `path` to upload (the caller closes it); `DeliveryError` if unreadable."""
+    try:
+        return discord.File(path, filename=path.name)
+    except OSError as error:
+        raise DeliveryError(f"cannot read {path.name}: {error.strerror}") from None

@@ -74,11 +74,7 @@ async def test_a_review_that_finds_nothing_sends_nothing(fake: FakeOpenAI, tmp_p
         await bot.say("what's 2+2")
         session = await bot.session()
 
-        async def counters_reset() -> bool:
-            counters = await bot.services.sessions.get_counters(session.id)
-            return counters is not None and counters.turns_since_memory == 0
-
-        await wait_for(counters_reset)
+        await wait_for(lambda: counters_reset(bot, session.id))
     assert len(review_requests(fake)) == 1
     assert bot.notes == []
     assert await bot.user_entries() == ()
@@ -140,11 +136,7 @@ async def test_a_new_message_cancels_a_review_in_flight(fake: FakeOpenAI, tmp_pa
         await wait_until(lambda: len(review_requests(fake)) == 2)
         session = await bot.session()
 
-        async def counters_reset() -> bool:
-            counters = await bot.services.sessions.get_counters(session.id)
-            return counters is not None and counters.turns_since_memory == 0
-
-        await wait_for(counters_reset)
+        await wait_for(lambda: counters_reset(bot, session.id))
         fake.release()
     assert bot.notes == []
     assert await bot.user_entries() == ()
@@ -158,11 +150,7 @@ async def test_a_failing_review_tells_the_chat_nothing(fake: FakeOpenAI, tmp_pat
         fake.fail_next(Fault.http(400, message="bad request"))  # the review's call, not retried
         session = await bot.session()
 
-        async def counters_reset() -> bool:
-            counters = await bot.services.sessions.get_counters(session.id)
-            return counters is not None and counters.turns_since_memory == 0
-
-        await wait_for(counters_reset)
+        await wait_for(lambda: counters_reset(bot, session.id))
         fake.say("Next reply.")
         fake.say("Nothing to save.")
         assert await bot.say("two") == "Next reply."  # not held up by the failed review
@@ -181,11 +169,7 @@ async def test_malformed_tool_calls_change_nothing(fake: FakeOpenAI, tmp_path: P
         await wait_until(lambda: len(review_requests(fake)) == 3)
         session = await bot.session()
 
-        async def counters_reset() -> bool:
-            counters = await bot.services.sessions.get_counters(session.id)
-            return counters is not None and counters.turns_since_memory == 0
-
-        await wait_for(counters_reset)
+        await wait_for(lambda: counters_reset(bot, session.id))
     assert bot.notes == []
     assert await bot.user_entries() == ()
 
@@ -247,9 +231,13 @@ async def test_tool_steps_without_a_skill_write_call_for_a_review(
         await wait_until(lambda: len(review_requests(fake)) == 1)
         session = await bot.session()
 
-        async def counters_reset() -> bool:
-            counters = await bot.services.sessions.get_counters(session.id)
-            return counters is not None and counters.steps_since_skill == 0
-
-        await wait_for(counters_reset)
+        await wait_for(lambda: counters_reset(bot, session.id, steps=True))
     assert bot.notes == []
+
+
+async def counters_reset(bot: Bot, session_id: int, steps: bool = False) -> bool:
+    """Whether the session's review counter (turns, or tool steps) is back to 0."""
+    counters = await bot.services.sessions.get_counters(session_id)
+    if counters is None:
+        return False
+    return (counters.steps_since_skill if steps else counters.turns_since_memory) == 0
