@@ -1,13 +1,78 @@
-"""Running the real `mnemo` script as a person would, against the standalone fake model."""
+"""Running the real `mnemo` script as a person would, against loopback fakes.
+
+`run_mnemo` starts the standalone fake model in a process of its own;
+`FakesThread` serves in-process fakes on one event loop in a daemon thread, for
+tests that inject messages into them and read their state while `mnemo run`
+runs as a subprocess.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import os
+import sqlite3
 import subprocess
 import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any, Protocol, TypeVar
 
 ROOT = Path(__file__).resolve().parents[2]
+T = TypeVar("T")
+
+
+class Server(Protocol):
+    async def start(self) -> Any: ...
+
+    async def stop(self) -> None: ...
+
+
+class FakesThread:
+    """Fake servers on one event loop in a daemon thread; every access goes through it."""
+
+    def __init__(self, servers: Sequence[Server]) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self._thread.start()
+        self._servers = tuple(servers)
+        for server in self._servers:
+            self.run(server.start)
+
+    def run(self, coroutine: Callable[[], Any]) -> Any:
+        return asyncio.run_coroutine_threadsafe(coroutine(), self.loop).result(timeout=10)
+
+    def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """`fn(*args)` on the fakes' loop (their state is not shared across threads)."""
+
+        async def on_loop() -> T:
+            return fn(*args, **kwargs)
+
+        result: T = asyncio.run_coroutine_threadsafe(on_loop(), self.loop).result(timeout=10)
+        return result
+
+    def wait(self, probe: Callable[[], T], timeout: float = 20.0) -> T:
+        """Poll `probe` on the loop until it is truthy; its value."""
+        deadline = time.monotonic() + timeout
+        while not (value := self.call(probe)):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"condition not met within {timeout} s")
+            time.sleep(0.02)
+        return value
+
+    def close(self) -> None:
+        for server in self._servers:
+            self.run(server.stop)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=10)
+        self.loop.close()
+
+
+def dump_state(home: Path) -> str:
+    """Every row of `home`/state.db, as SQL text (opened read-only)."""
+    with sqlite3.connect(f"file:{home / 'state.db'}?mode=ro", uri=True) as db:
+        return "\n".join(db.iterdump())
 
 
 def run_mnemo(

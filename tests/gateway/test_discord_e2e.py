@@ -13,11 +13,9 @@ at once; the tests run in file order, each in its own channel or DM.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -31,6 +29,7 @@ import pytest
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.openai import FakeOpenAI, ToolCall
 from tests.fakes.telegram import FakeTelegram
+from tests.gateway.processes import FakesThread, dump_state
 
 ROOT = Path(__file__).resolve().parents[2]
 DC_TOKEN = "fake-discord-e2e-token-0123456789"
@@ -39,46 +38,17 @@ ALICE, BOB, CAROL = 111, 222, 333  # Discord ids; Carol is not on the allow-list
 T = TypeVar("T")
 
 
-class Fakes:
+class Fakes(FakesThread):
     """The fake Discord, Telegram and model on one event loop in a daemon thread."""
 
     def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self._thread.start()
         self.dc = FakeDiscord(token=DC_TOKEN)
         self.tg = FakeTelegram(token=TG_TOKEN)
         self.model = FakeOpenAI(echo_when_idle=True, chunk_size=40)
-        for server in (self.dc, self.tg, self.model):
-            self.run(server.start)
-
-    def run(self, coroutine: Callable[[], Any]) -> Any:
-        return asyncio.run_coroutine_threadsafe(coroutine(), self.loop).result(timeout=10)
-
-    def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """`fn(*args)` on the fakes' loop (their state is not shared across threads)."""
-
-        async def on_loop() -> T:
-            return fn(*args, **kwargs)
-
-        result: T = asyncio.run_coroutine_threadsafe(on_loop(), self.loop).result(timeout=10)
-        return result
+        super().__init__([self.dc, self.tg, self.model])
 
     def wait(self, probe: Callable[[], T], timeout: float = 15.0) -> T:
-        """Poll `probe` on the loop until it is truthy; its value."""
-        deadline = time.monotonic() + timeout
-        while not (value := self.call(probe)):
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"condition not met within {timeout} s")
-            time.sleep(0.02)
-        return value
-
-    def close(self) -> None:
-        for server in (self.dc, self.tg, self.model):
-            self.run(server.stop)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(timeout=10)
-        self.loop.close()
+        return super().wait(probe, timeout)
 
     # -- what people do and see ----------------------------------------------------------
 
@@ -216,12 +186,6 @@ def served(fakes: Fakes, tmp_path_factory: pytest.TempPathFactory) -> Iterator[M
     for said in ("bees", "carol's secret", "value_0042", "the long one", "ping them"):
         assert said not in err  # the logs never carry what people or the model wrote
     assert DC_TOKEN not in err and TG_TOKEN not in err
-
-
-def dump(home: Path) -> str:
-    """Every row of state.db, as SQL text."""
-    with sqlite3.connect(f"file:{home / 'state.db'}?mode=ro", uri=True) as db:
-        return "\n".join(db.iterdump())
 
 
 def user_dir(home: Path, platform: str, user_id: int) -> Path:
@@ -402,7 +366,7 @@ def test_a_person_not_allowed_is_refused_with_their_id_and_nothing_is_kept(
     assert fakes.texts(channel) == [line]  # one line, no answer
     bodies = json.dumps(fakes.requests()[before:])
     assert "after carol" in bodies and "carol's secret" not in bodies  # the model never saw her
-    rows = dump(served.home)
+    rows = dump_state(served.home)
     assert "carol's secret" not in rows and f"discord-{CAROL}" not in rows
     assert not user_dir(served.home, "discord", CAROL).exists()
 

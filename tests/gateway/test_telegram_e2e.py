@@ -11,16 +11,13 @@ file order. Two bots never poll the fake at once: they would take each other's u
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import signal
 import sqlite3
 import subprocess
 import sys
-import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -29,6 +26,7 @@ import pytest
 
 from tests.fakes.openai import FakeOpenAI, Fault, ToolCall
 from tests.fakes.telegram import ChatMessage, FakeTelegram
+from tests.gateway.processes import FakesThread, dump_state
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "4242:e2e-secret-token"
@@ -38,45 +36,13 @@ MENTION = {"type": "mention", "offset": 0, "length": len("@mnemo_bot")}
 T = TypeVar("T")
 
 
-class Fakes:
+class Fakes(FakesThread):
     """The fake Telegram and the fake model on one event loop in a daemon thread."""
 
     def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self._thread.start()
         self.tg = FakeTelegram(token=TOKEN)
         self.model = FakeOpenAI(echo_when_idle=True, chunk_size=3)
-        self.run(self.tg.start)
-        self.run(self.model.start)
-
-    def run(self, coroutine: Callable[[], Any]) -> Any:
-        return asyncio.run_coroutine_threadsafe(coroutine(), self.loop).result(timeout=10)
-
-    def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """`fn(*args)` on the fakes' loop (their state is not shared across threads)."""
-
-        async def on_loop() -> T:
-            return fn(*args, **kwargs)
-
-        result: T = asyncio.run_coroutine_threadsafe(on_loop(), self.loop).result(timeout=10)
-        return result
-
-    def wait(self, probe: Callable[[], T], timeout: float = 20.0) -> T:
-        """Poll `probe` on the loop until it is truthy; its value."""
-        deadline = time.monotonic() + timeout
-        while not (value := self.call(probe)):
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"condition not met within {timeout} s")
-            time.sleep(0.02)
-        return value
-
-    def close(self) -> None:
-        self.run(self.tg.stop)
-        self.run(self.model.stop)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(timeout=10)
-        self.loop.close()
+        super().__init__([self.tg, self.model])
 
     # -- what people do and see ----------------------------------------------------------
 
@@ -183,12 +149,6 @@ def served(fakes: Fakes, tmp_path_factory: pytest.TempPathFactory) -> Iterator[M
     for said in ("tango", "carol's secret", "word42", "value_0042", "the long one"):
         assert said not in err  # the logs never carry what people or the model wrote
     assert TOKEN not in err
-
-
-def dump(home: Path) -> str:
-    """Every row of state.db, as SQL text."""
-    with sqlite3.connect(f"file:{home / 'state.db'}?mode=ro", uri=True) as db:
-        return "\n".join(db.iterdump())
 
 
 # ----- failing and restarting ------------------------------------------------------------
@@ -304,7 +264,7 @@ def test_a_refused_person_is_told_their_id_and_nothing_of_theirs_is_kept(
     assert f"Your telegram user id is {CAROL}" in line
     fakes.wait(lambda: not fakes.tg.pending_updates)  # handled and confirmed
     assert len(fakes.requests()) == before  # the model never saw her
-    rows = dump(served.home)
+    rows = dump_state(served.home)
     assert "carol" not in rows and f"telegram-{CAROL}" not in rows
     assert not (served.home / "memories" / "users" / f"telegram-{CAROL}").exists()
 
