@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -19,11 +19,11 @@ from gateway.adapters.discord_adapter import (
     discord_units,
 )
 from gateway.commands import Choice
-from gateway.commands.choices import ChoiceSink
 from gateway.config import DiscordConfig
 from gateway.delivery import split_message
-from gateway.messages import DocumentSink, InboundMessage, ReplySink
+from gateway.messages import InboundMessage, ReplySink
 from tests.fakes.discord import BOT_ID, DEFAULT_TOKEN, Call, FakeDiscord, FakeGuild
+from tests.gateway.adapters.inboxes import Inbox as RecordingInbox
 
 ALICE = 4200000000000000001
 BOB = 4200000000000000002
@@ -33,28 +33,8 @@ CHANNEL = GUILD.channel_id
 COMMANDS = [("help", "what the bot is"), ("recall", "recaps of past conversations")]
 
 
-class Inbox:
-    """Records what reaches it and answers with `reply` (``echo: <text>`` by default)."""
-
-    def __init__(self, reply: Callable[[InboundMessage], str] | None = None) -> None:
-        self.messages: list[InboundMessage] = []
-        self.chosen: list[tuple[InboundMessage, str]] = []
-        self.offer: tuple[Choice, ...] = ()
-        self._reply = reply or (lambda m: f"echo: {m.text}")
-
-    async def handle(
-        self, message: InboundMessage, sink: ReplySink, on_stored: Callable[[], None] | None = None
-    ) -> None:
-        self.messages.append(message)
-        await sink.write(self._reply(message))
-        if self.offer and isinstance(sink, ChoiceSink):
-            await sink.offer(self.offer)
-        await sink.finish()
-
-    async def choose(self, message: InboundMessage, payload: str, sink: ReplySink) -> None:
-        self.chosen.append((message, payload))
-        await sink.write(f"chose {payload}")
-        await sink.finish()
+class Inbox(RecordingInbox):
+    """The recording inbox; Discord channels never migrate."""
 
     async def chat_migrated(self, platform: str, old_chat_id: str, new_chat_id: str) -> None:
         raise AssertionError("Discord channels do not migrate")
@@ -465,29 +445,14 @@ async def test_after_stop_no_message_is_taken(dc: FakeDiscord) -> None:
     assert dc.channel_texts(dc.dm_channel_id(ALICE)) == ["before", "echo: before", "after"]
 
 
-class ExportingInbox(Inbox):
-    """Answers like /export: a line, then the file attached to the reply."""
-
-    def __init__(self, export: Path) -> None:
-        super().__init__()
-        self.export = export
-
-    async def handle(
-        self, message: InboundMessage, sink: ReplySink, on_stored: Callable[[], None] | None = None
-    ) -> None:
-        self.messages.append(message)
-        await sink.write("Everything I hold about you is in one file.")
-        assert isinstance(sink, DocumentSink)
-        await sink.attach(self.export)
-        await sink.finish()
-
-
 async def test_an_export_file_arrives_as_an_attachment_after_the_text(
     dc: FakeDiscord, tmp_path: Path
 ) -> None:
     export = tmp_path / "discord-111-export.jsonl"
     export.write_bytes(b'{"kind": "memory"}\n')
-    async with running(dc, ExportingInbox(export)):
+    async with running(
+        dc, Inbox(lambda m: "Everything I hold about you is in one file.", attach=export)
+    ):
         await dc.inject_message("/export", ALICE, guild=False)
         dm = dc.dm_channel_id(ALICE)
         await dc.wait_until(lambda: any(c.files for c in _sends(dc, dm)))

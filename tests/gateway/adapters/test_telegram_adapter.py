@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -15,51 +15,15 @@ import pytest
 
 from gateway.adapters.telegram_adapter import TelegramAdapter
 from gateway.commands import Choice
-from gateway.commands.choices import ChoiceSink
 from gateway.config import TelegramConfig
 from gateway.errors import AdapterFailedError
-from gateway.messages import DocumentSink, InboundMessage, ReplySink
+from gateway.messages import InboundMessage
 from tests.fakes.telegram import FakeTelegram, utf16_len
+from tests.gateway.adapters.inboxes import Inbox
 
 TOKEN = "123:ABC"
 COMMANDS = [("help", "what the bot is"), ("new", "start a fresh conversation")]
 MENTION = {"type": "mention", "offset": 0, "length": len("@mnemo_bot")}
-
-
-class Inbox:
-    """Records what reaches it and answers ``echo: <text>``; can stall before storing."""
-
-    def __init__(self, reply: Callable[[InboundMessage], str] | None = None) -> None:
-        self.messages: list[InboundMessage] = []
-        self.chosen: list[tuple[InboundMessage, str]] = []
-        self.migrations: list[tuple[str, str, str]] = []
-        self.offer: tuple[Choice, ...] = ()
-        self.stall: asyncio.Event | None = None
-        self.fail_after_stall = False
-        self._reply = reply or (lambda m: f"echo: {m.text}")
-
-    async def handle(
-        self, message: InboundMessage, sink: ReplySink, on_stored: Callable[[], None] | None = None
-    ) -> None:
-        self.messages.append(message)
-        if self.stall is not None:
-            await self.stall.wait()
-            if self.fail_after_stall:
-                raise RuntimeError("crashed before storing")
-        if on_stored is not None:
-            on_stored()
-        await sink.write(self._reply(message))
-        if self.offer and isinstance(sink, ChoiceSink):
-            await sink.offer(self.offer)
-        await sink.finish()
-
-    async def choose(self, message: InboundMessage, payload: str, sink: ReplySink) -> None:
-        self.chosen.append((message, payload))
-        await sink.write(f"chose {payload}")
-        await sink.finish()
-
-    async def chat_migrated(self, platform: str, old_chat_id: str, new_chat_id: str) -> None:
-        self.migrations.append((platform, old_chat_id, new_chat_id))
 
 
 @pytest.fixture
@@ -432,31 +396,14 @@ async def test_reply_sink_answers_a_message_rebuilt_from_the_store(tg: FakeTeleg
     assert (reply.text, reply.thread_id, reply.reply_to) == ("sorry for the wait", 5, None)
 
 
-class ExportingInbox(Inbox):
-    """Answers like /export: a line, then the file attached to the reply."""
-
-    def __init__(self, export: Path) -> None:
-        super().__init__()
-        self.export = export
-
-    async def handle(
-        self, message: InboundMessage, sink: ReplySink, on_stored: Callable[[], None] | None = None
-    ) -> None:
-        self.messages.append(message)
-        if on_stored is not None:
-            on_stored()
-        await sink.write("Everything I hold about you is in one file.")
-        assert isinstance(sink, DocumentSink)
-        await sink.attach(self.export)
-        await sink.finish()
-
-
 async def test_an_export_file_arrives_as_a_document_after_the_text(
     tg: FakeTelegram, tmp_path: Path
 ) -> None:
     export = tmp_path / "telegram-42-export.jsonl"
     export.write_bytes(b'{"kind": "memory"}\n')
-    async with running(tg, ExportingInbox(export)):
+    async with running(
+        tg, Inbox(lambda m: "Everything I hold about you is in one file.", attach=export)
+    ):
         tg.inject_text(42, 42, "/export")
         await tg.wait_until(lambda: tg.documents)
     assert tg.documents == [(42, "telegram-42-export.jsonl", b'{"kind": "memory"}\n')]
