@@ -560,9 +560,10 @@ class Conversations:
         """End the session of `key`: its providers get the transcript, then shut down, and
         its extraction is scheduled. The next message starts a new, linked session."""
         session = self._cache.pop(key)
-        info = await self._s.sessions.current_session(key)
         if session is not None:
             info = await self._s.sessions.get_session(session.session_id)
+        else:
+            info = await self._s.sessions.current_session(key)
         if info is None or info.ended_at is not None:
             if session is not None:
                 await session.manager.shutdown()
