@@ -1,0 +1,115 @@
+"""Which messages in a caller's scope match each search term.
+
+Every statement carries the scope filter (`ScopeFilter`): nothing outside the
+caller's scope is read. Each term is looked up on its own: words and phrases
+in the word index, CJK/emoji of three or more characters in the trigram
+index, shorter ones with `instr()` on the base table (the trigram index
+cannot match them). A word of three or more letters with no hit is retried
+as a prefix in the word index (``kube`` finds ``kubernetes``).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+
+from memory_core.sessions.models import INTERNAL_SOURCES, SearchOptions, SearchScope
+from memory_core.sessions.query import ParsedQuery, QueryTerm, TermKind
+from memory_core.sessions.reads import scope_sql
+from memory_core.sessions.schema import TRIGRAM_INDEX, WORD_INDEX, owner_token
+
+MAX_HITS_PER_TERM = 5000  # newest matches per term; bounds work on very long histories
+
+Hit = tuple[int, int, float]
+"""One matching message: (message id, lineage root id, timestamp)."""
+
+
+@dataclass(frozen=True)
+class ScopeFilter:
+    """The WHERE clause every search statement shares (alias `s` sessions, `m` messages).
+
+    `sessions_sql` holds the conditions on sessions only (scope, sources,
+    lineage); `sql` adds the time window on messages.
+    """
+
+    sessions_sql: str
+    sessions_params: tuple[object, ...]
+    sql: str
+    params: tuple[object, ...]
+    owner: str
+
+    @classmethod
+    def build(cls, scope: SearchScope, options: SearchOptions) -> ScopeFilter:
+        where, params = scope_sql(scope, "s")
+        parts = [where]
+        if not options.include_internal:
+            parts.append(f"s.source NOT IN ({', '.join('?' * len(INTERNAL_SOURCES))})")
+            params.extend(INTERNAL_SOURCES)
+        if options.exclude_lineage_of is not None:
+            parts.append("s.root_id IS NOT (SELECT root_id FROM sessions WHERE id = ?)")
+            params.append(int(options.exclude_lineage_of))
+        session_parts, session_params = list(parts), tuple(params)
+        if options.since is not None:
+            parts.append("m.timestamp >= ?")
+            params.append(float(options.since))
+        if options.until is not None:
+            parts.append("m.timestamp < ?")
+            params.append(float(options.until))
+        return cls(
+            " AND ".join(session_parts),
+            session_params,
+            " AND ".join(parts),
+            tuple(params),
+            owner_token(scope.user_key),
+        )
+
+
+def collect_hits(
+    conn: sqlite3.Connection, parsed: ParsedQuery, where: ScopeFilter
+) -> tuple[list[QueryTerm], list[list[tuple[int, int, float]]]]:
+    terms: list[QueryTerm] = []
+    hits: list[list[tuple[int, int, float]]] = []
+    for term in parsed.terms:
+        found = _term_hits(conn, term, where)
+        if not found and term.kind is TermKind.WORD and len(term.text) >= 3:
+            term = term.as_prefix()  # no such word: try it as the start of longer ones
+            found = _fts_hits(conn, WORD_INDEX, term, where)
+        terms.append(term)
+        hits.append(found)
+    return terms, hits
+
+
+def _term_hits(
+    conn: sqlite3.Connection, term: QueryTerm, where: ScopeFilter
+) -> list[tuple[int, int, float]]:
+    if term.kind is not TermKind.LITERAL:
+        return _fts_hits(conn, WORD_INDEX, term, where)
+    if len(term.text) >= 3:
+        return _fts_hits(conn, TRIGRAM_INDEX, term, where)
+    # Trigram MATCH cannot find fewer than three characters, and LIKE on the
+    # FTS table is wrong for 2-character CJK on SQLite 3.40: scan the base table.
+    return conn.execute(
+        "SELECT m.id, s.root_id, m.timestamp FROM sessions s "
+        "CROSS JOIN messages m ON m.session_id = s.id "
+        f"WHERE {where.sql} AND m.role != 'tool' AND instr(m.content, ?) > 0 "
+        "ORDER BY m.id DESC LIMIT ?",
+        (*where.params, term.text, MAX_HITS_PER_TERM),
+    ).fetchall()
+
+
+def _fts_hits(
+    conn: sqlite3.Connection, index: str, term: QueryTerm, where: ScopeFilter
+) -> list[tuple[int, int, float]]:
+    """The newest `MAX_HITS_PER_TERM` messages in scope that match `term`.
+
+    FTS5 first intersects the term with the caller's owner token (cheap:
+    it seeks in the shorter list), then SQL applies the real scope.
+    """
+    expression = f'owner : "{where.owner}" AND content : {term.match_expression()}'
+    return conn.execute(
+        "SELECT m.id, s.root_id, m.timestamp FROM messages m "
+        "CROSS JOIN sessions s ON s.id = m.session_id "
+        f"WHERE m.id IN (SELECT rowid FROM {index} WHERE {index} MATCH ? "
+        f"ORDER BY rowid DESC LIMIT ?) AND {where.sql}",
+        (expression, MAX_HITS_PER_TERM, *where.params),
+    ).fetchall()
