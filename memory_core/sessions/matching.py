@@ -18,8 +18,6 @@ from memory_core.sessions.query import ParsedQuery, QueryTerm, TermKind
 from memory_core.sessions.reads import scope_sql
 from memory_core.sessions.schema import TRIGRAM_INDEX, WORD_INDEX, owner_token
 
-MAX_HITS_PER_TERM = 5000  # newest matches per term; bounds work on very long histories
-
 Hit = tuple[int, int, float]
 """One matching message: (message id, lineage root id, timestamp)."""
 
@@ -37,6 +35,7 @@ class ScopeFilter:
     sql: str
     params: tuple[object, ...]
     owner: str
+    max_hits: int
 
     @classmethod
     def build(cls, scope: SearchScope, options: SearchOptions) -> ScopeFilter:
@@ -61,6 +60,7 @@ class ScopeFilter:
             " AND ".join(parts),
             tuple(params),
             owner_token(scope.user_key),
+            max(1, options.max_hits_per_term),
         )
 
 
@@ -93,14 +93,14 @@ def _term_hits(
         "CROSS JOIN messages m ON m.session_id = s.id "
         f"WHERE {where.sql} AND m.role != 'tool' AND instr(m.content, ?) > 0 "
         "ORDER BY m.id DESC LIMIT ?",
-        (*where.params, term.text, MAX_HITS_PER_TERM),
+        (*where.params, term.text, where.max_hits),
     ).fetchall()
 
 
 def _fts_hits(
     conn: sqlite3.Connection, index: str, term: QueryTerm, where: ScopeFilter
 ) -> list[tuple[int, int, float]]:
-    """The newest `MAX_HITS_PER_TERM` messages in scope that match `term`.
+    """The newest `where.max_hits` messages in scope that match `term`.
 
     FTS5 first intersects the term with the caller's owner token (cheap:
     it seeks in the shorter list), then SQL applies the real scope.
@@ -111,5 +111,5 @@ def _fts_hits(
         "CROSS JOIN sessions s ON s.id = m.session_id "
         f"WHERE m.id IN (SELECT rowid FROM {index} WHERE {index} MATCH ? "
         f"ORDER BY rowid DESC LIMIT ?) AND {where.sql}",
-        (expression, MAX_HITS_PER_TERM, *where.params),
+        (expression, where.max_hits, *where.params),
     ).fetchall()

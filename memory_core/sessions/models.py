@@ -54,7 +54,9 @@ class SearchOptions:
     `since` (inclusive) and `until` (exclusive) bound the message times;
     `exclude_lineage_of` leaves out the conversation that session belongs to
     (the current one, for recall); sessions whose source is internal (review,
-    extraction) are left out unless `include_internal`.
+    extraction) are left out unless `include_internal`. `max_hits_per_term`
+    bounds how many of the newest matching messages each term contributes
+    (the work a search does on a very long history).
     """
 
     since: float | None = None
@@ -62,6 +64,7 @@ class SearchOptions:
     limit: int = 10
     exclude_lineage_of: int | None = None
     include_internal: bool = False
+    max_hits_per_term: int = 5000
 
 
 DEFAULT_SEARCH_OPTIONS = SearchOptions()
