@@ -46,7 +46,6 @@ import asyncio
 import gc
 import logging
 import os
-import platform
 import sys
 import tempfile
 import time
@@ -58,6 +57,8 @@ from aiohttp import web
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from machine import describe  # noqa: E402
 
 from gateway.app import job_context, open_services  # noqa: E402
 from gateway.config import load_config  # noqa: E402
@@ -272,10 +273,7 @@ def main() -> None:
         "--gc-freeze", action="store_true", help="gc.freeze() before the runs (see the doc)"
     )
     args = parser.parse_args()
-    print(
-        f"{os.cpu_count()} CPUs, Python {platform.python_version()}; "
-        f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
-    )
+    print(describe())
     with tempfile.TemporaryDirectory(prefix="mnemo-background-latency-") as folder:
         measure(args, Path(folder))
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")

@@ -25,6 +25,8 @@ import httpx2
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from machine import describe  # noqa: E402
+
 from gateway.agent.compression import Compressor, fixed_chars, message_chars  # noqa: E402
 from gateway.agent.model_client import ModelClient  # noqa: E402
 from memory_core import NewMessage, SearchScope, SessionOrigin, SessionStore  # noqa: E402
@@ -117,6 +119,7 @@ async def rotations(count: int, runs: int) -> list[float]:
 
 
 def main() -> None:
+    print(describe())
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=400)
     parser.add_argument("--runs", type=int, default=20)

@@ -20,6 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from machine import describe  # noqa: E402
+
 from gateway.config import MAX_CONFIG_BYTES, load_config  # noqa: E402
 from gateway.errors import ConfigError  # noqa: E402
 
@@ -41,6 +43,7 @@ CASES = {
 
 
 def main() -> None:
+    print(describe())
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "mnemo.yaml"
         for name, data in CASES.items():

@@ -38,7 +38,6 @@ import argparse
 import asyncio
 import itertools
 import logging
-import platform
 import statistics
 import sys
 import tempfile
@@ -49,6 +48,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from machine import describe  # noqa: E402
 
 from gateway.access import AccessPolicy  # noqa: E402
 from gateway.adapters.telegram_adapter import TelegramAdapter  # noqa: E402
@@ -176,7 +177,7 @@ def report(
     busiest = max(rates, key=lambda c: rates[c], default=None)
     allowed = 1 / args.edit_interval
     print(
-        f"python {platform.python_version()}, {platform.machine()}, {len(latencies)} replies "
+        f"{len(latencies)} replies "
         f"({args.people} people x {args.messages}) in {took:.1f} s "
         f"= {len(latencies) / took:.1f} replies/s; overall rate limit "
         f"{args.overall_rate or 'off'}/s"
@@ -217,6 +218,7 @@ def main() -> None:
     parser.add_argument("--pause", type=float, default=0.0, help="think time between messages")
     parser.add_argument("--timeout", type=float, default=120.0, help="per reply, seconds")
     args = parser.parse_args()
+    print(describe())
     logging.basicConfig(level=logging.WARNING)
     fake = FakeOpenAI(echo_when_idle=True)
     with serving_in_thread(fake) as model, tempfile.TemporaryDirectory() as tmp:

@@ -20,6 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from machine import describe
+
 from memory_core.file_memory import FileMemoryStore, Operation
 
 KEY = "telegram-1"
@@ -64,6 +66,7 @@ def run(processes: int, writes: int, base: Path) -> tuple[float, float, float, f
 
 
 def main() -> None:
+    print(describe())
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--writes", type=int, default=200, help="writes per process")
     parser.add_argument("--processes", default="1,2,4", help="comma-separated process counts")

@@ -26,6 +26,8 @@ import openai
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from machine import describe  # noqa: E402
+
 from gateway.agent.model_client import ModelClient  # noqa: E402
 from gateway.errors import ModelError  # noqa: E402
 from tests.fakes.openai import FakeOpenAI, Fault  # noqa: E402
@@ -78,6 +80,7 @@ async def _time(
 
 
 async def main() -> None:
+    print(describe())
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--timeout", type=float, default=60.0)
     parser.add_argument("--stall-timeout", type=float, default=30.0)

@@ -20,6 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from machine import describe  # noqa: E402
+
 from memory_core import scan  # noqa: E402
 
 TIMEOUT = 10.0
@@ -153,6 +155,7 @@ def labelled() -> None:
 
 
 if __name__ == "__main__":
+    print(describe())
     timings()
     throughput()
     labelled()
