@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from memory_core.errors import SessionStoreBusyError, SessionStoreError
+from memory_core.sessions.schema import register_functions
 
 WRITE_BUSY_TIMEOUT = 30.0  # the command line waits rather than fail
 READ_BUSY_TIMEOUT = 5.0
@@ -42,7 +43,10 @@ def connect(
     on_connect: ConnectHook | None = None,
     busy_timeout: float | None = None,
 ) -> sqlite3.Connection:
-    """A connection usable from any one thread at a time, in autocommit mode."""
+    """A connection usable from any one thread at a time, in autocommit mode.
+
+    It has the SQL functions the triggers call (`schema.register_functions`).
+    """
     if busy_timeout is None:
         busy_timeout = READ_BUSY_TIMEOUT if readonly else WRITE_BUSY_TIMEOUT
     try:
@@ -54,6 +58,7 @@ def connect(
         )
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA synchronous = NORMAL")
+        register_functions(conn)
         if readonly:
             conn.execute("PRAGMA query_only = ON")
     except sqlite3.Error as exc:

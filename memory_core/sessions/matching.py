@@ -1,11 +1,13 @@
 """Which messages in a caller's scope match each search term.
 
 Every statement carries the scope filter (`ScopeFilter`): nothing outside the
-caller's scope is read. Each term is looked up on its own: words and phrases
-in the word index, CJK/emoji of three or more characters in the trigram
-index, shorter ones with `instr()` on the base table (the trigram index
-cannot match them). A word of three or more letters with no hit is retried
-as a prefix in the word index (``kube`` finds ``kubernetes``).
+caller's scope is read. Each term is looked up on its own: words, phrases
+and prefixes in the word index (CJK bigrams and one-character CJK prefixes
+included, so no CJK query scans messages), emoji/symbol literals of three or
+more characters in the trigram index, shorter ones with `instr()` on the
+base table (the trigram index cannot match them). A word of three or more
+letters with no hit is retried as a prefix in the word index (``kube``
+finds ``kubernetes``).
 """
 
 from __future__ import annotations

@@ -7,16 +7,24 @@ terms, and each term is later quoted as one FTS5 string, so operators (`AND`,
 ever searched for as words or dropped as punctuation.
 
 Term kinds:
-- `WORD`: one word for the `unicode61` index (lower-cased).
+- `WORD`: one word for the `unicode61` index (lower-cased), or one
+  overlapping pair of Chinese/Japanese/Korean characters (see below).
 - `PHRASE`: words that must be adjacent, from a balanced ``"quoted phrase"``
   or a dotted/hyphenated token such as ``node.js`` or ``e-mail``.
-- `PREFIX`: a word matched as the start of longer words; never produced
-  from user syntax (a typed `*` is dropped), only by search as the fallback
-  for a word with no hit (``kube`` finds ``kubernetes``).
-- `LITERAL`: Chinese/Japanese/Korean text or emoji, matched as a substring
-  (trigram index from three characters, the base table below that). A CJK
-  run longer than three characters becomes its overlapping trigrams, so a
-  message sharing part of the run still matches (ranked below a full match).
+- `PREFIX`: a word matched as the start of longer words: a query of one CJK
+  character, or search's fallback for a word with no hit (``kube`` finds
+  ``kubernetes``); never produced from user syntax (a typed `*` is dropped).
+- `LITERAL`: emoji and symbols, matched as a substring (trigram index from
+  three characters, the base table below that).
+
+Chinese, Japanese and Korean text is searched by words, not as one run. The
+word index holds every CJK run as its overlapping bigrams plus its last
+character alone (`cjk_words`: 部署迁移失败 → 部署 署迁 迁移 移失 失败 败), and a
+CJK run in a query becomes its bigrams, each an ordinary `WORD` with the same
+OR semantics and coverage ranking as English words: 部署失败 finds a message
+saying 部署…迁移失败. A one-character run is a `PREFIX` (every character of
+a run starts one of its tokens); a quoted run must match contiguously (a
+`PHRASE` of its bigrams).
 
 Common English words are dropped unless nothing else is left, so that they
 cannot swamp the rare words that carry the meaning.
@@ -31,11 +39,21 @@ from dataclasses import dataclass
 from enum import Enum
 
 MAX_QUERY_CHARS = 2048
-MAX_TERMS = 24
+MAX_TERMS = 32
 MAX_TERM_CHARS = 64
-MAX_TRIGRAMS_PER_RUN = 12
+MAX_BIGRAMS_PER_RUN = 24
 
-_CJK = "\u3040-\u30ff\u3100-\u312f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+CJK_RANGES = (
+    (0x3040, 0x30FF),  # hiragana, katakana
+    (0x3100, 0x312F),  # bopomofo
+    (0x3400, 0x4DBF),  # CJK extension A
+    (0x4E00, 0x9FFF),  # CJK unified ideographs
+    (0xAC00, 0xD7AF),  # Hangul syllables
+    (0xF900, 0xFAFF),  # CJK compatibility ideographs
+)
+"""The characters searched as CJK (a regex class `_CJK`; schema.py builds its SQL from it)."""
+_CJK = "".join(f"{chr(low)}-{chr(high)}" for low, high in CJK_RANGES)
+_CJK_RUN = re.compile(f"[{_CJK}]+")
 _WORD = rf"(?:(?![{_CJK}])[^\W_])+"
 _TOKEN = re.compile(
     rf'(?P<quoted>"[^"]*")'
@@ -145,9 +163,9 @@ def _word_term(token: str) -> QueryTerm:
 
 
 def _quoted_terms(inner: str) -> list[QueryTerm]:
-    """A quoted phrase of words stays a phrase; CJK or symbols inside are split as usual."""
-    if re.search(rf"[{_CJK}]", inner):
-        return list(parse_query(inner).terms)
+    """A quoted phrase of words stays a phrase (CJK included); symbols inside are split."""
+    if _CJK_RUN.search(inner):
+        return _quoted_cjk_terms(inner)
     words = [w.casefold()[:MAX_TERM_CHARS] for w in re.findall(_WORD, inner)]
     if not words:
         return []
@@ -156,11 +174,63 @@ def _quoted_terms(inner: str) -> list[QueryTerm]:
     return [QueryTerm(" ".join(words[:MAX_TERMS]), TermKind.PHRASE)]
 
 
+def cjk_words(text: str) -> str:
+    """`text` as the word index holds it: each CJK run as its bigrams and last character.
+
+    部署迁移失败 → " 部署 署迁 迁移 移失 失败 败 ". Every position of a run starts
+    one token, so a one-character query is a prefix query. ASCII text is
+    returned at once. Like SQL's text functions (schema.py's twin of this
+    one), it reads text holding CJK only up to a NUL.
+    """
+    if text.isascii():
+        return text
+    head = text.split("\x00", 1)[0]
+    return _CJK_RUN.sub(_run_words, head) if _CJK_RUN.search(head) else text
+
+
+def has_cjk(text: str) -> bool:
+    """Whether `text` holds a Chinese/Japanese/Korean character."""
+    return _CJK_RUN.search(text) is not None
+
+
+def _run_words(match: re.Match[str]) -> str:
+    run = match.group()
+    return " " + " ".join([*_bigrams(run), run[-1]]) + " "
+
+
+def _bigrams(run: str) -> list[str]:
+    return [run[i : i + 2] for i in range(len(run) - 1)]
+
+
 def _cjk_terms(run: str) -> list[QueryTerm]:
-    if len(run) <= 3:
-        return [QueryTerm(run, TermKind.LITERAL)]
-    grams = [run[i : i + 3] for i in range(len(run) - 2)]
-    return [QueryTerm(g, TermKind.LITERAL) for g in grams[:MAX_TRIGRAMS_PER_RUN]]
+    """A CJK run of a query: its bigrams as words; one character as a prefix."""
+    if len(run) == 1:
+        return [QueryTerm(run, TermKind.PREFIX)]
+    return [QueryTerm(g, TermKind.WORD) for g in _bigrams(run)[:MAX_BIGRAMS_PER_RUN]]
+
+
+def _quoted_cjk_terms(inner: str) -> list[QueryTerm]:
+    """A quoted phrase holding CJK: one phrase of the tokens the index holds, in order.
+
+    A run inside the phrase contributes its bigrams, and its last character
+    too when a word follows it (the index has that token in between); a
+    one-character run at the end makes the phrase a prefix.
+    """
+    pieces: list[str] = []
+    tokens = re.findall(rf"[{_CJK}]+|{_WORD}", inner)
+    for position, token in enumerate(tokens):
+        if not _CJK_RUN.fullmatch(token):
+            pieces.append(token.casefold()[:MAX_TERM_CHARS])
+        elif len(token) == 1 or position < len(tokens) - 1:
+            pieces.extend([*_bigrams(token), token[-1]])
+        else:
+            pieces.extend(_bigrams(token))
+    last_alone = len(tokens[-1]) == 1 and _CJK_RUN.fullmatch(tokens[-1]) is not None
+    if len(pieces) > MAX_TERMS:
+        pieces, last_alone = pieces[:MAX_TERMS], False
+    if len(pieces) == 1:
+        return [QueryTerm(pieces[0], TermKind.PREFIX if last_alone else TermKind.WORD)]
+    return [QueryTerm(" ".join(pieces), TermKind.PREFIX if last_alone else TermKind.PHRASE)]
 
 
 def is_stopword(term: QueryTerm) -> bool:

@@ -9,10 +9,19 @@ Two FTS5 indexes read the `messages` table through views (external content),
 each with the message text and an `owner` column (see `owner_token`):
 
 - `messages_fts`: words, `porter unicode61` (stemmed, diacritics folded).
-  Tool output is indexed only up to `TOOL_INDEX_CHARS` characters.
-- `messages_trigram`: `trigram`, for Chinese/Japanese text, emoji and
-  substrings of non-ASCII text. Only rows holding non-ASCII characters are
-  in it (pure ASCII text is served by the word index), and no tool rows.
+  Tool output is indexed only up to `TOOL_INDEX_CHARS` characters. Since v6
+  each Chinese/Japanese/Korean run is indexed as its overlapping bigrams and
+  its last character (`query.cjk_words`), so CJK text is searched by words.
+- `messages_trigram`: `trigram`, for emoji, symbols and substrings of
+  non-ASCII text. Only rows holding non-ASCII characters are in it (pure
+  ASCII text is served by the word index), and no tool rows.
+
+The word index's value is computed twice, with the same tokens: by the SQL
+function `mnemo_cjk_words` (Python, fast; `register_functions` adds it to a
+connection) in the triggers, the bulk-load helper and the v6 rebuild, and by
+plain SQL (`_cjk_words_sql`) in the view the index reads as its content, so
+that any connection, one without our functions too, can run FTS5's
+integrity check or a 'rebuild'.
 
 One insert, one delete and one update trigger keep both in sync (and the
 per-session message counts). Since v4 a session also holds its system prompt
@@ -33,8 +42,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from memory_core.errors import IndexIntegrityError, SchemaVersionError
+from memory_core.sessions.query import CJK_RANGES, cjk_words
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 TOOL_INDEX_CHARS = 8192
 WORD_INDEX = "messages_fts"
 TRIGRAM_INDEX = "messages_trigram"
@@ -127,24 +137,53 @@ _TRIGRAM_ROW = "{r}.role != 'tool' AND length(CAST({r}.content AS BLOB)) != leng
 _WORD_VALUE = "CASE WHEN {r}.role = 'tool' THEN substr({r}.content, 1, 8192) ELSE {r}.content END"
 _OWNER = "(SELECT owner_token FROM sessions WHERE id = {r}.session_id)"
 
-_INSERT_TRIGGER = f"""
+# Since v6 the word index holds `cjk_words` of the text (bigrams for CJK runs).
+_WORD_TOKENS = f"mnemo_cjk_words({_WORD_VALUE})"
+
+
+def _insert_trigger(word: str) -> str:
+    return f"""
 CREATE TRIGGER messages_ai AFTER INSERT ON messages BEGIN
     INSERT INTO messages_fts(rowid, content, owner)
-        VALUES (new.id, {_WORD_VALUE.format(r="new")}, {_OWNER.format(r="new")});
+        VALUES (new.id, {word.format(r="new")}, {_OWNER.format(r="new")});
     INSERT INTO messages_trigram(rowid, content, owner)
         SELECT new.id, new.content, {_OWNER.format(r="new")} WHERE {_TRIGRAM_ROW.format(r="new")};
     UPDATE sessions SET message_count = message_count + 1 WHERE id = new.session_id;
 END
 """
 
-_DELETE_OLD = f"""
+
+def _delete_old(word: str) -> str:
+    return f"""
     INSERT INTO messages_fts(messages_fts, rowid, content, owner)
-        VALUES ('delete', old.id, {_WORD_VALUE.format(r="old")}, {_OWNER.format(r="old")});
+        VALUES ('delete', old.id, {word.format(r="old")}, {_OWNER.format(r="old")});
     INSERT INTO messages_trigram(messages_trigram, rowid, content, owner)
         SELECT 'delete', old.id, old.content, {_OWNER.format(r="old")}
         WHERE {_TRIGRAM_ROW.format(r="old")};
     UPDATE sessions SET message_count = message_count - 1 WHERE id = old.session_id;
 """
+
+
+def _update_trigger(word: str) -> str:
+    return f"""
+CREATE TRIGGER messages_au AFTER UPDATE OF id, session_id, role, content ON messages BEGIN
+    {_delete_old(word)}
+    INSERT INTO messages_fts(rowid, content, owner)
+        VALUES (new.id, {word.format(r="new")}, {_OWNER.format(r="new")});
+    INSERT INTO messages_trigram(rowid, content, owner)
+        SELECT new.id, new.content, {_OWNER.format(r="new")} WHERE {_TRIGRAM_ROW.format(r="new")};
+    UPDATE sessions SET message_count = message_count + 1 WHERE id = new.session_id;
+END
+"""
+
+
+_INSERT_TRIGGER = _insert_trigger(_WORD_TOKENS)
+
+_INDEX_WORDS_AFTER = (
+    "INSERT INTO messages_fts(rowid, content, owner) "
+    f"SELECT m.id, {_WORD_TOKENS.format(r='m')}, s.owner_token "
+    "FROM messages m JOIN sessions s ON s.id = m.session_id WHERE m.id > ?"
+)
 
 # v3: lineage roots, import ids, idempotency keys, one open session per routing
 # key, per-session message counts, and an owner column in both indexes. The
@@ -200,17 +239,10 @@ CREATE VIRTUAL TABLE messages_trigram USING fts5(
 );
 INSERT INTO messages_fts(messages_fts) VALUES ('rebuild');
 INSERT INTO messages_trigram(messages_trigram) VALUES ('rebuild');
-CREATE TRIGGER messages_ad AFTER DELETE ON messages BEGIN {_DELETE_OLD}
+CREATE TRIGGER messages_ad AFTER DELETE ON messages BEGIN {_delete_old(_WORD_VALUE)}
 END;
-CREATE TRIGGER messages_au AFTER UPDATE OF id, session_id, role, content ON messages BEGIN
-    {_DELETE_OLD}
-    INSERT INTO messages_fts(rowid, content, owner)
-        VALUES (new.id, {_WORD_VALUE.format(r="new")}, {_OWNER.format(r="new")});
-    INSERT INTO messages_trigram(rowid, content, owner)
-        SELECT new.id, new.content, {_OWNER.format(r="new")} WHERE {_TRIGRAM_ROW.format(r="new")};
-    UPDATE sessions SET message_count = message_count + 1 WHERE id = new.session_id;
-END;
-{_INSERT_TRIGGER};
+{_update_trigger(_WORD_VALUE)};
+{_insert_trigger(_WORD_VALUE)};
 """
 
 
@@ -244,6 +276,53 @@ CREATE INDEX sessions_open ON sessions(id) WHERE ended_at IS NULL;
 """
 
 
+def _cjk_words_sql(value: str) -> str:
+    """Plain SQL with the tokens of `cjk_words(value)` (the view's twin of the function).
+
+    A recursive walk over the characters, only for text holding a CJK
+    character: each CJK character becomes " XY " (with the next one when
+    that is CJK too) or " X " at the end of a run; the extra spaces are
+    separators to the tokenizer, so the tokens are the function's.
+    """
+    char_class = "".join(f"{chr(low)}-{chr(high)}" for low, high in CJK_RANGES)
+
+    def is_cjk(code: str) -> str:
+        return "(" + " OR ".join(f"{code} BETWEEN {lo} AND {hi}" for lo, hi in CJK_RANGES) + ")"
+
+    return f"""CASE WHEN {value} NOT GLOB '*[{char_class}]*' THEN {value} ELSE (
+        WITH RECURSIVE walk(i, c, n) AS (
+            SELECT 1, unicode(substr({value}, 1, 1)), unicode(substr({value}, 2, 1))
+            UNION ALL
+            SELECT i + 1, n, unicode(substr({value}, i + 2, 1)) FROM walk WHERE n IS NOT NULL
+        )
+        SELECT group_concat(CASE WHEN {is_cjk("c")} THEN ' ' || char(c)
+            || CASE WHEN {is_cjk("n")} THEN char(n) ELSE '' END || ' ' ELSE char(c) END, '')
+        FROM walk
+    ) END"""
+
+
+# v6: CJK text in the word index as bigrams (see the module docstring). The
+# view gets the plain-SQL value; the index is filled again through the
+# function (fast), and the triggers use the function.
+_V6 = f"""
+DROP TRIGGER messages_ai;
+DROP TRIGGER messages_ad;
+DROP TRIGGER messages_au;
+DROP VIEW messages_fts_source;
+CREATE VIEW messages_fts_source AS
+    SELECT id, {_cjk_words_sql("value")} AS content, owner FROM (
+        SELECT m.id AS id, {_WORD_VALUE.format(r="m")} AS value, s.owner_token AS owner
+        FROM messages m JOIN sessions s ON s.id = m.session_id
+    );
+INSERT INTO messages_fts(messages_fts) VALUES ('delete-all');
+{_INDEX_WORDS_AFTER.replace("?", "-1")};
+CREATE TRIGGER messages_ad AFTER DELETE ON messages BEGIN {_delete_old(_WORD_TOKENS)}
+END;
+{_update_trigger(_WORD_TOKENS)};
+{_INSERT_TRIGGER};
+"""
+
+
 def owner_token(user_key: str) -> str:
     """Three private-use characters derived from a user key: one word, one trigram.
 
@@ -271,6 +350,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(3, _V3),
     Migration(4, _V4),
     Migration(5, _V5),
+    Migration(6, _V6),
 )
 
 
@@ -285,13 +365,27 @@ def schema_version(conn: sqlite3.Connection) -> int:
     return int(found or 0)
 
 
+def register_functions(conn: sqlite3.Connection) -> None:
+    """Add the SQL functions that the triggers and migrations call to `conn`.
+
+    Every connection that writes messages needs them (`connection.connect`
+    registers them); without them a write fails with "no such function".
+    """
+    conn.create_function("mnemo_owner_token", 1, owner_token, deterministic=True)
+    conn.create_function("mnemo_cjk_words", 1, _cjk_words_or_none, deterministic=True)
+
+
+def _cjk_words_or_none(text: str | None) -> str | None:
+    return None if text is None else cjk_words(str(text))
+
+
 def migrate(conn: sqlite3.Connection, target: int = SCHEMA_VERSION) -> int:
     """Apply every step above the current version up to `target`; return the new version.
 
     Each step runs in its own IMMEDIATE transaction with its version bump.
     `conn` must be in autocommit mode (``isolation_level=None``).
     """
-    conn.create_function("mnemo_owner_token", 1, owner_token, deterministic=True)
+    register_functions(conn)
     current = schema_version(conn)
     if current > SCHEMA_VERSION:
         raise SchemaVersionError(
@@ -349,11 +443,7 @@ def create_insert_trigger(conn: sqlite3.Connection) -> None:
 
 def index_rows_after(conn: sqlite3.Connection, last_id: int) -> None:
     """Index every message whose id is above `last_id` (rows a bulk load inserted)."""
-    conn.execute(
-        "INSERT INTO messages_fts(rowid, content, owner) SELECT id, content, owner "
-        "FROM messages_fts_source WHERE id > ?",
-        (last_id,),
-    )
+    conn.execute(_INDEX_WORDS_AFTER, (last_id,))
     conn.execute(
         "INSERT INTO messages_trigram(rowid, content, owner) SELECT id, content, owner "
         "FROM messages_trigram_source WHERE id > ?",
@@ -372,7 +462,8 @@ def recount_messages(conn: sqlite3.Connection, session_ids: list[int]) -> None:
 
 def rebuild_indexes(conn: sqlite3.Connection) -> None:
     """Rebuild both full-text indexes from the messages table."""
-    conn.execute(f"INSERT INTO {WORD_INDEX}({WORD_INDEX}) VALUES ('rebuild')")
+    conn.execute(f"INSERT INTO {WORD_INDEX}({WORD_INDEX}) VALUES ('delete-all')")
+    conn.execute(_INDEX_WORDS_AFTER, (-1,))  # the function's value: faster than the view's
     conn.execute(f"INSERT INTO {TRIGRAM_INDEX}({TRIGRAM_INDEX}) VALUES ('rebuild')")
 
 

@@ -2,9 +2,10 @@
 
 Word matches come from FTS5's `highlight()` with the word index's own
 tokenizer, so stemmed forms ("painted" for "paint") are marked as the index
-matched them; substring matches (CJK text, emoji) are found in Python.
-Overlapping spans are merged before the markers are inserted, so markers
-never nest.
+matched them; substring matches (emoji) and CJK terms (the bigrams the word
+index holds, which `highlight()` on the plain text cannot see) are found in
+Python. Overlapping and adjacent spans are merged before the markers are
+inserted, so markers never nest and a run of matching bigrams is one mark.
 
 What one message may cost is bounded, however long it is or however often a
 word repeats in it (`highlight()` is quadratic in the number of matches):
@@ -31,7 +32,7 @@ import threading
 from collections.abc import Sequence
 
 from memory_core.sessions.models import MATCH_END, MATCH_START
-from memory_core.sessions.query import QueryTerm, TermKind, word_index_expression
+from memory_core.sessions.query import QueryTerm, TermKind, has_cjk, word_index_expression
 
 SNIPPET_CHARS = 320
 WINDOW_CHARS = 4096  # what highlight() sees of one message
@@ -56,9 +57,9 @@ def highlighted_texts(
         return {}
     marks = ",".join("?" * len(message_ids))
     found = conn.execute(f"SELECT id FROM messages WHERE id IN ({marks})", tuple(message_ids))
-    literals = [t.text for t in terms if t.kind is TermKind.LITERAL]
+    literals, words = _split_terms(terms)
     out: dict[int, str] = {}
-    with _Scratch(word_index_expression(terms)) as scratch:
+    with _Scratch(word_index_expression(words)) as scratch:
         for (message_id,) in found.fetchall():
             try:
                 head, size = _head(conn, message_id)
@@ -67,6 +68,20 @@ def highlighted_texts(
             content = head.decode("utf-8", errors="ignore")  # a character cut at the end
             out[message_id] = message_snippet(scratch, content, literals, cut=size > len(head))
     return out
+
+
+def _split_terms(terms: Sequence[QueryTerm]) -> tuple[list[str], list[QueryTerm]]:
+    """Substrings to mark in Python (emoji, every piece of a CJK term); terms for highlight()."""
+    literals: list[str] = []
+    words: list[QueryTerm] = []
+    for term in terms:
+        if term.kind is TermKind.LITERAL:
+            literals.append(term.text)
+        elif has_cjk(term.text):
+            literals.extend(term.text.split(" "))
+        else:
+            words.append(term)
+    return literals, words
 
 
 def _head(conn: sqlite3.Connection, message_id: int) -> tuple[bytes, int]:

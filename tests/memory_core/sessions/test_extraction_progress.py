@@ -90,7 +90,7 @@ async def test_an_upgrade_marks_old_history_extracted_and_leaves_open_sessions_t
             (3, 1, 30)
         ]
     with SessionDB(path) as db:
-        assert schema_version(db.conn) == 5
+        assert schema_version(db.conn) >= 5
         due = db.conn.execute("SELECT count(*) FROM sessions WHERE extraction_due != 0")
         assert due.fetchone()[0] == 0
         db.check()

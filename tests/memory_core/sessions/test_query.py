@@ -14,6 +14,7 @@ from memory_core.sessions.query import (
     ParsedQuery,
     QueryTerm,
     TermKind,
+    cjk_words,
     parse_query,
 )
 
@@ -125,10 +126,39 @@ def test_emoji_is_a_literal_substring(fts: sqlite3.Connection) -> None:
     run(fts, q)
 
 
-def test_cjk_runs_become_literals_or_trigrams() -> None:
-    assert parse_query("天气").terms == (QueryTerm("天气", TermKind.LITERAL),)
-    assert parse_query("天").terms == (QueryTerm("天", TermKind.LITERAL),)
-    assert texts(parse_query("天气很好")) == ["天气很", "气很好"]
+def test_cjk_runs_become_bigram_words_and_one_character_a_prefix() -> None:
+    assert parse_query("天气").terms == (QueryTerm("天气", TermKind.WORD),)
+    assert parse_query("天").terms == (QueryTerm("天", TermKind.PREFIX),)
+    assert parse_query("天").terms[0].match_expression() == '"天"*'
+    assert texts(parse_query("天气很好")) == ["天气", "气很", "很好"]
+    assert texts(parse_query("誕生日プレゼント")) == [
+        "誕生",
+        "生日",
+        "日プ",
+        "プレ",
+        "レゼ",
+        "ゼン",
+        "ント",
+    ]
+    assert texts(parse_query("생일 선물")) == ["생일", "선물"]
+
+
+def test_a_quoted_cjk_run_is_one_phrase_of_its_bigrams() -> None:
+    assert parse_query('"部署失败"').terms == (QueryTerm("部署 署失 失败", TermKind.PHRASE),)
+    # A word after a run: the run's last character is a token in between.
+    assert parse_query('"部署 python"').terms == (QueryTerm("部署 署 python", TermKind.PHRASE),)
+    assert parse_query('"python 部"').terms == (QueryTerm("python 部", TermKind.PREFIX),)
+
+
+def test_cjk_words_is_what_the_word_index_holds() -> None:
+    assert cjk_words("部署迁移失败") == " 部署 署迁 迁移 移失 失败 败 "
+    assert cjk_words("用python部署") == " 用 python 部署 署 "
+    assert cjk_words("plain ascii") == "plain ascii"
+    assert cjk_words("café 😀") == "café 😀"
+
+
+def test_a_long_cjk_query_is_capped() -> None:
+    assert len(parse_query("我" + "们的会议记录和部署计划" * 10).terms) <= MAX_TERMS
 
 
 def test_dotted_and_hyphenated_words_are_phrases() -> None:
@@ -155,6 +185,8 @@ def test_any_text_gives_valid_quoted_terms(text: str) -> None:
     assert len(q.terms) <= MAX_TERMS
     for term in q.terms:
         expression = term.match_expression()
+        if term.kind is TermKind.PREFIX:
+            expression = expression.removesuffix("*")
         assert expression.startswith('"') and expression.endswith('"')
         assert expression[1:-1].replace('""', "").count('"') == 0
     run(conn, q)  # never an FTS5 syntax error

@@ -1,7 +1,7 @@
 """Reads of the async store: a runaway query stops when its caller gives up or its time runs out.
 
 The runaway query is made slow on purpose, through the store's `on_connect`
-hook: `instr()`, which a two-character CJK search calls once per message,
+hook: `instr()`, which a one-character emoji search calls once per message,
 becomes a Python function that takes a few milliseconds per row, so a search
 of the "runaway" person's thousands of messages runs for many seconds.
 """
@@ -63,7 +63,7 @@ async def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> No
 def database(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("runaway") / "state.db"
     with SessionDB(path) as db:
-        rows = [message(f"天气 report {i}", float(i)) for i in range(ROWS)]
+        rows = [message(f"🌦 report {i}", float(i)) for i in range(ROWS)]
         db.append_messages(origin=origin("runaway"), messages=rows)
         say(db, "my garden has tomatoes", user="innocent")
     return path
@@ -83,7 +83,7 @@ async def store(database: Path, slow: SlowInstr) -> AsyncIterator[SessionStore]:
 async def test_cancelled_runaway_queries_free_the_readers(
     store: SessionStore, slow: SlowInstr
 ) -> None:
-    runaway = [asyncio.create_task(store.search("天气", RUNAWAY)) for _ in range(3)]
+    runaway = [asyncio.create_task(store.search("🌦", RUNAWAY)) for _ in range(3)]
     await wait_until(lambda: len(slow.inside) == 2)  # both readers busy, a third search queued
     for task in runaway:
         task.cancel()
@@ -96,7 +96,7 @@ async def test_cancelled_runaway_queries_free_the_readers(
 
 
 async def test_readers_stay_usable_after_an_interrupt(store: SessionStore, slow: SlowInstr) -> None:
-    runaway = [asyncio.create_task(store.search("天气", RUNAWAY)) for _ in range(2)]
+    runaway = [asyncio.create_task(store.search("🌦", RUNAWAY)) for _ in range(2)]
     await wait_until(lambda: len(slow.inside) == 2)
     for task in runaway:
         task.cancel()
@@ -105,7 +105,7 @@ async def test_readers_stay_usable_after_an_interrupt(store: SessionStore, slow:
     for _ in range(3):
         found = await asyncio.gather(*(store.search("tomatoes", INNOCENT) for _ in range(4)))
         assert [len(hits) for hits in found] == [1, 1, 1, 1]
-    mine = await store.search("天气", SearchScope("innocent"))
+    mine = await store.search("🌦", SearchScope("innocent"))
     assert mine == []
 
 
@@ -115,7 +115,7 @@ async def test_a_query_past_the_read_timeout_is_stopped(database: Path, slow: Sl
     ) as store:
         with pytest.raises(ReadTimeoutError, match=r"took over 0.2 s and was stopped"):
             async with asyncio.timeout(5.0):
-                await store.search("天气", RUNAWAY)
+                await store.search("🌦", RUNAWAY)
         assert not slow.inside
         hits = await store.search("tomatoes", INNOCENT)  # the one reader answers again
         assert len(hits) == 1
@@ -123,6 +123,6 @@ async def test_a_query_past_the_read_timeout_is_stopped(database: Path, slow: Sl
 
 async def test_ordinary_reads_are_untouched_by_the_limit(database: Path) -> None:
     async with SessionStore(database, read_timeout=5.0) as store:
-        hits = await store.search("天气", RUNAWAY)
+        hits = await store.search("🌦", RUNAWAY)
         assert len(hits) == 1 and len(hits[0].snippets) == 3
         assert await store.get_messages(hits[0].session_id, INNOCENT) == []
