@@ -7,11 +7,13 @@ How a query is answered:
    `chat_id = ?` when a chat is given), the time window, the lineage to skip
    and the internal-source filter (`ScopeFilter`). Nothing outside the scope
    is read, so nothing outside it can be returned or even weigh on a score.
-3. Each term is looked up on its own: words and phrases in the word index,
-   CJK/emoji of three or more characters in the trigram index, shorter ones
-   with `instr()` on the base table (the trigram index cannot match them). A
-   word of three or more letters with no hit is retried as a substring in
-   the trigram index (``kube`` finds ``kubernetes``).
+3. Each term is looked up on its own (`matching`): words, phrases and
+   prefixes in the word index, where Chinese/Japanese/Korean text is held as
+   overlapping bigrams, so a CJK query's bigrams are words like any other
+   (部署失败 finds 部署…迁移失败) and weigh on the score the same way; emoji
+   of three or more characters in the trigram index, shorter ones with
+   `instr()` on the base table. A word of three or more letters with no hit
+   is retried as a prefix (``kube`` finds ``kubernetes``).
 4. Hits are grouped by lineage root and scored as documents with BM25,
    computed from the statistics of the caller's own scope: each term weighs
    its inverse document frequency, so common words do not swamp rare ones,
