@@ -19,7 +19,7 @@ each with the message text and an `owner` column (see `owner_token`):
 The word index's value is computed twice, with the same tokens: by the SQL
 function `mnemo_cjk_words` (Python, fast; `register_functions` adds it to a
 connection) in the triggers, the bulk-load helper and the v6 rebuild, and by
-plain SQL (`_cjk_words_sql`) in the view the index reads as its content, so
+plain SQL (`cjk_words_sql`) in the view the index reads as its content, so
 that any connection, one without our functions too, can run FTS5's
 integrity check or a 'rebuild'.
 
@@ -276,7 +276,7 @@ CREATE INDEX sessions_open ON sessions(id) WHERE ended_at IS NULL;
 """
 
 
-def _cjk_words_sql(value: str) -> str:
+def cjk_words_sql(value: str) -> str:
     """Plain SQL with the tokens of `cjk_words(value)` (the view's twin of the function).
 
     A recursive walk over the characters, only for text holding a CJK
@@ -310,7 +310,7 @@ DROP TRIGGER messages_ad;
 DROP TRIGGER messages_au;
 DROP VIEW messages_fts_source;
 CREATE VIEW messages_fts_source AS
-    SELECT id, {_cjk_words_sql("value")} AS content, owner FROM (
+    SELECT id, {cjk_words_sql("value")} AS content, owner FROM (
         SELECT m.id AS id, {_WORD_VALUE.format(r="m")} AS value, s.owner_token AS owner
         FROM messages m JOIN sessions s ON s.id = m.session_id
     );

@@ -6,11 +6,20 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memory_core.errors import SchemaVersionError
 from memory_core.sessions.db import SessionDB
 from memory_core.sessions.models import SearchScope
-from memory_core.sessions.schema import SCHEMA_VERSION, migrate, schema_version
+from memory_core.sessions.query import cjk_words
+from memory_core.sessions.schema import (
+    SCHEMA_VERSION,
+    cjk_words_sql,
+    migrate,
+    owner_token,
+    schema_version,
+)
 from tests.memory_core.sessions.helpers import message, origin
 
 
@@ -112,3 +121,79 @@ def test_a_version_3_database_gains_empty_prompts_and_zero_counters(tmp_path: Pa
         assert db.set_system_prompt(1, "a later prompt") == "the first prompt"
         db.append_message(origin=origin("telegram-1", "c1", key="k1"), message=message("hi"))
         db.check()
+
+
+def make_v5_database(path: Path) -> None:
+    """A state.db as version 5 left it: CJK runs are single tokens in the word index."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    assert migrate(conn, target=5) == 5
+    conn.execute(
+        "INSERT INTO sessions(id, source, user_key, owner_token, chat_id, chat_type, "
+        "started_at, root_id) VALUES (1, 'telegram', 'telegram-1', ?, 'c1', 'private', 1, 1)",
+        (owner_token("telegram-1"),),
+    )
+    conn.executemany(
+        "INSERT INTO messages(id, session_id, role, content, timestamp) VALUES (?, 1, ?, ?, ?)",
+        [(1, "user", "我女儿的生日是十月三号", 2.0), (2, "assistant", "好的，记住了 noted", 3.0),
+         (3, "tool", "部署脚本输出：迁移失败", 4.0)],
+    )  # fmt: skip
+    conn.close()
+
+
+def test_a_version_5_database_is_reindexed_by_cjk_words(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    make_v5_database(path)
+    with SessionDB(path) as db:
+        assert schema_version(db.conn) == SCHEMA_VERSION == 6
+        db.check()  # the rebuilt word index agrees with its view
+        me = SearchScope("telegram-1")
+        assert [h.session_id for h in db.search("女儿生日礼物", me)] == [1]  # not adjacent
+        assert [h.session_id for h in db.search("女", me)] == [1]  # one character
+        assert [h.session_id for h in db.search("noted", me)] == [1]
+        tokens = db.conn.execute(
+            "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'content : 儿的'"
+        ).fetchone()[0]
+        assert tokens == 1
+        db.append_message(origin=origin(), message=message("部署完成"))
+        db.check()
+
+
+def test_a_connection_without_our_functions_can_check_the_index(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    make_v5_database(path)
+    with SessionDB(path):
+        pass  # migrated to v6
+    plain = sqlite3.connect(path, isolation_level=None)  # no mnemo_* functions
+    plain.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES ('integrity-check', 1)")
+    plain.execute("INSERT INTO messages_fts(messages_fts) VALUES ('rebuild')")
+    plain.close()
+    with SessionDB(path) as db:
+        db.check()
+        db.delete_user("telegram-1")  # the triggers' "delete" sees the same tokens
+        db.check()
+
+
+_TOKENS: list[sqlite3.Connection] = []
+
+
+def _tokens(text: str) -> list[str]:
+    """The word index's tokens of `text`, in order."""
+    if not _TOKENS:
+        conn = sqlite3.connect(":memory:", isolation_level=None)
+        conn.execute(
+            "CREATE VIRTUAL TABLE t USING fts5(x, tokenize='porter unicode61 remove_diacritics 2')"
+        )
+        conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
+        _TOKENS.append(conn)
+    conn = _TOKENS[0]
+    conn.execute("DELETE FROM t")
+    conn.execute("INSERT INTO t(rowid, x) VALUES (1, ?)", (text,))
+    return [row[0] for row in conn.execute("SELECT term FROM v ORDER BY offset")]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(alphabet="部署迁移失败的了 ab,。カタひら한국é😀\x00\n", max_size=40))
+def test_the_sql_twin_gives_the_functions_tokens(text: str) -> None:
+    conn = _TOKENS[0] if _TOKENS else sqlite3.connect(":memory:")
+    in_sql = conn.execute(f"SELECT {cjk_words_sql('?1')}", (text,)).fetchone()[0]
+    assert _tokens(in_sql) == _tokens(cjk_words(text))

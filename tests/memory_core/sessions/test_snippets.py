@@ -134,3 +134,15 @@ def test_one_search_scans_long_messages_only_up_to_its_budget(db: SessionDB) -> 
 def test_the_snippet_tokenizer_is_the_word_index_tokenizer(db: SessionDB) -> None:
     sql = db.conn.execute("SELECT sql FROM sqlite_master WHERE name = 'messages_fts'").fetchone()
     assert f"tokenize='{WORD_TOKENIZER}'" in sql[0]
+
+
+def test_cjk_bigram_hits_are_marked_and_adjacent_ones_merged(db: SessionDB) -> None:
+    say(db, "昨天部署的时候数据库迁移失败了")
+    text = snippet(db, "部署失败")
+    assert marked(text) == ["部署", "失败"]  # the words, not the whole run
+    say(db, "我女儿的生日是十月三号", user="telegram-2")
+    hits = db.search("女儿生日", SearchScope("telegram-2"))
+    assert marked(hits[0].snippets[0].text) == ["女儿", "生日"]
+    say(db, "数据库迁移失败", user="telegram-3")
+    hits = db.search("迁移失败", SearchScope("telegram-3"))
+    assert marked(hits[0].snippets[0].text) == ["迁移失败"]  # 迁移 移失 失败: one mark
