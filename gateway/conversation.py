@@ -25,16 +25,16 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from gateway.access import AccessPolicy
-from gateway.agent.compression import Compressor, clip_text, fixed_chars, message_chars
+from gateway.agent.compression import Compressor, clip_text, fixed_chars
 from gateway.agent.model_client import ModelClient
 from gateway.agent.prompt import build_system_prompt
 from gateway.agent.recall import SessionSearch
 from gateway.agent.review_counters import counter_update
+from gateway.agent.sent_history import SentHistory, stored_form
 from gateway.agent.tools import Tool, build_tools, provider_tools
-from gateway.agent.transcript import as_sent, as_stored
+from gateway.agent.transcript import as_stored
 from gateway.agent.turn import (
     MESSAGE_TOO_LONG_NOTE,
     TOO_LONG_NOTE,
@@ -51,6 +51,7 @@ from gateway.jobs.background import BackgroundWork
 from gateway.messages import InboundMessage, ReplySink
 from gateway.session_cache import OpenSession, SessionCache
 from memory_core import (
+    AppendResult,
     FileMemoryStore,
     MemoryManager,
     NewMessage,
@@ -363,33 +364,30 @@ class Conversations:
         or when the message was answered before: a platform delivered it again)."""
         origin = self._origin(key, message)
         turn_id = uuid.uuid4().hex
-        first = await self._s.sessions.append_messages(
-            origin=origin,
-            messages=[
-                NewMessage(
-                    role="user",
-                    content=message.text,
-                    timestamp=time.time(),
-                    platform_message_id=message.message_id,
-                    key=f"{turn_id}:0",
-                    speaker_name=message.user_name,
-                )
-            ],
+        held = self._take_history(key)  # back in the cache once this turn's writes are in it
+        asked = NewMessage(
+            role="user",
+            content=message.text,
+            timestamp=time.time(),
+            platform_message_id=message.message_id,
+            key=f"{turn_id}:0",
+            speaker_name=message.user_name,
         )
+        first = await self._s.sessions.append_messages(origin=origin, messages=[asked])
         stored()
-        earlier = await self._history(first.session_id, message, first.message_ids[0])
-        if earlier is None:
+        history = await self._sent_history(held, asked, first, message)
+        if history is None:
             log.info("message %s in session %s was answered already", message.message_id, key)
             return None
         session = await self._session(key, message, first.session_id)
         tools = self._tools(message, session)
-        history = earlier
         session, history, tools = await self._compress(key, message, session, history, tools)
+        earlier, _ = history.earlier()
         recalled = await session.manager.prefetch_all(message.text)
         agent = Agent(self._s.model, tools, max_steps=self._s.config.llm.max_tool_steps)
         result = await agent.run_turn(
             session.system_prompt,
-            history,
+            earlier,
             clip_text(message.text, self._compressor.budget.message_cap),  # stored whole
             recalled,
             sink.write,
@@ -397,17 +395,48 @@ class Conversations:
         steps = [  # the user's message (index 0) is stored already
             as_stored(m, f"{turn_id}:{i}") for i, m in enumerate(result.messages[1:], start=1)
         ]
+        kept = True
         if steps:  # tool steps already taken are kept even when a later model call failed
-            await self._s.sessions.append_messages(
+            written = await self._s.sessions.append_messages(
                 origin=origin, messages=steps, counters=counter_update(result.messages)
             )
+            kept = history.add_written(steps, written)
+        if kept and history.session_id == session.session_id:
+            session.history = history  # it matches the store: the next turn starts from it
         if result.error is not None:
-            grown = len(history) + len(result.messages) > 1
+            grown = len(earlier) + len(result.messages) > 1
             await self._model_fault(key, result.error, result.truncated, grown, sink)
             return None
         session.manager.sync_all(message.text, result.reply)
         session.manager.queue_prefetch_all(message.text)
         return session.session_id
+
+    def _take_history(self, key: str) -> SentHistory | None:
+        """The cached session's history, taken out of the cache until the turn puts it back."""
+        cached = self._cache.get(key)
+        if cached is None:
+            return None
+        held, cached.history = cached.history, None
+        return held
+
+    async def _sent_history(
+        self,
+        held: SentHistory | None,
+        asked: NewMessage,
+        first: AppendResult,
+        message: InboundMessage,
+    ) -> SentHistory | None:
+        """The session's history with this turn's message last: `held` grown by it when it
+        is new and follows on, else read from the store (None: it was answered already)."""
+        user_id = first.message_ids[0]
+        if (
+            held is not None
+            and held.session_id == first.session_id
+            and first.inserted == 1
+            and held.extend([stored_form(asked, user_id, first.session_id)])
+        ):
+            return held
+        return await self._history(first.session_id, message, user_id)
 
     def _tools(self, message: InboundMessage, session: OpenSession) -> list[Tool]:
         return build_tools(
@@ -429,15 +458,15 @@ class Conversations:
         key: str,
         message: InboundMessage,
         session: OpenSession,
-        history: list[dict[str, Any]],
+        history: SentHistory,
         tools: list[Tool],
-    ) -> tuple[OpenSession, list[dict[str, Any]], list[Tool]]:
-        """Long messages cut for the request; near the context budget, move into a
-        compressed child session with a fresh system prompt (see `agent.compression`)."""
-        history, user_text = self._compressor.fit(history, message.text)
+    ) -> tuple[OpenSession, SentHistory, list[Tool]]:
+        """Near the context budget, move into a compressed child session with a fresh
+        system prompt (see `agent.compression`); long messages are cut in `history`."""
+        user_text = clip_text(message.text, self._compressor.budget.message_cap)
         schemas = [tool.schema for tool in tools]
         fixed = fixed_chars(session.system_prompt, user_text, schemas)
-        size = fixed + sum(message_chars(m) for m in history)
+        size = fixed + history.earlier()[1]
         if not self._compressor.due(size):
             return session, history, tools
         scope = recall_scope(message.user_key, message.chat_id, message.chat_type)
@@ -453,8 +482,8 @@ class Conversations:
         copied = await self._s.sessions.get_messages(child_id, scope, lineage=False)
         if copied:  # the summary and copies of the parent's tail, which its extraction covers
             await self._s.sessions.mark_extracted(child_id, copied[-1].id, finished=False)
-        history, _ = self._compressor.fit([as_sent(m) for m in copied[:-1]], user_text)
-        return child, history, self._tools(message, child)
+        cap = self._compressor.budget.message_cap
+        return child, SentHistory.of(child_id, copied, cap), self._tools(message, child)
 
     async def _model_fault(
         self, key: str, error: ModelError, told: bool, grown: bool, sink: ReplySink
@@ -523,14 +552,15 @@ class Conversations:
 
     async def _history(
         self, session_id: int, message: InboundMessage, user_message_id: int
-    ) -> list[dict[str, Any]] | None:
-        """The messages before this turn's, rebuilt exactly as `TurnMessage.as_request` sent
-        them; None when this turn's message is not the last (it was answered already)."""
+    ) -> SentHistory | None:
+        """The session's messages read from the store, rebuilt exactly as
+        `TurnMessage.as_request` sent them (this turn's last); None when this turn's
+        message is not the last (it was answered already)."""
         scope = recall_scope(message.user_key, message.chat_id, message.chat_type)
         stored = await self._s.sessions.get_messages(session_id, scope, lineage=False)
         if not stored or stored[-1].id != user_message_id:
             return None
-        return [as_sent(m) for m in stored[:-1]]
+        return SentHistory.of(session_id, stored, self._compressor.budget.message_cap)
 
     def _origin(self, key: str, message: InboundMessage) -> SessionOrigin:
         return SessionOrigin(

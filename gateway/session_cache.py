@@ -19,16 +19,19 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
+from gateway.agent.sent_history import SentHistory
 from memory_core import MemoryManager
 
 
 @dataclass
 class OpenSession:
-    """What stays fixed for one session: its id, frozen prompt and providers."""
+    """What stays fixed for one session: its id, frozen prompt and providers; and its
+    history as requests carry it, while it is known to match the store (see `SentHistory`)."""
 
     session_id: int
     system_prompt: str
     manager: MemoryManager
+    history: SentHistory | None = None
 
 
 @dataclass
