@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import math
 import sqlite3
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
+from operator import itemgetter
 
 from memory_core.sessions.matching import ScopeFilter, collect_hits
 from memory_core.sessions.models import (
@@ -57,6 +58,7 @@ __all__ = [
 
 MAX_LIMIT = 100
 SNIPPETS_PER_HIT = 3
+_ROOT = itemgetter(1)
 
 
 @dataclass(frozen=True)
@@ -70,14 +72,6 @@ class Ranking:
 
 
 DEFAULT_RANKING = Ranking()
-
-
-@dataclass
-class _Doc:
-    """One lineage root's matches."""
-
-    tf: dict[int, int]
-    last: float = 0.0
 
 
 def search_sessions(
@@ -135,33 +129,40 @@ def _score(
     hits: list[list[tuple[int, int, float]]], stats: _Stats, ranking: Ranking
 ) -> tuple[dict[int, tuple[float, float]], dict[int, float]]:
     """Score and latest match time per lineage root, and the weight of each matching message."""
-    average = stats.messages / stats.lineages
     idf = [math.log(1 + (stats.messages - len(h) + 0.5) / (len(h) + 0.5)) for h in hits]
-    docs: dict[int, _Doc] = {}
+    # One pass per term over its hits, with C-level counting: this runs on every
+    # prefetch, over up to max_hits_per_term hits per term.
+    tfs = [Counter(map(_ROOT, term_hits)) for term_hits in hits]
     message_weight: dict[int, float] = defaultdict(float)
-    message_root: dict[int, int] = {}
-    for index, term_hits in enumerate(hits):
-        for message_id, root, ts in term_hits:
-            doc = docs.setdefault(root, _Doc({}))
-            doc.tf[index] = doc.tf.get(index, 0) + 1
-            doc.last = max(doc.last, ts)
-            message_weight[message_id] += idf[index]
-            message_root[message_id] = root
+    last: dict[int, float] = {}
     best: dict[int, float] = defaultdict(float)
-    for message_id, weight in message_weight.items():
-        root = message_root[message_id]
-        best[root] = max(best[root], weight)
+    for weight, term_hits in zip(idf, hits, strict=True):
+        for message_id, root, ts in term_hits:
+            message_weight[message_id] += weight
+            if ts > last.get(root, -math.inf):
+                last[root] = ts
+    for found in hits:
+        for message_id, root, _ in found:
+            if message_weight[message_id] > best[root]:
+                best[root] = message_weight[message_id]
     k1, b = ranking.k1, ranking.b
+    average = stats.messages / stats.lineages
     all_weight = sum(idf) or 1.0
-    scored: dict[int, tuple[float, float]] = {}
-    for root, doc in docs.items():
-        norm = k1 * (1 - b + b * stats.lengths.get(root, 1) / average)
-        bm25 = sum(idf[t] * tf * (k1 + 1) / (tf + norm) for t, tf in doc.tf.items())
-        coverage = sum(idf[t] for t in doc.tf) / all_weight
-        score = (bm25 + ranking.best_message_weight * best[root]) * (
-            1 + ranking.coverage_weight * coverage
+    bm25: dict[int, float] = defaultdict(float)
+    covered: dict[int, float] = defaultdict(float)
+    for weight, tf_of in zip(idf, tfs, strict=True):
+        for root, tf in tf_of.items():
+            norm = k1 * (1 - b + b * stats.lengths.get(root, 1) / average)
+            bm25[root] += weight * tf * (k1 + 1) / (tf + norm)
+            covered[root] += weight
+    scored = {
+        root: (
+            (bm25[root] + ranking.best_message_weight * best[root])
+            * (1 + ranking.coverage_weight * covered[root] / all_weight),
+            last[root],
         )
-        scored[root] = (score, doc.last)
+        for root in last
+    }
     return scored, message_weight
 
 
