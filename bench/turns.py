@@ -9,7 +9,7 @@ reply, through the real `openai` client and our `ModelClient`). Everything
 else is real: the session store and its writer, the history recall provider
 and its background worker, tools, prompts, the turn loop.
 
-Three runs, each through `Conversations.handle` (its sink keeps nothing):
+Four runs, each through `Conversations.handle` (its sink keeps nothing):
 
 * closed loop: `--sessions` people talk at once, each sending its next
   message as soon as the last is answered, `--turns` turns in all: turns/s,
@@ -17,14 +17,27 @@ Three runs, each through `Conversations.handle` (its sink keeps nothing):
 * paced: the same sessions, messages arriving at `--rate` turns/s in all
   (`--paced-turns` turns; by default at 60% of the closed loop's rate, a load
   the machine sustains): the latency at that offered load;
-* alone: one turn at a time (`--solo` turns): the bare cost of a turn.
+* alone: one turn at a time (`--solo` turns): the bare cost of a turn;
+* one long session: one person (with a stored history of their own) sends
+  `--long` messages in one private chat, one at a time. The session grows by
+  two messages a turn (turn 1,000 sends about 2,000), so this shows what grows
+  with its length. At turns 1-10, 95-105, 295-305 and 995-1,005 it prints the
+  added latency (p50/p95) beside the floor: a raw HTTP POST of the same request
+  body to the same endpoint with the same HTTP client (what carrying that body
+  costs at all, less the endpoint's own time), and what the `openai` client's
+  typed-parameter transformation of the last body would cost (the messages go
+  in `extra_body`, so it is not paid). `WARM_UP` turns of other people come
+  first, so that a run of the long session alone starts warm, as in service.
 
 "Added latency" is a turn's wall time from `handle()` to its end, less the
-time spent inside the fake model endpoint. The machine's load average is
-printed before and after, since other work on it slows every figure.
+time spent inside the fake model endpoint. The machine (with its load
+average) is printed first and the load average at the end, since other work
+on it slows every figure. The same `--seed` gives the same store and the same
+messages in the same order.
 
     python bench/turns.py                     # 100 sessions, 5,000 turns, 100,000 messages
-    python bench/turns.py --turns 1000 --history 20000
+    python bench/turns.py --turns 1000 --history 20000 --long 305
+    python bench/turns.py --turns 0 --solo 0 --long 1005     # the long session alone
 """
 
 from __future__ import annotations
@@ -42,6 +55,9 @@ from dataclasses import replace
 from pathlib import Path
 
 import httpx2
+from machine import describe
+from openai._utils import async_maybe_transform
+from openai.types.chat import completion_create_params
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -55,6 +71,9 @@ from memory_core.sessions import SessionDB  # noqa: E402
 
 SYLLABLES = [a + b for a in "bcdfghklmnprstvwz" for b in ("a", "e", "i", "o", "u", "ou")]
 PEOPLE = 1000
+LONG_PERSON = PEOPLE - 1  # the long session's person: in the store, not among `--sessions`
+WINDOWS = ((1, 10), (95, 105), (295, 305), (995, 1005))  # turns of the long session reported
+WARM_UP = 20  # turns of other people before the long session starts
 
 # Seconds spent inside the fake model during the current turn (one list per turn).
 _model_time: contextvars.ContextVar[list[float]] = contextvars.ContextVar("model_time")
@@ -103,13 +122,16 @@ def sse_reply(text: str) -> bytes:
     return body.encode()
 
 
-def instant_model() -> httpx2.AsyncClient:
-    """An HTTP client whose chat endpoint answers at once, timing itself per turn."""
+def instant_model(bodies: list[bytes] | None = None) -> httpx2.AsyncClient:
+    """An HTTP client whose chat endpoint answers at once, timing itself per turn
+    (and keeping each request's body in `bodies`, when given)."""
     reply = sse_reply("Noted, thanks.")
 
     async def handle(request: httpx2.Request) -> httpx2.Response:
         started = time.perf_counter()
-        await request.aread()
+        body = await request.aread()
+        if bodies is not None:
+            bodies.append(body)
         response = httpx2.Response(
             200, headers={"content-type": "text/event-stream"}, content=reply
         )
@@ -172,11 +194,14 @@ async def closed_loop(
     conversations: Conversations, sessions: int, turns: int, rng: random.Random, texts: list[str]
 ) -> float:
     per = [turns // sessions + (1 if i < turns % sessions else 0) for i in range(sessions)]
+    # Each person's messages chosen up front: the same seed gives the same ones, however
+    # the turns interleave.
+    plan = [[rng.choice(texts) for _ in range(n)] for n in per]
     latencies: list[float] = []
 
     async def person(i: int) -> None:
-        for _ in range(per[i]):
-            latencies.append(await one_turn(conversations, i, rng.choice(texts)))
+        for text in plan[i]:
+            latencies.append(await one_turn(conversations, i, text))
 
     started, cpu = time.perf_counter(), time.process_time()
     await asyncio.gather(*(asyncio.create_task(person(i)) for i in range(sessions)))
@@ -217,6 +242,100 @@ async def solo(
     report("alone", latencies, time.perf_counter() - started, time.process_time() - cpu)
 
 
+class LongSession:
+    """One person's session, one turn at a time; per turn its added latency and its
+    request bodies (the instant endpoint keeps them in `bodies`)."""
+
+    def __init__(
+        self, conversations: Conversations, http: httpx2.AsyncClient, bodies: list[bytes]
+    ) -> None:
+        self.conversations = conversations
+        self.http = http
+        self.bodies = bodies
+        self.added: list[float] = []  # seconds, per turn
+        self.sent: list[list[bytes]] = []  # the bodies of each turn's requests
+
+    async def turn(self, text: str) -> None:
+        before = len(self.bodies)
+        self.added.append(await one_turn(self.conversations, LONG_PERSON, text))
+        self.sent.append(self.bodies[before:])
+
+    async def floor(self, bodies: list[bytes]) -> float:
+        """Seconds a raw POST of `bodies` to the same endpoint takes, less the endpoint's."""
+        spent: list[float] = []
+        _model_time.set(spent)
+        started = time.perf_counter()
+        for body in bodies:
+            async with self.http.stream(
+                "POST",
+                "http://model.invalid/v1/chat/completions",
+                content=body,
+                headers={"content-type": "application/json"},
+            ) as response:
+                async for _ in response.aiter_bytes():
+                    pass
+        return time.perf_counter() - started - sum(spent)
+
+
+async def long_session(services: Services, turns: int, texts: list[str]) -> None:
+    """The long-session run: added latency beside the floor at each window of `WINDOWS`."""
+    bodies: list[bytes] = []
+    http = instant_model(bodies)
+    model = _model_client(services, http)
+    conversations = Conversations(replace(services, model=model))
+    session = LongSession(conversations, http, bodies)
+    for n in range(WARM_UP):  # other people first: the process is warm, as in service
+        await one_turn(conversations, n % 10, texts[n % len(texts)])
+    bodies.clear()
+    floors: dict[int, float] = {}
+    reported = {n for first, last in WINDOWS for n in range(first, last + 1) if last <= turns}
+    for n in range(1, turns + 1):
+        await session.turn(texts[(n - 1) % len(texts)])
+        if n in reported:
+            floors[n] = await session.floor(session.sent[-1])
+    await conversations.close()
+    await model.close()
+    print(f"one long session, {turns:,} turns:")
+    for first, last in WINDOWS:
+        if last > turns:
+            continue
+        added = [1000 * session.added[n - 1] for n in range(first, last + 1)]
+        floor = [1000 * floors[n] for n in range(first, last + 1)]
+        sizes = [len(json.loads(b)["messages"]) for n in (first, last) for b in session.sent[n - 1]]
+        print(f"  turns {first:4d}-{last:<4d} added latency p50 {percentile(added, 0.5):5.1f} ms  "
+              f"p95 {percentile(added, 0.95):5.1f} ms   floor (raw POST of the same body) "
+              f"p50 {percentile(floor, 0.5):5.2f} ms  p95 {percentile(floor, 0.95):5.2f} ms  "
+              f"({min(sizes)}-{max(sizes)} messages a request)")  # fmt: skip
+    last = session.sent[-1][-1]
+    cost = await transform_ms(json.loads(last))
+    print(f"  not paid: the openai client's typed-parameter transformation of the last body "
+          f"({len(last):,} bytes) would take {cost:.1f} ms")  # fmt: skip
+
+
+async def transform_ms(body: dict[str, object], repeat: int = 5) -> float:
+    """The median time of the `openai` client's typed-parameter transformation of `body`."""
+    params = completion_create_params.CompletionCreateParamsStreaming
+    timings = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        await async_maybe_transform(body, params)
+        timings.append((time.perf_counter() - started) * 1000)
+    return sorted(timings)[len(timings) // 2]
+
+
+def _model_client(services: Services, http: httpx2.AsyncClient) -> ModelClient:
+    llm = services.config.llm
+    return ModelClient(
+        llm.base_url,
+        None,
+        llm.model,
+        llm.timeout,
+        stall_timeout=llm.stall_timeout,
+        limiter=services.model.limiter,
+        http_client=http,
+    )
+
+
 async def run(args: argparse.Namespace, home: Path) -> None:
     env = {"MNEMO_HOME": str(home), "MNEMO_SKILLS_DIR": str(ROOT / "skills")}
     env["OPENAI_BASE_URL"] = "http://model.invalid/v1"  # never reached: the transport is fake
@@ -224,35 +343,28 @@ async def run(args: argparse.Namespace, home: Path) -> None:
     rng = random.Random(args.seed)
     vocab = ["".join(rng.choice(SYLLABLES) for _ in range(rng.randint(1, 3))) for _ in range(5000)]
     texts = [words(rng, vocab, 6) for _ in range(1000)]  # made up front: not the turn's cost
+    long_texts = [words(rng, vocab, rng.randint(4, 12)) for _ in range(args.long)]
     async with open_services(config) as opened:
-        model = ModelClient(
-            config.llm.base_url,
-            None,
-            config.llm.model,
-            config.llm.timeout,
-            stall_timeout=config.llm.stall_timeout,
-            limiter=opened.model.limiter,
-            http_client=instant_model(),
-        )
+        model = _model_client(opened, instant_model())
         services: Services = replace(opened, model=model)
-        print(
-            f"llm.max_concurrency {config.llm.max_concurrency}; "
-            f"load average before: {load()} on {os.cpu_count()} CPUs"
-        )
+        print(f"llm.max_concurrency {config.llm.max_concurrency}")
         cpu0, wall0 = time.process_time(), time.perf_counter()
         conversations = Conversations(services)
-        rate = await closed_loop(conversations, args.sessions, args.turns, rng, texts)
-        rate = 0.6 * rate if args.rate is None else args.rate
-        if rate > 0 and args.paced_turns > 0:
-            await paced(conversations, args.sessions, args.paced_turns, rate, rng, texts)
+        if args.turns > 0:
+            rate = await closed_loop(conversations, args.sessions, args.turns, rng, texts)
+            rate = 0.6 * rate if args.rate is None else args.rate
+            if rate > 0 and args.paced_turns > 0:
+                await paced(conversations, args.sessions, args.paced_turns, rate, rng, texts)
         if args.solo > 0:
             await solo(conversations, args.solo, rng, texts)
         await conversations.close()
         cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
         await model.close()
+        if args.long > 0:
+            await long_session(opened, args.long, long_texts)
     print(
-        f"this process used {cpu:.1f} s CPU in {wall:.1f} s ({100 * cpu / wall:.0f}% of one "
-        f"core); load average after: {load()}"
+        f"this process used {cpu:.1f} s CPU in {wall:.1f} s before the long session "
+        f"({100 * cpu / wall:.0f}% of one core); load average after: {load()}"
     )
 
 
@@ -277,8 +389,10 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=None, help="paced turns/s (0: skip)")
     parser.add_argument("--paced-turns", type=int, default=1000)
     parser.add_argument("--solo", type=int, default=300, help="turns one at a time (0: skip)")
+    parser.add_argument("--long", type=int, default=1005, help="turns of one session (0: skip)")
     parser.add_argument("--seed", type=int, default=11)
     args = parser.parse_args()
+    print(describe())
     with tempfile.TemporaryDirectory(prefix="mnemo-turns-") as folder:
         home = Path(folder) / "data"
         build_store(home, args.history, args.seed)
