@@ -54,12 +54,14 @@ CJK_RANGES = (
 """The characters searched as CJK (a regex class `_CJK`; schema.py builds its SQL from it)."""
 _CJK = "".join(f"{chr(low)}-{chr(high)}" for low, high in CJK_RANGES)
 _CJK_RUN = re.compile(f"[{_CJK}]+")
+SYMBOL_CLASS = "\U0001f000-\U0001faff\u2600-\u27bf"
+"""Emoji and symbols: searched as literals (a regex class; schema.py's GLOB uses it too)."""
 _WORD = rf"(?:(?![{_CJK}])[^\W_])+"
 _TOKEN = re.compile(
     rf'(?P<quoted>"[^"]*")'
     rf"|(?P<cjk>[{_CJK}]+)"
     rf"|(?P<word>{_WORD}(?:[.\-_]{_WORD})*)"
-    r"|(?P<symbol>[\U0001F000-\U0001FAFF\u2600-\u27BF]+)"
+    rf"|(?P<symbol>[{SYMBOL_CLASS}]+)"
 )
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _INVISIBLE = re.compile(r"[\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")

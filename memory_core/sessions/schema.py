@@ -12,9 +12,9 @@ each with the message text and an `owner` column (see `owner_token`):
   Tool output is indexed only up to `TOOL_INDEX_CHARS` characters. Since v6
   each Chinese/Japanese/Korean run is indexed as its overlapping bigrams and
   its last character (`query.cjk_words`), so CJK text is searched by words.
-- `messages_trigram`: `trigram`, for emoji, symbols and substrings of
-  non-ASCII text. Only rows holding non-ASCII characters are in it (pure
-  ASCII text is served by the word index), and no tool rows.
+- `messages_trigram`: `trigram`, for emoji and symbols (`query.SYMBOL_CLASS`),
+  matched as substrings. Since v6 only rows holding one are in it (before,
+  every row with non-ASCII text, for CJK), and no tool rows.
 
 The word index's value is computed twice, with the same tokens: by the SQL
 function `mnemo_cjk_words` (Python, fast; `register_functions` adds it to a
@@ -42,7 +42,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from memory_core.errors import IndexIntegrityError, SchemaVersionError
-from memory_core.sessions.query import CJK_RANGES, cjk_words
+from memory_core.sessions.query import CJK_RANGES, SYMBOL_CLASS, cjk_words
 
 SCHEMA_VERSION = 6
 TOOL_INDEX_CHARS = 8192
@@ -137,41 +137,43 @@ _TRIGRAM_ROW = "{r}.role != 'tool' AND length(CAST({r}.content AS BLOB)) != leng
 _WORD_VALUE = "CASE WHEN {r}.role = 'tool' THEN substr({r}.content, 1, 8192) ELSE {r}.content END"
 _OWNER = "(SELECT owner_token FROM sessions WHERE id = {r}.session_id)"
 
-# Since v6 the word index holds `cjk_words` of the text (bigrams for CJK runs).
+# Since v6 the word index holds `cjk_words` of the text (bigrams for CJK runs),
+# and the trigram index only rows with emoji or symbols (the only literals left).
 _WORD_TOKENS = f"mnemo_cjk_words({_WORD_VALUE})"
+_SYMBOL_ROW = _TRIGRAM_ROW + " AND {r}.content GLOB '*[" + SYMBOL_CLASS + "]*'"
 
 
-def _insert_trigger(word: str) -> str:
+def _insert_trigger(word: str, trigram_row: str = _SYMBOL_ROW) -> str:
     return f"""
 CREATE TRIGGER messages_ai AFTER INSERT ON messages BEGIN
     INSERT INTO messages_fts(rowid, content, owner)
         VALUES (new.id, {word.format(r="new")}, {_OWNER.format(r="new")});
     INSERT INTO messages_trigram(rowid, content, owner)
-        SELECT new.id, new.content, {_OWNER.format(r="new")} WHERE {_TRIGRAM_ROW.format(r="new")};
+        SELECT new.id, new.content, {_OWNER.format(r="new")} WHERE {trigram_row.format(r="new")};
     UPDATE sessions SET message_count = message_count + 1 WHERE id = new.session_id;
 END
 """
 
 
-def _delete_old(word: str) -> str:
+def _delete_old(word: str, trigram_row: str = _SYMBOL_ROW) -> str:
     return f"""
     INSERT INTO messages_fts(messages_fts, rowid, content, owner)
         VALUES ('delete', old.id, {word.format(r="old")}, {_OWNER.format(r="old")});
     INSERT INTO messages_trigram(messages_trigram, rowid, content, owner)
         SELECT 'delete', old.id, old.content, {_OWNER.format(r="old")}
-        WHERE {_TRIGRAM_ROW.format(r="old")};
+        WHERE {trigram_row.format(r="old")};
     UPDATE sessions SET message_count = message_count - 1 WHERE id = old.session_id;
 """
 
 
-def _update_trigger(word: str) -> str:
+def _update_trigger(word: str, trigram_row: str = _SYMBOL_ROW) -> str:
     return f"""
 CREATE TRIGGER messages_au AFTER UPDATE OF id, session_id, role, content ON messages BEGIN
-    {_delete_old(word)}
+    {_delete_old(word, trigram_row)}
     INSERT INTO messages_fts(rowid, content, owner)
         VALUES (new.id, {word.format(r="new")}, {_OWNER.format(r="new")});
     INSERT INTO messages_trigram(rowid, content, owner)
-        SELECT new.id, new.content, {_OWNER.format(r="new")} WHERE {_TRIGRAM_ROW.format(r="new")};
+        SELECT new.id, new.content, {_OWNER.format(r="new")} WHERE {trigram_row.format(r="new")};
     UPDATE sessions SET message_count = message_count + 1 WHERE id = new.session_id;
 END
 """
@@ -239,10 +241,10 @@ CREATE VIRTUAL TABLE messages_trigram USING fts5(
 );
 INSERT INTO messages_fts(messages_fts) VALUES ('rebuild');
 INSERT INTO messages_trigram(messages_trigram) VALUES ('rebuild');
-CREATE TRIGGER messages_ad AFTER DELETE ON messages BEGIN {_delete_old(_WORD_VALUE)}
+CREATE TRIGGER messages_ad AFTER DELETE ON messages BEGIN {_delete_old(_WORD_VALUE, _TRIGRAM_ROW)}
 END;
-{_update_trigger(_WORD_VALUE)};
-{_insert_trigger(_WORD_VALUE)};
+{_update_trigger(_WORD_VALUE, _TRIGRAM_ROW)};
+{_insert_trigger(_WORD_VALUE, _TRIGRAM_ROW)};
 """
 
 
@@ -303,12 +305,19 @@ def cjk_words_sql(value: str) -> str:
 
 # v6: CJK text in the word index as bigrams (see the module docstring). The
 # view gets the plain-SQL value; the index is filled again through the
-# function (fast), and the triggers use the function.
+# function (fast), and the triggers use the function. The trigram index
+# keeps only the rows with emoji or symbols: CJK no longer needs it.
 _V6 = f"""
 DROP TRIGGER messages_ai;
 DROP TRIGGER messages_ad;
 DROP TRIGGER messages_au;
 DROP VIEW messages_fts_source;
+DROP VIEW messages_trigram_source;
+CREATE VIEW messages_trigram_source AS
+    SELECT m.id AS id, m.content AS content, s.owner_token AS owner
+    FROM messages m JOIN sessions s ON s.id = m.session_id WHERE {_SYMBOL_ROW.format(r="m")};
+INSERT INTO messages_trigram(messages_trigram) VALUES ('delete-all');
+INSERT INTO messages_trigram(messages_trigram) VALUES ('rebuild');
 CREATE VIEW messages_fts_source AS
     SELECT id, {cjk_words_sql("value")} AS content, owner FROM (
         SELECT m.id AS id, {_WORD_VALUE.format(r="m")} AS value, s.owner_token AS owner

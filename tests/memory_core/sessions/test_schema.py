@@ -135,7 +135,7 @@ def make_v5_database(path: Path) -> None:
     conn.executemany(
         "INSERT INTO messages(id, session_id, role, content, timestamp) VALUES (?, 1, ?, ?, ?)",
         [(1, "user", "我女儿的生日是十月三号", 2.0), (2, "assistant", "好的，记住了 noted", 3.0),
-         (3, "tool", "部署脚本输出：迁移失败", 4.0)],
+         (3, "tool", "部署脚本输出：迁移失败", 4.0), (4, "user", "生日快乐 🎂🎉🎈", 5.0)],
     )  # fmt: skip
     conn.close()
 
@@ -154,6 +154,14 @@ def test_a_version_5_database_is_reindexed_by_cjk_words(tmp_path: Path) -> None:
             "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'content : 儿的'"
         ).fetchone()[0]
         assert tokens == 1
+
+        def trigram(text: str) -> list[tuple[int]]:
+            query = "SELECT rowid FROM messages_trigram WHERE messages_trigram MATCH ?"
+            return db.conn.execute(query, (f'content : "{text}"',)).fetchall()
+
+        assert trigram("女儿的") == []  # CJK is served by the word index now
+        assert trigram("生日快") == trigram("🎂🎉🎈") == [(4,)]  # rows with emoji stay
+        assert [h.session_id for h in db.search("🎂🎉🎈", me)] == [1]
         db.append_message(origin=origin(), message=message("部署完成"))
         db.check()
 

@@ -123,19 +123,21 @@ def test_messages_are_only_read_inside_their_scope(db: SessionDB) -> None:
 def test_triggers_keep_both_indexes_in_sync(db: SessionDB) -> None:
     result = db.append_messages(
         origin=origin(),
-        messages=[message("zebra crossing 斑马线", 1.0), message("plain ascii words", 2.0)],
+        messages=[message("zebra crossing 🦓🚸🚶", 1.0), message("plain ascii words 斑马线", 2.0)],
     )
     first, second = result.message_ids
     assert fts_ids(db, "messages_fts", "zebra") == {first}
-    assert fts_ids(db, "messages_trigram", "斑马线") == {first}
-    assert fts_ids(db, "messages_trigram", "ascii") == set()  # ASCII rows stay out of trigram
-    db.conn.execute("UPDATE messages SET content = '长颈鹿 giraffe' WHERE id = ?", (first,))
+    assert fts_ids(db, "messages_trigram", "🦓🚸🚶") == {first}
+    # Rows without emoji stay out of the trigram index (CJK is in the word index).
+    assert fts_ids(db, "messages_trigram", "ascii") == set()
+    assert fts_ids(db, "messages_trigram", "斑马线") == set()
+    db.conn.execute("UPDATE messages SET content = '🦒🦒🦒 giraffe' WHERE id = ?", (first,))
     assert fts_ids(db, "messages_fts", "zebra") == set()
     assert fts_ids(db, "messages_fts", "giraffe") == {first}
-    assert fts_ids(db, "messages_trigram", "斑马线") == set()
-    assert fts_ids(db, "messages_trigram", "长颈鹿") == {first}
+    assert fts_ids(db, "messages_trigram", "🦓🚸🚶") == set()
+    assert fts_ids(db, "messages_trigram", "🦒🦒🦒") == {first}
     db.conn.execute("UPDATE messages SET role = 'tool' WHERE id = ?", (first,))
-    assert fts_ids(db, "messages_trigram", "长颈鹿") == set()
+    assert fts_ids(db, "messages_trigram", "🦒🦒🦒") == set()
     db.conn.execute("DELETE FROM messages WHERE id = ?", (second,))
     assert fts_ids(db, "messages_fts", "ascii") == set()
     db.check()
@@ -153,13 +155,13 @@ def test_check_detects_an_index_out_of_sync(db: SessionDB) -> None:
 
 
 def test_delete_user_removes_sessions_messages_and_index_rows(db: SessionDB) -> None:
-    db.append_message(origin=origin("telegram-1"), message=message("alpha 秘密信息"))
+    db.append_message(origin=origin("telegram-1"), message=message("alpha 秘密信 🔒🔒🔒"))
     db.append_message(origin=origin("telegram-2"), message=message("alpha other"))
     result = db.delete_user("telegram-1")
     assert (result.sessions, result.messages) == (1, 1)
     assert db.search("alpha", SearchScope("telegram-1")) == []
     assert len(db.search("alpha", SearchScope("telegram-2"))) == 1
-    assert fts_ids(db, "messages_trigram", "秘密信") == set()
+    assert fts_ids(db, "messages_trigram", "🔒🔒🔒") == set()
     db.check()
 
 
