@@ -7,9 +7,15 @@ folder through the bulk import path (`SessionDB.import_lines`, the one behind
 as the first message of a new session of a user picked in proportion to their
 activity (heavy users search a larger history). A quarter of the messages are
 small talk, the rest mention topics of the user's past (or of nobody's).
-Prints p50/p95/p99/max of the added latency, overall, per kind of message and
-for the heaviest users (5% or more of all messages each), and how often
-something was recalled.
+Every message goes through two configurations of the provider in turn (the
+order alternating): ``before``, the search options `/recall` uses (5,000 hits
+per term, 3 snippets per conversation), as prefetch had them, and
+``prefetch``, its own (`PREFETCH_MAX_HITS`, `PREFETCH_SNIPPETS`, or
+``--max-hits`` / ``--snippets``). For each it prints p50/p95/p99/max of the
+added latency, overall, per kind of message and for the heaviest users (5% or
+more of all messages each), how often something was recalled, and how often
+the recalled text is the same as ``before``'s. The corpus and the messages
+depend only on ``--seed``.
 
     python bench/prefetch.py                       # 100,000 messages, 400 queries
     python bench/prefetch.py --messages 20000 --queries 200 --fresh
@@ -29,16 +35,15 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from memory_core.providers import (
-    MemoryManager,
-    ProviderResources,
-    SessionContext,
-    default_registry,
-)
+from machine import describe
+
+from memory_core.providers import HistoryRecallProvider, MemoryManager, SessionContext
+from memory_core.providers.history import PREFETCH_MAX_HITS, PREFETCH_SNIPPETS
 from memory_core.sessions import SessionDB, SessionStore, SessionStoreError
 
 TOPICS = {
@@ -176,19 +181,53 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-async def measure(path: Path, corpus: Corpus, queries: int) -> None:
-    registry = default_registry()
+@dataclass(frozen=True)
+class Config:
+    """One configuration of the history provider, measured side by side with the others."""
+
+    name: str
+    max_hits_per_term: int
+    snippets: int
+
+
+@dataclass
+class Figures:
+    """What one configuration did: latencies and recalls per group of messages."""
+
+    timings: dict[str, list[float]] = field(default_factory=dict)
+    recalled: dict[str, int] = field(default_factory=dict)
+    texts: list[str] = field(default_factory=list)
+
+    def add(self, groups: tuple[str | None, ...], elapsed: float, result: str) -> None:
+        self.texts.append(result)
+        for group in groups:
+            if group is not None:
+                self.timings.setdefault(group, []).append(elapsed)
+                self.recalled[group] = self.recalled.get(group, 0) + bool(result)
+
+
+async def _prefetch(store: SessionStore, config: Config, session: SessionContext, text: str):
+    provider = HistoryRecallProvider(
+        store, max_hits_per_term=config.max_hits_per_term, search_snippets=config.snippets
+    )
+    manager = MemoryManager([provider])
+    await manager.initialize(session)
+    started = time.perf_counter()
+    result = await manager.prefetch_all(text)
+    elapsed = (time.perf_counter() - started) * 1000
+    await manager.shutdown()
+    return elapsed, result
+
+
+async def measure(path: Path, corpus: Corpus, queries: int, configs: list[Config]) -> None:
+    """Each message through every configuration in turn (the order alternates)."""
+    figures = {config.name: Figures() for config in configs}
     async with SessionStore(path) as store:
-        resources = ProviderResources(home=path.parent, sessions=store)
         sizes = _history_sizes(path)
         heavy = 0.05 * sum(sizes.values())  # users holding 5% or more of all messages
-        timings: dict[str, list[float]] = {}
-        recalled: dict[str, int] = {}
         for n in range(queries + 10):
             user = corpus.pick_user()
             kind, text = corpus.query(user)
-            builtins, _ = registry.create_selected(resources, builtins=["history"], external=None)
-            manager = MemoryManager(builtins)
             session = SessionContext(
                 session_id=10_000_000 + n,  # a new session: no lineage to exclude
                 user_key=user,
@@ -196,21 +235,30 @@ async def measure(path: Path, corpus: Corpus, queries: int) -> None:
                 chat_id=user.split("-")[1],
                 chat_type="private",
             )
-            await manager.initialize(session)
-            started = time.perf_counter()
-            result = await manager.prefetch_all(text)
-            elapsed = (time.perf_counter() - started) * 1000
-            await manager.shutdown()
-            if n < 10:
-                continue  # warm-up: reader threads open their connections
-            for group in (kind, "heavy users" if sizes.get(user, 0) >= heavy else None):
-                if group is not None:
-                    timings.setdefault(group, []).append(elapsed)
-                    recalled[group] = recalled.get(group, 0) + bool(result)
+            groups = (kind, "heavy users" if sizes.get(user, 0) >= heavy else None)
+            for config in configs if n % 2 == 0 else configs[::-1]:
+                elapsed, result = await _prefetch(store, config, session, text)
+                if n >= 10:  # the first ten warm up: reader threads open their connections
+                    figures[config.name].add(groups, elapsed, result)
+    for config in configs:
+        _report(config, figures[config.name], configs[0].name, figures[configs[0].name].texts)
+
+
+def _report(config: Config, figures: Figures, first: str, first_texts: list[str]) -> None:
+    timings, recalled = figures.timings, dict(figures.recalled)
     kinds = [k for k in timings if k != "heavy users"]
     everything = [t for k in kinds for t in timings[k]]
     recalled["all"] = sum(recalled[k] for k in kinds)
-    print(f"prefetch_all added latency over {len(everything)} messages (ms):")
+    pairs = list(zip(figures.texts, first_texts, strict=True))
+    same = sum(a == b for a, b in pairs)
+    same_dates = sum(_dates(a) == _dates(b) for a, b in pairs)
+    print(
+        f"{config.name}: max_hits_per_term={config.max_hits_per_term}, "
+        f"snippets={config.snippets}; prefetch_all added latency over "
+        f"{len(everything)} messages (ms); the same recall as {first} for "
+        f"{same / len(pairs):.1%} of them, the same conversations (by date) for "
+        f"{same_dates / len(pairs):.1%}"
+    )
     for kind, values in [("all", everything), *sorted(timings.items())]:
         hit = recalled[kind]
         print(
@@ -218,6 +266,11 @@ async def measure(path: Path, corpus: Corpus, queries: int) -> None:
             f"p95={_pct(values, 0.95):6.2f} p99={_pct(values, 0.99):6.2f} "
             f"max={max(values):6.2f}  recalled {hit / len(values):4.0%}"
         )
+
+
+def _dates(recall: str) -> list[str]:
+    """The dates of the recalled conversations, in order (each line: ``- YYYY-MM-DD: …``)."""
+    return [line[2:12] for line in recall.splitlines() if line.startswith("- ")]
 
 
 def _history_sizes(path: Path) -> dict[str, int]:
@@ -236,8 +289,11 @@ def main() -> None:
     parser.add_argument("--users", type=int, default=200)
     parser.add_argument("--seed", type=int, default=5)
     parser.add_argument("--fresh", action="store_true", help="rebuild the database")
+    parser.add_argument("--max-hits", type=int, default=PREFETCH_MAX_HITS, help="per term")
+    parser.add_argument("--snippets", type=int, default=PREFETCH_SNIPPETS, help="per session")
     parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "mnemo-bench")
     args = parser.parse_args()
+    print(describe())
     args.dir.mkdir(parents=True, exist_ok=True)
     path = args.dir / f"prefetch-{args.messages}-{args.users}-{args.seed}.db"
     if args.fresh:
@@ -245,7 +301,11 @@ def main() -> None:
             stale.unlink()
     corpus = build(path, args.messages, random.Random(args.seed), args.users)
     corpus.rng = random.Random(args.seed + 1)  # queries do not depend on whether we rebuilt
-    asyncio.run(measure(path, corpus, args.queries))
+    configs = [
+        Config("before", max_hits_per_term=5000, snippets=3),  # /recall's, as prefetch had
+        Config("prefetch", max_hits_per_term=args.max_hits, snippets=args.snippets),
+    ]
+    asyncio.run(measure(path, corpus, args.queries, configs))
 
 
 if __name__ == "__main__":

@@ -14,7 +14,10 @@ Only the first `MAX_QUERY_CHARS` characters of a message are looked at, and
 at most `MAX_TERMS` words are kept (the search would ignore the rest), so the
 word extraction, which runs on the event loop, costs the same for a pasted
 book as for a paragraph; the search itself runs on the store's reader
-threads, where it is interrupted when `prefetch` is cancelled.
+threads, where it is interrupted when `prefetch` is cancelled. It runs
+before every reply, so it asks for less than `/recall` does: at most
+`PREFETCH_MAX_HITS` of the newest messages per word (a word said thousands of
+times weighs little anyway), and `PREFETCH_SNIPPETS` snippets per conversation.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Protocol
 
 from memory_core.providers.base import MemoryProvider, SessionContext
@@ -61,6 +65,8 @@ _TOKEN = re.compile(rf"[{_CJK}]+|[^\W_]+")
 _IS_CJK = re.compile(rf"[{_CJK}]")
 _MARKED = re.compile(f"{re.escape(MATCH_START)}(.*?){re.escape(MATCH_END)}", re.DOTALL)
 _SPACE = re.compile(r"\s+")
+PREFETCH_MAX_HITS = 500
+PREFETCH_SNIPPETS = 2
 _SUFFIXES = ("ations", "ation", "ments", "ment", "ings", "ing", "edly", "ed", "es", "s", "e")
 
 
@@ -123,13 +129,19 @@ class HistoryRecallProvider(MemoryProvider):
         snippet_chars: int = 240,
         min_score: float = 0.0,
         search_limit: int = 4,
+        max_hits_per_term: int = PREFETCH_MAX_HITS,
+        search_snippets: int = PREFETCH_SNIPPETS,
     ) -> None:
         self._store = store
         self._max_sessions = max_sessions
         self._snippets_per_session = snippets_per_session
         self._snippet_chars = snippet_chars
         self._min_score = min_score
-        self._search_limit = search_limit
+        self._options = SearchOptions(
+            limit=search_limit,
+            max_hits_per_term=max_hits_per_term,
+            snippets_per_hit=search_snippets,
+        )
         self._session: SessionContext | None = None
 
     async def initialize(self, session: SessionContext) -> None:
@@ -141,7 +153,7 @@ class HistoryRecallProvider(MemoryProvider):
         if session is None or not terms:
             return ""
         scope = recall_scope(session.user_key, session.chat_id, session.chat_type)
-        options = SearchOptions(limit=self._search_limit, exclude_lineage_of=session.session_id)
+        options = replace(self._options, exclude_lineage_of=session.session_id)
         hits = await self._store.search(" ".join(terms), scope, options)
         needed = min(2, len(terms))
         strong = [

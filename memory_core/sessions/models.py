@@ -56,7 +56,9 @@ class SearchOptions:
     (the current one, for recall); sessions whose source is internal (review,
     extraction) are left out unless `include_internal`. `max_hits_per_term`
     bounds how many of the newest matching messages each term contributes
-    (the work a search does on a very long history).
+    (the work a search does on a very long history); `snippets_per_hit`, how
+    many of a conversation's best messages come back as snippets (0: none,
+    for callers that need only the ranking).
     """
 
     since: float | None = None
@@ -65,6 +67,7 @@ class SearchOptions:
     exclude_lineage_of: int | None = None
     include_internal: bool = False
     max_hits_per_term: int = 5000
+    snippets_per_hit: int = 3
 
 
 DEFAULT_SEARCH_OPTIONS = SearchOptions()

@@ -57,7 +57,6 @@ __all__ = [
 ]
 
 MAX_LIMIT = 100
-SNIPPETS_PER_HIT = 3
 _ROOT = itemgetter(1)
 
 
@@ -94,7 +93,8 @@ def search_sessions(
     stats = _scope_stats(conn, where, {root for found in hits for _, root, _ in found})
     scored, weights = _score(hits, stats, ranking)
     top = sorted(scored, key=lambda r: (-scored[r][0], -scored[r][1], -r))[: min(limit, MAX_LIMIT)]
-    return _hits(conn, top, {r: scored[r][0] for r in top}, terms, hits, weights)
+    scores = {r: scored[r][0] for r in top}
+    return _hits(conn, top, scores, terms, hits, weights, options.snippets_per_hit)
 
 
 @dataclass(frozen=True)
@@ -173,14 +173,15 @@ def _hits(
     terms: list[QueryTerm],
     hits: list[list[tuple[int, int, float]]],
     weights: dict[int, float],
+    per_hit: int,
 ) -> list[SessionHit]:
-    """SessionHits for the chosen roots, each with its best messages as snippets."""
+    """SessionHits for the chosen roots, each with its `per_hit` best messages as snippets."""
     wanted = set(roots)
     where_root = {m: (r, ts) for found in hits for m, r, ts in found if r in wanted}
     chosen: dict[int, list[int]] = defaultdict(list)
     for message_id in sorted(where_root, key=lambda m: (-weights[m], -where_root[m][1])):
         root = where_root[message_id][0]
-        if len(chosen[root]) < SNIPPETS_PER_HIT:
+        if len(chosen[root]) < per_hit:
             chosen[root].append(message_id)
     ids = [m for root in roots for m in chosen[root]]
     texts = highlighted_texts(conn, ids, terms)

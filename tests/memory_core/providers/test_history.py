@@ -15,7 +15,12 @@ import pytest
 from memory_core.context import wrap_memory_context
 from memory_core.errors import ProviderError
 from memory_core.providers.base import SessionContext
-from memory_core.providers.history import HistoryRecallProvider, meaningful_terms
+from memory_core.providers.history import (
+    PREFETCH_MAX_HITS,
+    PREFETCH_SNIPPETS,
+    HistoryRecallProvider,
+    meaningful_terms,
+)
 from memory_core.providers.manager import MemoryManager
 from memory_core.providers.registry import ProviderResources, default_registry
 from memory_core.sessions.db import SessionDB
@@ -264,16 +269,32 @@ def _pasted_book(words: int = 40_000) -> str:
 
 
 class RecordingSearcher:
-    """A session searcher that finds nothing and keeps the queries it was given."""
+    """A session searcher that finds nothing and keeps the queries and options it was given."""
 
     def __init__(self) -> None:
         self.queries: list[str] = []
+        self.options: list[SearchOptions] = []
 
     async def search(
         self, query: str, scope: SearchScope, options: SearchOptions = DEFAULT_SEARCH_OPTIONS
     ) -> list[SessionHit]:
         self.queries.append(query)
+        self.options.append(options)
         return []
+
+
+async def test_prefetch_asks_for_fewer_hits_per_word_than_recall() -> None:
+    searcher = RecordingSearcher()
+    tuned = HistoryRecallProvider(searcher, max_hits_per_term=50, search_snippets=1)
+    for provider in (HistoryRecallProvider(searcher), tuned):
+        await provider.initialize(SessionContext(7, ME, "telegram", "1", "private"))
+        await provider.prefetch("the deploy rollback plan")
+    default, chosen = searcher.options
+    assert default.max_hits_per_term == PREFETCH_MAX_HITS
+    assert DEFAULT_SEARCH_OPTIONS.max_hits_per_term > PREFETCH_MAX_HITS  # /recall's
+    assert default.snippets_per_hit == PREFETCH_SNIPPETS
+    assert (default.limit, default.exclude_lineage_of) == (4, 7)
+    assert (chosen.max_hits_per_term, chosen.snippets_per_hit) == (50, 1)
 
 
 def test_word_extraction_keeps_the_first_words_and_no_more_than_a_search_uses() -> None:

@@ -153,6 +153,21 @@ def test_hit_fields_and_snippets(db: SessionDB) -> None:
     assert len(plain) <= SNIPPET_CHARS + 2
 
 
+def test_snippets_per_hit_bounds_the_snippets_not_the_ranking(db: SessionDB) -> None:
+    result = db.append_messages(
+        origin=origin(),
+        messages=[message(f"recipe note {i} with saffron" * (i + 1), float(i)) for i in range(4)],
+    )
+    other = say(db, "one recipe", ts=9.0, key="other")
+    full = db.search("saffron recipe", ME)
+    for per_hit in (0, 1, 2):
+        hits = db.search("saffron recipe", ME, SearchOptions(snippets_per_hit=per_hit))
+        assert ids(hits) == ids(full) == [result.session_id, other]
+        assert [h.score for h in hits] == [h.score for h in full]
+        assert len(hits[0].snippets) == per_hit
+        assert hits[0].snippets == full[0].snippets[:per_hit]  # the best ones, in order
+
+
 def test_limit_and_empty_queries(db: SessionDB) -> None:
     for i in range(5):
         say(db, f"walk number {i}", ts=float(i))
