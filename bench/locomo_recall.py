@@ -59,7 +59,7 @@ KS = (5, 10)
 GRID = tuple(
     Ranking(k1=k1, b=b, best_message_weight=best, coverage_weight=coverage)
     for k1, b, best, coverage in itertools.product(
-        (1.2, 2.0, 3.0), (0.3, 0.75), (0.5, 1.0), (0.5, 1.0)
+        (1.2, 2.0, 3.0, 4.0), (0.3, 0.75), (0.5, 1.0, 1.5), (0.0, 0.5, 1.0)
     )
 )
 
@@ -119,7 +119,11 @@ def session_number(external_id: str | None) -> int:
 
 def our_ranking(db: SessionDB, question: str, user: str, ranking: Ranking) -> list[int]:
     hits = search_sessions(
-        db.conn, question, SearchScope(user), SearchOptions(limit=max(KS)), ranking=ranking
+        db.conn,
+        question,
+        SearchScope(user),
+        SearchOptions(limit=max(KS), snippets_per_hit=0),
+        ranking=ranking,
     )
     return [session_number(h.external_id) for h in hits]
 
