@@ -43,12 +43,15 @@ from memory_core.errors import (
 from memory_core.sessions.connection import transaction
 from memory_core.sessions.jsonl import (
     ImportResult,
+    Message,
     fingerprint,
     parse_bot_session_id,
     parsed_batches,
 )
 from memory_core.sessions.models import ChatType
 from memory_core.sessions.schema import (
+    TRIGRAM_INDEX,
+    WORD_INDEX,
     create_insert_trigger,
     drop_insert_trigger,
     index_rows_after,
@@ -58,6 +61,7 @@ from memory_core.sessions.schema import (
 
 STAGED_PREFIX = "~import "
 CHUNK_ROWS = 5000  # about 0.5 s of writing: the longest a live message waits for an import
+IMPORT_CACHE_KIB = 64 << 10  # the importing connection's page cache, 64 MiB
 _STAGED_END = "~import!"  # the first key above every staging key
 
 _INSERT = (
@@ -65,6 +69,10 @@ _INSERT = (
     "timestamp, speaker_name) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _OWNER_TRIGGER = "sessions_owner_fixed"
+_INDEXES = (WORD_INDEX, TRIGRAM_INDEX)
+_FTS_DEFAULTS = {"automerge": 4, "hashsize": 1 << 20}  # FTS5's own defaults
+BULK_FTS = {"automerge": 0, "hashsize": 64 << 20}
+MERGE_PAGES = 1000  # one merge step after a load: about as long a transaction as a chunk
 
 
 @dataclass
@@ -80,34 +88,52 @@ class _Session:
     known: set[str] | None = None  # fingerprints of its stored messages
     staged: int | None = None  # the staging session, made with its first chunk
 
+    @property
+    def chat_key(self) -> tuple[str, str]:
+        return (self.chat, self.chat_type)
+
+
+def _chat_mismatch(session: _Session, message: Message) -> ImportFormatError:
+    chat, chat_type = message.head[3:]
+    return ImportFormatError(
+        message.line,
+        f"session {session.external_id[:60]!r} is in chat {session.chat[:60]!r} "
+        f"({session.chat_type}), not {chat[:60]!r} ({chat_type})",
+    )
+
 
 class _StagedImport:
     """One import: sessions seen so far, rows waiting for their chunk, staging ids."""
 
-    def __init__(self, conn: sqlite3.Connection, chunk_rows: int) -> None:
+    def __init__(
+        self, conn: sqlite3.Connection, chunk_rows: int, fts: dict[str, int] | None = None
+    ) -> None:
         self.conn = conn
+        self.fts = BULK_FTS if fts is None else fts
         self.prefix = f"{STAGED_PREFIX}{secrets.token_hex(6)} "
         self.chunk_rows = max(1, chunk_rows)
         self.sessions: dict[tuple[str, str, str], _Session] = {}
-        self.pending: list[tuple[_Session, tuple[object, ...]]] = []
+        self.by_head: dict[tuple[str, ...], _Session] = {}  # chat checked for these
+        self.pending: list[tuple[_Session, Message]] = []
         self.inserted = 0
         self.skipped = 0
 
-    def add(self, record: dict[str, object], line: int) -> None:
-        session = self._session(record, line)
-        ts = float(record["timestamp"])  # type: ignore[arg-type]
-        session.first = min(session.first, ts)
-        session.last = max(session.last, ts)
-        role, content, name = record["role"], record["content"], record.get("name")
+    def add(self, message: Message) -> None:
+        session = self.by_head.get(message.head)
+        if session is None:
+            session = self.by_head[message.head] = self._session(message)
+        ts = message.timestamp
+        if ts < session.first:
+            session.first = ts
+        if ts > session.last:
+            session.last = ts
         if session.known is not None:
-            mark = fingerprint(str(role), ts, str(content), name)
+            mark = fingerprint(message.role, ts, message.content, message.name)
             if mark in session.known:
                 self.skipped += 1
                 return
             session.known.add(mark)
-        row = (role, content, record.get("tool_name"), record.get("tool_calls"),
-               record.get("tool_call_id"), ts, name)  # fmt: skip
-        self.pending.append((session, row))
+        self.pending.append((session, message))
         if len(self.pending) >= self.chunk_rows:
             self.flush()
 
@@ -121,8 +147,13 @@ class _StagedImport:
                     session.staged = self._stage(session)
             last = self.conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]
             drop_insert_trigger(self.conn)
-            self.conn.executemany(_INSERT, [(s.staged, *row) for s, row in self.pending])
-            index_rows_after(self.conn, last)
+            self.conn.executemany(
+                _INSERT,
+                [(s.staged, m.role, m.content, m.tool_name, m.tool_calls, m.tool_call_id,
+                  m.timestamp, m.name) for s, m in self.pending],
+            )  # fmt: skip
+            with fts_settings(self.conn, self.fts):
+                index_rows_after(self.conn, last)
             create_insert_trigger(self.conn)
             recount_messages(self.conn, sorted({cast(int, s.staged) for s, _ in self.pending}))
         self.inserted += len(self.pending)
@@ -154,21 +185,17 @@ class _StagedImport:
             messages_skipped=self.skipped,
         )
 
-    def _session(self, record: dict[str, object], line: int) -> _Session:
-        key = (str(record["platform"]), str(record["user"]), str(record["session"]))
+    def _session(self, message: Message) -> _Session:
+        key = message.head[:3]
         session = self.sessions.get(key)
         if session is None:
-            session = self.sessions[key] = self._find(key, record)
-        if (session.chat, session.chat_type) != (record["chat"], record["chat_type"]):
-            raise ImportFormatError(
-                line,
-                f"session {key[2][:60]!r} is in chat {session.chat[:60]!r} ({session.chat_type}), "
-                f"not {str(record['chat'])[:60]!r} ({record['chat_type']})",
-            )
+            session = self.sessions[key] = self._find(key, message)
+        if session.chat_key != message.head[3:]:
+            raise _chat_mismatch(session, message)
         return session
 
-    def _find(self, key: tuple[str, str, str], record: dict[str, object]) -> _Session:
-        ts = float(record["timestamp"])  # type: ignore[arg-type]
+    def _find(self, key: tuple[str, str, str], message: Message) -> _Session:
+        ts = message.timestamp
         row = self.conn.execute(
             "SELECT id, chat_id, chat_type FROM sessions "
             "WHERE source = ? AND user_key = ? AND external_id = ?",
@@ -182,8 +209,8 @@ class _StagedImport:
                 (*own, *key[:2]),
             ).fetchone()
         if row is None:
-            chat_type = cast(ChatType, record["chat_type"])  # checked by parse_line
-            return _Session(*key, str(record["chat"]), chat_type, ts, ts)
+            chat_type = cast(ChatType, message.head[4])  # checked by parse_line
+            return _Session(*key, message.head[3], chat_type, ts, ts)
         known = {
             fingerprint(r, t, c, n)
             for r, t, c, n in self.conn.execute(
@@ -212,6 +239,51 @@ class _StagedImport:
         staged = int(cursor.lastrowid or 0)
         self.conn.execute("UPDATE sessions SET root_id = id WHERE id = ?", (staged,))
         return staged
+
+
+@contextlib.contextmanager
+def fts_settings(conn: sqlite3.Connection, settings: dict[str, int]) -> Iterator[None]:
+    """Both indexes with these FTS5 settings inside the caller's transaction, then as they were.
+
+    A bulk load indexes with a larger in-memory hash (fewer, larger segments)
+    and `automerge` off (no merging into the older segments a small step at
+    a time; FTS5's crisis merge still bounds how many pile up). The indexes'
+    own settings are back before the transaction commits, so no other writer,
+    and no crash, ever sees them changed.
+    """
+    saved = {(i, k): _fts_setting(conn, i, k) for i in _INDEXES for k in settings}
+    for (index, key), _ in saved.items():
+        conn.execute(f"INSERT INTO {index}({index}, rank) VALUES (?, ?)", (key, settings[key]))
+    yield
+    for (index, key), value in saved.items():
+        conn.execute(
+            f"INSERT INTO {index}({index}, rank) VALUES (?, ?)",
+            (key, _FTS_DEFAULTS[key] if value is None else value),
+        )
+        if value is None:  # it was never set: leave it unset, as it was
+            conn.execute(f"DELETE FROM {index}_config WHERE k = ?", (key,))
+
+
+def merge_segments(conn: sqlite3.Connection, pages: int = MERGE_PAGES) -> None:
+    """Merge the segments a paused load left, in short transactions of about `pages` pages.
+
+    FTS5's 'merge' with a positive count merges a level once it holds
+    `usermerge` (4) segments, as automerge would have; it reports work done
+    through the change count, and stops when there is nothing left to do.
+    """
+    for index in _INDEXES:
+        while True:
+            with transaction(conn):
+                before = conn.total_changes
+                conn.execute(f"INSERT INTO {index}({index}, rank) VALUES ('merge', ?)", (pages,))
+                done = conn.total_changes - before
+            if done < 2:
+                break
+
+
+def _fts_setting(conn: sqlite3.Connection, index: str, key: str) -> object:
+    row = conn.execute(f"SELECT v FROM {index}_config WHERE k = ?", (key,)).fetchone()
+    return None if row is None else row[0]
 
 
 def _drop_owner_trigger(conn: sqlite3.Connection) -> str:
@@ -268,6 +340,17 @@ def discard_staged(conn: sqlite3.Connection, prefix: str = STAGED_PREFIX) -> int
 
 
 @contextlib.contextmanager
+def _cache_size(conn: sqlite3.Connection, kib: int) -> Iterator[None]:
+    """This connection's page cache at `kib` KiB for a while (the index builds reread pages)."""
+    before = int(conn.execute("PRAGMA cache_size").fetchone()[0])
+    conn.execute(f"PRAGMA cache_size = {-abs(kib)}")
+    try:
+        yield
+    finally:
+        conn.execute(f"PRAGMA cache_size = {before}")
+
+
+@contextlib.contextmanager
 def import_lock(conn: sqlite3.Connection) -> Iterator[None]:
     """Hold ``<database>-import.lock``: one import at a time per database."""
     path = next((row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main"), "")
@@ -304,18 +387,20 @@ def import_lines(
     the previous chunk. `progress` is called on this thread with the number of
     lines just done. A bad line raises `ImportFormatError` and nothing stays.
     """
-    with import_lock(conn):
+    with import_lock(conn), _cache_size(conn, IMPORT_CACHE_KIB):
         discard_staged(conn)  # left by an import that died
         run = _StagedImport(conn, chunk_rows)
         count = 0
         try:
             for batch, consumed in parsed_batches(lines):
-                for number, record in batch:
-                    run.add(record, number)
+                for message in batch:
+                    run.add(message)
                 count += consumed
                 if progress is not None:
                     progress(consumed)
             run.publish()
+            if run.fts.get("automerge", 1) == 0:
+                merge_segments(conn)
         except BaseException:
             # Best effort: what stays behind is hidden, and the next import deletes it.
             with contextlib.suppress(SessionStoreError, sqlite3.Error):

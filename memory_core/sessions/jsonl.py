@@ -27,20 +27,26 @@ a user key the bot could never produce, or has a timestamp outside the years
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
 import math
+import multiprocessing
+import os
 import queue
 import re
+import signal
 import sqlite3
+import stat
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import IO
+from multiprocessing.connection import Connection
+from typing import IO, Any, NamedTuple, cast
 
-from memory_core.errors import ImportFormatError, InvalidUserKeyError
+from memory_core.errors import ImportFormatError, InvalidUserKeyError, SessionStoreError
 from memory_core.sessions.models import CHAT_TYPES, ROLES
 from memory_core.user_keys import check_user_key
 
@@ -49,9 +55,13 @@ LATEST_TIMESTAMP = 253_402_300_800.0  # 10000-01-01T00:00:00Z
 REQUIRED = ("session", "user", "platform", "chat", "chat_type", "role", "content", "timestamp")
 OPTIONAL = ("name", "tool_name", "tool_calls", "tool_call_id")
 _BATCH = 5000
+PROCESS_MIN_BYTES = 1 << 20  # below this, parsing ends before a process would pay off
 _PLATFORM = re.compile(r"[a-z0-9_]{1,32}")  # the platform rule of memory_core.user_keys
 _BOT_SESSION = re.compile(r"mnemo:([0-9]{1,18}):([0-9][0-9.e+-]{0,30})")
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_REQUIRED_KEYS = frozenset(REQUIRED)
+_KNOWN_KEYS = frozenset(REQUIRED + OPTIONAL)
+_USER_CACHE = 100_000  # user keys remembered as checked, per import
 
 
 @dataclass(frozen=True)
@@ -90,18 +100,29 @@ def parse_timestamp(value: object) -> float:
 
 
 def _seconds_of_text(value: str) -> float:
+    if value[4:5] == "-":  # looks like ISO-8601 (no number has "-" there but "123e-5")
+        with contextlib.suppress(ValueError):
+            return _iso_seconds(value)
     try:
         return float(value)
     except ValueError:
         pass
+    return _iso_seconds(value)
+
+
+def _iso_seconds(value: str) -> float:
     moment = datetime.fromisoformat(value.strip())
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return moment.timestamp()
 
 
-def parse_line(text: str, line: int) -> dict[str, object]:
-    """Decode and validate one line; raise ImportFormatError naming the line."""
+def parse_line(text: str, line: int, users: set[str] | None = None) -> dict[str, object]:
+    """Decode and validate one line; raise ImportFormatError naming the line.
+
+    `users` holds user keys already found well-formed (a cache the caller
+    keeps across lines; a key is checked once per import, not once per line).
+    """
     try:
         record = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -112,17 +133,15 @@ def parse_line(text: str, line: int) -> dict[str, object]:
         raise ImportFormatError(line, f"not valid JSON ({exc})") from None
     if not isinstance(record, dict):
         raise ImportFormatError(line, "a line must hold one JSON object")
-    missing = [k for k in REQUIRED if k not in record]
-    if missing:
+    if not record.keys() >= _REQUIRED_KEYS:
+        missing = [k for k in REQUIRED if k not in record]
         raise ImportFormatError(line, f"missing {', '.join(missing)}")
-    unknown = sorted(set(record) - set(REQUIRED) - set(OPTIONAL))
-    if unknown:
+    if not record.keys() <= _KNOWN_KEYS:
+        unknown = sorted(set(record) - _KNOWN_KEYS)
         raise ImportFormatError(line, f"unknown key {unknown[0][:40]!r}")
-    _check_strings(record, line)
-    try:
-        check_user_key(str(record["user"]))
-    except InvalidUserKeyError as exc:
-        raise ImportFormatError(line, f"'user': {exc}") from None
+    # A lone surrogate comes from a \u escape, or from text handed over as str.
+    _check_strings(record, line, surrogates="\\u" in text or not text.isascii())
+    _check_user(str(record["user"]), line, users)
     if not _PLATFORM.fullmatch(str(record["platform"])):
         raise ImportFormatError(line, "'platform' must be lowercase letters, digits and _")
     try:
@@ -133,7 +152,18 @@ def parse_line(text: str, line: int) -> dict[str, object]:
     return record
 
 
-def _check_strings(record: dict[str, object], line: int) -> None:
+def _check_user(user: str, line: int, users: set[str] | None) -> None:
+    if users is not None and user in users:
+        return
+    try:
+        check_user_key(user)
+    except InvalidUserKeyError as exc:
+        raise ImportFormatError(line, f"'user': {exc}") from None
+    if users is not None and len(users) < _USER_CACHE:
+        users.add(user)
+
+
+def _check_strings(record: dict[str, object], line: int, *, surrogates: bool = True) -> None:
     for key in ("session", "user", "platform", "chat"):
         value = record[key]
         if not isinstance(value, str) or not value.strip():
@@ -149,6 +179,8 @@ def _check_strings(record: dict[str, object], line: int) -> None:
     for key in OPTIONAL:
         if record.get(key) is not None and not isinstance(record[key], str):
             raise ImportFormatError(line, f"{key!r} must be a string")
+    if not surrogates:
+        return
     for key, value in record.items():
         if isinstance(value, str) and _SURROGATE.search(value):
             raise ImportFormatError(line, f"{key!r} holds a lone surrogate (not valid Unicode)")
@@ -160,12 +192,69 @@ def fingerprint(role: str, timestamp: float, content: str, name: object) -> str:
     return hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
 
 
-_Batch = tuple[list[tuple[int, dict[str, object]]], int]
+class Message(NamedTuple):
+    """One checked line, as the importer writes it."""
+
+    line: int
+    head: tuple[str, str, str, str, str]  # platform, user, session, chat, chat type
+    role: str
+    content: str
+    timestamp: float
+    name: str | None
+    tool_name: str | None
+    tool_calls: str | None
+    tool_call_id: str | None
+
+
+Batch = tuple[list[Message], int]  # the messages and the number of lines they came from
 _END = object()
 
 
-def parsed_batches(lines: Iterable[bytes | str] | IO[bytes]) -> Iterator[_Batch]:
-    """Validated records in batches, parsed on a helper thread; errors re-raised here."""
+def parsed_batches(
+    lines: Iterable[bytes | str] | IO[bytes], *, process_min_bytes: int = PROCESS_MIN_BYTES
+) -> Iterator[Batch]:
+    """Checked messages in batches, parsed while the caller writes; errors re-raised here.
+
+    A regular file of at least `process_min_bytes` is parsed in a forked
+    process when this one runs no other thread (a thread would share the GIL
+    with the writer, and parsing is most of an import's Python time);
+    anything else on a helper thread. A bad line raises `ImportFormatError`.
+    """
+    if _forkable(lines, process_min_bytes):
+        return _process_batches(cast(IO[bytes], lines))
+    return _thread_batches(lines)
+
+
+def _checked_batches(lines: Iterable[bytes | str] | IO[bytes]) -> Iterator[Batch]:
+    users: set[str] = set()
+    heads: dict[_Head, _Head] = {}
+    batch: list[Message] = []
+    consumed = 0
+    for number, raw in enumerate(_lines_of(lines), start=1):
+        text = _decode(raw, number)
+        consumed += 1
+        if text and not text.isspace():
+            batch.append(_message(number, parse_line(text, number, users), heads))
+        if consumed >= _BATCH:
+            yield batch, consumed
+            batch, consumed = [], 0
+            if len(heads) > _USER_CACHE:
+                heads.clear()
+    yield batch, consumed
+
+
+_Head = tuple[str, str, str, str, str]
+
+
+def _message(number: int, record: dict[str, object], heads: dict[_Head, _Head]) -> Message:
+    r = cast(dict[str, Any], record)  # checked by parse_line
+    head = (r["platform"], r["user"], r["session"], r["chat"], r["chat_type"])
+    head = heads.setdefault(head, head)  # one object per session: pickled once per batch
+    return Message(number, head, r["role"], r["content"], r["timestamp"], r.get("name"),
+                   r.get("tool_name"), r.get("tool_calls"), r.get("tool_call_id"))  # fmt: skip
+
+
+def _thread_batches(lines: Iterable[bytes | str] | IO[bytes]) -> Iterator[Batch]:
     channel: queue.Queue[object] = queue.Queue(maxsize=4)
     stop = threading.Event()
 
@@ -180,19 +269,10 @@ def parsed_batches(lines: Iterable[bytes | str] | IO[bytes]) -> Iterator[_Batch]
 
     def produce() -> None:
         try:
-            batch: list[tuple[int, dict[str, object]]] = []
-            consumed = 0
-            for number, raw in enumerate(_lines_of(lines), start=1):
-                text = _decode(raw, number)
-                consumed += 1
-                if text.strip():
-                    batch.append((number, parse_line(text, number)))
-                if consumed >= _BATCH:
-                    if not send((batch, consumed)):
-                        return
-                    batch, consumed = [], 0
-            if send((batch, consumed)):
-                send(_END)
+            for batch in _checked_batches(lines):
+                if not send(batch):
+                    return
+            send(_END)
         except BaseException as exc:  # handed to the importing thread, which raises it
             send(exc)
 
@@ -205,10 +285,89 @@ def parsed_batches(lines: Iterable[bytes | str] | IO[bytes]) -> Iterator[_Batch]
                 return
             if isinstance(item, BaseException):
                 raise item
-            yield item  # type: ignore[misc]
+            yield cast(Batch, item)
     finally:
         stop.set()
         worker.join()
+
+
+def _forkable(lines: object, min_bytes: int) -> bool:
+    if not isinstance(lines, io.IOBase) or threading.active_count() != 1:
+        return False
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return False
+    try:
+        status = os.fstat(lines.fileno())
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISREG(status.st_mode) and status.st_size >= min_bytes
+
+
+def _process_batches(lines: IO[bytes]) -> Iterator[Batch]:
+    context = multiprocessing.get_context("fork")
+    receive, send = context.Pipe(duplex=False)
+    child = context.Process(
+        target=_parse_in_child, args=(lines, send, receive), name="mnemo-import-parser"
+    )
+    child.daemon = True
+    child.start()
+    send.close()
+    try:
+        while True:
+            try:
+                item = receive.recv()
+            except EOFError:
+                child.join(5)
+                raise SessionStoreError(
+                    f"the import's parser process stopped (exit code {child.exitcode})"
+                ) from None
+            if item[0] == "batch":
+                yield item[1]
+            elif item[0] == "bad":
+                raise ImportFormatError(item[1], item[2])
+            elif item[0] == "failed":
+                raise SessionStoreError(f"the import's parser failed: {item[1]}")
+            else:
+                return
+    finally:
+        receive.close()
+        if child.is_alive():
+            child.kill()
+        child.join()
+
+
+def _parse_in_child(lines: IO[bytes], send: Connection, receive: Connection) -> None:
+    """The forked parser: batches down the pipe, then "end", or what went wrong."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the importing process's to handle
+    receive.close()  # so that a send fails once the importing process is gone
+    _close_fds_except({0, 1, 2, send.fileno(), lines.fileno()})  # the import lock among them
+    try:
+        for batch in _checked_batches(lines):
+            send.send(("batch", batch))
+        send.send(("end",))
+    except ImportFormatError as exc:
+        _send_quietly(send, ("bad", exc.line, exc.problem))
+    except OSError:
+        return  # the importing process is gone
+    except BaseException as exc:  # handed to the importing process, which raises it
+        _send_quietly(send, ("failed", f"{type(exc).__name__}: {exc}"))
+
+
+def _send_quietly(send: Connection, item: tuple[object, ...]) -> None:
+    with contextlib.suppress(OSError):
+        send.send(item)
+
+
+def _close_fds_except(keep: set[int]) -> None:
+    """Close every inherited descriptor but `keep`: the child must hold no lock of the parent's."""
+    try:
+        open_fds = [int(name) for name in os.listdir("/proc/self/fd")]
+    except OSError:
+        open_fds = list(range(3, 1024))
+    for fd in open_fds:
+        if fd not in keep:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 def _lines_of(lines: Iterable[bytes | str] | IO[bytes]) -> Iterator[bytes | str]:

@@ -1,0 +1,411 @@
+"""Benchmark: `mnemo sessions import` beside a plain-SQLite load of the same rows.
+
+Generates a realistic JSON Lines history, deterministic for a `--seed`: many
+people (names, Telegram and Discord user keys) with many sessions each, in
+private chats and groups; user messages of a few words, assistant replies up
+to a few paragraphs, about 5% Chinese/Japanese messages, some tool calls and
+tool output; timestamps increase through the file. Then, each in a fresh
+process and a fresh database:
+
+- ours: the real ``mnemo sessions import FILE`` (the venv's `mnemo`), while a
+  probe thread takes the write lock once every 50 ms on its own connection,
+  as the bot's writer would, and records how long each live write waited;
+- plain SQLite: the same file read with `json.loads`, every row inserted in
+  one transaction with `executemany` into the same tables (created by the
+  same migrations), then the same b-tree indexes and both full-text indexes
+  built after the load, with the index value expressions of
+  `memory_core.sessions.schema` (`index_rows_after`), so both index exactly
+  what the live trigger indexes. No checks, no staging, no live writer.
+
+Prints both rates (messages per second, wall time of the process, start-up
+included), the ratio, and the probe's p50/max wait.
+
+    .venv/bin/python bench/import.py [--messages 300000] [--seed 1] [--dir PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import itertools
+import json
+import os
+import random
+import re
+import resource
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+from machine import describe, load_average
+
+ROOT = Path(__file__).resolve().parent.parent
+START = 1_600_000_000.0
+_COMMON = (
+    "the a to and i you it is of that in for on we this be have with was not but so at "
+    "are my can do if just what about will all one get like they me there from your "
+    "think know would out up time no more how when yes ok thanks could need want see "
+    "going should make good then now did also because some which work today tomorrow "
+    "meeting plan trip ferry deploy server bug fix test release doctor book dinner "
+    "weekend birthday daughter son mother father project budget train flight hotel"
+)
+COMMON = str.split(_COMMON)
+SYLLABLES = [a + b for a in "bcdfghklmnprstvwz" for b in ("a", "e", "i", "o", "u", "ai", "ou")]
+_FIRST = (
+    "Ann Ben Chloe David Emma Farid Grace Hugo Ines Jonas Kira Liam Mei Noah Olga Priya "
+    "Quentin Rosa Sven Tariq Uma Victor Wen Xavier Yuki Zoe Aiko Bruno Carmen Dmitri"
+)
+FIRST = str.split(_FIRST)
+_LAST = (
+    "Smith Müller Tanaka Okafor Rossi Novak Silva Chen Dubois Kowalski Larsen Haddad "
+    "Ivanova Garcia Nguyen Schmidt Costa Wang Moreau Jensen"
+)
+LAST = str.split(_LAST)
+CJK = (
+    "的一是不了人我在有他这中大来上国个到说们为子和你地出道也时年得就那要下以生会自着去之过"
+    "家学对可她里后小么心多天而能好都然没日于起还发成事只作当想看文无开手十用主行方又如前所本"
+    "见经头面公同三已老从动两长知民样现分将外但身些与高意进把法此实回二理美点月明其种声全工己"
+    "话儿者向情部正名定女问力机给等几很业最间新什打便位因重被走电四第门相次东政海口使教西再平"
+    "部署迁移失败服务器数据库生日礼物女儿周末计划会议天气航班酒店预订修复测试发布"
+)
+KANA = (
+    "あいうえおかきくけこさしすせそたちつてとなにぬねのはひふへほまみむめもやゆよらりるれろわをん"
+)
+HAN_OR_KANA = re.compile("[\u3040-\u30ff\u4e00-\u9fff]")
+TOOLS = ("web_search", "memory", "session_search", "calendar", "weather")
+
+
+class Corpus:
+    """Zipf-weighted words and helpers that draw text from one `random.Random`."""
+
+    def __init__(self, rng: random.Random, size: int = 20_000) -> None:
+        self.rng = rng
+        words: dict[str, None] = dict.fromkeys(COMMON)  # a dict keeps insertion order
+        while len(words) < size:
+            n = rng.choice((1, 2, 2, 3, 3, 4))
+            words.setdefault("".join(rng.choice(SYLLABLES) for _ in range(n)))
+        self.words = list(words)
+        self.cum = list(itertools.accumulate(1.0 / (r + 1) ** 1.05 for r in range(size)))
+        self.cjk_cum = list(itertools.accumulate(1.0 / (r + 3) for r in range(len(CJK))))
+
+    def sentence(self, words: int, names: list[str]) -> str:
+        picked = self.rng.choices(self.words, cum_weights=self.cum, k=words)
+        if names and self.rng.random() < 0.15:
+            picked[self.rng.randrange(words)] = self.rng.choice(names)
+        text = " ".join(picked)
+        return text[:1].upper() + text[1:] + self.rng.choice(".!?.,")
+
+    def paragraphs(self, words: int, names: list[str]) -> str:
+        out: list[str] = []
+        while words > 0:
+            n = min(words, self.rng.randint(8, 24))
+            out.append(self.sentence(n, names))
+            words -= n
+        per = max(1, len(out) // self.rng.randint(1, 4))
+        return "\n\n".join(" ".join(out[i : i + per]) for i in range(0, len(out), per))
+
+    def cjk(self, chars: int) -> str:
+        picks = self.rng.choices(CJK, cum_weights=self.cjk_cum, k=chars)
+        if self.rng.random() < 0.2:  # some Japanese
+            picks += self.rng.choices(KANA, k=chars // 2)
+        if self.rng.random() < 0.3:  # mixed with an English word
+            picks.insert(self.rng.randrange(len(picks)), f" {self.rng.choice(COMMON[40:])} ")
+        return "".join(picks) + self.rng.choice("。！？")
+
+
+def user_text(c: Corpus, names: list[str]) -> str:
+    r = c.rng.random()
+    if r < 0.05:
+        return c.cjk(c.rng.randint(4, 60))
+    if r < 0.8:
+        return c.sentence(c.rng.randint(2, 18), names)
+    if r < 0.98:
+        return c.paragraphs(c.rng.randint(18, 50), names)
+    return c.paragraphs(c.rng.randint(50, 200), names)
+
+
+def assistant_text(c: Corpus, names: list[str]) -> str:
+    r = c.rng.random()
+    if r < 0.05:
+        return c.cjk(c.rng.randint(20, 200))
+    if r < 0.4:
+        return c.sentence(c.rng.randint(4, 24), names)
+    if r < 0.92:
+        return c.paragraphs(c.rng.randint(25, 80), names)
+    return c.paragraphs(c.rng.randint(80, 300), names)
+
+
+def write_corpus(path: Path, messages: int, seed: int) -> dict[str, int]:
+    """Write `messages` lines; return counts of people, sessions, CJK and tool lines."""
+    rng = random.Random(seed)
+    c = Corpus(rng)
+    people = max(1, messages // 300)
+    users = [
+        (rng.choice(("telegram", "discord")), str(10_000_000 + rng.randrange(90_000_000)))
+        for _ in range(people)
+    ]
+    names = [f"{rng.choice(FIRST)} {rng.choice(LAST)}" for _ in range(people)]
+    weights = list(itertools.accumulate(1.0 / (r + 10) for r in range(people)))
+    stats = {"people": people, "sessions": 0, "cjk": 0, "tool": 0, "bytes": 0}
+    now, written = START, 0
+    with path.open("w", encoding="utf-8") as out:
+        while written < messages:
+            person = rng.choices(range(people), cum_weights=weights)[0]  # a few heavy users
+            platform, uid = users[person]
+            group = rng.random() < 0.25
+            chat = f"-100{rng.randrange(10**9)}" if group else uid
+            size = min(messages - written, rng.randint(4, 120))
+            head = {
+                "session": f"{platform}:{chat}:{stats['sessions']}",
+                "user": f"{platform}-{uid}",
+                "platform": platform,
+                "chat": chat,
+                "chat_type": "group" if group else "private",
+            }
+            stats["sessions"] += 1
+            friends = [names[person], *rng.sample(names, min(3, people))]
+            for line, kind in session_lines(c, head, size, friends, now):
+                out.write(line)
+                stats["bytes"] += len(line.encode("utf-8"))
+                stats[kind] = stats.get(kind, 0) + 1
+            written += size
+            now += size * 40 + rng.randint(600, 86_400)
+    return stats
+
+
+def session_lines(
+    c: Corpus, head: dict[str, str], size: int, names: list[str], start: float
+) -> Iterator[tuple[str, str]]:
+    """The lines of one session, each with its kind (text, cjk, call or tool)."""
+    ts = start
+    i = 0
+    while i < size:
+        ts += c.rng.uniform(2, 90)
+        role = "user" if i % 2 == 0 else "assistant"
+        record: dict[str, object] = dict(head, role=role)
+        if role == "assistant" and i + 1 < size and c.rng.random() < 0.04:
+            call = f"call_{c.rng.randrange(16**12):012x}"
+            tool = c.rng.choice(TOOLS)
+            record["content"] = ""
+            record["tool_calls"] = json.dumps(
+                [{"id": call, "type": "function",
+                  "function": {"name": tool, "arguments": json.dumps({"q": c.sentence(4, [])})}}]
+            )  # fmt: skip
+            yield _line(record, ts), "call"
+            output = {"results": [c.sentence(c.rng.randint(6, 30), names) for _ in range(5)]}
+            if c.rng.random() < 0.03:  # now and then an output over the 8 KiB index cut
+                output["page"] = [c.paragraphs(400, []) for _ in range(3)]
+            tool_record = dict(head, role="tool", tool_name=tool, tool_call_id=call)
+            tool_record["content"] = json.dumps(output, ensure_ascii=False)
+            yield _line(tool_record, ts + 0.5), "tool"
+            i += 2
+            continue
+        if head["chat_type"] == "group" and role == "user":
+            record["name"] = c.rng.choice(names)
+        text = user_text(c, names) if role == "user" else assistant_text(c, names)
+        record["content"] = text
+        yield _line(record, ts), "cjk" if HAN_OR_KANA.search(text) else "text"
+        i += 1
+
+
+def _line(record: dict[str, object], ts: float) -> str:
+    record["timestamp"] = datetime.fromtimestamp(round(ts, 3), UTC).isoformat()
+    return json.dumps(record, ensure_ascii=False) + "\n"
+
+
+def probe(db: Path, stop: threading.Event, waits: list[float]) -> None:
+    """Take the write lock every 50 ms on its own connection; record how long each wait was."""
+    while not db.exists():
+        if stop.wait(0.01):
+            return
+    conn = sqlite3.connect(db, isolation_level=None, timeout=600)
+    n = 0
+    while not stop.wait(0.05):
+        try:
+            conn.execute("SELECT 1 FROM sessions LIMIT 1")
+        except sqlite3.OperationalError:
+            continue  # not migrated yet
+        started = time.perf_counter()
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute(
+            "INSERT INTO sessions(source, user_key, owner_token, chat_id, chat_type, started_at) "
+            "VALUES ('console', 'console-probe', 'x', 'p', 'private', ?)",
+            (n,),
+        )
+        conn.execute("ROLLBACK")  # the lock was the point; leave the data as imported
+        waits.append(time.perf_counter() - started)
+        n += 1
+    conn.close()
+
+
+def mnemo() -> str:
+    """The venv's `mnemo` script beside the running interpreter."""
+    script = Path(sys.executable).parent / "mnemo"
+    if not script.exists():
+        sys.exit(f"no mnemo beside {sys.executable}: run with .venv/bin/python")
+    return str(script)
+
+
+def run_ours(file: Path, home: Path) -> tuple[float, float, list[float]]:
+    """Wall and CPU seconds of `mnemo sessions import`, and the probe's waits meanwhile."""
+    home.mkdir(parents=True)
+    stop = threading.Event()
+    waits: list[float] = []
+    thread = threading.Thread(target=probe, args=(home / "state.db", stop, waits))
+    thread.start()
+    cpu = children_cpu()
+    started = time.perf_counter()
+    done = subprocess.run(
+        [mnemo(), "sessions", "import", str(file)],
+        cwd=ROOT,
+        env={**os.environ, "MNEMO_HOME": str(home)},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    elapsed = time.perf_counter() - started
+    cpu = children_cpu() - cpu
+    stop.set()
+    thread.join()
+    if done.returncode != 0:
+        sys.exit(f"import failed: {done.stderr.strip()}")
+    return elapsed, cpu, waits
+
+
+def run_plain(file: Path, db: Path) -> tuple[float, float]:
+    """The plain-SQLite load in a fresh process (this script with --plain), timed the same way."""
+    db.parent.mkdir(parents=True)
+    cpu = children_cpu()
+    started = time.perf_counter()
+    subprocess.run([sys.executable, __file__, "--plain", str(file), str(db)], cwd=ROOT, check=True)
+    return time.perf_counter() - started, children_cpu() - cpu
+
+
+def children_cpu() -> float:
+    """CPU seconds (user and system) of the children this process has waited for."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def plain_load(file: Path, db: Path) -> None:
+    """Tables by the same migrations; rows in one transaction; every index built after."""
+    sys.path.insert(0, str(ROOT))
+    from memory_core.sessions import schema
+    from memory_core.sessions.db import open_writer
+
+    conn = open_writer(db)
+    indexes = conn.execute(
+        "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL "
+        "AND tbl_name IN ('sessions', 'messages')"
+    ).fetchall()
+    sessions: dict[tuple[str, str, str], list[object]] = {}
+    rows: list[tuple[object, ...]] = []
+    with file.open("rb") as lines:
+        for raw in lines:
+            r = json.loads(raw)
+            ts = datetime.fromisoformat(r["timestamp"]).timestamp()
+            key = (r["platform"], r["user"], r["session"])
+            s = sessions.get(key)
+            if s is None:
+                s = sessions[key] = [len(sessions) + 1, r, ts, ts, 0]
+            s[3], s[4] = ts, s[4] + 1  # type: ignore[operator]
+            rows.append((s[0], r["role"], r["content"], r.get("tool_name"), r.get("tool_calls"),
+                         r.get("tool_call_id"), ts, r.get("name")))  # fmt: skip
+    conn.execute("BEGIN IMMEDIATE")
+    schema.drop_insert_trigger(conn)
+    for name, _ in indexes:
+        conn.execute(f"DROP INDEX {name}")
+    conn.executemany(
+        "INSERT INTO sessions(id, source, user_key, owner_token, chat_id, chat_type, started_at, "
+        "ended_at, end_reason, external_id, root_id, message_count) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'imported', ?, ?, ?)",
+        [(i, *k[:2], schema.owner_token(k[1]), r["chat"], r["chat_type"], first, last, k[2], i, n)
+         for k, (i, r, first, last, n) in sessions.items()],  # type: ignore[index,misc]
+    )  # fmt: skip
+    conn.executemany(
+        "INSERT INTO messages(session_id, role, content, tool_name, tool_calls, tool_call_id, "
+        "timestamp, speaker_name) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        rows,
+    )
+    for _, sql in indexes:
+        conn.execute(sql)
+    schema.index_rows_after(conn, 0)
+    schema.create_insert_trigger(conn)
+    conn.execute("COMMIT")
+    conn.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--messages", type=int, default=300_000)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each, alternating")
+    parser.add_argument("--dir", type=Path, default=None, help="where the temporary files go")
+    parser.add_argument("--keep", action="store_true", help="keep the file and the last databases")
+    parser.add_argument("--plain", nargs=2, type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.plain:
+        plain_load(*args.plain)
+        return
+    print(describe(), flush=True)
+    base = Path(tempfile.mkdtemp(prefix="bench-import-", dir=args.dir))
+    try:
+        file = base / "history.jsonl"
+        stats = write_corpus(file, args.messages, args.seed)
+        print(
+            f"corpus (seed {args.seed}): {args.messages:,} messages, {stats['sessions']:,} "
+            f"sessions, {stats['people']:,} people, {stats['cjk'] / args.messages:.1%} CJK, "
+            f"{stats['tool'] / args.messages:.1%} tool output, {stats['bytes'] / 1e6:.0f} MB, "
+            f"sha256 {sha256(file)[:16]}",
+            flush=True,
+        )
+        ratios = [compare(file, base, args.messages, run) for run in range(1, args.repeat + 1)]
+        if len(ratios) > 1:
+            print(f"median ratio over {len(ratios)} runs: {statistics.median(ratios):.2f}x")
+    finally:
+        if not args.keep:
+            shutil.rmtree(base, ignore_errors=True)
+        else:
+            print(f"kept in {base}")
+
+
+def compare(file: Path, base: Path, messages: int, run: int) -> float:
+    """One plain load and one import, one after the other; print both; return the ratio."""
+    for old in ("plain", "home"):
+        shutil.rmtree(base / old, ignore_errors=True)
+    plain, plain_cpu = run_plain(file, base / "plain" / "state.db")
+    ours, our_cpu, waits = run_ours(file, base / "home")
+    plain_rate, our_rate = messages / plain, messages / ours
+    print(f"run {run}:")
+    print(
+        f"  plain SQLite load:     {plain:6.2f} s {plain_rate:9,.0f} msg/s  cpu {plain_cpu:5.1f} s"
+    )
+    print(f"  mnemo sessions import: {ours:6.2f} s {our_rate:9,.0f} msg/s cpu {our_cpu:5.1f} s")
+    print(f"  ratio: {our_rate / plain_rate:.2f}x the plain load; load average {load_average()}")
+    if waits:
+        print(
+            f"  live write during the import: {len(waits)} probes, p50 "
+            f"{statistics.median(waits) * 1000:.0f} ms, max {max(waits) * 1000:.0f} ms"
+        )
+    sys.stdout.flush()
+    return our_rate / plain_rate
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+if __name__ == "__main__":
+    main()
