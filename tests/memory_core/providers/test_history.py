@@ -34,7 +34,7 @@ from memory_core.sessions.models import (
 )
 from memory_core.sessions.query import MAX_QUERY_CHARS, MAX_TERMS
 from memory_core.sessions.store import SessionStore
-from tests.memory_core.sessions.test_store_reads import SlowInstr, wait_until
+from tests.memory_core.sessions.test_store_reads import SlowSteps, wait_until
 
 DAY = 86400.0
 NOW = time.time()
@@ -340,12 +340,12 @@ async def test_a_40000_word_message_is_recalled_in_time_and_the_loop_keeps_runni
 async def test_a_recall_cut_by_the_prefetch_timeout_frees_the_reader(
     tmp_path: Path, history: dict[str, int]
 ) -> None:
-    """The store's `on_connect` makes a two-character CJK search cost seconds (see SlowInstr)."""
+    """The store's `on_connect` makes every statement slow, a big search seconds (SlowSteps)."""
     path = tmp_path / "slow.db"
     with SessionDB(path) as db:
         rows = [NewMessage("user", f"天气 {i}", NOW - DAY + i, key=f"w{i}") for i in range(5000)]
         db.append_messages(origin=_origin(ME, "1", "telegram:private:1:w"), messages=rows)
-    slow = SlowInstr()
+    slow = SlowSteps()
     async with SessionStore(path, readers=1, on_connect=slow.install) as slow_store:
         manager = MemoryManager([HistoryRecallProvider(slow_store)], prefetch_timeout=0.3)
         await manager.initialize(SessionContext(99, ME, "telegram", "1", "private"))

@@ -53,6 +53,17 @@ class SlowInstr:
         conn.create_function("instr", 2, self)
 
 
+class SlowSteps(SlowInstr):
+    """Any statement at a few milliseconds per ten SQLite steps (a progress handler)."""
+
+    def step(self) -> int:
+        self("", "")
+        return 0  # carry on
+
+    def install(self, conn: sqlite3.Connection) -> None:
+        conn.set_progress_handler(self.step, 10)
+
+
 async def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
     async with asyncio.timeout(timeout):
         while not condition():
