@@ -30,6 +30,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from machine import describe
+
 from memory_core.providers import HistoryRecallProvider, SessionContext
 from memory_core.sessions import (
     DEFAULT_SEARCH_OPTIONS,
@@ -78,8 +80,8 @@ def bench_snippets(folder: Path, megabytes: float) -> None:
         _timed(f"snippet: a {megabytes:g} MB message", lambda: snippet("marmot", "big"))
 
 
-def bench_recall(folder: Path) -> None:
-    rng = random.Random(7)
+def bench_recall(folder: Path, seed: int) -> None:
+    rng = random.Random(seed)
     words = ["".join(rng.choices(string.ascii_lowercase, k=8)) for _ in range(40_000)]
     text = " ".join(words)
     context = SessionContext(0, "me", "bench", "me", "private")
@@ -153,11 +155,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=5.0, help="size of the big message")
     parser.add_argument("--rows", type=int, default=10_000, help="rows a runaway query scans")
+    parser.add_argument("--seed", type=int, default=7, help="the words of the pasted book")
     args = parser.parse_args()
+    print(describe())
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         bench_snippets(folder, args.mb)
-        bench_recall(folder)
+        bench_recall(folder, args.seed)
         bench_runaway(folder, args.rows)
 
 

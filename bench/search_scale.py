@@ -29,6 +29,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from machine import describe
+
 from memory_core.sessions import STOPWORDS, SearchOptions, SearchScope, SessionDB
 
 SYLLABLES = [a + b for a in "bcdfghklmnprstvwz" for b in ("a", "e", "i", "o", "u", "ai", "ou")]
@@ -197,6 +199,7 @@ def main() -> None:
         "--digest", action="store_true", help="print the corpus's sha256 and stop (no import)"
     )
     args = parser.parse_args()
+    print(describe())
     folder = args.dir or Path(tempfile.mkdtemp(prefix="mnemo-scale-"))
     folder.mkdir(parents=True, exist_ok=True)
     corpus = folder / "corpus.jsonl"
