@@ -7,7 +7,8 @@ that result for one cached session and grows by the messages each turn stores,
 so a turn pays only for its own messages. Its items are exactly what the
 rebuild gives (`as_sent` of the stored form, cut by `clip_history` to the
 message cap), in the store's order (by time, then id), so the request bytes
-are the same either way.
+are the same either way; each is an `EncodedMessage`, encoded as JSON once
+when it is added, which every later request body reuses.
 
 It is right only while every message of its session is written by the one
 holding it (a data directory is served by one process: `mnemo.lock`), and only
@@ -24,6 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from gateway.agent.compression import clip_history, message_chars
+from gateway.agent.model_client import EncodedMessage
 from gateway.agent.transcript import as_sent
 from memory_core import AppendResult, NewMessage, StoredMessage
 
@@ -66,7 +68,7 @@ class SentHistory:
             order = (message.timestamp, message.id)
             if self._last_order is not None and order <= self._last_order:
                 return False
-            item = clip_history([as_sent(message)], self._cap)[0]
+            item = EncodedMessage(clip_history([as_sent(message)], self._cap)[0])
             size = message_chars(item)
             self._items.append(item)
             self._sizes.append(size)

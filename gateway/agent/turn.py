@@ -28,7 +28,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from gateway.agent.model_client import Completion, ModelClient, TextSink, ToolCallRequest
+from gateway.agent.model_client import (
+    Completion,
+    EncodedMessage,
+    ModelClient,
+    TextSink,
+    ToolCallRequest,
+)
 from gateway.agent.tools import Tool
 from gateway.errors import ModelAuthError, ModelError, RequestTooLargeError
 from memory_core import (
@@ -130,7 +136,7 @@ class Agent:
         request_user = {"role": "user", "content": append_memory_context(user_text, recalled)}
         sent: list[dict[str, Any]] = [
             {"role": "system", "content": system_prompt},
-            *(dict(m) for m in history),
+            *(m if isinstance(m, EncodedMessage) else dict(m) for m in history),  # never change
             request_user,
         ]
         schemas = [tool.schema for tool in self._tools.values()]

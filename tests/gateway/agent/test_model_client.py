@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
+from typing import Any
 
+import httpx2
 import pytest
 
-from gateway.agent.model_client import ModelClient
+from gateway.agent.model_client import EncodedMessage, ModelClient
 from gateway.errors import (
     ModelAuthError,
     ModelCutOffError,
@@ -285,3 +287,90 @@ async def test_complete_retries_a_5xx_then_raises_a_model_error(fake: FakeOpenAI
     with pytest.raises(ModelError):
         await model.complete(MESSAGES)
     await model.close()
+
+
+# A request and the exact bytes `chat.completions.create` of the `openai` client sent for
+# it, captured before ModelClient encoded the body itself: a provider's prompt cache
+# depends on these bytes, so they must not move (keys, their order, the encoding).
+GOLDEN_MESSAGES: list[dict[str, Any]] = [
+    {"role": "system", "content": 'Be brief ✓ "quoted"'},
+    {"role": "user", "content": "日本語 and \u2028 line"},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "memory", "arguments": '{"a": 1}'},
+            }
+        ],
+    },
+    {"role": "tool", "content": "{}", "tool_call_id": "c1", "name": "memory"},
+]
+GOLDEN_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "memory",
+            "description": "d",
+            "parameters": {"type": "object", "properties": {"a": {"type": "integer"}}},
+        },
+    }
+]
+GOLDEN_BODY = (
+    b'{"model":"gpt-x","stream":true,"messages":[{"role":"system","content":"Be brief '
+    b'\xe2\x9c\x93 \\"quoted\\""},{"role":"user","content":"\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e'
+    b' and \xe2\x80\xa8 line"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1",'
+    b'"type":"function","function":{"name":"memory","arguments":"{\\"a\\": 1}"}}]},{"role":'
+    b'"tool","content":"{}","tool_call_id":"c1","name":"memory"}],"stream_options":'
+    b'{"include_usage":true},"tools":[{"type":"function","function":{"name":"memory",'
+    b'"description":"d","parameters":{"type":"object","properties":{"a":{"type":"integer"}}}}}]}'
+)
+GOLDEN_BODY_NO_TOOLS = (
+    b'{"model":"gpt-x","stream":true,"messages":[{"role":"system","content":"Be brief '
+    b'\xe2\x9c\x93 \\"quoted\\""},{"role":"user","content":"\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e'
+    b' and \xe2\x80\xa8 line"}],"stream_options":{"include_usage":true}}'
+)
+REPLY = (
+    b'data: {"id":"c","object":"chat.completion.chunk","created":0,"model":"m","choices":'
+    b'[{"index":0,"delta":{"role":"assistant","content":"hi"}}]}\n\n'
+    b'data: {"id":"c","object":"chat.completion.chunk","created":0,"model":"m","choices":'
+    b'[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
+    b'data: {"id":"c","object":"chat.completion.chunk","created":0,"model":"m","choices":[],'
+    b'"usage":{"prompt_tokens":7,"completion_tokens":1}}\n\n'
+    b"data: [DONE]\n\n"
+)
+
+
+async def test_a_streamed_request_is_byte_for_byte_what_the_openai_client_sent() -> None:
+    seen: list[httpx2.Request] = []
+
+    async def endpoint(request: httpx2.Request) -> httpx2.Response:
+        await request.aread()
+        seen.append(request)
+        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=REPLY)
+
+    http = httpx2.AsyncClient(transport=httpx2.MockTransport(endpoint))
+    model = ModelClient("http://model.invalid/v1", "sk-test", "gpt-x", 5.0, http_client=http)
+    result = await model.stream_chat(GOLDEN_MESSAGES, GOLDEN_TOOLS)
+    await model.stream_chat(GOLDEN_MESSAGES[:2])
+    encoded = [EncodedMessage(m) for m in GOLDEN_MESSAGES[1:]]  # a kept history's messages
+    await model.stream_chat([GOLDEN_MESSAGES[0], *encoded], GOLDEN_TOOLS)
+    await model.close()
+    assert [r.content for r in seen] == [GOLDEN_BODY, GOLDEN_BODY_NO_TOOLS, GOLDEN_BODY]
+    for request in seen:
+        assert request.method == "POST" and request.url.path == "/v1/chat/completions"
+        assert request.headers["content-type"] == "application/json"
+        assert request.headers["authorization"] == "Bearer sk-test"
+    assert (result.text, result.finish_reason) == ("hi", "stop")
+    assert (result.prompt_tokens, result.completion_tokens) == (7, 1)
+
+
+def test_an_encoded_message_refuses_changes() -> None:
+    message = EncodedMessage({"role": "user", "content": "hi"})
+    with pytest.raises(TypeError):
+        message["content"] = "changed"
+    with pytest.raises(TypeError):
+        message.update(content="changed")
+    assert message == {"role": "user", "content": "hi"} and dict(message) == message
