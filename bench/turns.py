@@ -24,10 +24,12 @@ Four runs, each through `Conversations.handle` (its sink keeps nothing):
   with its length. At turns 1-10, 95-105, 295-305 and 995-1,005 it prints the
   added latency (p50/p95) beside the floor: a raw HTTP POST of the same request
   body to the same endpoint with the same HTTP client (what carrying that body
-  costs at all, less the endpoint's own time), and what the `openai` client's
-  typed-parameter transformation of the last body would cost (the messages go
-  in `extra_body`, so it is not paid). `WARM_UP` turns of other people come
-  first, so that a run of the long session alone starts warm, as in service.
+  costs at all, less the endpoint's own time) and this process's CPU time per
+  turn (all threads: less swayed than wall time by other work on the
+  machine); then what the `openai` client's typed-parameter transformation of
+  the last body would cost (not paid: `ModelClient` posts the body it
+  encoded). `WARM_UP` turns of other people come first, so that a run of the
+  long session alone starts warm, as in service.
 
 "Added latency" is a turn's wall time from `handle()` to its end, less the
 time spent inside the fake model endpoint. The machine (with its load
@@ -253,11 +255,14 @@ class LongSession:
         self.http = http
         self.bodies = bodies
         self.added: list[float] = []  # seconds, per turn
+        self.cpu: list[float] = []  # this process's CPU seconds (all threads), per turn
         self.sent: list[list[bytes]] = []  # the bodies of each turn's requests
 
     async def turn(self, text: str) -> None:
         before = len(self.bodies)
+        cpu = time.process_time()
         self.added.append(await one_turn(self.conversations, LONG_PERSON, text))
+        self.cpu.append(time.process_time() - cpu)
         self.sent.append(self.bodies[before:])
 
     async def floor(self, bodies: list[bytes]) -> float:
@@ -301,11 +306,13 @@ async def long_session(services: Services, turns: int, texts: list[str]) -> None
             continue
         added = [1000 * session.added[n - 1] for n in range(first, last + 1)]
         floor = [1000 * floors[n] for n in range(first, last + 1)]
+        cpu = 1000 * sum(session.cpu[first - 1 : last]) / (last - first + 1)
         sizes = [len(json.loads(b)["messages"]) for n in (first, last) for b in session.sent[n - 1]]
         print(f"  turns {first:4d}-{last:<4d} added latency p50 {percentile(added, 0.5):5.1f} ms  "
               f"p95 {percentile(added, 0.95):5.1f} ms   floor (raw POST of the same body) "
-              f"p50 {percentile(floor, 0.5):5.2f} ms  p95 {percentile(floor, 0.95):5.2f} ms  "
-              f"({min(sizes)}-{max(sizes)} messages a request)")  # fmt: skip
+              f"p50 {percentile(floor, 0.5):5.2f} ms  p95 {percentile(floor, 0.95):5.2f} ms   "
+              f"CPU {cpu:4.1f} ms/turn  ({min(sizes)}-{max(sizes)} messages a request)"
+              )  # fmt: skip
     last = session.sent[-1][-1]
     cost = await transform_ms(json.loads(last))
     print(f"  not paid: the openai client's typed-parameter transformation of the last body "
