@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 MAX_QUERY_CHARS = 2048
-MAX_TERMS = 32
+MAX_TERMS = 24
 MAX_TERM_CHARS = 64
 MAX_BIGRAMS_PER_RUN = 24
 
