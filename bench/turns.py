@@ -29,7 +29,9 @@ Four runs, each through `Conversations.handle` (its sink keeps nothing):
   machine); then what the `openai` client's typed-parameter transformation of
   the last body would cost (not paid: `ModelClient` posts the body it
   encoded). `WARM_UP` turns of other people come first, so that a run of the
-  long session alone starts warm, as in service.
+  long session alone starts warm, as in service. `--long-runs N` runs N such
+  sessions (N people, one after the other) and pools their windows, for a
+  steadier figure on a busy machine.
 
 "Added latency" is a turn's wall time from `handle()` to its end, less the
 time spent inside the fake model endpoint. The machine (with its load
@@ -245,23 +247,29 @@ async def solo(
 
 
 class LongSession:
-    """One person's session, one turn at a time; per turn its added latency and its
+    """One person's session, one turn at a time; per turn its added latency, CPU time and
     request bodies (the instant endpoint keeps them in `bodies`)."""
 
     def __init__(
-        self, conversations: Conversations, http: httpx2.AsyncClient, bodies: list[bytes]
+        self,
+        conversations: Conversations,
+        http: httpx2.AsyncClient,
+        bodies: list[bytes],
+        person: int,
     ) -> None:
         self.conversations = conversations
         self.http = http
         self.bodies = bodies
+        self.person = person
         self.added: list[float] = []  # seconds, per turn
         self.cpu: list[float] = []  # this process's CPU seconds (all threads), per turn
         self.sent: list[list[bytes]] = []  # the bodies of each turn's requests
+        self.floors: dict[int, float] = {}  # turn number: seconds of the raw POSTs
 
     async def turn(self, text: str) -> None:
         before = len(self.bodies)
         cpu = time.process_time()
-        self.added.append(await one_turn(self.conversations, LONG_PERSON, text))
+        self.added.append(await one_turn(self.conversations, self.person, text))
         self.cpu.append(time.process_time() - cpu)
         self.sent.append(self.bodies[before:])
 
@@ -282,41 +290,48 @@ class LongSession:
         return time.perf_counter() - started - sum(spent)
 
 
-async def long_session(services: Services, turns: int, texts: list[str]) -> None:
-    """The long-session run: added latency beside the floor at each window of `WINDOWS`."""
+async def long_session(services: Services, turns: int, texts: list[str], runs: int) -> None:
+    """The long-session run, `runs` times (one person each, one after the other): added
+    latency beside the floor at each window of `WINDOWS`, pooled over the runs."""
     bodies: list[bytes] = []
     http = instant_model(bodies)
     model = _model_client(services, http)
     conversations = Conversations(replace(services, model=model))
-    session = LongSession(conversations, http, bodies)
     for n in range(WARM_UP):  # other people first: the process is warm, as in service
         await one_turn(conversations, n % 10, texts[n % len(texts)])
-    bodies.clear()
-    floors: dict[int, float] = {}
     reported = {n for first, last in WINDOWS for n in range(first, last + 1) if last <= turns}
-    for n in range(1, turns + 1):
-        await session.turn(texts[(n - 1) % len(texts)])
-        if n in reported:
-            floors[n] = await session.floor(session.sent[-1])
+    sessions = []
+    for run in range(runs):
+        session = LongSession(conversations, http, bodies, LONG_PERSON - run)
+        bodies.clear()
+        for n in range(1, turns + 1):
+            await session.turn(texts[(n - 1) % len(texts)])
+            if n in reported:
+                session.floors[n] = await session.floor(session.sent[-1])
+        sessions.append(session)
     await conversations.close()
     await model.close()
-    print(f"one long session, {turns:,} turns:")
+    print(f"one long session, {turns:,} turns" + (f", {runs} runs pooled:" if runs > 1 else ":"))
     for first, last in WINDOWS:
-        if last > turns:
-            continue
-        added = [1000 * session.added[n - 1] for n in range(first, last + 1)]
-        floor = [1000 * floors[n] for n in range(first, last + 1)]
-        cpu = 1000 * sum(session.cpu[first - 1 : last]) / (last - first + 1)
-        sizes = [len(json.loads(b)["messages"]) for n in (first, last) for b in session.sent[n - 1]]
-        print(f"  turns {first:4d}-{last:<4d} added latency p50 {percentile(added, 0.5):5.1f} ms  "
-              f"p95 {percentile(added, 0.95):5.1f} ms   floor (raw POST of the same body) "
-              f"p50 {percentile(floor, 0.5):5.2f} ms  p95 {percentile(floor, 0.95):5.2f} ms   "
-              f"CPU {cpu:4.1f} ms/turn  ({min(sizes)}-{max(sizes)} messages a request)"
-              )  # fmt: skip
-    last = session.sent[-1][-1]
-    cost = await transform_ms(json.loads(last))
+        if last <= turns:
+            _window(sessions, first, last)
+    body = sessions[-1].sent[-1][-1]
+    cost = await transform_ms(json.loads(body))
     print(f"  not paid: the openai client's typed-parameter transformation of the last body "
-          f"({len(last):,} bytes) would take {cost:.1f} ms")  # fmt: skip
+          f"({len(body):,} bytes) would take {cost:.1f} ms")  # fmt: skip
+
+
+def _window(sessions: list[LongSession], first: int, last: int) -> None:
+    """One line: turns `first` to `last` (1-based, inclusive) of every session."""
+    turns = range(first, last + 1)
+    added = [1000 * s.added[n - 1] for s in sessions for n in turns]
+    floor = [1000 * s.floors[n] for s in sessions for n in turns]
+    cpu = 1000 * sum(s.cpu[n - 1] for s in sessions for n in turns) / len(added)
+    sizes = [len(json.loads(b)["messages"]) for n in (first, last) for b in sessions[0].sent[n - 1]]
+    print(f"  turns {first:4d}-{last:<4d} added latency p50 {percentile(added, 0.5):5.1f} ms  "
+          f"p95 {percentile(added, 0.95):5.1f} ms   floor (raw POST of the same body) "
+          f"p50 {percentile(floor, 0.5):5.2f} ms  p95 {percentile(floor, 0.95):5.2f} ms   "
+          f"CPU {cpu:4.1f} ms/turn  ({min(sizes)}-{max(sizes)} messages a request)")  # fmt: skip
 
 
 async def transform_ms(body: dict[str, object], repeat: int = 5) -> float:
@@ -368,7 +383,7 @@ async def run(args: argparse.Namespace, home: Path) -> None:
         cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
         await model.close()
         if args.long > 0:
-            await long_session(opened, args.long, long_texts)
+            await long_session(opened, args.long, long_texts, args.long_runs)
     print(
         f"this process used {cpu:.1f} s CPU in {wall:.1f} s before the long session "
         f"({100 * cpu / wall:.0f}% of one core); load average after: {load()}"
@@ -397,6 +412,7 @@ def main() -> None:
     parser.add_argument("--paced-turns", type=int, default=1000)
     parser.add_argument("--solo", type=int, default=300, help="turns one at a time (0: skip)")
     parser.add_argument("--long", type=int, default=1005, help="turns of one session (0: skip)")
+    parser.add_argument("--long-runs", type=int, default=1, help="long sessions, pooled")
     parser.add_argument("--seed", type=int, default=11)
     args = parser.parse_args()
     print(describe())
