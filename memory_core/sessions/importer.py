@@ -50,8 +50,6 @@ from memory_core.sessions.jsonl import (
 )
 from memory_core.sessions.models import ChatType
 from memory_core.sessions.schema import (
-    TRIGRAM_INDEX,
-    WORD_INDEX,
     create_insert_trigger,
     drop_insert_trigger,
     index_rows_after,
@@ -69,10 +67,6 @@ _INSERT = (
     "timestamp, speaker_name) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _OWNER_TRIGGER = "sessions_owner_fixed"
-_INDEXES = (WORD_INDEX, TRIGRAM_INDEX)
-_FTS_DEFAULTS = {"automerge": 4, "hashsize": 1 << 20}  # FTS5's own defaults
-BULK_FTS = {"automerge": 0, "hashsize": 64 << 20}
-MERGE_PAGES = 1000  # one merge step after a load: about as long a transaction as a chunk
 
 
 @dataclass
@@ -105,11 +99,8 @@ def _chat_mismatch(session: _Session, message: Message) -> ImportFormatError:
 class _StagedImport:
     """One import: sessions seen so far, rows waiting for their chunk, staging ids."""
 
-    def __init__(
-        self, conn: sqlite3.Connection, chunk_rows: int, fts: dict[str, int] | None = None
-    ) -> None:
+    def __init__(self, conn: sqlite3.Connection, chunk_rows: int) -> None:
         self.conn = conn
-        self.fts = BULK_FTS if fts is None else fts
         self.prefix = f"{STAGED_PREFIX}{secrets.token_hex(6)} "
         self.chunk_rows = max(1, chunk_rows)
         self.sessions: dict[tuple[str, str, str], _Session] = {}
@@ -152,8 +143,7 @@ class _StagedImport:
                 [(s.staged, m.role, m.content, m.tool_name, m.tool_calls, m.tool_call_id,
                   m.timestamp, m.name) for s, m in self.pending],
             )  # fmt: skip
-            with fts_settings(self.conn, self.fts):
-                index_rows_after(self.conn, last)
+            index_rows_after(self.conn, last)
             create_insert_trigger(self.conn)
             recount_messages(self.conn, sorted({cast(int, s.staged) for s, _ in self.pending}))
         self.inserted += len(self.pending)
@@ -239,51 +229,6 @@ class _StagedImport:
         staged = int(cursor.lastrowid or 0)
         self.conn.execute("UPDATE sessions SET root_id = id WHERE id = ?", (staged,))
         return staged
-
-
-@contextlib.contextmanager
-def fts_settings(conn: sqlite3.Connection, settings: dict[str, int]) -> Iterator[None]:
-    """Both indexes with these FTS5 settings inside the caller's transaction, then as they were.
-
-    A bulk load indexes with a larger in-memory hash (fewer, larger segments)
-    and `automerge` off (no merging into the older segments a small step at
-    a time; FTS5's crisis merge still bounds how many pile up). The indexes'
-    own settings are back before the transaction commits, so no other writer,
-    and no crash, ever sees them changed.
-    """
-    saved = {(i, k): _fts_setting(conn, i, k) for i in _INDEXES for k in settings}
-    for (index, key), _ in saved.items():
-        conn.execute(f"INSERT INTO {index}({index}, rank) VALUES (?, ?)", (key, settings[key]))
-    yield
-    for (index, key), value in saved.items():
-        conn.execute(
-            f"INSERT INTO {index}({index}, rank) VALUES (?, ?)",
-            (key, _FTS_DEFAULTS[key] if value is None else value),
-        )
-        if value is None:  # it was never set: leave it unset, as it was
-            conn.execute(f"DELETE FROM {index}_config WHERE k = ?", (key,))
-
-
-def merge_segments(conn: sqlite3.Connection, pages: int = MERGE_PAGES) -> None:
-    """Merge the segments a paused load left, in short transactions of about `pages` pages.
-
-    FTS5's 'merge' with a positive count merges a level once it holds
-    `usermerge` (4) segments, as automerge would have; it reports work done
-    through the change count, and stops when there is nothing left to do.
-    """
-    for index in _INDEXES:
-        while True:
-            with transaction(conn):
-                before = conn.total_changes
-                conn.execute(f"INSERT INTO {index}({index}, rank) VALUES ('merge', ?)", (pages,))
-                done = conn.total_changes - before
-            if done < 2:
-                break
-
-
-def _fts_setting(conn: sqlite3.Connection, index: str, key: str) -> object:
-    row = conn.execute(f"SELECT v FROM {index}_config WHERE k = ?", (key,)).fetchone()
-    return None if row is None else row[0]
 
 
 def _drop_owner_trigger(conn: sqlite3.Connection) -> str:
@@ -399,8 +344,6 @@ def import_lines(
                 if progress is not None:
                     progress(consumed)
             run.publish()
-            if run.fts.get("automerge", 1) == 0:
-                merge_segments(conn)
         except BaseException:
             # Best effort: what stays behind is hidden, and the next import deletes it.
             with contextlib.suppress(SessionStoreError, sqlite3.Error):

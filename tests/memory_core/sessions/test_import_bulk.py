@@ -1,9 +1,8 @@
-"""Imports at bulk speed: FTS5 settings only inside a chunk, merges after, parsing in a process."""
+"""Imports at bulk speed: parsing in a forked process for large files, a larger page cache."""
 
 from __future__ import annotations
 
 import os
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -12,81 +11,27 @@ from pathlib import Path
 import pytest
 
 from memory_core.errors import ImportFormatError
-from memory_core.sessions.connection import transaction
 from memory_core.sessions.db import SessionDB
-from memory_core.sessions.importer import BULK_FTS, fts_settings
-from memory_core.sessions.models import SearchScope
-from tests.memory_core.sessions.test_import_staging import (
-    PausedLines,
-    line,
-    run_in_thread,
-    wait_for,
-)
+from memory_core.sessions.importer import IMPORT_CACHE_KIB
+from tests.memory_core.sessions.test_import_staging import line
 
 ROOT = Path(__file__).resolve().parents[3]
-INDEXES = ("messages_fts", "messages_trigram")
 
 
-def settings(path: Path) -> dict[str, list[tuple[str, object]]]:
-    """Each index's stored configuration, read from another connection."""
-    conn = sqlite3.connect(path)
-    try:
-        return {
-            i: conn.execute(f"SELECT k, v FROM {i}_config ORDER BY k").fetchall() for i in INDEXES
-        }
-    finally:
-        conn.close()
-
-
-def test_bulk_settings_hold_inside_the_transaction_only(tmp_path: Path) -> None:
+def test_the_import_connection_gets_its_page_cache_back(tmp_path: Path) -> None:
+    """The import reads with a 64 MiB cache, then the connection is as it was, failed or not."""
     with SessionDB(tmp_path / "state.db") as db:
-        conn = db.conn
-        conn.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES ('automerge', 8)")
-        before = settings(db.path)
-        with transaction(conn), fts_settings(conn, BULK_FTS):
-            inside = dict(conn.execute("SELECT k, v FROM messages_fts_config").fetchall())
-            assert (inside["automerge"], inside["hashsize"]) == (0, 64 << 20)
-        assert settings(db.path) == before  # 8 back, hashsize unset again
-        with pytest.raises(RuntimeError), transaction(conn), fts_settings(conn, BULK_FTS):
-            raise RuntimeError("a chunk fails")
-        assert settings(db.path) == before
-
-
-def test_an_import_and_a_failed_one_leave_the_index_settings_as_they_were(tmp_path: Path) -> None:
-    path = tmp_path / "state.db"
-    with SessionDB(path) as db:
-        db.conn.execute(
-            "INSERT INTO messages_trigram(messages_trigram, rank) VALUES ('automerge', 2)"
+        db.conn.execute("PRAGMA cache_size = -3000")
+        seen: list[int] = []
+        db.import_lines(
+            [line(n) for n in range(20)],
+            progress=lambda _n: seen.append(db.conn.execute("PRAGMA cache_size").fetchone()[0]),
         )
-        before = settings(path)
-        db.import_lines([line(n) for n in range(1200)], chunk_rows=300)
-        assert settings(path) == before
-        with pytest.raises(ImportFormatError, match=r"^line 1201: "):
-            db.import_lines([line(n, session="other") for n in range(1200)] + ["{"], chunk_rows=300)
-        assert settings(path) == before
-        assert len(db.search("ferry", SearchScope("telegram-1"))) > 0
-        db.check()
-
-
-def test_between_chunks_other_connections_see_the_settings_unchanged(tmp_path: Path) -> None:
-    """What a crash would leave: a committed chunk, with the indexes' settings untouched."""
-    path = tmp_path / "state.db"
-    with SessionDB(path) as db:
-        before = settings(path)
-        lines = PausedLines([line(n) for n in range(5000)], [line(5000)])
-        thread, out = run_in_thread(lambda: db.import_lines(lines, chunk_rows=1000))
-        conn = sqlite3.connect(path)
-        try:
-            wait_for(lambda: conn.execute("SELECT count(*) FROM messages").fetchone()[0] == 5000)
-            assert settings(path) == before
-            for index in INDEXES:  # the staged rows are indexed, in step with their table
-                conn.execute(f"INSERT INTO {index}({index}, rank) VALUES ('integrity-check', 1)")
-        finally:
-            conn.close()
-            lines.release.set()
-            thread.join(30)
-        assert out[0].messages_inserted == 5001  # type: ignore[attr-defined]
-        db.check()
+        assert seen == [-IMPORT_CACHE_KIB]
+        assert db.conn.execute("PRAGMA cache_size").fetchone()[0] == -3000
+        with pytest.raises(ImportFormatError):
+            db.import_lines([line(1), "{"])
+        assert db.conn.execute("PRAGMA cache_size").fetchone()[0] == -3000
 
 
 CHILD = """
