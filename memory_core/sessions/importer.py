@@ -16,6 +16,10 @@ index entries, were right from the start), and messages added to a session
 that already existed move from their staged shadow session into it. A bad
 line discards what was staged.
 
+The lines are parsed and checked beside the writing, in a forked process
+for a large file (a thread would share the GIL with the writer), and the
+importing connection gets a larger page cache while it writes.
+
 Imports hold an exclusive lock on a file beside the database
 (``state.db-import.lock``), so they run one at a time; an import that finds
 staged rows while holding the lock knows they were left by one that died (a
@@ -328,8 +332,9 @@ def import_lines(
 ) -> ImportResult:
     """Import JSON Lines (bytes or text, one message each, or a binary file): all or nothing.
 
-    Lines are decoded and checked on a helper thread while this thread writes
-    the previous chunk. `progress` is called on this thread with the number of
+    Lines are decoded and checked while this thread writes the previous chunk:
+    in a forked process for a large file (see `jsonl.parsed_batches`), else
+    on a helper thread. `progress` is called on this thread with the number of
     lines just done. A bad line raises `ImportFormatError` and nothing stays.
     """
     with import_lock(conn), _cache_size(conn, IMPORT_CACHE_KIB):
