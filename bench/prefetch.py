@@ -10,8 +10,8 @@ small talk, the rest mention topics of the user's past (or of nobody's).
 Every message goes through two configurations of the provider in turn (the
 order alternating): ``before``, the search options `/recall` uses (5,000 hits
 per term, 3 snippets per conversation), as prefetch had them, and
-``prefetch``, its own (`PREFETCH_MAX_HITS`, `PREFETCH_SNIPPETS`, or
-``--max-hits`` / ``--snippets``). For each it prints p50/p95/p99/max of the
+``prefetch``, the provider's own defaults (or ``--max-hits`` /
+``--snippets``). For each it prints p50/p95/p99/max of the
 added latency, overall, per kind of message and for the heaviest users (5% or
 more of all messages each), how often something was recalled, and how often
 the recalled text is the same as ``before``'s. The corpus and the messages
@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import bisect
+import inspect
 import itertools
 import json
 import random
@@ -43,7 +44,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from machine import describe
 
 from memory_core.providers import HistoryRecallProvider, MemoryManager, SessionContext
-from memory_core.providers.history import PREFETCH_MAX_HITS, PREFETCH_SNIPPETS
 from memory_core.sessions import SessionDB, SessionStore, SessionStoreError
 
 TOPICS = {
@@ -289,8 +289,13 @@ def main() -> None:
     parser.add_argument("--users", type=int, default=200)
     parser.add_argument("--seed", type=int, default=5)
     parser.add_argument("--fresh", action="store_true", help="rebuild the database")
-    parser.add_argument("--max-hits", type=int, default=PREFETCH_MAX_HITS, help="per term")
-    parser.add_argument("--snippets", type=int, default=PREFETCH_SNIPPETS, help="per session")
+    defaults = inspect.signature(HistoryRecallProvider).parameters
+    parser.add_argument(
+        "--max-hits", type=int, default=defaults["max_hits_per_term"].default, help="per term"
+    )
+    parser.add_argument(
+        "--snippets", type=int, default=defaults["search_snippets"].default, help="per session"
+    )
     parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "mnemo-bench")
     args = parser.parse_args()
     print(describe())
