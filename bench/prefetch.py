@@ -14,8 +14,9 @@ per term, 3 snippets per conversation), as prefetch had them, and
 ``--snippets``). For each it prints p50/p95/p99/max of the
 added latency, overall, per kind of message and for the heaviest users (5% or
 more of all messages each), how often something was recalled, and how often
-the recalled text is the same as ``before``'s. The corpus and the messages
-depend only on ``--seed``.
+the recalled text is the same as ``before``'s, and the CPU time the process
+spent per message (p50/p95: the figure the machine's other load moves least).
+The corpus and the messages depend only on ``--seed``.
 
     python bench/prefetch.py                       # 100,000 messages, 400 queries
     python bench/prefetch.py --messages 20000 --queries 200 --fresh
@@ -197,9 +198,12 @@ class Figures:
     timings: dict[str, list[float]] = field(default_factory=dict)
     recalled: dict[str, int] = field(default_factory=dict)
     texts: list[str] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
 
-    def add(self, groups: tuple[str | None, ...], elapsed: float, result: str) -> None:
+    def add(self, groups: tuple[str | None, ...], elapsed: tuple[float, float], result: str):
+        elapsed, cpu = elapsed
         self.texts.append(result)
+        self.cpu.append(cpu)
         for group in groups:
             if group is not None:
                 self.timings.setdefault(group, []).append(elapsed)
@@ -212,9 +216,9 @@ async def _prefetch(store: SessionStore, config: Config, session: SessionContext
     )
     manager = MemoryManager([provider])
     await manager.initialize(session)
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     result = await manager.prefetch_all(text)
-    elapsed = (time.perf_counter() - started) * 1000
+    elapsed = (time.perf_counter() - started) * 1000, (time.process_time() - cpu) * 1000
     await manager.shutdown()
     return elapsed, result
 
@@ -258,6 +262,10 @@ def _report(config: Config, figures: Figures, first: str, first_texts: list[str]
         f"{len(everything)} messages (ms); the same recall as {first} for "
         f"{same / len(pairs):.1%} of them, the same conversations (by date) for "
         f"{same_dates / len(pairs):.1%}"
+    )
+    print(
+        f"  CPU time of this process per message (all threads; the machine's other load "
+        f"aside): p50={statistics.median(figures.cpu):6.2f} p95={_pct(figures.cpu, 0.95):6.2f}"
     )
     for kind, values in [("all", everything), *sorted(timings.items())]:
         hit = recalled[kind]
