@@ -320,7 +320,8 @@ def _dumps(value: object) -> bytes:
 def _request(
     model: str, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]]
 ) -> dict[str, Any]:
-    """`create` arguments with the messages and tools passed as they are, in `extra_body`.
+    """`create` arguments (for `complete`) with the messages and tools passed as they are,
+    in `extra_body`; `stream_body` gives the same bytes for a streamed request.
 
     Ours are already in the API's wire shape; given as typed parameters, the
     `openai` client walks every nested value of them against its type hints
