@@ -7,6 +7,13 @@ message resumes it from there, with the system prompt stored with it. A
 session in use is never dropped, so the cache holds more than `max_open`
 only while more than `max_open` turns run at once.
 
+A cached session also keeps its history as requests carry it (`SentHistory`),
+but only the most recently used sessions' histories up to `history_bytes` of
+encoded JSON in all (about three times that in memory): a long session takes
+up to a few hundred kilobytes, and a thousand of them would not fit. A session
+whose history was dropped reads it from the store at its next turn, and keeps
+it again.
+
 A routing key's lock lives only while someone holds it or waits for it, so
 the locks do not pile up with every key ever seen.
 """
@@ -21,6 +28,8 @@ from dataclasses import dataclass
 
 from gateway.agent.sent_history import SentHistory
 from memory_core import MemoryManager
+
+HISTORY_BYTES = 32 * 1024 * 1024  # encoded JSON of the histories kept, all sessions together
 
 
 @dataclass
@@ -43,8 +52,9 @@ class _KeyLock:
 class SessionCache:
     """Cached sessions by routing key (least recently used first) and the keys' locks."""
 
-    def __init__(self, max_open: int) -> None:
+    def __init__(self, max_open: int, history_bytes: int = HISTORY_BYTES) -> None:
         self.max_open = max(1, max_open)
+        self.history_bytes = history_bytes
         self._sessions: OrderedDict[str, OpenSession] = OrderedDict()
         self._locks: dict[str, _KeyLock] = {}
 
@@ -101,9 +111,21 @@ class SessionCache:
 
     def trim(self) -> list[OpenSession]:
         """Drop the least recently used idle sessions past `max_open` and return them
-        (the caller shuts their providers down)."""
+        (the caller shuts their providers down); bound the histories kept."""
+        self._bound_histories()
         excess = len(self._sessions) - self.max_open
         if excess <= 0:
             return []
         idle = [key for key in self._sessions if key not in self._locks][:excess]
         return [self._sessions.pop(key) for key in idle]
+
+    def _bound_histories(self) -> None:
+        """Keep the histories of the most recently used sessions within `history_bytes`;
+        drop the others' (their next turn reads the store)."""
+        kept = 0
+        for session in reversed(self._sessions.values()):
+            if session.history is None:
+                continue
+            kept += session.history.encoded_bytes
+            if kept > self.history_bytes:
+                session.history = None

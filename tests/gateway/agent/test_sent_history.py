@@ -9,7 +9,8 @@ import pytest
 from gateway.agent.compression import clip_history, message_chars
 from gateway.agent.sent_history import SentHistory, stored_form
 from gateway.agent.transcript import as_sent
-from memory_core import AppendResult, NewMessage, StoredMessage
+from gateway.session_cache import OpenSession, SessionCache
+from memory_core import AppendResult, MemoryManager, NewMessage, StoredMessage
 
 CAP = 50
 
@@ -91,3 +92,16 @@ def test_a_message_that_would_not_sort_last_is_refused() -> None:
     earlier_clock = NewMessage(role="user", content="late", timestamp=1000.5, key="k")
     assert not history.extend([stored_form(earlier_clock, 6, 7)])  # the store sorts it 2nd
     assert history.extend([stored_form(NewMessage("user", "ok", 1005.0, key="j"), 6, 7)])
+
+
+def test_the_cache_keeps_only_the_most_recent_histories_within_its_bound() -> None:
+    size = SentHistory.of(7, SESSION, CAP).encoded_bytes
+    cache = SessionCache(max_open=10, history_bytes=2 * size)
+    sessions = {key: OpenSession(1, "prompt", MemoryManager()) for key in ("a", "b", "c")}
+    for key, session in sessions.items():
+        session.history = SentHistory.of(7, SESSION, CAP)
+        cache.put(key, session)
+    cache.get("a")  # now the most recently used: b, c, a
+    assert cache.trim() == []
+    kept = {key: session.history is not None for key, session in sessions.items()}
+    assert kept == {"a": True, "b": False, "c": True}
