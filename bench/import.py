@@ -3,9 +3,9 @@
 Generates a realistic JSON Lines history, deterministic for a `--seed`: many
 people (names, Telegram and Discord user keys) with many sessions each, in
 private chats and groups; user messages of a few words, assistant replies up
-to a few paragraphs, about 5% Chinese/Japanese messages, some tool calls and
-tool output; timestamps increase through the file. Then, each in a fresh
-process and a fresh database:
+to a few paragraphs, about 5% Chinese/Japanese messages, a few emoji, some
+tool calls and tool output; timestamps increase through the file. Then, each
+in a fresh process and a fresh database:
 
 - ours: the real ``mnemo sessions import FILE`` (the venv's `mnemo`), while a
   probe thread takes the write lock once every 50 ms on its own connection,
@@ -13,14 +13,16 @@ process and a fresh database:
 - plain SQLite: the same file read with `json.loads`, every row inserted in
   one transaction with `executemany` into the same tables (created by the
   same migrations), then the same b-tree indexes and both full-text indexes
-  built after the load, with the index value expressions of
-  `memory_core.sessions.schema` (`index_rows_after`), so both index exactly
-  what the live trigger indexes. No checks, no staging, no live writer.
+  built after the load, the latter with the live insert trigger's own
+  statements run once over all rows (`index_statements`), so both index
+  exactly what a live write indexes. No checks, no staging, no live writer.
 
 Prints both rates (messages per second, wall time of the process, start-up
-included), the ratio, and the probe's p50/max wait.
+included), the ratio, each process's CPU seconds (a shared machine's load
+moves wall time; `--repeat N` alternates N runs of each) and the probe's
+p50/max wait.
 
-    .venv/bin/python bench/import.py [--messages 300000] [--seed 1] [--dir PATH]
+    .venv/bin/python bench/import.py [--messages 300000] [--seed 1] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -80,6 +82,7 @@ KANA = (
     "あいうえおかきくけこさしすせそたちつてとなにぬねのはひふへほまみむめもやゆよらりるれろわをん"
 )
 HAN_OR_KANA = re.compile("[\u3040-\u30ff\u4e00-\u9fff]")
+EMOJI = ("🙂", "😂", "👍", "🎉", "❤️", "🙏", "🚀", "☕", "✅", "😅")
 TOOLS = ("web_search", "memory", "session_search", "calendar", "weather")
 
 
@@ -211,6 +214,8 @@ def session_lines(
         if head["chat_type"] == "group" and role == "user":
             record["name"] = c.rng.choice(names)
         text = user_text(c, names) if role == "user" else assistant_text(c, names)
+        if c.rng.random() < 0.04:  # now and then an emoji (the trigram index's rows)
+            text += " " + c.rng.choice(EMOJI)
         record["content"] = text
         yield _line(record, ts), "cjk" if HAN_OR_KANA.search(text) else "text"
         i += 1
@@ -296,16 +301,20 @@ def children_cpu() -> float:
 
 
 def plain_load(file: Path, db: Path) -> None:
-    """Tables by the same migrations; rows in one transaction; every index built after."""
-    sys.path.insert(0, str(ROOT))
-    from memory_core.sessions import schema
-    from memory_core.sessions.db import open_writer
+    """Tables by the same migrations; rows in one transaction; every index built after.
 
-    conn = open_writer(db)
+    The full-text indexes are filled with the live insert trigger's own
+    statements, turned into one set-based statement each (`index_statements`).
+    """
+    sys.path.insert(0, str(ROOT))
+    from memory_core.sessions import SessionDB
+
+    conn = SessionDB(db).open().conn  # migrated; our SQL functions registered
     indexes = conn.execute(
         "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL "
         "AND tbl_name IN ('sessions', 'messages')"
     ).fetchall()
+    trigger = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'messages_ai'").fetchone()[0]
     sessions: dict[tuple[str, str, str], list[object]] = {}
     rows: list[tuple[object, ...]] = []
     with file.open("rb") as lines:
@@ -320,14 +329,14 @@ def plain_load(file: Path, db: Path) -> None:
             rows.append((s[0], r["role"], r["content"], r.get("tool_name"), r.get("tool_calls"),
                          r.get("tool_call_id"), ts, r.get("name")))  # fmt: skip
     conn.execute("BEGIN IMMEDIATE")
-    schema.drop_insert_trigger(conn)
+    conn.execute("DROP TRIGGER messages_ai")
     for name, _ in indexes:
         conn.execute(f"DROP INDEX {name}")
     conn.executemany(
         "INSERT INTO sessions(id, source, user_key, owner_token, chat_id, chat_type, started_at, "
         "ended_at, end_reason, external_id, root_id, message_count) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'imported', ?, ?, ?)",
-        [(i, *k[:2], schema.owner_token(k[1]), r["chat"], r["chat_type"], first, last, k[2], i, n)
+        "VALUES (?, ?, ?, mnemo_owner_token(?), ?, ?, ?, ?, 'imported', ?, ?, ?)",
+        [(i, *k[:2], k[1], r["chat"], r["chat_type"], first, last, k[2], i, n)
          for k, (i, r, first, last, n) in sessions.items()],  # type: ignore[index,misc]
     )  # fmt: skip
     conn.executemany(
@@ -337,10 +346,55 @@ def plain_load(file: Path, db: Path) -> None:
     )
     for _, sql in indexes:
         conn.execute(sql)
-    schema.index_rows_after(conn, 0)
-    schema.create_insert_trigger(conn)
+    for statement in index_statements(trigger):
+        conn.execute(statement)
+    conn.execute(trigger)
     conn.execute("COMMIT")
     conn.close()
+
+
+def index_statements(trigger: str) -> list[str]:
+    """The insert trigger's full-text INSERTs as statements over every row of `messages`.
+
+    ``INSERT … VALUES (e1, e2)`` becomes ``INSERT … SELECT e1, e2 FROM messages AS new``
+    and ``INSERT … SELECT e1 WHERE c`` gets ``FROM messages AS new`` before its
+    WHERE: the trigger's own expressions, so the load indexes exactly what a
+    live write indexes, whatever the schema version.
+    """
+    body = trigger[trigger.index(" BEGIN") + len(" BEGIN") : trigger.rindex("END")]
+    out = []
+    for statement in (part.strip() for part in body.split(";")):
+        if not re.match(r"INSERT INTO messages_(fts|trigram)\b", statement):
+            continue
+        head, values = _split_top_level(statement, "VALUES")
+        if values:
+            out.append(f"{head} SELECT {values.strip()[1:-1]} FROM messages AS new")
+            continue
+        head, where = _split_top_level(statement, "WHERE")
+        out.append(
+            f"{head} FROM messages AS new WHERE {where}"
+            if where
+            else f"{head} FROM messages AS new"
+        )
+    if len(out) != 2:
+        sys.exit(f"cannot read both index statements from the insert trigger:\n{trigger}")
+    return out
+
+
+def _split_top_level(statement: str, keyword: str) -> tuple[str, str]:
+    """`statement` split around the first `keyword` outside parentheses and quotes."""
+    word = re.compile(rf"\s+{keyword}\s+")
+    depth, quote = 0, ""
+    for i, ch in enumerate(statement):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "()":
+            depth += 1 if ch == "(" else -1
+        elif depth == 0 and (found := word.match(statement, i)):
+            return statement[:i], statement[found.end() :]
+    return statement, ""
 
 
 def main() -> None:
