@@ -44,7 +44,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from multiprocessing.connection import Connection
-from typing import IO, Any, NamedTuple, cast
+from typing import IO, NamedTuple, cast
 
 from memory_core.errors import ImportFormatError, InvalidUserKeyError, SessionStoreError
 from memory_core.sessions.models import CHAT_TYPES, ROLES
@@ -117,11 +117,15 @@ def _iso_seconds(value: str) -> float:
     return moment.timestamp()
 
 
-def parse_line(text: str, line: int, users: set[str] | None = None) -> dict[str, object]:
+def parse_line(
+    text: str, line: int, users: set[str] | None = None, *, from_utf8: bool = False
+) -> dict[str, object]:
     """Decode and validate one line; raise ImportFormatError naming the line.
 
     `users` holds user keys already found well-formed (a cache the caller
     keeps across lines; a key is checked once per import, not once per line).
+    `from_utf8`: `text` was decoded from strict UTF-8, which holds no
+    surrogate, so only a \\u escape can bring one in.
     """
     try:
         record = json.loads(text)
@@ -140,7 +144,7 @@ def parse_line(text: str, line: int, users: set[str] | None = None) -> dict[str,
         unknown = sorted(set(record) - _KNOWN_KEYS)
         raise ImportFormatError(line, f"unknown key {unknown[0][:40]!r}")
     # A lone surrogate comes from a \u escape, or from text handed over as str.
-    _check_strings(record, line, surrogates="\\u" in text or not text.isascii())
+    _check_strings(record, line, surrogates="\\u" in text or not (from_utf8 or text.isascii()))
     _check_user(str(record["user"]), line, users)
     if not _PLATFORM.fullmatch(str(record["platform"])):
         raise ImportFormatError(line, "'platform' must be lowercase letters, digits and _")
@@ -225,16 +229,22 @@ def parsed_batches(
     return _thread_batches(lines)
 
 
-def _checked_batches(lines: Iterable[bytes | str] | IO[bytes]) -> Iterator[Batch]:
+def _checked_batches(lines: Iterable[bytes | str] | IO[bytes]) -> Iterator[_Rows]:
+    """Checked lines as plain tuples in `Message` order (cheap to build and to pickle)."""
     users: set[str] = set()
     heads: dict[_Head, _Head] = {}
-    batch: list[Message] = []
+    batch: list[tuple[object, ...]] = []
     consumed = 0
     for number, raw in enumerate(_lines_of(lines), start=1):
         text = _decode(raw, number)
         consumed += 1
         if text and not text.isspace():
-            batch.append(_message(number, parse_line(text, number, users), heads))
+            r = parse_line(text, number, users, from_utf8=isinstance(raw, bytes))
+            head = (r["platform"], r["user"], r["session"], r["chat"], r["chat_type"])
+            head = heads.setdefault(head, head)  # type: ignore[arg-type]  # one object per session
+            get = r.get
+            batch.append((number, head, r["role"], r["content"], r["timestamp"], get("name"),
+                          get("tool_name"), get("tool_calls"), get("tool_call_id")))  # fmt: skip
         if consumed >= _BATCH:
             yield batch, consumed
             batch, consumed = [], 0
@@ -244,14 +254,12 @@ def _checked_batches(lines: Iterable[bytes | str] | IO[bytes]) -> Iterator[Batch
 
 
 _Head = tuple[str, str, str, str, str]
+_Rows = tuple[list[tuple[object, ...]], int]
 
 
-def _message(number: int, record: dict[str, object], heads: dict[_Head, _Head]) -> Message:
-    r = cast(dict[str, Any], record)  # checked by parse_line
-    head = (r["platform"], r["user"], r["session"], r["chat"], r["chat_type"])
-    head = heads.setdefault(head, head)  # one object per session: pickled once per batch
-    return Message(number, head, r["role"], r["content"], r["timestamp"], r.get("name"),
-                   r.get("tool_name"), r.get("tool_calls"), r.get("tool_call_id"))  # fmt: skip
+def _messages(rows: list[tuple[object, ...]]) -> list[Message]:
+    make = Message._make
+    return [make(row) for row in rows]
 
 
 def _thread_batches(lines: Iterable[bytes | str] | IO[bytes]) -> Iterator[Batch]:
@@ -269,8 +277,8 @@ def _thread_batches(lines: Iterable[bytes | str] | IO[bytes]) -> Iterator[Batch]
 
     def produce() -> None:
         try:
-            for batch in _checked_batches(lines):
-                if not send(batch):
+            for rows, consumed in _checked_batches(lines):
+                if not send((_messages(rows), consumed)):
                     return
             send(_END)
         except BaseException as exc:  # handed to the importing thread, which raises it
@@ -322,7 +330,7 @@ def _process_batches(lines: IO[bytes]) -> Iterator[Batch]:
                     f"the import's parser process stopped (exit code {child.exitcode})"
                 ) from None
             if item[0] == "batch":
-                yield [Message._make(row) for row in item[1]], item[2]
+                yield _messages(item[1]), item[2]
             elif item[0] == "bad":
                 raise ImportFormatError(item[1], item[2])
             elif item[0] == "failed":
@@ -342,9 +350,8 @@ def _parse_in_child(lines: IO[bytes], send: Connection, receive: Connection) -> 
     receive.close()  # so that a send fails once the importing process is gone
     _close_fds_except({0, 1, 2, send.fileno(), lines.fileno()})  # the import lock among them
     try:
-        for batch, consumed in _checked_batches(lines):
-            # Plain tuples: a named tuple pickles through a Python call per row, 4x slower.
-            send.send(("batch", [tuple(m) for m in batch], consumed))
+        for rows, consumed in _checked_batches(lines):
+            send.send(("batch", rows, consumed))  # plain tuples: a named tuple pickles 4x slower
         send.send(("end",))
     except ImportFormatError as exc:
         _send_quietly(send, ("bad", exc.line, exc.problem))
