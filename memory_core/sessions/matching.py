@@ -38,6 +38,7 @@ class ScopeFilter:
     params: tuple[object, ...]
     owner: str
     max_hits: int
+    exclude_lineage_of: int | None = None
 
     @classmethod
     def build(cls, scope: SearchScope, options: SearchOptions) -> ScopeFilter:
@@ -63,6 +64,7 @@ class ScopeFilter:
             tuple(params),
             owner_token(scope.user_key),
             max(1, options.max_hits_per_term),
+            options.exclude_lineage_of,
         )
 
 
@@ -105,13 +107,27 @@ def _fts_hits(
     """The newest `where.max_hits` messages in scope that match `term`.
 
     FTS5 first intersects the term with the caller's owner token (cheap:
-    it seeks in the shorter list), then SQL applies the real scope.
+    it seeks in the shorter list), then SQL applies the real scope. The
+    conversation left out (`exclude_lineage_of`, the current one for
+    recall) is left out before the cap, not after: it is the newest, and in
+    a long conversation it would otherwise take every one of the newest
+    `max_hits` places and leave nothing older to find.
     """
     expression = f'owner : "{where.owner}" AND content : {term.match_expression()}'
+    skip, skip_params = "", tuple[int, ...]()
+    if where.exclude_lineage_of is not None:
+        skip = f"AND rowid NOT IN ({_LINEAGE_MESSAGES}) "
+        skip_params = (where.exclude_lineage_of,)
     return conn.execute(
         "SELECT m.id, s.root_id, m.timestamp FROM messages m "
         "CROSS JOIN sessions s ON s.id = m.session_id "
-        f"WHERE m.id IN (SELECT rowid FROM {index} WHERE {index} MATCH ? "
+        f"WHERE m.id IN (SELECT rowid FROM {index} WHERE {index} MATCH ? {skip}"
         f"ORDER BY rowid DESC LIMIT ?) AND {where.sql}",
-        (expression, where.max_hits, *where.params),
+        (expression, *skip_params, where.max_hits, *where.params),
     ).fetchall()
+
+
+_LINEAGE_MESSAGES = (
+    "SELECT id FROM messages WHERE session_id IN (SELECT id FROM sessions WHERE root_id = "
+    "(SELECT root_id FROM sessions WHERE id = ?))"
+)

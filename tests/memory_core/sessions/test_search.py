@@ -98,6 +98,15 @@ def test_child_sessions_resolve_to_their_root(db: SessionDB) -> None:
     assert set(ids(db.search("saga", ME, SearchOptions(exclude_lineage_of=999)))) == {root, other}
 
 
+def test_the_left_out_conversation_does_not_use_up_the_hit_cap(db: SessionDB) -> None:
+    older = say(db, "the boiler leaks again", ts=1.0, chat="c2")
+    current = db.append_message(origin=origin(), message=message("boiler news", 10.0)).session_id
+    for n in range(8):  # the current conversation holds the newest mentions, more than the cap
+        db.append_message(origin=origin(), message=message(f"boiler {n}", 11.0 + n))
+    options = SearchOptions(exclude_lineage_of=current, max_hits_per_term=3)
+    assert ids(db.search("boiler", ME, options)) == [older]
+
+
 def test_internal_sources_are_hidden_unless_asked(db: SessionDB) -> None:
     visible = say(db, "tax return notes", source="telegram")
     review = say(db, "tax return review", source="review")
