@@ -52,13 +52,17 @@ _PER_THREAD = threading.local()  # each thread's scratch connection, made on fir
 def highlighted_texts(
     conn: sqlite3.Connection, message_ids: Sequence[int], terms: Sequence[QueryTerm]
 ) -> dict[int, str]:
-    """Marked snippet text for each message id (only ids that exist)."""
+    """Marked snippet text for each message id (only ids that exist).
+
+    The windows of all the messages go through `highlight()` in one
+    statement, not one statement each.
+    """
     if not message_ids:
         return {}
     marks = ",".join("?" * len(message_ids))
     found = conn.execute(f"SELECT id FROM messages WHERE id IN ({marks})", tuple(message_ids))
     literals, words = _split_terms(terms)
-    out: dict[int, str] = {}
+    windows: list[tuple[int, str, int, bool]] = []  # message id, text, window start, cut
     with _Scratch(word_index_expression(words)) as scratch:
         for (message_id,) in found.fetchall():
             try:
@@ -66,7 +70,16 @@ def highlighted_texts(
             except sqlite3.OperationalError:  # deleted since it matched
                 continue
             content = head.decode("utf-8", errors="ignore")  # a character cut at the end
-            out[message_id] = message_snippet(scratch, content, literals, cut=size > len(head))
+            start = _window_start(scratch, content, literals)
+            windows.append((message_id, content, start, size > len(head)))
+        texts = [content[start : start + WINDOW_CHARS] for _, content, start, _ in windows]
+        marked = scratch.spans_of(texts) if scratch.expression else [[] for _ in texts]
+    out: dict[int, str] = {}
+    for (message_id, content, start, cut), window, spans in zip(
+        windows, texts, marked, strict=True
+    ):
+        spans = spans + _literal_spans(window, literals)
+        out[message_id] = render(content, [(a + start, b + start) for a, b in spans], cut=cut)
     return out
 
 
@@ -131,25 +144,17 @@ class _Scratch:
         )
         return row.fetchone() is not None
 
-    def spans(self, text: str) -> list[tuple[int, int]]:
-        """Where in `text` the query's words occur, as `highlight()` marks them."""
-        rowid = self._add(text)
-        row = self._conn.execute(
-            "SELECT highlight(t, 0, ?, ?) FROM t WHERE t MATCH ? AND rowid = ?",
-            (_OPEN, _CLOSE, self.expression, rowid),
-        ).fetchone()
-        return [] if row is None else _sentinel_spans(row[0] or "")
-
-
-def message_snippet(
-    scratch: _Scratch, content: str, literals: Sequence[str], *, cut: bool = False
-) -> str:
-    """The marked snippet of one message; `cut` when `content` is only its beginning."""
-    start = _window_start(scratch, content, literals)
-    window = content[start : start + WINDOW_CHARS]
-    spans = scratch.spans(window) if scratch.expression else []
-    spans += _literal_spans(window, literals)
-    return render(content, [(a + start, b + start) for a, b in spans], cut=cut)
+    def spans_of(self, texts: Sequence[str]) -> list[list[tuple[int, int]]]:
+        """Where in each of `texts` the query's words occur, as `highlight()` marks them."""
+        first = self._rowid + 1
+        for text in texts:
+            self._add(text)
+        rows = self._conn.execute(
+            "SELECT rowid, highlight(t, 0, ?, ?) FROM t WHERE t MATCH ? AND rowid >= ?",
+            (_OPEN, _CLOSE, self.expression, first),
+        )
+        spans = {rowid: _sentinel_spans(marked or "") for rowid, marked in rows}
+        return [spans.get(first + n, []) for n in range(len(texts))]
 
 
 def _window_start(scratch: _Scratch, content: str, literals: Sequence[str]) -> int:
@@ -190,16 +195,15 @@ def _first_literal(content: str, literals: Sequence[str]) -> int | None:
 def _sentinel_spans(text: str) -> list[tuple[int, int]]:
     """Spans in the unmarked text, from a string marked with the sentinels."""
     spans: list[tuple[int, int]] = []
-    plain = 0
-    start = None
-    for char in text:
-        if char == _OPEN:
-            start = plain
-        elif char == _CLOSE and start is not None:
-            spans.append((start, plain))
-            start = None
-        else:
-            plain += 1
+    removed = 0  # sentinels before the current position
+    opened = text.find(_OPEN)
+    while opened >= 0:
+        closed = text.find(_CLOSE, opened + 1)
+        if closed < 0:
+            break
+        spans.append((opened - removed, closed - removed - 1))
+        removed += 2
+        opened = text.find(_OPEN, closed + 1)
     return spans
 
 
