@@ -22,7 +22,7 @@ included), the ratio, each process's CPU seconds (a shared machine's load
 moves wall time; `--repeat N` alternates N runs of each) and the probe's
 p50/max wait.
 
-    .venv/bin/python bench/import.py [--messages 300000] [--seed 1] [--repeat 3]
+    .venv/bin/python bench/import.py [--messages 300000] [--seed 1] [--repeat 3] [--digest]
 """
 
 from __future__ import annotations
@@ -405,6 +405,7 @@ def main() -> None:
     parser.add_argument("--dir", type=Path, default=None, help="where the temporary files go")
     parser.add_argument("--keep", action="store_true", help="keep the file and the last databases")
     parser.add_argument("--plain", nargs=2, type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--digest", action="store_true", help="print the corpus line and stop")
     args = parser.parse_args()
     if args.plain:
         plain_load(*args.plain)
@@ -421,6 +422,8 @@ def main() -> None:
             f"sha256 {sha256(file)[:16]}",
             flush=True,
         )
+        if args.digest:
+            return
         ratios = [compare(file, base, args.messages, run) for run in range(1, args.repeat + 1)]
         if len(ratios) > 1:
             print(f"median ratio over {len(ratios)} runs: {statistics.median(ratios):.2f}x")
