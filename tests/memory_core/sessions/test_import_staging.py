@@ -165,7 +165,9 @@ async def test_a_live_turn_stores_its_message_while_a_long_import_runs(tmp_path:
     (Before, the import was one transaction: the write waited for all of it.)
     """
     path = tmp_path / "state.db"
-    lines = [line(n, content=f"bulk 天气 {n} " + "word " * 30) for n in range(60_000)]
+    lines = [
+        line(n, content=f"bulk {n} {'天气 ' * (n % 10 == 0)}" + "word " * 30) for n in range(60_000)
+    ]
     policy = WritePolicy(busy_timeout=0.2, wait_timeout=5.0)
     async with SessionStore(path, writes=policy) as store:
         started = threading.Event()
