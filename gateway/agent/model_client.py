@@ -312,6 +312,11 @@ def stream_body(
     return b"".join(body)
 
 
+def _text(value: object) -> str:
+    """A streamed string field; anything else (a malformed chunk) counts as nothing."""
+    return value if isinstance(value, str) else ""
+
+
 def _dumps(value: object) -> bytes:
     """JSON as the `openai` client encodes a body: compact, UTF-8, no NaN."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
@@ -370,24 +375,29 @@ class _StreamAccumulator:
         choice = choices[0]
         if choice.get("finish_reason"):
             self.finish_reason = str(choice["finish_reason"])
-        delta = choice.get("delta") or {}
-        for call in delta.get("tool_calls") or ():
-            self._add_call(call)
-        piece = delta.get("content") or ""
-        if piece:
-            self.text.append(piece)
-        return str(piece)
+        delta = choice.get("delta")
+        if not isinstance(delta, dict):
+            delta = {}
+        calls = delta.get("tool_calls")
+        for call in calls if isinstance(calls, list) else ():
+            if isinstance(call, dict):  # anything else is not a call: skipped, never a crash
+                self._add_call(call)
+        piece = delta.get("content")
+        if not isinstance(piece, str) or not piece:
+            return ""
+        self.text.append(piece)
+        return piece
 
     def _add_call(self, call: dict[str, Any]) -> None:
         slot = self.calls.setdefault(
             call.get("index") or 0, {"id": "", "name": "", "arguments": ""}
         )
-        if call.get("id"):
+        if isinstance(call.get("id"), str) and call["id"]:
             slot["id"] = call["id"]
         function = call.get("function")
-        if function is not None:
-            slot["name"] += function.get("name") or ""
-            slot["arguments"] += function.get("arguments") or ""
+        if isinstance(function, dict):
+            slot["name"] += _text(function.get("name"))
+            slot["arguments"] += _text(function.get("arguments"))
 
     def result(self) -> Completion:
         if self.finish_reason is None:

@@ -374,3 +374,24 @@ def test_an_encoded_message_refuses_changes() -> None:
     with pytest.raises(TypeError):
         message.update(content="changed")
     assert message == {"role": "user", "content": "hi"} and dict(message) == message
+
+
+def test_malformed_stream_chunks_are_skipped_not_a_crash() -> None:
+    """Chunks are read as plain JSON now: a field of the wrong type counts as nothing."""
+    from gateway.agent.model_client import _StreamAccumulator
+
+    acc = _StreamAccumulator()
+    for chunk in (
+        "not an object",
+        {"choices": "nope"},
+        {"choices": [{"delta": "text"}]},
+        {"choices": [{"delta": {"content": 5, "tool_calls": 7}}]},
+        {"choices": [{"delta": {"tool_calls": ["x", {"index": 0, "function": "f"}]}}]},
+        {"choices": [{"delta": {"tool_calls": [{"index": 0, "id": 3, "function": {"name": 1}}]}}]},
+        {"choices": [{"delta": {"content": "hi"}, "finish_reason": "stop"}]},
+    ):
+        acc.add(chunk)
+    result = acc.result()
+    assert result.text == "hi"
+    assert result.finish_reason == "stop"
+    assert [(c.name, c.arguments) for c in result.tool_calls] == [("", "")]
