@@ -73,23 +73,36 @@ def collect_hits(
 ) -> tuple[list[QueryTerm], list[list[tuple[int, int, float]]]]:
     terms: list[QueryTerm] = []
     hits: list[list[tuple[int, int, float]]] = []
+    floor = _lineage_floor(conn, where.exclude_lineage_of)
     for term in parsed.terms:
-        found = _term_hits(conn, term, where)
+        found = _term_hits(conn, term, where, floor)
         if not found and term.kind is TermKind.WORD and len(term.text) >= 3:
             term = term.as_prefix()  # no such word: try it as the start of longer ones
-            found = _fts_hits(conn, WORD_INDEX, term, where)
+            found = _fts_hits(conn, WORD_INDEX, term, where, floor)
         terms.append(term)
         hits.append(found)
     return terms, hits
 
 
+def _lineage_floor(conn: sqlite3.Connection, session_id: int | None) -> int | None:
+    """The first message id of the conversation left out (None: none, or it has none)."""
+    if session_id is None:
+        return None
+    row = conn.execute(
+        "SELECT min(m.id) FROM sessions s CROSS JOIN messages m ON m.session_id = s.id "
+        "WHERE s.root_id = (SELECT root_id FROM sessions WHERE id = ?)",
+        (session_id,),
+    ).fetchone()
+    return None if row is None or row[0] is None else int(row[0])
+
+
 def _term_hits(
-    conn: sqlite3.Connection, term: QueryTerm, where: ScopeFilter
+    conn: sqlite3.Connection, term: QueryTerm, where: ScopeFilter, floor: int | None
 ) -> list[tuple[int, int, float]]:
     if term.kind is not TermKind.LITERAL:
-        return _fts_hits(conn, WORD_INDEX, term, where)
+        return _fts_hits(conn, WORD_INDEX, term, where, floor)
     if len(term.text) >= 3:
-        return _fts_hits(conn, TRIGRAM_INDEX, term, where)
+        return _fts_hits(conn, TRIGRAM_INDEX, term, where, floor)
     # Trigram MATCH cannot find fewer than three characters, and LIKE on the
     # FTS table is wrong for 2-character CJK on SQLite 3.40: scan the base table.
     return conn.execute(
@@ -102,32 +115,33 @@ def _term_hits(
 
 
 def _fts_hits(
-    conn: sqlite3.Connection, index: str, term: QueryTerm, where: ScopeFilter
-) -> list[tuple[int, int, float]]:
+    conn: sqlite3.Connection, index: str, term: QueryTerm, where: ScopeFilter, floor: int | None
+) -> list[Hit]:
     """The newest `where.max_hits` messages in scope that match `term`.
 
     FTS5 first intersects the term with the caller's owner token (cheap:
     it seeks in the shorter list), then SQL applies the real scope. The
     conversation left out (`exclude_lineage_of`, the current one for
-    recall) is left out before the cap, not after: it is the newest, and in
-    a long conversation it would otherwise take every one of the newest
-    `max_hits` places and leave nothing older to find.
+    recall) is the newest: in a long one its mentions would take every one of
+    the newest `max_hits` places and leave nothing older to find. So the
+    messages older than its first (`floor`) are capped on their own, and the
+    newer ones (it, and other chats meanwhile) on theirs.
     """
     expression = f'owner : "{where.owner}" AND content : {term.match_expression()}'
-    skip, skip_params = "", tuple[int, ...]()
-    if where.exclude_lineage_of is not None:
-        skip = f"AND rowid NOT IN ({_LINEAGE_MESSAGES}) "
-        skip_params = (where.exclude_lineage_of,)
+    if floor is None:
+        return _fts_range(conn, index, expression, where, "")
+    newer = _fts_range(conn, index, expression, where, f"AND rowid >= {int(floor)} ")
+    older = _fts_range(conn, index, expression, where, f"AND rowid < {int(floor)} ")
+    return (newer + older)[: where.max_hits]
+
+
+def _fts_range(
+    conn: sqlite3.Connection, index: str, expression: str, where: ScopeFilter, rowids: str
+) -> list[Hit]:
     return conn.execute(
         "SELECT m.id, s.root_id, m.timestamp FROM messages m "
         "CROSS JOIN sessions s ON s.id = m.session_id "
-        f"WHERE m.id IN (SELECT rowid FROM {index} WHERE {index} MATCH ? {skip}"
-        f"ORDER BY rowid DESC LIMIT ?) AND {where.sql}",
-        (expression, *skip_params, where.max_hits, *where.params),
+        f"WHERE m.id IN (SELECT rowid FROM {index} WHERE {index} MATCH ? {rowids}"
+        f"ORDER BY rowid DESC LIMIT ?) AND {where.sql}" + (" ORDER BY m.id DESC" if rowids else ""),
+        (expression, where.max_hits, *where.params),
     ).fetchall()
-
-
-_LINEAGE_MESSAGES = (
-    "SELECT id FROM messages WHERE session_id IN (SELECT id FROM sessions WHERE root_id = "
-    "(SELECT root_id FROM sessions WHERE id = ?))"
-)
