@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,24 +58,36 @@ class Bot:
         return [r.body for r in self.main.requests if r.path.endswith("/chat/completions")]
 
 
+@asynccontextmanager
+async def two_model_services(
+    tmp_path: Path, main: FakeOpenAI, aux: FakeOpenAI
+) -> AsyncIterator[Services]:
+    """The bot's services with `BUDGET` context characters, the main model on `main` and
+    the auxiliary one (summaries) on `aux`."""
+    config_file = tmp_path / "mnemo.yaml"
+    config_file.write_text(
+        f"llm:\n  context_chars: {BUDGET}\n  timeout: 5.0\nauxiliary:\n  base_url: {aux.url}/v1\n",
+        encoding="utf-8",
+    )
+    env = {
+        "OPENAI_BASE_URL": main.url + "/v1",
+        "MNEMO_HOME": str(tmp_path / "data"),
+        "MNEMO_SKILLS_DIR": str(SKILLS),
+    }
+    async with open_services(load_config(config_file, environ=env)) as services:
+        yield services
+
+
 @pytest.fixture
 async def bot(tmp_path: Path) -> AsyncIterator[Bot]:
-    async with FakeOpenAI(chunk_size=500) as main, FakeOpenAI() as aux:
-        config_file = tmp_path / "mnemo.yaml"
-        config_file.write_text(
-            f"llm:\n  context_chars: {BUDGET}\n  timeout: 5.0\n"
-            f"auxiliary:\n  base_url: {aux.url}/v1\n",
-            encoding="utf-8",
-        )
-        env = {
-            "OPENAI_BASE_URL": main.url + "/v1",
-            "MNEMO_HOME": str(tmp_path / "data"),
-            "MNEMO_SKILLS_DIR": str(SKILLS),
-        }
-        async with open_services(load_config(config_file, environ=env)) as services:
-            conversations = Conversations(services)
-            yield Bot(main, aux, services, conversations, ListSink())
-            await conversations.close()
+    async with (
+        FakeOpenAI(chunk_size=500) as main,
+        FakeOpenAI() as aux,
+        two_model_services(tmp_path, main, aux) as services,
+    ):
+        conversations = Conversations(services)
+        yield Bot(main, aux, services, conversations, ListSink())
+        await conversations.close()
 
 
 def _padded(text: str, size: int) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,29 +25,20 @@ import pytest
 
 from gateway.agent.compression import Budget, clip_history
 from gateway.agent.transcript import as_sent
-from gateway.app import open_services
-from gateway.config import load_config
 from gateway.conversation import Conversations, Services
 from gateway.messages import InboundMessage
 from memory_core import SearchScope
 from tests.fakes.openai import FakeOpenAI, Fault, ToolCall
 from tests.gateway.sinks import ListSink
+from tests.gateway.test_compression_e2e import BUDGET, two_model_services
+from tests.gateway.test_conversation import message
 
-SKILLS = Path(__file__).resolve().parents[2] / "skills"
-BUDGET = 20_000  # the tool schemas and the prompt take about 7,000 of it
 CAP = Budget(BUDGET).message_cap
 USER = SearchScope(user_key="telegram-42")
 
 
 def _message(text: str, message_id: str | None = None) -> InboundMessage:
-    return InboundMessage(
-        platform="telegram",
-        chat_id="42",
-        chat_type="private",
-        user_id="42",
-        text=text,
-        message_id=message_id,
-    )
+    return replace(message(text), message_id=message_id)
 
 
 def _padded(text: str, size: int) -> str:
@@ -93,22 +84,14 @@ class Bot:
 
 @pytest.fixture
 async def bot(tmp_path: Path) -> AsyncIterator[Bot]:
-    async with FakeOpenAI(chunk_size=500) as main, FakeOpenAI(echo_when_idle=True) as aux:
-        config_file = tmp_path / "mnemo.yaml"
-        config_file.write_text(
-            f"llm:\n  context_chars: {BUDGET}\n  timeout: 5.0\n"
-            f"auxiliary:\n  base_url: {aux.url}/v1\n",
-            encoding="utf-8",
-        )
-        env = {
-            "OPENAI_BASE_URL": main.url + "/v1",
-            "MNEMO_HOME": str(tmp_path / "data"),
-            "MNEMO_SKILLS_DIR": str(SKILLS),
-        }
-        async with open_services(load_config(config_file, environ=env)) as services:
-            bot = Bot(main, aux, services, Conversations(services))
-            yield bot
-            await bot.conversations.close()
+    async with (
+        FakeOpenAI(chunk_size=500) as main,
+        FakeOpenAI(echo_when_idle=True) as aux,
+        two_model_services(tmp_path, main, aux) as services,
+    ):
+        bot = Bot(main, aux, services, Conversations(services))
+        yield bot
+        await bot.conversations.close()
 
 
 async def test_every_request_carries_the_history_rebuilt_from_the_store(bot: Bot) -> None:
