@@ -143,14 +143,20 @@ _WORD_TOKENS = f"mnemo_cjk_words({_WORD_VALUE})"
 _SYMBOL_ROW = _TRIGRAM_ROW + " AND {r}.content GLOB '*[" + SYMBOL_CLASS + "]*'"
 
 
-def _insert_trigger(word: str, trigram_row: str = _SYMBOL_ROW) -> str:
+def _index_new(word: str, trigram_row: str) -> str:
+    """The statements that index the row `new` and count it in its session."""
     return f"""
-CREATE TRIGGER messages_ai AFTER INSERT ON messages BEGIN
     INSERT INTO messages_fts(rowid, content, owner)
         VALUES (new.id, {word.format(r="new")}, {_OWNER.format(r="new")});
     INSERT INTO messages_trigram(rowid, content, owner)
         SELECT new.id, new.content, {_OWNER.format(r="new")} WHERE {trigram_row.format(r="new")};
     UPDATE sessions SET message_count = message_count + 1 WHERE id = new.session_id;
+"""
+
+
+def _insert_trigger(word: str, trigram_row: str = _SYMBOL_ROW) -> str:
+    return f"""
+CREATE TRIGGER messages_ai AFTER INSERT ON messages BEGIN {_index_new(word, trigram_row)}
 END
 """
 
@@ -169,12 +175,7 @@ def _delete_old(word: str, trigram_row: str = _SYMBOL_ROW) -> str:
 def _update_trigger(word: str, trigram_row: str = _SYMBOL_ROW) -> str:
     return f"""
 CREATE TRIGGER messages_au AFTER UPDATE OF id, session_id, role, content ON messages BEGIN
-    {_delete_old(word, trigram_row)}
-    INSERT INTO messages_fts(rowid, content, owner)
-        VALUES (new.id, {word.format(r="new")}, {_OWNER.format(r="new")});
-    INSERT INTO messages_trigram(rowid, content, owner)
-        SELECT new.id, new.content, {_OWNER.format(r="new")} WHERE {trigram_row.format(r="new")};
-    UPDATE sessions SET message_count = message_count + 1 WHERE id = new.session_id;
+    {_delete_old(word, trigram_row)}{_index_new(word, trigram_row)}
 END
 """
 
