@@ -38,7 +38,7 @@ from memory_core.sessions.models import (
     Snippet,
     recall_scope,
 )
-from memory_core.sessions.query import MAX_QUERY_CHARS, MAX_TERMS, STOPWORDS
+from memory_core.sessions.query import CJK_CLASS, MAX_QUERY_CHARS, MAX_TERMS, STOPWORDS
 
 # Words that say nothing about a topic: chat small talk, and the words people
 # use to ask for recall at all ("remember what we discussed last week").
@@ -57,12 +57,11 @@ _SMALL_TALK_WORDS = """
 """
 SMALL_TALK = frozenset(_SMALL_TALK_WORDS.split())
 _IGNORED = STOPWORDS | SMALL_TALK
-_CJK = "\u3040-\u30ff\u3100-\u312f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_IS_CJK = re.compile(rf"[{CJK_CLASS}]")
 _CJK_SMALL_TALK = re.compile(
-    "|".join(sorted((w for w in SMALL_TALK if re.match(f"[{_CJK}]", w)), key=len, reverse=True))
+    "|".join(sorted((w for w in SMALL_TALK if _IS_CJK.match(w)), key=len, reverse=True))
 )
-_TOKEN = re.compile(rf"[{_CJK}]+|[^\W_]+")
-_IS_CJK = re.compile(rf"[{_CJK}]")
+_TOKEN = re.compile(rf"[{CJK_CLASS}]+|[^\W_]+")
 _MARKED = re.compile(f"{re.escape(MATCH_START)}(.*?){re.escape(MATCH_END)}", re.DOTALL)
 _SPACE = re.compile(r"\s+")
 PREFETCH_MAX_HITS = 500

@@ -51,15 +51,16 @@ CJK_RANGES = (
     (0xAC00, 0xD7AF),  # Hangul syllables
     (0xF900, 0xFAFF),  # CJK compatibility ideographs
 )
-"""The characters searched as CJK (a regex class `_CJK`; schema.py builds its SQL from it)."""
-_CJK = "".join(f"{chr(low)}-{chr(high)}" for low, high in CJK_RANGES)
-_CJK_RUN = re.compile(f"[{_CJK}]+")
+"""The characters searched as CJK (schema.py builds its SQL from them)."""
+CJK_CLASS = "".join(f"{chr(low)}-{chr(high)}" for low, high in CJK_RANGES)
+"""`CJK_RANGES` as a regex character class (without the brackets)."""
+_CJK_RUN = re.compile(f"[{CJK_CLASS}]+")
 SYMBOL_CLASS = "\U0001f000-\U0001faff\u2600-\u27bf"
 """Emoji and symbols: searched as literals (a regex class; schema.py's GLOB uses it too)."""
-_WORD = rf"(?:(?![{_CJK}])[^\W_])+"
+_WORD = rf"(?:(?![{CJK_CLASS}])[^\W_])+"
 _TOKEN = re.compile(
     rf'(?P<quoted>"[^"]*")'
-    rf"|(?P<cjk>[{_CJK}]+)"
+    rf"|(?P<cjk>[{CJK_CLASS}]+)"
     rf"|(?P<word>{_WORD}(?:[.\-_]{_WORD})*)"
     rf"|(?P<symbol>[{SYMBOL_CLASS}]+)"
 )
@@ -219,7 +220,7 @@ def _quoted_cjk_terms(inner: str) -> list[QueryTerm]:
     one-character run at the end makes the phrase a prefix.
     """
     pieces: list[str] = []
-    tokens = re.findall(rf"[{_CJK}]+|{_WORD}", inner)
+    tokens = re.findall(rf"[{CJK_CLASS}]+|{_WORD}", inner)
     for position, token in enumerate(tokens):
         if not _CJK_RUN.fullmatch(token):
             pieces.append(token.casefold()[:MAX_TERM_CHARS])
