@@ -75,6 +75,24 @@ def dump_state(home: Path) -> str:
         return "\n".join(db.iterdump())
 
 
+def run_environment(model_url: str, workdir: Path, **tokens: str) -> dict[str, str]:
+    """The environment of a `mnemo run` in `workdir`: the model at the fake `model_url`,
+    data in `workdir`/data, the repository's skills, the platform tokens given (e.g.
+    ``TELEGRAM_BOT_TOKEN="..."``) and no others, and no configuration file but
+    `workdir`'s mnemo.yaml."""
+    env = {**os.environ, **tokens}
+    for name in ("TELEGRAM_BOT_TOKEN", "DISCORD_BOT_TOKEN", "MNEMO_CONFIG"):
+        if name not in tokens:
+            env.pop(name, None)
+    env.update(
+        OPENAI_BASE_URL=model_url + "/v1",
+        MNEMO_HOME=str(workdir / "data"),
+        MNEMO_SKILLS_DIR=str(ROOT / "skills"),
+        NO_PROXY="127.0.0.1,localhost",
+    )
+    return env
+
+
 def run_mnemo(
     command: str, stdin: str, *, home: Path, cwd: Path, user: str | None = None
 ) -> subprocess.CompletedProcess[str]:

@@ -14,7 +14,6 @@ at once; the tests run in file order, each in its own channel or DM.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -29,9 +28,8 @@ import pytest
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.openai import FakeOpenAI, ToolCall
 from tests.fakes.telegram import FakeTelegram
-from tests.gateway.processes import FakesThread, dump_state
+from tests.gateway.processes import FakesThread, dump_state, run_environment
 
-ROOT = Path(__file__).resolve().parents[2]
 DC_TOKEN = "fake-discord-e2e-token-0123456789"
 TG_TOKEN = "4242:e2e-secret-token"
 ALICE, BOB, CAROL = 111, 222, 333  # Discord ids; Carol is not on the allow-list
@@ -145,18 +143,10 @@ def launch(fakes: Fakes, workdir: Path, telegram: bool = True) -> Mnemo:
         "skills:\n  creation_nudge_interval: 1000\n",
         encoding="utf-8",
     )
-    env = {
-        **os.environ,
-        "DISCORD_BOT_TOKEN": DC_TOKEN,
-        "TELEGRAM_BOT_TOKEN": TG_TOKEN,
-        "OPENAI_BASE_URL": fakes.model.url + "/v1",
-        "MNEMO_HOME": str(workdir / "data"),
-        "MNEMO_SKILLS_DIR": str(ROOT / "skills"),
-        "NO_PROXY": "127.0.0.1,localhost",
-    }
-    env.pop("MNEMO_CONFIG", None)
-    if not telegram:
-        del env["TELEGRAM_BOT_TOKEN"]
+    tokens = {"DISCORD_BOT_TOKEN": DC_TOKEN}
+    if telegram:
+        tokens["TELEGRAM_BOT_TOKEN"] = TG_TOKEN
+    env = run_environment(fakes.model.url, workdir, **tokens)
     process = subprocess.Popen(
         [str(Path(sys.executable).parent / "mnemo"), "run"], stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, cwd=workdir,

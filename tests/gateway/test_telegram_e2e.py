@@ -12,7 +12,6 @@ file order. Two bots never poll the fake at once: they would take each other's u
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sqlite3
 import subprocess
@@ -26,9 +25,8 @@ import pytest
 
 from tests.fakes.openai import FakeOpenAI, Fault, ToolCall
 from tests.fakes.telegram import ChatMessage, FakeTelegram
-from tests.gateway.processes import FakesThread, dump_state
+from tests.gateway.processes import FakesThread, dump_state, run_environment
 
-ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "4242:e2e-secret-token"
 ALICE, BOB, CAROL = 111, 222, 333  # Carol is not on the allow-list
 GROUP = -1001
@@ -108,16 +106,7 @@ def launch(fakes: Fakes, workdir: Path, grace: float, token: str) -> subprocess.
         "skills:\n  creation_nudge_interval: 1000\n",
         encoding="utf-8",
     )
-    env = {
-        **os.environ,
-        "TELEGRAM_BOT_TOKEN": token,
-        "OPENAI_BASE_URL": fakes.model.url + "/v1",
-        "MNEMO_HOME": str(workdir / "data"),
-        "MNEMO_SKILLS_DIR": str(ROOT / "skills"),
-        "NO_PROXY": "127.0.0.1,localhost",
-    }
-    for name in ("DISCORD_BOT_TOKEN", "MNEMO_CONFIG"):
-        env.pop(name, None)
+    env = run_environment(fakes.model.url, workdir, TELEGRAM_BOT_TOKEN=token)
     return subprocess.Popen(
         [str(Path(sys.executable).parent / "mnemo"), "run"], stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=workdir,
