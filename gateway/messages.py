@@ -1,7 +1,11 @@
-"""The message types that adapters and the application exchange.
+"""The vocabulary that adapters and the application share.
 
 Adapters turn platform events into `InboundMessage` and write replies to a
-`ReplySink`; they know nothing of storage or the agent.
+`ReplySink` (a `ChoiceSink` shows a command's `Choice`s as buttons); they
+get the command menu as `CommandSpec`s and know nothing of storage or the
+agent. The application reads each message's `MessageIdentity` once: who
+sent it, which session it belongs to, and what that session may recall.
+Importing this module loads no storage and no safety scanner.
 """
 
 from __future__ import annotations
@@ -50,12 +54,54 @@ class InboundMessage:
         return ":".join(parts)
 
 
+@dataclass(frozen=True)
+class Choice:
+    """One option offered with a reply; `payload` comes back when it is picked."""
+
+    label: str
+    payload: str
+
+
+CHOICE_PREFIX = "choice:"
+"""Every `Choice.payload` starts with it, so an adapter can tell a choice's button apart."""
+
+
+@dataclass(frozen=True)
+class CommandArgument:
+    """An argument a command takes, for the platforms that declare them (slash options)."""
+
+    name: str
+    description: str
+    required: bool = False
+
+
+@dataclass(frozen=True)
+class CommandSpec:
+    """What a platform's command menu shows of one command: its name, one line, and its
+    arguments (Discord's slash options)."""
+
+    name: str
+    description: str
+    arguments: tuple[CommandArgument, ...] = ()
+
+
 class ReplySink(Protocol):
     """Where one reply goes: streamed pieces, then the end."""
 
     async def write(self, piece: str) -> None: ...
 
     async def finish(self) -> None: ...
+
+
+@runtime_checkable
+class ChoiceSink(Protocol):
+    """A reply sink that can show choices as buttons (after the reply's text).
+
+    Sinks without it get the choices only as numbered text, answered with
+    ``/<command> #N``.
+    """
+
+    async def offer(self, choices: tuple[Choice, ...]) -> None: ...
 
 
 @runtime_checkable
@@ -102,7 +148,8 @@ class Adapter(Protocol):
     platform: str
     done: asyncio.Event
 
-    async def start(self, inbox: Inbox, commands: Sequence[tuple[str, str]]) -> None: ...
+    async def start(self, inbox: Inbox, commands: Sequence[CommandSpec]) -> None:
+        """Connect and take updates; `commands` are the menu (everyone's commands)."""
 
     async def stop(self) -> None: ...
 

@@ -2,9 +2,7 @@
 
 from gateway.commands.builtin import builtin_commands
 from gateway.commands.registry import (
-    Choice,
     Command,
-    CommandArgument,
     CommandCall,
     CommandContext,
     CommandHandler,
@@ -14,9 +12,7 @@ from gateway.commands.registry import (
 )
 
 __all__ = [
-    "Choice",
     "Command",
-    "CommandArgument",
     "CommandCall",
     "CommandContext",
     "CommandHandler",

@@ -19,24 +19,11 @@ import secrets
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
 
-from gateway.commands.registry import Choice
 from gateway.errors import ChoiceRefusedError
+from gateway.messages import CHOICE_PREFIX, Choice
 
-PAYLOAD_PREFIX = "choice:"
 DEFAULT_TTL = 600.0  # ten minutes, like `/forget all confirm`
-
-
-@runtime_checkable
-class ChoiceSink(Protocol):
-    """A reply sink that can show choices as buttons (after the reply's text).
-
-    Sinks without it get the choices only as the numbered text of
-    `CommandReply.as_text`, answered with ``/<command> #N``.
-    """
-
-    async def offer(self, choices: tuple[Choice, ...]) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -88,13 +75,13 @@ class PendingChoices:
             token = secrets.token_urlsafe(16)
             self._by_token[token] = PendingChoice(owner, command, label, value, version, expires)
             tokens.append(token)
-            choices.append(Choice(label, PAYLOAD_PREFIX + token))
+            choices.append(Choice(label, CHOICE_PREFIX + token))
         self._offers[owner] = _Offer(tuple(tokens), command)
         return tuple(choices)
 
     def take(self, payload: str, owner: str) -> PendingChoice:
         """The choice `payload` names, spent, if `owner` may pick it now; else refused."""
-        token = payload.removeprefix(PAYLOAD_PREFIX) if payload.startswith(PAYLOAD_PREFIX) else ""
+        token = payload.removeprefix(CHOICE_PREFIX) if payload.startswith(CHOICE_PREFIX) else ""
         pending = self._by_token.get(token)
         if pending is None:
             raise ChoiceRefusedError(

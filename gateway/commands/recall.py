@@ -22,7 +22,8 @@ from gateway.agent.recall import (
     RecallResult,
     search_history,
 )
-from gateway.commands.registry import Command, CommandArgument, CommandContext, CommandReply
+from gateway.commands.registry import Command, CommandContext, CommandReply
+from gateway.messages import CommandArgument
 from memory_core import STOPWORDS, SessionStoreError, parse_time_phrase, recall_scope
 
 log = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gateway.agent.recall import DEFAULT_RECAP_TIMEOUT, Recapper
-from gateway.messages import InboundMessage
+from gateway.messages import Choice, CommandArgument, CommandSpec, InboundMessage
 from memory_core import FileMemoryStore, PersonData, SessionStore, SkillsStore
 
 if TYPE_CHECKING:
@@ -26,14 +26,6 @@ if TYPE_CHECKING:
 
 # "/name", "/name args" and Telegram's "/name@botname args".
 _COMMAND = re.compile(r"^/([A-Za-z0-9_]{1,32})(?:@(\S+))?(?:\s+(.*))?$", re.DOTALL)
-
-
-@dataclass(frozen=True)
-class Choice:
-    """One option offered with a reply; `payload` comes back when it is picked."""
-
-    label: str
-    payload: str
 
 
 @dataclass(frozen=True)
@@ -51,15 +43,6 @@ class CommandReply:
             return self.text
         numbered = [f"{i}. {choice.label}" for i, choice in enumerate(self.choices, start=1)]
         return "\n".join([self.text, *numbered])
-
-
-@dataclass(frozen=True)
-class CommandArgument:
-    """An argument a command takes, for the platforms that declare them (slash options)."""
-
-    name: str
-    description: str
-    required: bool = False
 
 
 @dataclass(frozen=True)
@@ -110,6 +93,11 @@ class Command:
     arguments: tuple[CommandArgument, ...] = ()
     admin_only: bool = False
     on_choice: ChoiceHandler | None = None
+
+    @property
+    def spec(self) -> CommandSpec:
+        """What a platform's command menu shows of it."""
+        return CommandSpec(self.name, self.description, self.arguments)
 
 
 @dataclass(frozen=True)

@@ -15,10 +15,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from gateway.commands.choices import ChoiceSink, PendingChoices
+from gateway.commands.choices import PendingChoices
 from gateway.commands.registry import CommandCall, CommandContext, CommandRegistry
 from gateway.errors import ChoiceRefusedError
-from gateway.messages import DocumentSink, InboundMessage, ReplySink
+from gateway.messages import ChoiceSink, DocumentSink, InboundMessage, ReplySink
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import asyncio
 
-from gateway.commands.registry import Command, CommandArgument, CommandContext, CommandReply
+from gateway.commands.registry import Command, CommandContext, CommandReply
+from gateway.messages import CommandArgument
 from memory_core import MemoryCoreError, Skill, SkillsStore
 
 USAGE = "Usage: /promote NAME [USER_KEY] — share a person's skill with everyone."

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from gateway.commands import CommandReply
-from gateway.commands.choices import PAYLOAD_PREFIX, PendingChoices
+from gateway.commands.choices import PendingChoices
 from gateway.errors import ChoiceRefusedError
+from gateway.messages import CHOICE_PREFIX
 
 OPTIONS = [("first entry", "value one"), ("second entry", "value two")]
 
@@ -23,7 +24,7 @@ def test_payloads_are_distinct_random_tokens() -> None:
     table = PendingChoices()
     choices = table.offer("telegram-1", "forget", OPTIONS, "v1")
     assert [c.label for c in choices] == ["first entry", "second entry"]
-    tokens = [c.payload.removeprefix(PAYLOAD_PREFIX) for c in choices]
+    tokens = [c.payload.removeprefix(CHOICE_PREFIX) for c in choices]
     assert len(set(tokens)) == 2 and all(len(t) >= 22 for t in tokens)
     assert "value" not in "".join(c.payload for c in choices)  # nothing to edit in a payload
     assert all(len(c.payload.encode()) <= 64 for c in choices)  # Telegram's callback_data limit
