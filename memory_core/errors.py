@@ -54,7 +54,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from memory_core.safety import Finding
+    from memory_core.safety.finding import Finding
 
 
 class MemoryCoreError(Exception):

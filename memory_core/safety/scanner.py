@@ -8,8 +8,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator, Sequence
 
+import memory_core.safety.decode as decode
 from memory_core.errors import UnsafeContentError
-from memory_core.safety import decode
 from memory_core.safety.engine import Match, Rule, run
 from memory_core.safety.finding import OVERSIZED, Finding, excerpt
 from memory_core.safety.languages import RULES as LANGUAGE_RULES

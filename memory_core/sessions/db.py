@@ -13,12 +13,12 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import IO
 
+import memory_core.sessions.erase as session_erase
+import memory_core.sessions.importer as session_import
+import memory_core.sessions.jsonl as jsonl
+import memory_core.sessions.reads as session_reads
+import memory_core.sessions.writes as session_writes
 from memory_core.errors import SessionStoreError
-from memory_core.sessions import erase as session_erase
-from memory_core.sessions import importer as session_import
-from memory_core.sessions import jsonl
-from memory_core.sessions import reads as session_reads
-from memory_core.sessions import writes as session_writes
 from memory_core.sessions.connection import (
     ConnectHook,
     connect,

@@ -25,12 +25,13 @@ from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
+import memory_core.sessions.backlog as backlog
+import memory_core.sessions.chats as session_chats
+import memory_core.sessions.erase as session_erase
+import memory_core.sessions.jsonl as jsonl
+import memory_core.sessions.reads as session_reads
+import memory_core.sessions.writes as session_writes
 from memory_core.errors import SessionStoreBusyError, SessionStoreError
-from memory_core.sessions import backlog, jsonl
-from memory_core.sessions import chats as session_chats
-from memory_core.sessions import erase as session_erase
-from memory_core.sessions import reads as session_reads
-from memory_core.sessions import writes as session_writes
 from memory_core.sessions.connection import ConnectHook, connect
 from memory_core.sessions.db import open_writer
 from memory_core.sessions.interrupts import ReadCall, usable
