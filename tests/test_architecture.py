@@ -175,3 +175,250 @@ def test_no_import_time_work() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr or proc.stdout
+
+
+# Import cycles: a graph of the modules in PACKAGES, read from every import line.
+
+
+def module_names(root: Path, packages: tuple[str, ...]) -> dict[str, Path]:
+    """Every module under `packages` by dotted name; a package is its `__init__.py`."""
+    names = {}
+    for pkg in packages:
+        for path in sorted((root / pkg).rglob("*.py")):
+            dotted = path.relative_to(root).with_suffix("").as_posix().replace("/", ".")
+            names[dotted.removesuffix(".__init__")] = path
+    return names
+
+
+def _import_base(module: str, path: Path, node: ast.ImportFrom) -> str:
+    """The package a `from … import` reads from, with relative levels resolved."""
+    if node.level == 0:
+        return node.module or ""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for _ in range(node.level - 1):
+        package = package.rpartition(".")[0]
+    return f"{package}.{node.module}" if node.module else package
+
+
+def import_edges(module: str, path: Path, known: set[str]) -> set[str]:
+    """The known modules that `module` imports anywhere in its file: top level, in
+    functions and under `if TYPE_CHECKING:`. A parent package Python loads on the
+    way is not an edge; `from P import name` is an edge to `P.name` when that is
+    a module, else to `P`."""
+    targets: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = _import_base(module, path, node)
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                targets.add(sub if sub in known else base)
+    return targets & known
+
+
+def import_graph(root: Path, packages: tuple[str, ...]) -> dict[str, set[str]]:
+    modules = module_names(root, packages)
+    known = set(modules)
+    return {name: import_edges(name, path, known) for name, path in modules.items()}
+
+
+def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's strongly connected components, each sorted, in sorted order."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph[node]):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            components.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(components)
+
+
+def _shortest_cycle(graph: dict[str, set[str]], start: str, within: set[str]) -> list[str]:
+    """The shortest path start -> … -> start that stays inside `within` (breadth first)."""
+    came_from: dict[str, str] = {}
+    frontier = [start]
+    while frontier:
+        following = []
+        for node in frontier:
+            for target in sorted(graph[node] & within):
+                if target == start:
+                    path = [node]
+                    while path[-1] != start:
+                        path.append(came_from[path[-1]])
+                    return [start, *reversed(path[:-1]), start] if node != start else [start] * 2
+                if target not in came_from:
+                    came_from[target] = node
+                    following.append(target)
+        frontier = following
+    return []
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[str]:
+    """Each import cycle as a path `a -> b -> a`: for every module in a strongly
+    connected component of more than one module (or importing itself), the shortest
+    cycle through it, each cycle listed once."""
+    cycles: list[str] = []
+    seen: set[tuple[str, ...]] = set()
+    for component in strongly_connected(graph):
+        if len(component) == 1 and component[0] not in graph[component[0]]:
+            continue
+        for start in component:
+            cycle = _shortest_cycle(graph, start, set(component))[:-1]
+            first = cycle.index(min(cycle))
+            rotated = (*cycle[first:], *cycle[:first])  # the same cycle from another module
+            if rotated not in seen:
+                seen.add(rotated)
+                cycles.append(" -> ".join([*rotated, rotated[0]]))
+    return cycles
+
+
+def test_no_import_cycles() -> None:
+    cycles = import_cycles(import_graph(ROOT, PACKAGES))
+    assert cycles == [], "import cycles (cut one edge of each):\n" + "\n".join(cycles)
+
+
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text, encoding="utf-8")
+    return root
+
+
+def test_the_cycle_checker_finds_a_cycle(tmp_path: Path) -> None:
+    root = _tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/a.py": "from pkg import b\n",
+            "pkg/b.py": "from .sub import c\n",
+            "pkg/sub/__init__.py": "",
+            "pkg/sub/c.py": "from ..a import thing\n",
+            "pkg/d.py": "import pkg.a\n",  # imports into the cycle, is not part of it
+            "pkg/e.py": "from . import e\n",
+        },
+    )
+    graph = import_graph(root, ("pkg",))
+    assert graph["pkg.a"] == {"pkg.b"}
+    assert graph["pkg.b"] == {"pkg.sub.c"}
+    assert graph["pkg.sub.c"] == {"pkg.a"}
+    assert graph["pkg.d"] == {"pkg.a"}  # the parent `pkg` it loads on the way is no edge
+    assert import_cycles(graph) == [
+        "pkg.a -> pkg.b -> pkg.sub.c -> pkg.a",
+        "pkg.e -> pkg.e",
+    ]
+
+
+def test_the_cycle_checker_counts_function_and_type_checking_imports(tmp_path: Path) -> None:
+    root = _tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "from pkg.a import A\n",
+            "pkg/a.py": (
+                "from typing import TYPE_CHECKING\n"
+                "if TYPE_CHECKING:\n"
+                "    from pkg.b import B\n"
+                "class A: ...\n"
+            ),
+            "pkg/b.py": "def late():\n    import pkg\n    return pkg.A\n",
+        },
+    )
+    graph = import_graph(root, ("pkg",))
+    assert graph == {"pkg": {"pkg.a"}, "pkg.a": {"pkg.b"}, "pkg.b": {"pkg"}}
+    assert import_cycles(graph) == ["pkg -> pkg.a -> pkg.b -> pkg"]
+
+
+# The transitive rule: what Python loads, not only what the import lines say.
+
+LIGHT_MODULES = sorted(
+    [
+        *(n for n in module_names(ROOT, PACKAGES) if n.startswith("gateway.adapters")),
+        "gateway.delivery",
+    ]
+)
+HEAVY_PACKAGES = ("memory_core.sessions", "memory_core.safety")
+
+# Run in a fresh interpreter: a meta path finder that never finds anything records,
+# for each module, the module whose code first asked for it.
+_LOADED_BY = """
+import json, sys
+
+importer = {}
+
+class Recorder:
+    def find_spec(self, name, path=None, target=None):
+        frame = sys._getframe(1)
+        while frame and frame.f_globals.get("__name__", "").startswith(
+            ("importlib", "_frozen_importlib")
+        ):
+            frame = frame.f_back
+        importer.setdefault(name, frame.f_globals.get("__name__", "?") if frame else "?")
+        return None
+
+sys.meta_path.insert(0, Recorder())
+__import__(sys.argv[1])
+print(json.dumps({name: importer.get(name, "?") for name in sys.modules}))
+"""
+
+
+def heavy_imports(module: str) -> list[str]:
+    """The modules under HEAVY_PACKAGES that importing `module` loads in a fresh
+    interpreter: each one that a module outside them loaded, shown as the chain of
+    imports from `module` to it."""
+    import json
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-c", _LOADED_BY, module], capture_output=True, text=True, cwd=ROOT
+    )
+    assert proc.returncode == 0, proc.stderr or proc.stdout
+    loaded: dict[str, str] = json.loads(proc.stdout)
+
+    def heavy(name: str) -> bool:
+        return any(name == p or name.startswith(p + ".") for p in HEAVY_PACKAGES)
+
+    found = []
+    for name in sorted(filter(heavy, loaded)):
+        if heavy(loaded[name]):
+            continue  # loaded by a heavy module: its chain is already shown
+        chain = [name]
+        while chain[-1] in loaded and chain[-1] != module and len(chain) < 50:
+            chain.append(loaded[chain[-1]])
+        found.append(" -> ".join(reversed(chain)))
+    return found
+
+
+@pytest.mark.parametrize("module", LIGHT_MODULES)
+def test_adapters_and_delivery_load_no_storage_or_safety(module: str) -> None:
+    found = heavy_imports(module)
+    assert found == [], f"importing {module} loads storage or safety:\n" + "\n".join(found)
+
+
+def test_the_transitive_check_sees_a_violation() -> None:
+    found = heavy_imports("gateway.app")  # the composition root loads everything
+    assert any(line.endswith(" -> memory_core.sessions") for line in found), found
+    assert all(line.startswith("gateway.app -> ") for line in found), found
