@@ -25,8 +25,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from gateway.agent.compression import clip_history, message_chars
-from gateway.agent.model_client import EncodedMessage
 from gateway.agent.transcript import as_sent
+from gateway.agent.wire import EncodedMessage
 from memory_core import AppendResult, NewMessage, StoredMessage
 
 

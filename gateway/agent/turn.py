@@ -28,14 +28,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from gateway.agent.model_client import (
-    Completion,
-    EncodedMessage,
-    ModelClient,
-    TextSink,
-    ToolCallRequest,
-)
+from gateway.agent.model_client import ModelClient, TextSink
 from gateway.agent.tools import Tool
+from gateway.agent.wire import Completion, EncodedMessage, ToolCallRequest
 from gateway.errors import ModelAuthError, ModelError, RequestTooLargeError
 from memory_core import (
     StreamingContextScrubber,

@@ -9,7 +9,8 @@ from typing import Any
 import httpx2
 import pytest
 
-from gateway.agent.model_client import EncodedMessage, ModelClient
+from gateway.agent.model_client import ModelClient
+from gateway.agent.wire import EncodedMessage
 from gateway.errors import (
     ModelAuthError,
     ModelCutOffError,
@@ -378,7 +379,7 @@ def test_an_encoded_message_refuses_changes() -> None:
 
 def test_malformed_stream_chunks_are_skipped_not_a_crash() -> None:
     """Chunks are read as plain JSON now: a field of the wrong type counts as nothing."""
-    from gateway.agent.model_client import _StreamAccumulator
+    from gateway.agent.wire import _StreamAccumulator
 
     acc = _StreamAccumulator()
     for chunk in (

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from gateway.agent.model_client import ToolCallRequest
 from gateway.agent.review_counters import counter_update
 from gateway.agent.turn import TurnMessage
+from gateway.agent.wire import ToolCallRequest
 from memory_core import CounterUpdate
 
 OK = json.dumps({"success": True})
