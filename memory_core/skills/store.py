@@ -62,9 +62,8 @@ from memory_core.errors import (
     SkillPathError,
     SkillProtectedError,
     SkillStorageError,
-    UnsafeContentError,
 )
-from memory_core.safety import scan
+from memory_core.safety import check
 from memory_core.skills.changes import (
     PRIVATE_DIR_MODE,
     PRIVATE_FILE_MODE,
@@ -241,7 +240,7 @@ class SkillsStore:
             validate_name(category, "category")
         root = self._user_root(user_key)
         document = parse_skill(content, name)
-        _scan(content)
+        check(content)
         with self._writing():
             folder = self._free_folder(name, category, user_key, root)
             made = make_dirs(folder, PRIVATE_DIR_MODE)
@@ -257,7 +256,7 @@ class SkillsStore:
         with self._writing():
             found, _ = self._own(name, user_key)
             document = parse_skill(content, found.folder.name)
-            _scan(content)
+            check(content)
             atomic_write_text(found.folder / SKILL_FILE, content)
         return Skill(document, found.category, found.folder, "user", text_digest(content), user_key)
 
@@ -277,7 +276,7 @@ class SkillsStore:
             if file_path is None or file_path == SKILL_FILE:
                 new, count = apply_patch(old, old_string, new_string, replace_all, SKILL_FILE)
                 parse_skill(new, found.folder.name)
-                _scan(new)
+                check(new)
                 atomic_write_text(found.folder / SKILL_FILE, new)
                 return count
             check_model_writable(file_path)
@@ -546,7 +545,7 @@ def _free_path(root: Path, name: str, category: str | None) -> Path:
 def _write_support(path: Path, text: str, label: str) -> None:
     """Check and write a support file; folders made for it go again if the write fails."""
     check_text_size(text, label)
-    _scan(text)
+    check(text)
     made = make_dirs(path.parent, PRIVATE_DIR_MODE)
     try:
         atomic_write_text(path, text, mode=PRIVATE_FILE_MODE)
@@ -555,15 +554,9 @@ def _write_support(path: Path, text: str, label: str) -> None:
         raise
 
 
-def _scan(text: str) -> None:
-    finding = scan(text)
-    if finding is not None:
-        raise UnsafeContentError(finding)
-
-
 def _scan_folder(folder: Path) -> None:
     """Scan SKILL.md and every support file again (the scan may have improved)."""
-    _scan(read_skill_file(folder / SKILL_FILE))
+    check(read_skill_file(folder / SKILL_FILE))
     for rel in _support_files(folder):
         target = resolve_support_path(folder, rel)
-        _scan(read_support_file(target, rel))
+        check(read_support_file(target, rel))
