@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import openai
 
 from gateway.agent.limits import ModelCallLimiter
-from gateway.agent.wire import Completion, _request, _StreamAccumulator, stream_body
+from gateway.agent.wire import Completion, StreamAccumulator, create_arguments, stream_body
 from gateway.errors import (
     ModelAuthError,
     ModelCutOffError,
@@ -157,7 +157,7 @@ class ModelClient:
         `background` overrides the client's priority for this call (a recap a
         reply waits for is foreground work).
         """
-        kwargs = _request(self.model, messages, ())
+        kwargs = create_arguments(self.model, messages, ())
         if max_tokens is not None:
             kwargs["max_tokens"] = max_tokens
         low = self.background if background is None else background
@@ -194,7 +194,7 @@ class ModelClient:
     async def _attempt(self, body: bytes, passed: _Passed) -> Completion:
         """One request of the encoded `body`: give up when the endpoint is silent for the
         stall timeout. The chunks come as the JSON objects they are (see `stream_body`)."""
-        acc = _StreamAccumulator()
+        acc = StreamAccumulator()
         try:
             stream = await self._unless_stalled(
                 self._client.post(

@@ -1,9 +1,11 @@
 """The chat-completions wire format: request bodies as bytes, streamed chunks as a reply.
 
-What goes out (`stream_body`, `EncodedMessage`, the `create` arguments of a
-non-streamed request) and what comes back (`_StreamAccumulator` builds a
-`Completion` from the chunks) are plain JSON work; the HTTP calls, stalls and
-retries around them are `model_client`'s, the one module that imports `openai`.
+What goes out (`stream_body`, with `EncodedMessage` for messages encoded
+once, and `create_arguments` for a non-streamed request) and what comes back
+(`StreamAccumulator` builds a `Completion` from the chunks, and
+`ToolCallRequest` is one tool call in it) are plain JSON work, with no I/O.
+The HTTP calls, stalls and retries around them are `model_client`'s, the one
+module that imports `openai`.
 """
 
 from __future__ import annotations
@@ -68,8 +70,8 @@ def stream_body(
     model: str, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]]
 ) -> bytes:
     """A streamed request's body, byte for byte what `chat.completions.create` sent for
-    `_request`'s arguments with ``stream`` and ``stream_options`` (same keys, same order,
-    same encoding), but encoded by us: an `EncodedMessage` goes as its bytes.
+    `create_arguments`'s arguments with ``stream`` and ``stream_options`` (same keys,
+    same order, same encoding), but encoded by us: an `EncodedMessage` goes as its bytes.
 
     Through `create`, the `openai` client walks its own parameters against
     their type hints, merges `extra_body` and encodes the whole every time (about
@@ -96,11 +98,11 @@ def _dumps(value: object) -> bytes:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
 
 
-def _request(
+def create_arguments(
     model: str, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]]
 ) -> dict[str, Any]:
-    """`create` arguments (for `complete`) with the messages and tools passed as they are,
-    in `extra_body`; `stream_body` gives the same bytes for a streamed request.
+    """`create` arguments (for `ModelClient.complete`) with the messages and tools passed
+    as they are, in `extra_body`; `stream_body` gives the same bytes for a streamed request.
 
     Ours are already in the API's wire shape; given as typed parameters, the
     `openai` client walks every nested value of them against its type hints
@@ -113,7 +115,7 @@ def _request(
     return {"model": model, "messages": [], "extra_body": body}
 
 
-class _StreamAccumulator:
+class StreamAccumulator:
     """Builds a `Completion` from streamed chunks (the JSON objects the API sends)."""
 
     def __init__(self) -> None:

@@ -379,9 +379,9 @@ def test_an_encoded_message_refuses_changes() -> None:
 
 def test_malformed_stream_chunks_are_skipped_not_a_crash() -> None:
     """Chunks are read as plain JSON now: a field of the wrong type counts as nothing."""
-    from gateway.agent.wire import _StreamAccumulator
+    from gateway.agent.wire import StreamAccumulator
 
-    acc = _StreamAccumulator()
+    acc = StreamAccumulator()
     for chunk in (
         "not an object",
         {"choices": "nope"},
