@@ -269,7 +269,7 @@ def _shortest_cycle(graph: dict[str, set[str]], start: str, within: set[str]) ->
                     path = [node]
                     while path[-1] != start:
                         path.append(came_from[path[-1]])
-                    return [start, *reversed(path[:-1]), start] if node != start else [start] * 2
+                    return [start, *reversed(path[:-1]), start]  # [start, start] for a self-import
                 if target not in came_from:
                     came_from[target] = node
                     following.append(target)
