@@ -40,10 +40,12 @@ class AccessPolicy:
         allowed: Mapping[str, Sequence[str]],
         admins: Sequence[str] = (),
         clock: Callable[[], float] = time.monotonic,
+        others: Sequence[str] = (),
     ) -> None:
-        """`allowed`: platform → user ids (or "*"); a platform not named serves nobody,
-        except ``console``, which is always served."""
+        """`allowed`: platform → user ids (or "*"); `others`: the ids served on a platform
+        not named (by default nobody); ``console`` is always served."""
         self._allowed = {platform: frozenset(ids) for platform, ids in allowed.items()}
+        self._others = frozenset(others)
         self._admins = frozenset(admins)
         self._clock = clock
         self._told: dict[tuple[str, str], float] = {}
@@ -58,10 +60,20 @@ class AccessPolicy:
             admins=config.admins,
         )
 
+    @classmethod
+    def everyone(cls, admins: Sequence[str] = ()) -> AccessPolicy:
+        """Serve every person on every platform (tests, and a bot open to all)."""
+        return cls({}, admins=admins, others=[EVERYONE])
+
+    def is_admin(self, platform: str, user_id: str) -> bool:
+        """Whether the person may use admin commands and write shared memory and skills:
+        one of `admins` (``platform:user_id``), or the operator at the console."""
+        return platform == "console" or f"{platform}:{user_id}" in self._admins
+
     def allows(self, platform: str, user_id: str) -> bool:
-        if platform == "console" or f"{platform}:{user_id}" in self._admins:
+        if self.is_admin(platform, user_id):
             return True
-        ids = self._allowed.get(platform, frozenset())
+        ids = self._allowed.get(platform, self._others)
         return EVERYONE in ids or user_id in ids
 
     def decide(self, platform: str, user_id: str) -> Decision:

@@ -221,9 +221,6 @@ class Config(_Section):
     def aux_base_url(self) -> str:
         return self.auxiliary.base_url or self.llm.base_url
 
-    def is_admin(self, platform: str, user_id: str) -> bool:
-        return f"{platform}:{user_id}" in self.admins
-
 
 _SECRET_KEYS = {
     ("llm", "api_key"): "OPENAI_API_KEY",

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from memory_core import ChatType, make_user_key
+from memory_core import ChatType, SearchScope, make_user_key, recall_scope
 
 
 @dataclass(frozen=True)
@@ -83,6 +83,42 @@ class CommandSpec:
     name: str
     description: str
     arguments: tuple[CommandArgument, ...] = ()
+
+
+@dataclass(frozen=True)
+class MessageIdentity:
+    """Who sent a message and where it belongs, read once when it arrives and passed down.
+
+    `session_key` routes it to its session (one lock, one conversation);
+    `user_key` owns what the bot keeps of the person; `scope` is what that
+    session may recall ("in a group only that group; in a direct chat all of
+    mine", `memory_core.recall_scope`).
+    """
+
+    platform: str
+    user_id: str
+    user_key: str
+    chat_id: str
+    chat_type: ChatType
+    thread_id: str | None
+    session_key: str
+    scope: SearchScope
+
+    @classmethod
+    def of(cls, message: InboundMessage, group_sessions_per_user: bool = True) -> MessageIdentity:
+        """`message`'s identity; `group_sessions_per_user`: each person in a group has a
+        session of their own (`sessions.group_sessions_per_user`)."""
+        user_key = message.user_key
+        return cls(
+            platform=message.platform,
+            user_id=message.user_id,
+            user_key=user_key,
+            chat_id=message.chat_id,
+            chat_type=message.chat_type,
+            thread_id=message.thread_id,
+            session_key=message.session_key(group_sessions_per_user),
+            scope=recall_scope(user_key, message.chat_id, message.chat_type),
+        )
 
 
 class ReplySink(Protocol):
