@@ -289,8 +289,8 @@ class Conversations:
             log.error("an evicted session's providers failed to shut down", exc_info=error)
 
     def _is_admin(self, message: InboundMessage) -> bool:
-        return message.platform == "console" or self._s.config.is_admin(
-            message.platform, message.user_id
+        return message.platform == "console" or (
+            f"{message.platform}:{message.user_id}" in self._s.config.admins
         )
 
     def _context(
