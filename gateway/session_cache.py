@@ -1,4 +1,10 @@
-"""The sessions `Conversations` keeps in memory, and one lock per routing key.
+"""The open sessions: the owner of every session a running bot holds in memory.
+
+`OpenSessions` starts or resumes a session with the prompt stored with it,
+ends one (its providers hear the transcript, its extraction is scheduled),
+ends a quiet one, moves a migrated group's sessions, drops a person's
+sessions before their data is erased, and closes them all at shutdown;
+`SessionCache` below it holds them, with one lock per routing key.
 
 At most `max_open` sessions stay cached; past that, the least recently used
 ones that no turn is using are dropped (and their providers shut down). A
@@ -22,14 +28,32 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from typing import Protocol
 
+from gateway.agent.prompt import build_system_prompt
 from gateway.agent.sent_history import SentHistory
-from memory_core import MemoryManager
+from gateway.messages import MessageIdentity
+from memory_core import (
+    FileMemoryStore,
+    MemoryManager,
+    SessionContext,
+    SessionInfo,
+    SessionStore,
+    SkillsStore,
+    TranscriptMessage,
+    recall_scope,
+)
+
+log = logging.getLogger(__name__)
 
 HISTORY_BYTES = 32 * 1024 * 1024  # encoded JSON of the histories kept, all sessions together
+
+ManagerFactory = Callable[[], MemoryManager]
+"""Builds one session's memory providers (a fresh `MemoryManager`, not yet initialised)."""
 
 
 @dataclass
@@ -129,3 +153,217 @@ class SessionCache:
             kept += session.history.encoded_bytes
             if kept > self.history_bytes:
                 session.history = None
+
+
+class SessionEvents(Protocol):
+    """What the background work hears of sessions (`gateway.jobs.BackgroundWork`)."""
+
+    def session_ended(self, session_id: int, user_key: str) -> None: ...
+
+    async def forget_person(self, user_key: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class PromptMaker:
+    """Builds a session's system prompt when it starts: memory snapshot, skills index and
+    provider block as of now, with the operator's persona."""
+
+    memory: FileMemoryStore
+    skills: SkillsStore
+    profile_in_groups: bool = False  # `memory.profile_in_groups`
+    persona: str | None = None  # the operator's persona text (`persona_file`)
+
+    async def build(self, who: MessageIdentity, manager: MemoryManager) -> str:
+        include_profile = who.chat_type == "private" or self.profile_in_groups
+        snapshot = self.memory.snapshot(who.user_key, include_profile=include_profile)
+        return build_system_prompt(
+            snapshot=snapshot,
+            skills_index=self.skills.index_block(who.user_key),
+            provider_block=await manager.system_prompt_block(),
+            platform=who.platform,
+            persona=self.persona,
+        )
+
+
+class OpenSessions:
+    """Opens, ends, moves and closes the sessions held in memory, by routing key.
+
+    Sessions outlive the process: closing leaves them open in state.db, and a
+    session that is not cached (after a restart, or dropped from the bounded
+    cache) resumes from the store with its stored prompt.
+    """
+
+    def __init__(
+        self,
+        store: SessionStore,
+        new_manager: ManagerFactory,
+        prompts: PromptMaker,
+        max_open: int,
+        events: SessionEvents | None = None,
+    ) -> None:
+        """`events`: the background work told of ends and erasures (None: nobody listens)."""
+        self._store = store
+        self._new_manager = new_manager
+        self._prompts = prompts
+        self._events = events
+        self.cache = SessionCache(max_open)
+        self._retiring: set[asyncio.Task[None]] = set()  # evicted sessions shutting down
+
+    def locked(self, key: str) -> contextlib.AbstractAsyncContextManager[None]:
+        """Hold `key`'s lock: one turn or command at a time per routing key."""
+        return self.cache.locked(key)
+
+    async def open(self, who: MessageIdentity, session_id: int) -> OpenSession:
+        """The cached session `session_id` of `who`'s key, or that session opened from the store.
+
+        A session not cached gets new providers and the prompt stored with it;
+        a session without one (new, or a compression child) gets a freshly built
+        prompt, stored now and kept for its life. When the key's cached session
+        is another one (the store moved on: `/new` elsewhere, or compression
+        after `start_child_session`), that one is dropped and its providers shut
+        down; so compression calls this with the child's id to continue in it.
+        """
+        key = who.session_key
+        current = self.cache.get(key)
+        if current is not None:
+            if current.session_id == session_id:
+                return current
+            self.cache.pop(key)
+            await current.manager.shutdown()  # the store moved on: don't leak its providers
+        manager = self._new_manager()
+        await manager.initialize(
+            SessionContext(
+                session_id=session_id,
+                user_key=who.user_key,
+                platform=who.platform,
+                chat_id=who.chat_id,
+                chat_type=who.chat_type,
+            )
+        )
+        prompt = await self._store.get_system_prompt(session_id, who.scope)
+        if prompt is None:  # set once: a prompt stored meanwhile wins, byte for byte
+            prompt = await self._store.set_system_prompt(
+                session_id, await self._prompts.build(who, manager)
+            )
+        session = OpenSession(session_id=session_id, system_prompt=prompt, manager=manager)
+        self.cache.put(key, session)
+        self.trim()
+        return session
+
+    def take_history(self, key: str) -> SentHistory | None:
+        """The cached session's history, taken out of the cache until the turn puts it back."""
+        cached = self.cache.get(key)
+        if cached is None:
+            return None
+        held, cached.history = cached.history, None
+        return held
+
+    def ended(self, session_id: int, user_key: str) -> None:
+        """A session ended outside `end` (compression moved on to a child): tell the
+        background work, which schedules its extraction."""
+        if self._events is not None:
+            self._events.session_ended(session_id, user_key)
+
+    async def end(self, key: str, reason: str) -> None:
+        """End the session of `key`: its providers get the transcript, then shut down, and
+        its extraction is scheduled. The next message starts a new, linked session."""
+        session = self.cache.pop(key)
+        if session is not None:
+            info = await self._store.get_session(session.session_id)
+        else:
+            info = await self._store.current_session(key)
+        if info is None or info.ended_at is not None:
+            if session is not None:
+                await session.manager.shutdown()
+            return
+        await self._store.end_session(info.id, reason)
+        manager = session.manager if session is not None else await self._listener(info)
+        scope = recall_scope(info.user_key, info.chat_id, info.chat_type)
+        stored = await self._store.get_messages(info.id, scope, lineage=False)
+        manager.end_session([TranscriptMessage(m.role, m.content, m.timestamp) for m in stored])
+        await manager.shutdown()
+        self.ended(info.id, info.user_key)
+
+    async def _listener(self, info: SessionInfo) -> MemoryManager:
+        """Providers for a session that is not cached: they start only to hear of its end."""
+        manager = self._new_manager()
+        await manager.initialize(
+            SessionContext(
+                session_id=info.id,
+                user_key=info.user_key,
+                platform=info.source,
+                chat_id=info.chat_id,
+                chat_type=info.chat_type,
+            )
+        )
+        return manager
+
+    async def end_quiet(self, key: str, session_id: int, quiet_since: float) -> None:
+        """End `key`'s session `session_id` for being idle (`sessions.idle_reset`), unless
+        it moved on or a message came after `quiet_since` (checked under the key's lock)."""
+        async with self.cache.locked(key):
+            current = await self._store.current_session(key)
+            if current is None or current.id != session_id:
+                return
+            scope = recall_scope(current.user_key, current.chat_id, current.chat_type)
+            stored = await self._store.get_messages(session_id, scope, lineage=False)
+            if stored and stored[-1].timestamp >= quiet_since:
+                return
+            await self.end(key, "idle")
+
+    async def migrate_chat(self, platform: str, old_chat_id: str, new_chat_id: str) -> None:
+        """A group got a new id (Telegram: group to supergroup): its sessions move with it.
+
+        The cached sessions of the old chat are dropped first (their providers stop);
+        they resume under the new id, from the store, at the next message.
+        """
+        prefix = f"{platform}:group:{old_chat_id}"
+        for key in self.cache.cached_keys():
+            if key == prefix or key.startswith(prefix + ":"):
+                session = self.cache.pop(key)
+                if session is not None:
+                    await session.manager.shutdown()
+        moved = await self._store.migrate_chat(platform, old_chat_id, new_chat_id)
+        log.info("%s chat %s moved to %s (%d sessions)", platform, old_chat_id, new_chat_id, moved)
+
+    async def refresh_prompts(self, user_key: str) -> None:
+        """After a person removed a memory entry, no prompt of theirs may still hold it:
+        their cached sessions are dropped and their stored prompts cleared, so each
+        open session's next turn builds its prompt from USER.md as it is now."""
+        await self.drop_person(user_key)
+        await self._store.clear_system_prompts(user_key)
+
+    async def drop_person(self, user_key: str) -> None:
+        """Drop `user_key`'s cached sessions before their data is erased.
+
+        Each one's providers drain their queued work and stop (so nothing of the
+        person is written after the erasure); the sessions are not ended, since
+        their rows are about to go. Background work on their data stops first.
+        """
+        if self._events is not None:
+            await self._events.forget_person(user_key)
+        for key in await self._store.user_session_keys(user_key):
+            session = self.cache.pop(key)
+            if session is not None:
+                await session.manager.shutdown()
+
+    def trim(self) -> None:
+        """Shut the sessions kept past the bound down in the background: no turn waits."""
+        for session in self.cache.trim():
+            task = asyncio.create_task(session.manager.shutdown())
+            self._retiring.add(task)
+            task.add_done_callback(self._retired)
+
+    def _retired(self, task: asyncio.Task[None]) -> None:
+        self._retiring.discard(task)
+        if not task.cancelled() and (error := task.exception()) is not None:
+            log.error("an evicted session's providers failed to shut down", exc_info=error)
+
+    async def close(self) -> None:
+        """Stop every cached session's providers; the sessions stay open in the store.
+
+        The next run resumes each one where it stopped, with its stored prompt.
+        """
+        for session in self.cache.pop_all():
+            await session.manager.shutdown()
+        await asyncio.gather(*self._retiring, return_exceptions=True)  # logged when done

@@ -1,0 +1,238 @@
+"""One turn of a session: from the person's message to the stored reply.
+
+`Turns.run` writes the person's message before the model is asked (so nothing
+is lost on an error), continues the session's history exactly as it was sent
+(so the request prefix stays the same), offers the person's tools, moves into
+a compressed child session near the context budget, adds what the providers
+recall, runs the agent with the reply streaming to the sink, and stores what
+the turn produced with the review counters it moved. A model fault becomes one
+short line; a request too long for the model ends its session. The caller
+holds the session's lock.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from gateway.agent.compression import Compressor, clip_text, fixed_chars
+from gateway.agent.model_client import ModelClient
+from gateway.agent.recall import Recapper, SessionSearch
+from gateway.agent.review_counters import counter_update
+from gateway.agent.sent_history import SentHistory, stored_form
+from gateway.agent.tools import Tool, build_tools, provider_tools
+from gateway.agent.transcript import as_stored
+from gateway.agent.turn import MESSAGE_TOO_LONG_NOTE, TOO_LONG_NOTE, Agent, fault_notice
+from gateway.errors import ModelError, RequestTooLargeError
+from gateway.messages import InboundMessage, MessageIdentity, ReplySink
+from gateway.session_cache import OpenSession, OpenSessions
+from memory_core import (
+    AppendResult,
+    FileMemoryStore,
+    NewMessage,
+    SessionOrigin,
+    SessionStore,
+    SkillsStore,
+    TranscriptMessage,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ToolBox:
+    """What a turn's tools are made from; `for_turn` gives one person's set."""
+
+    memory: FileMemoryStore
+    skills: SkillsStore
+    sessions: SessionStore
+    recapper: Recapper  # the auxiliary model, for session_search recaps
+    recap_timeout: float
+    is_admin: Callable[[str, str], bool]  # (platform, user id): `AccessPolicy.is_admin`
+
+    def for_turn(self, who: MessageIdentity, session: OpenSession) -> list[Tool]:
+        """The memory and skills tools as `who` may use them, session_search within their
+        recall scope (leaving out this session), and the session's providers' tools."""
+        return build_tools(
+            self.memory,
+            self.skills,
+            user_key=who.user_key,
+            is_admin=self.is_admin(who.platform, who.user_id),
+            session_search=SessionSearch(
+                store=self.sessions,
+                recapper=self.recapper,
+                scope=who.scope,
+                current_session_id=session.session_id,
+                timeout=self.recap_timeout,
+            ),
+        ) + provider_tools(session.manager)
+
+
+class Turns:
+    """Runs the turns of every session, one at a time per session (the caller's lock)."""
+
+    def __init__(
+        self,
+        model: ModelClient,
+        store: SessionStore,
+        sessions: OpenSessions,
+        tools: ToolBox,
+        compressor: Compressor,
+        max_tool_steps: int,
+    ) -> None:
+        self._model = model
+        self._store = store
+        self._sessions = sessions
+        self._tools = tools
+        self._compressor = compressor
+        self._max_steps = max_tool_steps
+
+    async def run(
+        self,
+        who: MessageIdentity,
+        message: InboundMessage,
+        sink: ReplySink,
+        stored: Callable[[], None],
+    ) -> int | None:
+        """One turn; returns the session's id when the reply completed (None on a fault,
+        or when the message was answered before: a platform delivered it again).
+        `stored` is called once the person's message is in state.db."""
+        key = who.session_key
+        origin = self._origin(who)
+        turn_id = uuid.uuid4().hex
+        held = self._sessions.take_history(key)  # back in the cache once this turn's writes are
+        asked = NewMessage(
+            role="user",
+            content=message.text,
+            timestamp=time.time(),
+            platform_message_id=message.message_id,
+            key=f"{turn_id}:0",
+            speaker_name=message.user_name,
+        )
+        first = await self._store.append_messages(origin=origin, messages=[asked])
+        stored()
+        history = await self._sent_history(held, asked, first, who)
+        if history is None:
+            log.info("message %s in session %s was answered already", message.message_id, key)
+            return None
+        session = await self._sessions.open(who, first.session_id)
+        tools = self._tools.for_turn(who, session)
+        session, history, tools = await self._compress(who, message, session, history, tools)
+        earlier, _ = history.earlier()
+        recalled = await session.manager.prefetch_all(message.text)
+        agent = Agent(self._model, tools, max_steps=self._max_steps)
+        result = await agent.run_turn(
+            session.system_prompt,
+            earlier,
+            clip_text(message.text, self._compressor.budget.message_cap),  # stored whole
+            recalled,
+            sink.write,
+        )
+        steps = [  # the user's message (index 0) is stored already
+            as_stored(m, f"{turn_id}:{i}") for i, m in enumerate(result.messages[1:], start=1)
+        ]
+        kept = True
+        if steps:  # tool steps already taken are kept even when a later model call failed
+            written = await self._store.append_messages(
+                origin=origin, messages=steps, counters=counter_update(result.messages)
+            )
+            kept = history.add_written(steps, written)
+        if kept and history.session_id == session.session_id:
+            session.history = history  # it matches the store: the next turn starts from it
+        if result.error is not None:
+            grown = len(earlier) + len(result.messages) > 1
+            await self._model_fault(key, result.error, result.truncated, grown, sink)
+            return None
+        session.manager.sync_all(message.text, result.reply)
+        session.manager.queue_prefetch_all(message.text)
+        return session.session_id
+
+    async def _sent_history(
+        self,
+        held: SentHistory | None,
+        asked: NewMessage,
+        first: AppendResult,
+        who: MessageIdentity,
+    ) -> SentHistory | None:
+        """The session's history with this turn's message last: `held` grown by it when it
+        is new and follows on, else read from the store (None: it was answered already)."""
+        user_id = first.message_ids[0]
+        if (
+            held is not None
+            and held.session_id == first.session_id
+            and first.inserted == 1
+            and held.extend([stored_form(asked, user_id, first.session_id)])
+        ):
+            return held
+        return await self._history(first.session_id, who, user_id)
+
+    async def _history(
+        self, session_id: int, who: MessageIdentity, user_message_id: int
+    ) -> SentHistory | None:
+        """The session's messages read from the store, rebuilt exactly as
+        `TurnMessage.as_request` sent them (this turn's last); None when this turn's
+        message is not the last (it was answered already)."""
+        stored = await self._store.get_messages(session_id, who.scope, lineage=False)
+        if not stored or stored[-1].id != user_message_id:
+            return None
+        return SentHistory.of(session_id, stored, self._compressor.budget.message_cap)
+
+    async def _compress(
+        self,
+        who: MessageIdentity,
+        message: InboundMessage,
+        session: OpenSession,
+        history: SentHistory,
+        tools: list[Tool],
+    ) -> tuple[OpenSession, SentHistory, list[Tool]]:
+        """Near the context budget, move into a compressed child session with a fresh
+        system prompt (see `agent.compression`); long messages are cut in `history`."""
+        user_text = clip_text(message.text, self._compressor.budget.message_cap)
+        schemas = [tool.schema for tool in tools]
+        fixed = fixed_chars(session.system_prompt, user_text, schemas)
+        size = fixed + history.earlier()[1]
+        if not self._compressor.due(size):
+            return session, history, tools
+        child_id = await self._compressor.rotate(session.session_id, who.scope, fixed, size)
+        if child_id is None:
+            return session, history, tools
+        parent = await self._store.get_messages(session.session_id, who.scope, lineage=False)
+        ended = [TranscriptMessage(m.role, m.content, m.timestamp) for m in parent]
+        session.manager.end_session(ended)  # the parent ended: its providers get its transcript
+        self._sessions.ended(session.session_id, who.user_key)
+        child = await self._sessions.open(who, child_id)  # drops the parent, stops its providers
+        copied = await self._store.get_messages(child_id, who.scope, lineage=False)
+        if copied:  # the summary and copies of the parent's tail, which its extraction covers
+            await self._store.mark_extracted(child_id, copied[-1].id, finished=False)
+        cap = self._compressor.budget.message_cap
+        return child, SentHistory.of(child_id, copied, cap), self._tools.for_turn(who, child)
+
+    async def _model_fault(
+        self, key: str, error: ModelError, told: bool, grown: bool, sink: ReplySink
+    ) -> None:
+        """A model call of the turn failed: the detail to the log, one short line to the person.
+
+        A request too long for the model would fail again on every later turn, so
+        its session ends (reason ``too_long``) and the next message starts afresh;
+        `grown` says whether more than the person's message was sent.
+        """
+        log.warning("model error in session %s: %s: %s", key, type(error).__name__, error)
+        if isinstance(error, RequestTooLargeError):
+            await self._sessions.end(key, "too_long")
+            await sink.write(TOO_LONG_NOTE if grown else MESSAGE_TOO_LONG_NOTE)
+        elif not told:  # a reply cut off after some text was shown already carries its note
+            await sink.write(fault_notice(error))
+
+    def _origin(self, who: MessageIdentity) -> SessionOrigin:
+        return SessionOrigin(
+            session_key=who.session_key,
+            source=who.platform,
+            user_key=who.user_key,
+            chat_id=who.chat_id,
+            chat_type=who.chat_type,
+            thread_id=who.thread_id,
+            model=self._model.model,
+        )
