@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from gateway.commands import (
-    Choice,
     Command,
     CommandCall,
     CommandContext,
@@ -14,6 +13,7 @@ from gateway.commands import (
     builtin_commands,
     parse_command,
 )
+from gateway.messages import Choice
 
 
 @pytest.mark.parametrize(
