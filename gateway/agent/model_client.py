@@ -2,6 +2,9 @@
 
 Everything else in the gateway reaches the model through `ModelClient`, so the
 `openai` package is imported here only (checked by the architecture test).
+It holds the HTTP side: the requests, the stall watch, the one retry loop
+both kinds of call run under, and `openai`'s errors as ours. What the bytes
+of a request and the chunks of a reply are is `wire`'s.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from gateway.errors import (
 
 if TYPE_CHECKING:
     import httpx2
+    from openai.types.chat import ChatCompletion
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -127,20 +131,12 @@ class ModelClient:
         `RequestTooLargeError`. The message holds the upstream detail, for the log.
         """
         body = stream_body(self.model, messages, tools)
-        clock = _Clock()
-        attempt = 0
-        while True:
-            passed = _Passed(on_text)
-            try:
-                async with self._slot(clock, self.background):
-                    return await self._attempt(body, passed)
-            except ModelError as exc:
-                delay = self._retry_delay(exc, attempt, passed.any, clock.elapsed())
-                if delay is None:
-                    raise
-                log.info("model call failed (%s); retry %d in %.1f s", exc, attempt + 1, delay)
-            await asyncio.sleep(delay)
-            attempt += 1
+        # One sink for every attempt: once text has passed, a failure is final, so no
+        # attempt after the first starts with text already passed.
+        passed = _Passed(on_text)
+        return await self._retrying(
+            lambda: self._attempt(body, passed), self.background, lambda: passed.any
+        )
 
     async def complete(
         self,
@@ -161,24 +157,32 @@ class ModelClient:
         if max_tokens is not None:
             kwargs["max_tokens"] = max_tokens
         low = self.background if background is None else background
+        response = await self._retrying(lambda: self._create(kwargs), low, lambda: False)
+        if not response.choices:
+            return ""
+        return response.choices[0].message.content or ""
+
+    async def _retrying(
+        self, attempt: Callable[[], Awaitable[T]], background: bool, passed_text: Callable[[], bool]
+    ) -> T:
+        """Run `attempt`, each time in a slot, until it succeeds or its failure is final.
+
+        The retry policy is the class docstring's (`_retry_delay`); `passed_text`
+        says whether the attempt that failed had passed text on.
+        """
         clock = _Clock()
-        attempt = 0
+        tries = 0
         while True:
             try:
-                async with self._slot(clock, low):
-                    response = await self._client.chat.completions.create(**kwargs)
-            except openai.APIError as exc:
-                error = _model_error(exc, False, self._timeout)
-                delay = self._retry_delay(error, attempt, False, clock.elapsed())
+                async with self._slot(clock, background):
+                    return await attempt()
+            except ModelError as exc:
+                delay = self._retry_delay(exc, tries, passed_text(), clock.elapsed())
                 if delay is None:
-                    raise error from exc
-                log.info("model call failed (%s); retry %d in %.1f s", error, attempt + 1, delay)
-                await asyncio.sleep(delay)
-                attempt += 1
-                continue
-            if not response.choices:
-                return ""
-            return response.choices[0].message.content or ""
+                    raise
+                log.info("model call failed (%s); retry %d in %.1f s", exc, tries + 1, delay)
+            await asyncio.sleep(delay)
+            tries += 1
 
     @contextlib.asynccontextmanager
     async def _slot(self, clock: _Clock, background: bool) -> AsyncIterator[None]:
@@ -216,6 +220,14 @@ class ModelClient:
         except openai.APIError as exc:
             raise _model_error(exc, acc.started, self._timeout) from exc
         return acc.result()
+
+    async def _create(self, kwargs: dict[str, Any]) -> ChatCompletion:
+        """One non-streamed request; an `openai` failure is raised as our `ModelError`."""
+        try:
+            response: ChatCompletion = await self._client.chat.completions.create(**kwargs)
+        except openai.APIError as exc:
+            raise _model_error(exc, False, self._timeout) from exc
+        return response
 
     async def _unless_stalled(self, step: Awaitable[T]) -> T:
         """Await `step`, abandoning it after `stall_timeout` seconds of silence."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -288,6 +289,52 @@ async def test_complete_retries_a_5xx_then_raises_a_model_error(fake: FakeOpenAI
     with pytest.raises(ModelError):
         await model.complete(MESSAGES)
     await model.close()
+
+
+async def test_complete_waits_a_429s_retry_after_and_logs_the_retry(
+    fake: FakeOpenAI, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake.fail_next(Fault.http(429, retry_after=0.3))
+    fake.say("after the wait")
+    model = resilient(fake)
+    started = time.monotonic()
+    with caplog.at_level(logging.INFO, logger="gateway.agent.model_client"):
+        text = await model.complete(MESSAGES)
+    elapsed = time.monotonic() - started
+    await model.close()
+    assert text == "after the wait" and len(fake.requests) == 2 and elapsed >= 0.3
+    assert [r.getMessage() for r in caplog.records] == [
+        "model call failed (model API error: HTTP 429: Error code: 429 - fake fault 429);"
+        " retry 1 in 0.3 s"
+    ]
+
+
+async def test_complete_does_not_wait_a_retry_after_beyond_the_budget(fake: FakeOpenAI) -> None:
+    fake.fail_next(Fault.http(429, retry_after=30))
+    model = resilient(fake, timeout=2.0)
+    started = time.monotonic()
+    with pytest.raises(ModelError) as info:
+        await model.complete(MESSAGES)
+    elapsed = time.monotonic() - started
+    await model.close()
+    assert info.value.status == 429 and len(fake.requests) == 1 and elapsed < 2.0
+
+
+async def test_a_stream_logs_each_retry_it_makes(
+    fake: FakeOpenAI, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake.fail_next(Fault.http(503))
+    fake.fail_next(Fault.http(503))
+    fake.say("third time")
+    model = resilient(fake)
+    with caplog.at_level(logging.INFO, logger="gateway.agent.model_client"):
+        result = await model.stream_chat(MESSAGES)
+    await model.close()
+    assert result.text == "third time" and len(fake.requests) == 3
+    assert [r.getMessage().rsplit("retry", 1)[1] for r in caplog.records] == [
+        " 1 in 0.5 s",
+        " 2 in 1.0 s",
+    ]
 
 
 # A request and the exact bytes `chat.completions.create` of the `openai` client sent for
