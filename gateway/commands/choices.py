@@ -20,22 +20,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from gateway.commands.registry import PendingChoice
 from gateway.errors import ChoiceRefusedError
 from gateway.messages import CHOICE_PREFIX, Choice
 
 DEFAULT_TTL = 600.0  # ten minutes, like `/forget all confirm`
-
-
-@dataclass(frozen=True)
-class PendingChoice:
-    """One offered option: who may pick it, for which command, and what it stands for."""
-
-    owner: str
-    command: str
-    label: str
-    value: str
-    version: str
-    expires: float
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from memory_core import FileMemoryStore, PersonData, SessionStore, SkillsStore
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from gateway.commands.choices import PendingChoice, PendingChoices
+    from gateway.commands.choices import PendingChoices
     from gateway.commands.erase import PendingErasures
 
 # "/name", "/name args" and Telegram's "/name@botname args".
@@ -78,8 +78,20 @@ class CommandContext:
     """Drops a person's cached open sessions (their providers drain and stop) before erasure."""
 
 
+@dataclass(frozen=True)
+class PendingChoice:
+    """One offered option: who may pick it, for which command, and what it stands for."""
+
+    owner: str
+    command: str
+    label: str
+    value: str
+    version: str
+    expires: float
+
+
 CommandHandler = Callable[[CommandContext], Awaitable[CommandReply]]
-ChoiceHandler = Callable[[CommandContext, "PendingChoice"], Awaitable[CommandReply]]
+ChoiceHandler = Callable[[CommandContext, PendingChoice], Awaitable[CommandReply]]
 """Applies a choice the command offered, once `PendingChoices` has checked who picked it."""
 
 
