@@ -41,7 +41,7 @@ def main(ctx: click.Context, config_path: Path | None) -> None:
 @click.pass_obj
 def run(state: CliState) -> None:
     """Start every configured adapter (console when no platform token is set)."""
-    from gateway.app import run_bot
+    from gateway.service import run_bot
 
     run_command(lambda: run_bot(state.config()))
 
@@ -50,7 +50,7 @@ def run(state: CliState) -> None:
 @click.pass_obj
 def chat(state: CliState) -> None:
     """Talk to the bot in this terminal."""
-    from gateway.app import run_console
+    from gateway.service import run_console
 
     run_command(lambda: run_console(state.config()))
 
