@@ -50,6 +50,10 @@ WORD_INDEX = "messages_fts"
 TRIGRAM_INDEX = "messages_trigram"
 
 
+# Every migration is frozen as the literal text databases were migrated with,
+# byte for byte, and a test pins each one by sha256: change the schema by
+# adding a migration, never by editing an old one.
+
 _V1 = """
 CREATE TABLE sessions (
     id INTEGER PRIMARY KEY,
@@ -130,6 +134,10 @@ CREATE TRIGGER messages_ad AFTER DELETE ON messages BEGIN
 END;
 """
 
+# The pieces of the live insert trigger (`create_insert_trigger`) and of the bulk
+# load's indexing statement; they rebuild what v6 froze, and a test checks that
+# the trigger they make is v6's, byte for byte.
+
 # Only rows with non-ASCII text go to the trigram index (byte length differs
 # from character length): ASCII text is served by the word index, and leaving
 # it out halves the cost of the trigram index, by far the costliest part.
@@ -161,25 +169,6 @@ END
 """
 
 
-def _delete_old(word: str, trigram_row: str = _SYMBOL_ROW) -> str:
-    return f"""
-    INSERT INTO messages_fts(messages_fts, rowid, content, owner)
-        VALUES ('delete', old.id, {word.format(r="old")}, {_OWNER.format(r="old")});
-    INSERT INTO messages_trigram(messages_trigram, rowid, content, owner)
-        SELECT 'delete', old.id, old.content, {_OWNER.format(r="old")}
-        WHERE {trigram_row.format(r="old")};
-    UPDATE sessions SET message_count = message_count - 1 WHERE id = old.session_id;
-"""
-
-
-def _update_trigger(word: str, trigram_row: str = _SYMBOL_ROW) -> str:
-    return f"""
-CREATE TRIGGER messages_au AFTER UPDATE OF id, session_id, role, content ON messages BEGIN
-    {_delete_old(word, trigram_row)}{_index_new(word, trigram_row)}
-END
-"""
-
-
 _INSERT_TRIGGER = _insert_trigger(_WORD_TOKENS)
 
 _INDEX_WORDS_AFTER = (
@@ -193,7 +182,9 @@ _INDEX_WORDS_AFTER = (
 # owner column holds a token derived from the user key (`owner_token`), so
 # that FTS5 itself narrows a match to one person's rows before SQL applies
 # the scope; the scope in SQL stays the rule, the token is only a shortcut.
-_V3 = f"""
+# This is the text v3 shipped with; two later refactors of the shared pieces
+# re-spaced its trigger bodies, which v6 drops again.
+_V3 = """
 ALTER TABLE sessions ADD COLUMN root_id INTEGER;
 ALTER TABLE sessions ADD COLUMN external_id TEXT;
 ALTER TABLE sessions ADD COLUMN owner_token TEXT;
@@ -228,11 +219,11 @@ DROP TABLE messages_trigram;
 DROP VIEW messages_fts_source;
 DROP VIEW messages_trigram_source;
 CREATE VIEW messages_fts_source AS
-    SELECT m.id AS id, {_WORD_VALUE.format(r="m")} AS content, s.owner_token AS owner
+    SELECT m.id AS id, CASE WHEN m.role = 'tool' THEN substr(m.content, 1, 8192) ELSE m.content END AS content, s.owner_token AS owner
     FROM messages m JOIN sessions s ON s.id = m.session_id;
 CREATE VIEW messages_trigram_source AS
     SELECT m.id AS id, m.content AS content, s.owner_token AS owner
-    FROM messages m JOIN sessions s ON s.id = m.session_id WHERE {_TRIGRAM_ROW.format(r="m")};
+    FROM messages m JOIN sessions s ON s.id = m.session_id WHERE m.role != 'tool' AND length(CAST(m.content AS BLOB)) != length(m.content);
 CREATE VIRTUAL TABLE messages_fts USING fts5(
     content, owner, content='messages_fts_source', content_rowid='id',
     tokenize='porter unicode61 remove_diacritics 2'
@@ -242,11 +233,40 @@ CREATE VIRTUAL TABLE messages_trigram USING fts5(
 );
 INSERT INTO messages_fts(messages_fts) VALUES ('rebuild');
 INSERT INTO messages_trigram(messages_trigram) VALUES ('rebuild');
-CREATE TRIGGER messages_ad AFTER DELETE ON messages BEGIN {_delete_old(_WORD_VALUE, _TRIGRAM_ROW)}
+CREATE TRIGGER messages_ad AFTER DELETE ON messages BEGIN 
+    INSERT INTO messages_fts(messages_fts, rowid, content, owner)
+        VALUES ('delete', old.id, CASE WHEN old.role = 'tool' THEN substr(old.content, 1, 8192) ELSE old.content END, (SELECT owner_token FROM sessions WHERE id = old.session_id));
+    INSERT INTO messages_trigram(messages_trigram, rowid, content, owner)
+        SELECT 'delete', old.id, old.content, (SELECT owner_token FROM sessions WHERE id = old.session_id)
+        WHERE old.role != 'tool' AND length(CAST(old.content AS BLOB)) != length(old.content);
+    UPDATE sessions SET message_count = message_count - 1 WHERE id = old.session_id;
+
 END;
-{_update_trigger(_WORD_VALUE, _TRIGRAM_ROW)};
-{_insert_trigger(_WORD_VALUE, _TRIGRAM_ROW)};
-"""
+CREATE TRIGGER messages_au AFTER UPDATE OF id, session_id, role, content ON messages BEGIN
+    
+    INSERT INTO messages_fts(messages_fts, rowid, content, owner)
+        VALUES ('delete', old.id, CASE WHEN old.role = 'tool' THEN substr(old.content, 1, 8192) ELSE old.content END, (SELECT owner_token FROM sessions WHERE id = old.session_id));
+    INSERT INTO messages_trigram(messages_trigram, rowid, content, owner)
+        SELECT 'delete', old.id, old.content, (SELECT owner_token FROM sessions WHERE id = old.session_id)
+        WHERE old.role != 'tool' AND length(CAST(old.content AS BLOB)) != length(old.content);
+    UPDATE sessions SET message_count = message_count - 1 WHERE id = old.session_id;
+
+    INSERT INTO messages_fts(rowid, content, owner)
+        VALUES (new.id, CASE WHEN new.role = 'tool' THEN substr(new.content, 1, 8192) ELSE new.content END, (SELECT owner_token FROM sessions WHERE id = new.session_id));
+    INSERT INTO messages_trigram(rowid, content, owner)
+        SELECT new.id, new.content, (SELECT owner_token FROM sessions WHERE id = new.session_id) WHERE new.role != 'tool' AND length(CAST(new.content AS BLOB)) != length(new.content);
+    UPDATE sessions SET message_count = message_count + 1 WHERE id = new.session_id;
+END;
+
+CREATE TRIGGER messages_ai AFTER INSERT ON messages BEGIN
+    INSERT INTO messages_fts(rowid, content, owner)
+        VALUES (new.id, CASE WHEN new.role = 'tool' THEN substr(new.content, 1, 8192) ELSE new.content END, (SELECT owner_token FROM sessions WHERE id = new.session_id));
+    INSERT INTO messages_trigram(rowid, content, owner)
+        SELECT new.id, new.content, (SELECT owner_token FROM sessions WHERE id = new.session_id) WHERE new.role != 'tool' AND length(CAST(new.content AS BLOB)) != length(new.content);
+    UPDATE sessions SET message_count = message_count + 1 WHERE id = new.session_id;
+END
+;
+"""  # noqa: E501, W291, W293 (frozen: every byte, trailing spaces too)
 
 
 # v4: what a session needs to resume after a restart or an eviction from the
@@ -308,7 +328,7 @@ def cjk_words_sql(value: str) -> str:
 # view gets the plain-SQL value; the index is filled again through the
 # function (fast), and the triggers use the function. The trigram index
 # keeps only the rows with emoji or symbols: CJK no longer needs it.
-_V6 = f"""
+_V6 = """
 DROP TRIGGER messages_ai;
 DROP TRIGGER messages_ad;
 DROP TRIGGER messages_au;
@@ -316,21 +336,63 @@ DROP VIEW messages_fts_source;
 DROP VIEW messages_trigram_source;
 CREATE VIEW messages_trigram_source AS
     SELECT m.id AS id, m.content AS content, s.owner_token AS owner
-    FROM messages m JOIN sessions s ON s.id = m.session_id WHERE {_SYMBOL_ROW.format(r="m")};
+    FROM messages m JOIN sessions s ON s.id = m.session_id WHERE m.role != 'tool' AND length(CAST(m.content AS BLOB)) != length(m.content) AND m.content GLOB '*[\U0001f000-\U0001faff\u2600-\u27bf]*';
 INSERT INTO messages_trigram(messages_trigram) VALUES ('delete-all');
 INSERT INTO messages_trigram(messages_trigram) VALUES ('rebuild');
 CREATE VIEW messages_fts_source AS
-    SELECT id, {cjk_words_sql("value")} AS content, owner FROM (
-        SELECT m.id AS id, {_WORD_VALUE.format(r="m")} AS value, s.owner_token AS owner
+    SELECT id, CASE WHEN value NOT GLOB '*[\u3040-\u30ff\u3100-\u312f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]*' THEN value ELSE (
+        WITH RECURSIVE walk(i, c, n) AS (
+            SELECT 1, unicode(substr(value, 1, 1)), unicode(substr(value, 2, 1))
+            UNION ALL
+            SELECT i + 1, n, unicode(substr(value, i + 2, 1)) FROM walk WHERE n IS NOT NULL
+        )
+        SELECT group_concat(CASE WHEN (c BETWEEN 12352 AND 12543 OR c BETWEEN 12544 AND 12591 OR c BETWEEN 13312 AND 19903 OR c BETWEEN 19968 AND 40959 OR c BETWEEN 44032 AND 55215 OR c BETWEEN 63744 AND 64255) THEN ' ' || char(c)
+            || CASE WHEN (n BETWEEN 12352 AND 12543 OR n BETWEEN 12544 AND 12591 OR n BETWEEN 13312 AND 19903 OR n BETWEEN 19968 AND 40959 OR n BETWEEN 44032 AND 55215 OR n BETWEEN 63744 AND 64255) THEN char(n) ELSE '' END || ' ' ELSE char(c) END, '')
+        FROM walk
+    ) END AS content, owner FROM (
+        SELECT m.id AS id, CASE WHEN m.role = 'tool' THEN substr(m.content, 1, 8192) ELSE m.content END AS value, s.owner_token AS owner
         FROM messages m JOIN sessions s ON s.id = m.session_id
     );
 INSERT INTO messages_fts(messages_fts) VALUES ('delete-all');
-{_INDEX_WORDS_AFTER.replace("?", "-1")};
-CREATE TRIGGER messages_ad AFTER DELETE ON messages BEGIN {_delete_old(_WORD_TOKENS)}
+INSERT INTO messages_fts(rowid, content, owner) SELECT m.id, mnemo_cjk_words(CASE WHEN m.role = 'tool' THEN substr(m.content, 1, 8192) ELSE m.content END), s.owner_token FROM messages m JOIN sessions s ON s.id = m.session_id WHERE m.id > -1;
+CREATE TRIGGER messages_ad AFTER DELETE ON messages BEGIN 
+    INSERT INTO messages_fts(messages_fts, rowid, content, owner)
+        VALUES ('delete', old.id, mnemo_cjk_words(CASE WHEN old.role = 'tool' THEN substr(old.content, 1, 8192) ELSE old.content END), (SELECT owner_token FROM sessions WHERE id = old.session_id));
+    INSERT INTO messages_trigram(messages_trigram, rowid, content, owner)
+        SELECT 'delete', old.id, old.content, (SELECT owner_token FROM sessions WHERE id = old.session_id)
+        WHERE old.role != 'tool' AND length(CAST(old.content AS BLOB)) != length(old.content) AND old.content GLOB '*[\U0001f000-\U0001faff\u2600-\u27bf]*';
+    UPDATE sessions SET message_count = message_count - 1 WHERE id = old.session_id;
+
 END;
-{_update_trigger(_WORD_TOKENS)};
-{_INSERT_TRIGGER};
-"""
+
+CREATE TRIGGER messages_au AFTER UPDATE OF id, session_id, role, content ON messages BEGIN
+    
+    INSERT INTO messages_fts(messages_fts, rowid, content, owner)
+        VALUES ('delete', old.id, mnemo_cjk_words(CASE WHEN old.role = 'tool' THEN substr(old.content, 1, 8192) ELSE old.content END), (SELECT owner_token FROM sessions WHERE id = old.session_id));
+    INSERT INTO messages_trigram(messages_trigram, rowid, content, owner)
+        SELECT 'delete', old.id, old.content, (SELECT owner_token FROM sessions WHERE id = old.session_id)
+        WHERE old.role != 'tool' AND length(CAST(old.content AS BLOB)) != length(old.content) AND old.content GLOB '*[\U0001f000-\U0001faff\u2600-\u27bf]*';
+    UPDATE sessions SET message_count = message_count - 1 WHERE id = old.session_id;
+
+    INSERT INTO messages_fts(rowid, content, owner)
+        VALUES (new.id, mnemo_cjk_words(CASE WHEN new.role = 'tool' THEN substr(new.content, 1, 8192) ELSE new.content END), (SELECT owner_token FROM sessions WHERE id = new.session_id));
+    INSERT INTO messages_trigram(rowid, content, owner)
+        SELECT new.id, new.content, (SELECT owner_token FROM sessions WHERE id = new.session_id) WHERE new.role != 'tool' AND length(CAST(new.content AS BLOB)) != length(new.content) AND new.content GLOB '*[\U0001f000-\U0001faff\u2600-\u27bf]*';
+    UPDATE sessions SET message_count = message_count + 1 WHERE id = new.session_id;
+
+END
+;
+
+CREATE TRIGGER messages_ai AFTER INSERT ON messages BEGIN 
+    INSERT INTO messages_fts(rowid, content, owner)
+        VALUES (new.id, mnemo_cjk_words(CASE WHEN new.role = 'tool' THEN substr(new.content, 1, 8192) ELSE new.content END), (SELECT owner_token FROM sessions WHERE id = new.session_id));
+    INSERT INTO messages_trigram(rowid, content, owner)
+        SELECT new.id, new.content, (SELECT owner_token FROM sessions WHERE id = new.session_id) WHERE new.role != 'tool' AND length(CAST(new.content AS BLOB)) != length(new.content) AND new.content GLOB '*[\U0001f000-\U0001faff\u2600-\u27bf]*';
+    UPDATE sessions SET message_count = message_count + 1 WHERE id = new.session_id;
+
+END
+;
+"""  # noqa: E501, W291, W293 (frozen: every byte, trailing spaces too)
 
 
 def owner_token(user_key: str) -> str:
