@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.agent.recall import SESSION_SEARCH_SCHEMA, SessionSearch
+from gateway.agent.session_search import SESSION_SEARCH_SCHEMA, SessionSearch
 from memory_core import (
     MEMORY_TOOL_SCHEMA,
     FileMemoryStore,
