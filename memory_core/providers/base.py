@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from memory_core.errors import ProviderError
-from memory_core.sessions.models import CHAT_TYPES, ChatType
+from memory_core.scopes import CHAT_TYPES, ChatType
 
 AgentKind = Literal["primary", "background"]
 

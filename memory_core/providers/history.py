@@ -29,15 +29,8 @@ from dataclasses import replace
 from typing import Protocol
 
 from memory_core.providers.base import MemoryProvider, SessionContext
-from memory_core.sessions.models import (
-    MATCH_END,
-    MATCH_START,
-    SearchOptions,
-    SearchScope,
-    SessionHit,
-    Snippet,
-    recall_scope,
-)
+from memory_core.scopes import SearchScope, recall_scope
+from memory_core.sessions.models import MATCH_END, MATCH_START, SearchOptions, SessionHit, Snippet
 from memory_core.sessions.query import CJK_CLASS, MAX_QUERY_CHARS, MAX_TERMS, STOPWORDS
 
 # Words that say nothing about a topic: chat small talk, and the words people

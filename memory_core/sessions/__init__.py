@@ -24,31 +24,28 @@ from memory_core.errors import (
     SessionStoreBusyError,
     SessionStoreError,
 )
+from memory_core.scopes import CHAT_TYPES, ChatType, SearchScope, recall_scope
 from memory_core.sessions.connection import ConnectHook
 from memory_core.sessions.db import SessionDB
 from memory_core.sessions.erase import UserTotals
 from memory_core.sessions.jsonl import ImportResult, parse_timestamp
 from memory_core.sessions.models import (
-    CHAT_TYPES,
     DEFAULT_SEARCH_OPTIONS,
     INTERNAL_SOURCES,
     MATCH_END,
     MATCH_START,
     AppendResult,
     BacklogEntry,
-    ChatType,
     CounterUpdate,
     NewMessage,
     ReviewCounters,
     ReviewDue,
     SearchOptions,
-    SearchScope,
     SessionHit,
     SessionInfo,
     SessionOrigin,
     Snippet,
     StoredMessage,
-    recall_scope,
 )
 from memory_core.sessions.query import STOPWORDS
 from memory_core.sessions.search import DEFAULT_RANKING, Ranking, search_sessions

@@ -19,6 +19,7 @@ import memory_core.sessions.jsonl as jsonl
 import memory_core.sessions.reads as session_reads
 import memory_core.sessions.writes as session_writes
 from memory_core.errors import SessionStoreError
+from memory_core.scopes import SearchScope
 from memory_core.sessions.connection import (
     ConnectHook,
     connect,
@@ -33,7 +34,6 @@ from memory_core.sessions.models import (
     NewMessage,
     ReviewCounters,
     SearchOptions,
-    SearchScope,
     SessionHit,
     SessionInfo,
     SessionOrigin,

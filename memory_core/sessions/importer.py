@@ -44,6 +44,7 @@ from memory_core.errors import (
     SessionStoreBusyError,
     SessionStoreError,
 )
+from memory_core.scopes import ChatType
 from memory_core.sessions.connection import transaction
 from memory_core.sessions.jsonl import (
     ImportResult,
@@ -52,7 +53,6 @@ from memory_core.sessions.jsonl import (
     parse_bot_session_id,
     parsed_batches,
 )
-from memory_core.sessions.models import ChatType
 from memory_core.sessions.schema import (
     create_insert_trigger,
     drop_insert_trigger,

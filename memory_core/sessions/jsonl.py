@@ -47,7 +47,8 @@ from multiprocessing.connection import Connection
 from typing import IO, NamedTuple, cast
 
 from memory_core.errors import ImportFormatError, InvalidUserKeyError, SessionStoreError
-from memory_core.sessions.models import CHAT_TYPES, ROLES
+from memory_core.scopes import CHAT_TYPES
+from memory_core.sessions.models import ROLES
 from memory_core.user_keys import check_user_key
 
 MAX_LINE_BYTES = 4 << 20

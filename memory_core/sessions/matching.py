@@ -15,7 +15,8 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 
-from memory_core.sessions.models import INTERNAL_SOURCES, SearchOptions, SearchScope
+from memory_core.scopes import SearchScope
+from memory_core.sessions.models import INTERNAL_SOURCES, SearchOptions
 from memory_core.sessions.query import ParsedQuery, QueryTerm, TermKind
 from memory_core.sessions.reads import scope_sql
 from memory_core.sessions.schema import TRIGRAM_INDEX, WORD_INDEX, owner_token

@@ -1,50 +1,27 @@
-"""Value types of the session store: scopes, search options, messages, sessions, hits,
+"""Value types of the session store: search options, messages, sessions, hits,
 and the per-session counters of the background review.
 
 Two words are kept apart: the `platform` of a person (telegram, discord,
 console; the first part of their user key) and the `source` of a session,
 which is the platform it came from or, for the background agents' own
-sessions, one of `INTERNAL_SOURCES` (review, extraction). `recall_scope` is
-the one rule for what recall may see from a chat. The store's errors live in
-`memory_core.errors`.
+sessions, one of `INTERNAL_SOURCES` (review, extraction). Chat types and
+search scopes (`recall_scope`, the one recall rule) live in `memory_core.scopes`,
+the store's errors in `memory_core.errors`.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal, get_args
 
 from memory_core.errors import InvalidMessageError
+from memory_core.scopes import CHAT_TYPES, ChatType
 
 MATCH_START = ">>>"
 MATCH_END = "<<<"
 
 ROLES = frozenset({"user", "assistant", "system", "tool"})
-ChatType = Literal["private", "group"]
-CHAT_TYPES: frozenset[str] = frozenset(get_args(ChatType))
 INTERNAL_SOURCES = ("review", "extraction")
-
-
-@dataclass(frozen=True)
-class SearchScope:
-    """Whose history a search may see: one person, optionally one chat."""
-
-    user_key: str
-    chat_id: str | None = None
-
-    def __post_init__(self) -> None:
-        if not self.user_key:
-            raise InvalidMessageError("a search scope needs a user key")
-
-
-def recall_scope(user_key: str, chat_id: str, chat_type: ChatType) -> SearchScope:
-    """What recall may see from a chat: in a group, only that group; in a direct
-    chat, all of the person's history (their direct chats and their groups).
-
-    Anything but ``"private"`` counts as a group, so a bad value can only narrow recall.
-    """
-    return SearchScope(user_key, None if chat_type == "private" else chat_id)
 
 
 @dataclass(frozen=True)

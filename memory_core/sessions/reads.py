@@ -10,7 +10,8 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from memory_core.sessions.models import ReviewCounters, SearchScope, SessionInfo, StoredMessage
+from memory_core.scopes import SearchScope
+from memory_core.sessions.models import ReviewCounters, SessionInfo, StoredMessage
 
 SESSION_COLUMNS = (
     "id, source, user_key, chat_id, chat_type, thread_id, session_key, title, model, "

@@ -31,13 +31,13 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from operator import itemgetter
 
+from memory_core.scopes import SearchScope
 from memory_core.sessions.matching import ScopeFilter, collect_hits
 from memory_core.sessions.models import (
     DEFAULT_SEARCH_OPTIONS,
     MATCH_END,
     MATCH_START,
     SearchOptions,
-    SearchScope,
     SessionHit,
     Snippet,
 )

@@ -32,6 +32,7 @@ import memory_core.sessions.jsonl as jsonl
 import memory_core.sessions.reads as session_reads
 import memory_core.sessions.writes as session_writes
 from memory_core.errors import SessionStoreBusyError, SessionStoreError
+from memory_core.scopes import SearchScope
 from memory_core.sessions.connection import ConnectHook, connect
 from memory_core.sessions.db import open_writer
 from memory_core.sessions.interrupts import ReadCall, usable
@@ -44,7 +45,6 @@ from memory_core.sessions.models import (
     ReviewCounters,
     ReviewDue,
     SearchOptions,
-    SearchScope,
     SessionHit,
     SessionInfo,
     SessionOrigin,

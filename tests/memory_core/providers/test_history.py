@@ -23,12 +23,12 @@ from memory_core.providers.history import (
 )
 from memory_core.providers.manager import MemoryManager
 from memory_core.providers.registry import ProviderResources, default_registry
+from memory_core.scopes import SearchScope
 from memory_core.sessions.db import SessionDB
 from memory_core.sessions.models import (
     DEFAULT_SEARCH_OPTIONS,
     NewMessage,
     SearchOptions,
-    SearchScope,
     SessionHit,
     SessionOrigin,
 )

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from memory_core.scopes import SearchScope
 from memory_core.sessions.db import SessionDB
-from memory_core.sessions.models import SearchScope
 from tests.memory_core.sessions.helpers import message, origin
 
 ME = SearchScope("telegram-7")

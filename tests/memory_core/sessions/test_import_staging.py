@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from memory_core.errors import ImportFormatError
+from memory_core.scopes import SearchScope
 from memory_core.sessions import SessionStore, WritePolicy
 from memory_core.sessions.db import SessionDB
 from memory_core.sessions.importer import STAGED_PREFIX
-from memory_core.sessions.models import SearchScope
 from tests.memory_core.sessions.helpers import message, origin
 
 ME = SearchScope("telegram-1")

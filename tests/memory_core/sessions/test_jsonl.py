@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from memory_core.errors import ImportFormatError
+from memory_core.scopes import SearchScope
 from memory_core.sessions.db import SessionDB
 from memory_core.sessions.importer import CHUNK_ROWS
 from memory_core.sessions.jsonl import MAX_LINE_BYTES, parse_timestamp
-from memory_core.sessions.models import SearchScope
 from tests.memory_core.sessions.helpers import message, origin
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from memory_core.errors import SessionNotFoundError
+from memory_core.scopes import SearchScope
 from memory_core.sessions.db import SessionDB
-from memory_core.sessions.models import SearchScope
 from memory_core.sessions.store import SessionStore
 from tests.memory_core.sessions.helpers import message, open_db, origin
 

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memory_core.errors import SchemaVersionError
+from memory_core.scopes import SearchScope
 from memory_core.sessions.db import SessionDB
-from memory_core.sessions.models import SearchScope
 from memory_core.sessions.query import cjk_words
 from memory_core.sessions.schema import (
     SCHEMA_VERSION,

@@ -8,15 +8,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from memory_core.scopes import SearchScope, recall_scope
 from memory_core.sessions.db import SessionDB
-from memory_core.sessions.models import (
-    MATCH_END,
-    MATCH_START,
-    NewMessage,
-    SearchOptions,
-    SearchScope,
-    recall_scope,
-)
+from memory_core.sessions.models import MATCH_END, MATCH_START, NewMessage, SearchOptions
 from tests.memory_core.sessions.helpers import origin
 
 USERS = ["telegram-1", "telegram-2", "discord-3", "discord-4"]

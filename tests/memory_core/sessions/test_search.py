@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from memory_core.scopes import SearchScope
 from memory_core.sessions.db import SessionDB
-from memory_core.sessions.models import MATCH_END, MATCH_START, SearchOptions, SearchScope
+from memory_core.sessions.models import MATCH_END, MATCH_START, SearchOptions
 from memory_core.sessions.snippets import SNIPPET_CHARS
 from tests.memory_core.sessions.helpers import message, origin, say
 

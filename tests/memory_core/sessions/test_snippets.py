@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from memory_core.scopes import SearchScope
 from memory_core.sessions.db import SessionDB
-from memory_core.sessions.models import MATCH_END, MATCH_START, SearchScope
+from memory_core.sessions.models import MATCH_END, MATCH_START
 from memory_core.sessions.snippets import (
     SCAN_BUDGET,
     SCAN_CHARS,

@@ -19,8 +19,9 @@ from memory_core.errors import (
     SessionNotFoundError,
     SessionStoreError,
 )
+from memory_core.scopes import SearchScope
 from memory_core.sessions.db import SessionDB
-from memory_core.sessions.models import NewMessage, SearchScope
+from memory_core.sessions.models import NewMessage
 from memory_core.sessions.store import SessionStore
 from tests.memory_core.sessions.helpers import message, open_db, origin
 
