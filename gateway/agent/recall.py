@@ -1,4 +1,4 @@
-"""Searching a person's earlier conversations, with recaps: `session_search` and `/recall`.
+"""Searching a person's earlier conversations, with recaps, for `session_search` and `/recall`.
 
 `search_history` is the one function the model's `session_search` tool and
 the `/recall` command both call; it knows no platform. It searches the
@@ -17,8 +17,9 @@ Recalled text is old conversation, never instructions: the window sent to
 the recap model, the recap that comes back and every snippet pass through
 `sanitize_context`, and the recap prompt tells the model to summarise only.
 
-`SessionSearch` binds the search to one person's turn and turns tool
-arguments into a `RecallQuery` and the result into the JSON the model reads.
+`RecallResult.as_json` is the result as the model reads it; the tool itself
+(its schema, its arguments, binding the search to one turn) is
+`session_search`'s.
 """
 
 from __future__ import annotations

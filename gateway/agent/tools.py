@@ -4,7 +4,7 @@ A `Tool` is an OpenAI function schema plus an async handler that returns the
 JSON text the model reads. `build_tools` makes the list for one inbound
 message: the memory tool and the skills tools, both bound to that person's key
 (so they can never write anyone else's file, nor show one person's skills to
-another), and `session_search` over their earlier conversations (`recall`),
+another), and `session_search` over their earlier conversations,
 bound to their recall scope. Built per turn, so the skills tools' per-turn
 write limits hold.
 memory_core's tools are synchronous and touch files, so their handlers run in
