@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from gateway.commands import Choice
 from gateway.delivery.splitting import utf16_units
+from gateway.messages import Choice
 
 
 @dataclass(frozen=True)

@@ -28,11 +28,11 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from gateway.commands import Choice
 from gateway.delivery.channel import Channel
 from gateway.delivery.splitting import split_message
 from gateway.delivery.throttle import ChatThrottle, Clock, Sleep
 from gateway.errors import DeliveryError, GatewayError, RateLimitedError
+from gateway.messages import Choice
 from memory_core import StreamingContextScrubber, scrub_context
 
 log = logging.getLogger(__name__)

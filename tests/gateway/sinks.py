@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gateway.commands import Choice
+from gateway.messages import Choice
 
 
 class ListSink:

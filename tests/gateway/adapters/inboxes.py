@@ -6,9 +6,7 @@ import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
-from gateway.commands import Choice
-from gateway.commands.choices import ChoiceSink
-from gateway.messages import DocumentSink, InboundMessage, ReplySink
+from gateway.messages import Choice, ChoiceSink, DocumentSink, InboundMessage, ReplySink
 
 
 class Inbox:

@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gateway.commands import Choice
 from gateway.delivery import ChannelLimits
 from gateway.errors import DeliveryError
+from gateway.messages import Choice
 
 
 class FakeClock:

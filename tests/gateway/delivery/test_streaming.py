@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from gateway.commands import Choice
 from gateway.delivery import ChannelLimits, ChatThrottle, StreamedReply
 from gateway.errors import DeliveryError, RateLimitedError
+from gateway.messages import Choice
 from tests.fakes.base import wait_until
 from tests.gateway.delivery.fake_channel import FakeChannel, FakeClock
 
