@@ -20,7 +20,7 @@ import threading
 from collections.abc import Sequence
 from typing import TextIO
 
-from gateway.messages import InboundMessage, Inbox, ReplySink
+from gateway.messages import CommandSpec, InboundMessage, Inbox, ReplySink
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ class ConsoleAdapter:
         self._stopped = False
         self._closed = False  # the reader thread ends instead of reading on
 
-    async def start(self, inbox: Inbox, commands: Sequence[tuple[str, str]]) -> None:
+    async def start(self, inbox: Inbox, commands: Sequence[CommandSpec]) -> None:
         """Print the banner and start reading; `/help` lists the commands, so the menu
         (`commands`) is not shown here."""
         self._out.write(BANNER)

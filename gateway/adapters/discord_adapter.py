@@ -49,11 +49,10 @@ from gateway.adapters.discord_endpoints import (
     restore_discord_endpoints,
     use_discord_endpoints,
 )
-from gateway.commands import Choice, Command, CommandRegistry, builtin_commands
 from gateway.config import DiscordConfig
 from gateway.delivery import ChannelLimits, StreamedReply, Throttles
 from gateway.errors import AdapterFailedError, DeliveryError, RateLimitedError
-from gateway.messages import InboundMessage, Inbox, ReplySink
+from gateway.messages import Choice, CommandSpec, InboundMessage, Inbox, ReplySink
 
 log = logging.getLogger(__name__)
 
@@ -97,12 +96,12 @@ class SlashCommands(Protocol):
 
 
 CommandsFactory = Callable[
-    [discord.Client, Inbox, Sequence[Command], DiscordConfig], SlashCommands | None
+    [discord.Client, Inbox, Sequence[CommandSpec], DiscordConfig], SlashCommands | None
 ]
 
 
 def _slash_commands(
-    client: discord.Client, inbox: Inbox, commands: Sequence[Command], config: DiscordConfig
+    client: discord.Client, inbox: Inbox, commands: Sequence[CommandSpec], config: DiscordConfig
 ) -> SlashCommands:
     return DiscordCommands(client, inbox, commands, config)
 
@@ -189,14 +188,12 @@ class DiscordAdapter:
         *,
         guild_ready_timeout: float = 2.0,
         ready_timeout: float = READY_TIMEOUT,
-        registry: CommandRegistry | None = None,
         commands_factory: CommandsFactory | None = _slash_commands,
     ) -> None:
         """`guild_ready_timeout`: discord.py's wait for server data before READY (tests
-        shorten it); `registry`: where the commands named at start are defined (the
-        built-ins by default); `commands_factory` builds the slash commands (None: none)."""
+        shorten it); `commands_factory` builds the slash commands from the menu given
+        at start (None: none)."""
         self._config = config
-        self._registry = registry
         self._guild_ready_timeout, self._ready_timeout = guild_ready_timeout, ready_timeout
         self._commands_factory = commands_factory
         self.done = asyncio.Event()
@@ -214,8 +211,9 @@ class DiscordAdapter:
 
     # ----- the Adapter protocol ----------------------------------------------------
 
-    async def start(self, inbox: Inbox, commands: Sequence[tuple[str, str]]) -> None:
-        """Log in, connect to the gateway and wait for READY (bounded)."""
+    async def start(self, inbox: Inbox, commands: Sequence[CommandSpec]) -> None:
+        """Log in, connect to the gateway and wait for READY (bounded); `commands`
+        become the slash commands."""
         self._inbox = inbox
         self._endpoints = use_discord_endpoints(self._config.api_base, self._config.gateway_url)
         client = _Client(
@@ -229,9 +227,7 @@ class DiscordAdapter:
         )
         self._client = client
         if self._commands_factory is not None:
-            self._slash = self._commands_factory(
-                client, inbox, self._slash_definitions(commands), self._config
-            )
+            self._slash = self._commands_factory(client, inbox, commands, self._config)
         runner = asyncio.create_task(client.start(self._config.token or ""), name="discord")
         self._runner = runner
         ready = asyncio.create_task(self._ready.wait())
@@ -281,13 +277,6 @@ class DiscordAdapter:
             await self._slash.sync()
         except discord.DiscordException as error:  # the bot still answers messages
             log.warning("discord: slash commands were not synced: %s", error)
-
-    def _slash_definitions(self, commands: Sequence[tuple[str, str]]) -> list[Command]:
-        """The registry's definitions of the commands named at start (one definition:
-        the slash commands take their arguments from it)."""
-        names = {name for name, _ in commands}
-        registry = self._registry if self._registry is not None else builtin_commands()
-        return [command for command in registry if command.name in names]
 
     async def _failed_start(self, runner: asyncio.Task[None]) -> None:
         if not runner.done():

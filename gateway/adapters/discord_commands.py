@@ -1,10 +1,11 @@
-"""Discord's slash commands and buttons, built from the command registry.
+"""Discord's slash commands and buttons, built from the command menu.
 
-Every command of the registry (except the admin-only ones, as in Telegram's
-menu) becomes a slash command of an `app_commands.CommandTree`; its arguments
-become string options (``/recall what:``). `sync` registers them at start: to
-each server of `discord.guild_ids` (instant, for development) or globally
-(Discord may take up to an hour to show them). Stale global commands of an
+Every `CommandSpec` the adapter gets at start (everyone's commands, as in
+Telegram's menu) becomes a slash command of an `app_commands.CommandTree`; its
+arguments become string options (``/recall what:``), described with
+`app_commands.describe`. `sync` registers them at start: to each server of
+`discord.guild_ids` (instant, for development) or globally (Discord may take
+up to an hour to show them). Stale global commands of an
 earlier global sync are left alone.
 
 An invocation is deferred at once (Discord's 3-second window), then handed to
@@ -31,12 +32,10 @@ from typing import Any, TypeVar
 import discord
 from discord import app_commands
 
-from gateway.commands import Choice, Command, CommandArgument, builtin_commands
-from gateway.commands.choices import PAYLOAD_PREFIX
 from gateway.config import DiscordConfig
 from gateway.delivery import ChannelLimits, ChatThrottle, StreamedReply
 from gateway.errors import ConfigError, DeliveryError, RateLimitedError
-from gateway.messages import InboundMessage, Inbox, ReplySink
+from gateway.messages import CHOICE_PREFIX, Choice, CommandSpec, InboundMessage, Inbox, ReplySink
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +46,6 @@ MAX_BUTTONS = 25  # buttons on one message (5 rows of 5)
 ORIGINAL = "@original"  # the id `InteractionChannel.send` gives the deferred response
 NO_PINGS = discord.AllowedMentions.none()
 
-CommandSpec = tuple[str, str, tuple[CommandArgument, ...]]  # name, description, arguments
 InboundFactory = Callable[[discord.Interaction, str], InboundMessage]
 SinkFactory = Callable[[InboundMessage, discord.Interaction], ReplySink]
 T = TypeVar("T")
@@ -170,21 +168,20 @@ class InteractionChannel:
 
 
 class DiscordCommands:
-    """The registry's commands as Discord slash commands, and the choice buttons.
+    """The command menu as Discord slash commands, and the choice buttons.
 
-    `commands` are the registry's (`services.commands`), or the ``(name,
-    description)`` pairs `Adapter.start` gets, each taken with its arguments
-    from the built-in registry (see `slash_specs`). `sink_factory` replaces the
-    reply through the interaction's follow-ups (an adapter with its own
-    delivery); `inbound` builds the message of an interaction (it must agree
-    with the adapter's messages, so a command lands in the same session).
+    `commands` are the menu `Adapter.start` gets (a name Discord refuses is
+    left out, with a warning). `sink_factory` replaces the reply through the
+    interaction's follow-ups (an adapter with its own delivery); `inbound`
+    builds the message of an interaction (it must agree with the adapter's
+    messages, so a command lands in the same session).
     """
 
     def __init__(
         self,
         client: discord.Client,
         inbox: Inbox,
-        commands: Iterable[Command | tuple[str, str]],
+        commands: Iterable[CommandSpec],
         config: DiscordConfig,
         sink_factory: SinkFactory | None = None,
         *,
@@ -196,7 +193,7 @@ class DiscordCommands:
         self._guilds: list[discord.Object | None] = [
             discord.Object(id=_server_id(gid)) for gid in config.guild_ids
         ] or [None]  # None: global
-        self.slash = [self._slash(*spec) for spec in slash_specs(commands)]
+        self.slash = [self._slash(spec) for spec in commands if _valid(spec)]
         for slash in self.slash:
             for guild in self._guilds:
                 self.tree.add_command(slash, guild=guild)
@@ -224,7 +221,7 @@ class DiscordCommands:
             return
         data: dict[str, Any] = dict(interaction.data or {})
         custom_id = data.get("custom_id")
-        if not isinstance(custom_id, str) or not custom_id.startswith(PAYLOAD_PREFIX):
+        if not isinstance(custom_id, str) or not custom_id.startswith(CHOICE_PREFIX):
             return
         try:
             if not await self._guild_admitted(interaction):
@@ -241,10 +238,9 @@ class DiscordCommands:
 
     # ----- slash commands ----------------------------------------------------------
 
-    def _slash(
-        self, name: str, description: str, arguments: tuple[CommandArgument, ...]
-    ) -> app_commands.Command[Any, ..., None]:
+    def _slash(self, spec: CommandSpec) -> app_commands.Command[Any, ..., None]:
         """The slash command ``/name``: one string option per argument."""
+        name, arguments = spec.name, spec.arguments
         names = [argument.name.lower() for argument in arguments]
 
         async def invoke(interaction: discord.Interaction, **options: str | None) -> None:
@@ -270,12 +266,12 @@ class DiscordCommands:
             option: _shortened(a.description, MAX_DESCRIPTION) or option
             for option, a in zip(names, arguments, strict=True)
         }
+        # discord.py reads a callback's options from its signature; these vary per command
         setattr(invoke, "__signature__", inspect.Signature(parameters))  # noqa: B010
-        setattr(invoke, "__discord_app_commands_param_description__", described)  # noqa: B010
         return app_commands.Command(
             name=name.lower(),
-            description=_shortened(description, MAX_DESCRIPTION) or name,
-            callback=invoke,
+            description=_shortened(spec.description, MAX_DESCRIPTION) or name,
+            callback=app_commands.describe(**described)(invoke),
         )
 
     async def _invoke(self, interaction: discord.Interaction, text: str) -> None:
@@ -325,37 +321,16 @@ class DiscordCommands:
         return False
 
 
-def slash_specs(commands: Iterable[Command | tuple[str, str]]) -> list[CommandSpec]:
-    """What each command becomes: name, description, arguments; admin-only commands and
-    names Discord refuses are left out. A ``(name, description)`` pair takes the arguments
-    of the built-in command of that name (one definition: the registry)."""
-    known = {command.name: command for command in builtin_commands()}
-    specs: list[CommandSpec] = []
-    for item in commands:
-        if isinstance(item, Command):
-            command, description = item, item.description
-        else:
-            name, description = item
-            if name not in known:  # not a built-in: no arguments known
-                specs.append((name, description, ()))
-                continue
-            command = known[name]
-        if not command.admin_only:
-            specs.append((command.name, description, command.arguments))
-    return [spec for spec in specs if _valid(spec)]
-
-
 def _valid(spec: CommandSpec) -> bool:
     """Whether Discord takes the command's name and option names (else it is left out)."""
-    command, _, arguments = spec
-    names = [command, *(a.name for a in arguments)]
+    names = [spec.name, *(a.name for a in spec.arguments)]
     bad = [
         n
         for n in names
         if not 1 <= len(n) <= 32 or not n.replace("-", "").replace("_", "").isalnum()
     ]
     if bad:
-        log.warning("discord: /%s is not a valid slash command name; left out", command)
+        log.warning("discord: /%s is not a valid slash command name; left out", spec.name)
     return not bad
 
 

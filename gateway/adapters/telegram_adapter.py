@@ -61,11 +61,10 @@ from telegram.error import (
 from telegram.ext import AIORateLimiter, Application, ExtBot
 
 from gateway.adapters.telegram_format import MAX_UNITS, render, utf16_units
-from gateway.commands import Choice
 from gateway.config import TelegramConfig
 from gateway.delivery import ChannelLimits, StreamedReply, Throttles
 from gateway.errors import AdapterFailedError, DeliveryError, RateLimitedError
-from gateway.messages import InboundMessage, Inbox, ReplySink
+from gateway.messages import Choice, CommandSpec, InboundMessage, Inbox, ReplySink
 
 log = logging.getLogger(__name__)
 
@@ -202,7 +201,7 @@ class TelegramAdapter:
 
     # ----- the Adapter protocol ----------------------------------------------------
 
-    async def start(self, inbox: Inbox, commands: Sequence[tuple[str, str]]) -> None:
+    async def start(self, inbox: Inbox, commands: Sequence[CommandSpec]) -> None:
         """Connect, register the commands menu, and begin taking updates."""
         self._inbox = inbox
         builder = (
@@ -218,7 +217,7 @@ class TelegramAdapter:
         try:
             await app.initialize()
             self._bot_user = app.bot.bot
-            await app.bot.set_my_commands([BotCommand(name, text) for name, text in commands])
+            await app.bot.set_my_commands([BotCommand(c.name, c.description) for c in commands])
             if webhook:
                 await self._start_webhook(app)
             else:

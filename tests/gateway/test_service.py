@@ -21,7 +21,7 @@ from gateway.adapters.console_adapter import ConsoleAdapter
 from gateway.app import run_console
 from gateway.config import Config, load_config
 from gateway.errors import AdapterFailedError, InstanceLockedError
-from gateway.messages import InboundMessage, Inbox, ReplySink
+from gateway.messages import CommandSpec, InboundMessage, Inbox, ReplySink
 from gateway.service import Service, instance_lock
 from memory_core import SearchScope, SessionDB
 from tests.fakes.base import serving_in_thread
@@ -262,11 +262,11 @@ class _Idle:
         self.commands: list[str] = []
         self._ends, self._fail = ends, fail
 
-    async def start(self, inbox: Inbox, commands: Sequence[tuple[str, str]]) -> None:
+    async def start(self, inbox: Inbox, commands: Sequence[CommandSpec]) -> None:
         self.calls.append("start")
         if self._fail is not None:
             raise self._fail
-        self.commands = [name for name, _ in commands]
+        self.commands = [command.name for command in commands]
         if self._ends:
             asyncio.get_running_loop().call_later(0.05, self.done.set)
 
@@ -294,7 +294,7 @@ class _Gate:
         self.started = asyncio.Event()
         self.release = asyncio.Event()
 
-    async def start(self, inbox: Inbox, commands: Sequence[tuple[str, str]]) -> None:
+    async def start(self, inbox: Inbox, commands: Sequence[CommandSpec]) -> None:
         self.started.set()
         await self.release.wait()
         await self._inner.start(inbox, commands)

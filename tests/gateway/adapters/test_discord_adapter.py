@@ -18,10 +18,9 @@ from gateway.adapters.discord_adapter import (
     defuse_mentions,
     discord_units,
 )
-from gateway.commands import Choice
 from gateway.config import DiscordConfig
 from gateway.delivery import split_message
-from gateway.messages import InboundMessage, ReplySink
+from gateway.messages import Choice, CommandArgument, CommandSpec, InboundMessage, ReplySink
 from tests.fakes.discord import BOT_ID, DEFAULT_TOKEN, Call, FakeDiscord, FakeGuild
 from tests.gateway.adapters.inboxes import Inbox as RecordingInbox
 
@@ -30,7 +29,12 @@ BOB = 4200000000000000002
 GUILD = FakeGuild(id=1200000000000000001, channel_id=1200000000000000002)
 OTHER_GUILD = FakeGuild(id=1300000000000000001, channel_id=1300000000000000002, name="other")
 CHANNEL = GUILD.channel_id
-COMMANDS = [("help", "what the bot is"), ("recall", "recaps of past conversations")]
+COMMANDS = [
+    CommandSpec("help", "what the bot is"),
+    CommandSpec(
+        "recall", "recaps of past conversations", (CommandArgument("what", "a topic", True),)
+    ),
+]
 
 
 class Inbox(RecordingInbox):
@@ -398,7 +402,7 @@ async def test_a_reconnect_mid_reply_loses_nothing(dc: FakeDiscord) -> None:
     assert any(p.get("op") == 6 for p in dc.gateway_received)  # resumed, not identified again
 
 
-async def test_slash_commands_are_synced_from_the_registry_and_reach_the_inbox(
+async def test_slash_commands_are_synced_from_the_menu_and_reach_the_inbox(
     dc: FakeDiscord,
 ) -> None:
     inbox = Inbox()

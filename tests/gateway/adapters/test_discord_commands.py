@@ -18,13 +18,20 @@ import pytest
 from gateway.adapters.discord_commands import DiscordCommands
 from gateway.adapters.discord_endpoints import discord_endpoints
 from gateway.app import open_services
-from gateway.commands import Choice, Command, CommandArgument, CommandReply, builtin_commands
-from gateway.commands.choices import ChoiceSink
+from gateway.commands import builtin_commands
 from gateway.config import DiscordConfig, load_config
 from gateway.conversation import Conversations, Services
 from gateway.delivery.splitting import open_fence
 from gateway.errors import ConfigError
-from gateway.messages import InboundMessage, Inbox, ReplySink
+from gateway.messages import (
+    Choice,
+    ChoiceSink,
+    CommandArgument,
+    CommandSpec,
+    InboundMessage,
+    Inbox,
+    ReplySink,
+)
 from memory_core import Operation
 from tests.fakes.discord import DEFAULT_GUILDS, DEFAULT_TOKEN, EPHEMERAL, LOADING, FakeDiscord
 from tests.fakes.openai import FakeOpenAI
@@ -33,6 +40,7 @@ SKILLS = Path(__file__).resolve().parents[3] / "skills"
 ADA, BOB = 4200000000000000001, 4200000000000000002
 GUILD = DEFAULT_GUILDS[0]
 COFFEE = ["Ada drinks oat milk coffee", "Ada's sister roasts coffee in Leeds"]
+MENU = [c.spec for c in builtin_commands() if not c.admin_only]  # as the service builds it
 
 
 class RecordingInbox:
@@ -94,15 +102,13 @@ async def dc() -> AsyncIterator[FakeDiscord]:
 async def running(
     dc: FakeDiscord,
     inbox: Inbox,
-    commands: Iterable[Command | tuple[str, str]] | None = None,
+    commands: Iterable[CommandSpec] = MENU,
     **config: Any,
 ) -> AsyncIterator[DiscordCommands]:
     """A client logged in to the fake with the commands built and synced."""
     client = Client()
     settings = DiscordConfig(edit_interval=0.05, allowed_users=("*",), **config)
-    built = DiscordCommands(
-        client, inbox, builtin_commands() if commands is None else commands, settings
-    )
+    built = DiscordCommands(client, inbox, commands, settings)
     client.commands = built
     task = asyncio.create_task(client.start(DEFAULT_TOKEN))
     try:
@@ -134,11 +140,9 @@ def buttons(message: dict[str, Any]) -> list[dict[str, Any]]:
 # ----- sync ------------------------------------------------------------------------------
 
 
-async def test_commands_are_synced_globally_from_the_registry(dc: FakeDiscord) -> None:
+async def test_commands_are_synced_globally_from_the_menu(dc: FakeDiscord) -> None:
     async with running(dc, RecordingInbox()):
-        registry = [c.name for c in builtin_commands() if not c.admin_only]
-        assert dc.commands_synced() == registry
-        assert "promote" not in dc.commands_synced()  # admin-only, as in Telegram's menu
+        assert dc.commands_synced() == [spec.name for spec in MENU]
         recall = next(c for c in dc.app_commands["global"] if c["name"] == "recall")
         assert recall["options"] == [
             {
@@ -167,17 +171,17 @@ async def test_a_guild_id_that_is_no_id_is_a_config_error() -> None:
 
 
 async def test_long_names_and_descriptions_are_made_acceptable(dc: FakeDiscord) -> None:
-    async def reply(context: Any) -> CommandReply:
-        return CommandReply("x")
-
-    long = Command("Echo", "word " * 40, reply, arguments=(CommandArgument("Text", "t" * 150),))
-    bad = Command("two words", "left out", reply)
-    async with running(dc, RecordingInbox(), [long, bad, ("help", "the help")]):
+    arguments = (CommandArgument("Text", "t" * 150, True), CommandArgument("when", " "))
+    long = CommandSpec("Echo", "word " * 40, arguments)
+    bad = CommandSpec("two words", "left out")
+    async with running(dc, RecordingInbox(), [long, bad, CommandSpec("help", "the help")]):
         synced = dc.app_commands["global"]
         assert [c["name"] for c in synced] == ["echo", "help"]
         assert len(synced[0]["description"]) == 100 and synced[0]["description"].endswith("…")
-        assert synced[0]["options"][0]["name"] == "text"
-        assert len(synced[0]["options"][0]["description"]) == 100
+        assert synced[0]["options"] == [
+            {"type": 3, "name": "text", "description": "t" * 99 + "…", "required": True},
+            {"type": 3, "name": "when", "description": "when", "required": False},
+        ]
         assert synced[1]["description"] == "the help"
 
 

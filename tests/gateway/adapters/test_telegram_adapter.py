@@ -14,15 +14,17 @@ import aiohttp
 import pytest
 
 from gateway.adapters.telegram_adapter import TelegramAdapter
-from gateway.commands import Choice
 from gateway.config import TelegramConfig
 from gateway.errors import AdapterFailedError
-from gateway.messages import InboundMessage
+from gateway.messages import Choice, CommandSpec, InboundMessage
 from tests.fakes.telegram import FakeTelegram, utf16_len
 from tests.gateway.adapters.inboxes import Inbox
 
 TOKEN = "123:ABC"
-COMMANDS = [("help", "what the bot is"), ("new", "start a fresh conversation")]
+COMMANDS = [
+    CommandSpec("help", "what the bot is"),
+    CommandSpec("new", "start a fresh conversation"),
+]
 MENTION = {"type": "mention", "offset": 0, "length": len("@mnemo_bot")}
 
 
