@@ -23,7 +23,7 @@ import re
 
 import re2
 
-from memory_core.safety import fold_with_offsets
+from memory_core.folding import fold_with_offsets
 
 OPEN_TAG = "<memory-context>"
 CLOSE_TAG = "</memory-context>"

@@ -32,6 +32,7 @@ credential_files, persistence (SSH and agent configuration files), secret,
 invisible_unicode, oversized.
 """
 
+from memory_core.folding import fold_with_offsets
 from memory_core.safety.finding import (
     CREDENTIAL_FILES,
     EXFILTRATION,
@@ -44,7 +45,6 @@ from memory_core.safety.finding import (
     SECRET,
     Finding,
 )
-from memory_core.safety.normalise import fold_with_offsets
 from memory_core.safety.scanner import (
     MAX_SCAN_CHARS,
     all_rules,

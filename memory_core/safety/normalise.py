@@ -20,44 +20,20 @@ split or disguise a trigger word:
   "i g n o r e", "I-G-N-O-R-E" and "忽 略" become single words. A few
   high-precision phrases (and the Chinese and Japanese rules) read this.
 
+The folding steps themselves live in `memory_core.folding`, which the
+`<memory-context>` scrubber shares.
+
 The invisible-character check runs on the raw text: an invisible character
 that is not a legitimate joiner is itself a finding, before any rule runs.
 """
 
 from __future__ import annotations
 
-import functools
 import unicodedata
 from dataclasses import dataclass
 
-import re2
-from confusable_homoglyphs import utils as confusable_data  # type: ignore[import-untyped]
-
+from memory_core.folding import char_class, drop_marks, latin_table, visible_text
 from memory_core.safety.finding import INVISIBLE_UNICODE, Finding
-
-# Default_Ignorable_Code_Point, from Unicode's DerivedCoreProperties.txt (the
-# property is not in `unicodedata`). The set has been stable since Unicode 6.
-_DEFAULT_IGNORABLE: tuple[tuple[int, int], ...] = (
-    (0x00AD, 0x00AD),
-    (0x034F, 0x034F),
-    (0x061C, 0x061C),
-    (0x115F, 0x1160),
-    (0x17B4, 0x17B5),
-    (0x180B, 0x180F),
-    (0x200B, 0x200F),
-    (0x202A, 0x202E),
-    (0x2060, 0x206F),
-    (0x3164, 0x3164),
-    (0xFE00, 0xFE0F),
-    (0xFEFF, 0xFEFF),
-    (0xFFA0, 0xFFA0),
-    (0xFFF0, 0xFFF8),
-    (0x1BCA0, 0x1BCA3),
-    (0x1D173, 0x1D17A),
-    (0xE0000, 0xE0FFF),
-)
-# Characters that render as blank space but are not spaces to Unicode.
-_BLANKS = "\u2800"
 
 _ZERO_WIDTH = frozenset("\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff\u00ad")
 _BIDI = frozenset("\u200e\u200f\u061c\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
@@ -78,71 +54,22 @@ class Views:
     compact: str
 
 
-@functools.cache
-def _drop_table() -> dict[int, str | None]:
-    """str.translate table: default-ignorable code points removed, blanks made spaces."""
-    table: dict[int, str | None] = {}
-    for low, high in _DEFAULT_IGNORABLE:
-        for code in range(low, high + 1):
-            table[code] = None
-    for blank in _BLANKS:
-        table[ord(blank)] = " "
-    return table
-
-
-@functools.cache
-def _latin_table() -> dict[int, str]:
-    """str.translate table: a non-ASCII letter → the ASCII letter it is confusable with."""
-    table: dict[int, str] = {}
-    for char, glyphs in confusable_data.load("confusables.json").items():
-        if len(char) != 1 or char.isascii() or not char.isalpha():
-            continue
-        letters = [g["c"] for g in glyphs if len(g["c"]) == 1 and g["c"].isascii()]
-        letters = [c for c in letters if c.isalpha()]
-        if not letters:
-            continue
-        ascii_letter = letters[0]
-        # Unicode's prototype for a capital I look-alike is "l"; keep it a capital.
-        if ascii_letter == "l" and char.isupper():
-            ascii_letter = "I"
-        table[ord(char)] = ascii_letter
-    return table
-
-
-@functools.cache
-def _class(pattern: str) -> re2._Regexp[str]:
-    # Character classes only: a search is one linear pass.
-    return re2.compile(pattern)
-
-
-def _drop_marks(text: str) -> str:
-    decomposed = unicodedata.normalize("NFD", text)
-    return unicodedata.normalize("NFC", _class(r"[\p{Mn}\p{Me}]+").sub("", decomposed))
-
-
-def _visible(text: str) -> str:
-    stripped = unicodedata.normalize("NFKC", text).translate(_drop_table())
-    if stripped.isascii():
-        return stripped
-    return _class(r"\p{Cf}+").sub("", stripped)
-
-
 def views(text: str) -> Views:
     """Every view of `text` (see the module docstring)."""
-    visible = _visible(text)
+    visible = visible_text(text)
     if visible.isascii():
         plain = latin = visible
     else:
-        plain = _drop_marks(visible)
-        latin = plain.translate(_latin_table())
-    compact = _class(r"[^\pL\pN]+").sub("", latin)
+        plain = drop_marks(visible)
+        latin = plain.translate(latin_table())
+    compact = char_class(r"[^\pL\pN]+").sub("", latin)
     return Views(visible, plain, latin, compact)
 
 
 def fold_literal(char: str, view: str) -> str:
     """One non-ASCII pattern character as it appears in `view`, so rules match their views."""
-    folded = _drop_marks(_visible(char))
-    return folded.translate(_latin_table()) if view in ("latin", "compact") else folded
+    folded = drop_marks(visible_text(char))
+    return folded.translate(latin_table()) if view in ("latin", "compact") else folded
 
 
 def _legit_joiner(text: str, i: int) -> bool:
@@ -179,7 +106,7 @@ def invisible_finding(text: str) -> Finding | None:
     """The first invisible character that is not a legitimate joiner, as a finding."""
     if text.isascii():
         return None
-    for found in _class(_SUSPECTS).finditer(text):
+    for found in char_class(_SUSPECTS).finditer(text):
         i, ch = found.start(), found.group(0)
         if ch in _BIDI:
             pid = "bidi_control"
@@ -193,27 +120,3 @@ def invisible_finding(text: str) -> Finding | None:
             continue
         return Finding(pid, INVISIBLE_UNICODE, f"U+{ord(ch):04X} at offset {i}")
     return None
-
-
-@functools.lru_cache(maxsize=4096)
-def _fold_char(char: str) -> str:
-    return _drop_marks(_visible(char)).translate(_latin_table())
-
-
-def fold_with_offsets(text: str) -> tuple[str, list[int]]:
-    """`text` folded one character at a time as the `latin` view folds it, with offsets.
-
-    The second value gives, for each character of the folded text (and one
-    past its end), the offset in `text` it came from, so a match found in the
-    folded text can be cut out of the original.
-    """
-    if text.isascii():
-        return text, list(range(len(text) + 1))
-    folded: list[str] = []
-    offsets: list[int] = []
-    for i, char in enumerate(text):
-        piece = char if char.isascii() else _fold_char(char)
-        folded.append(piece)
-        offsets.extend([i] * len(piece))
-    offsets.append(len(text))
-    return "".join(folded), offsets
