@@ -15,7 +15,6 @@ from typing import TextIO
 
 from gateway.agent.limits import ModelCallLimiter
 from gateway.agent.model_client import ModelClient
-from gateway.commands import builtin_commands
 from gateway.config import Config
 from gateway.conversation import ManagerFactory, Services
 from gateway.errors import ConfigError
@@ -117,7 +116,6 @@ async def open_services(config: Config) -> AsyncIterator[Services]:
             ),
             sessions=sessions,
             new_manager=_manager_factory(config, sessions),
-            commands=builtin_commands(),
             persona=persona,
         )
     finally:

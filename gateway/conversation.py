@@ -30,9 +30,9 @@ from gateway.access import AccessPolicy
 from gateway.agent.compression import Compressor, clip_text, fixed_chars
 from gateway.agent.model_client import ModelClient
 from gateway.agent.prompt import build_system_prompt
-from gateway.agent.recall import SessionSearch
 from gateway.agent.review_counters import counter_update
 from gateway.agent.sent_history import SentHistory, stored_form
+from gateway.agent.session_search import SessionSearch
 from gateway.agent.tools import Tool, build_tools, provider_tools
 from gateway.agent.transcript import as_stored
 from gateway.agent.turn import (
@@ -41,14 +41,14 @@ from gateway.agent.turn import (
     Agent,
     fault_notice,
 )
-from gateway.commands import CommandContext, CommandRegistry, parse_command
+from gateway.commands import CommandResources, builtin_commands, parse_command
 from gateway.commands.choices import PendingChoices
 from gateway.commands.erase import PendingErasures, person_data
 from gateway.commands.router import CommandRouter
 from gateway.config import Config
 from gateway.errors import ModelError, RequestTooLargeError
 from gateway.jobs.background import BackgroundWork
-from gateway.messages import InboundMessage, ReplySink
+from gateway.messages import CommandSpec, InboundMessage, MessageIdentity, ReplySink
 from gateway.session_cache import OpenSession, SessionCache
 from memory_core import (
     AppendResult,
@@ -85,7 +85,6 @@ class Services:
     skills: SkillsStore
     sessions: SessionStore
     new_manager: ManagerFactory
-    commands: CommandRegistry
     persona: str | None = None  # the operator's persona text (`persona_file`)
 
 
@@ -101,31 +100,46 @@ class Conversations:
     ) -> None:
         """`erasures`: the /forget all requests awaiting confirmation (injected for tests);
         `background`: reviews and extractions (None: the conversation never learns on its own);
-        `access`: who is served (None: everyone, for tests; the application always gives one).
+        `access`: who is served and who is an admin (None: everyone, with the configured
+        admins, for tests; the application always gives one).
         """
         self._s = services
         self._background = background
-        self._access = access
+        self._access = (
+            access if access is not None else AccessPolicy.everyone(services.config.admins)
+        )
         self._active = 0  # handle() and choose() calls in progress
         self._idle = asyncio.Event()
         self._idle.set()
-        self._erasures = erasures if erasures is not None else PendingErasures()
-        self._person = person_data(
-            services.memory,
-            services.skills,
-            services.sessions,
-            services.new_manager,
-            services.config.home,
-        )
         self._compressor = Compressor(
             services.sessions, services.auxiliary, services.config.llm.context_chars
         )
         self._cache = SessionCache(services.config.sessions.max_open)
         self._retiring: set[asyncio.Task[None]] = set()  # evicted sessions shutting down
-        self._choices = PendingChoices()  # choices offered by commands, until picked
-        self._commands = CommandRouter(
-            services.commands, self._choices, self._is_admin, self._context
+        choices = PendingChoices()  # choices offered by commands, until picked
+        resources = CommandResources(
+            memory=services.memory,
+            skills=services.skills,
+            sessions=services.sessions,
+            recapper=services.auxiliary,
+            recall_timeout=services.config.auxiliary.recap_timeout,
+            model_name=services.model.model,
+            person=person_data(
+                services.memory,
+                services.skills,
+                services.sessions,
+                services.new_manager,
+                services.config.home,
+            ),
+            open_sessions=self,
         )
+        self._registry = builtin_commands(resources, choices, erasures)
+        self._commands = CommandRouter(self._registry, choices, self._access.is_admin)
+
+    @property
+    def command_specs(self) -> list[CommandSpec]:
+        """The command menu the platforms show: every command but the admins' own."""
+        return [c.spec for c in self._registry if not c.admin_only]
 
     @property
     def open_count(self) -> int:
@@ -160,8 +174,6 @@ class Conversations:
 
     async def _admitted(self, message: InboundMessage, sink: ReplySink) -> bool:
         """The access decision, before anything else; a refusal stores and asks nothing."""
-        if self._access is None:
-            return True
         decision = self._access.decide(message.platform, message.user_id)
         if not decision.allowed:
             log.info("refused %s user %s", message.platform, message.user_id)
@@ -185,7 +197,8 @@ class Conversations:
                     replied = await self._turn(key, message, sink, stored)
                 else:
                     stored()  # a command is never stored: nothing to lose
-                    await self._commands.route(key, message, call, sink)
+                    identity = MessageIdentity.of(message, self._per_user)
+                    await self._commands.route(identity, message, call, sink)
             except ModelError as exc:  # upstream detail to the log, a short line to the person
                 log.warning("model error in session %s: %s: %s", key, type(exc).__name__, exc)
                 await sink.write(fault_notice(exc))
@@ -288,45 +301,21 @@ class Conversations:
         if not task.cancelled() and (error := task.exception()) is not None:
             log.error("an evicted session's providers failed to shut down", exc_info=error)
 
+    @property
+    def _per_user(self) -> bool:
+        return self._s.config.sessions.group_sessions_per_user
+
     def _is_admin(self, message: InboundMessage) -> bool:
-        return message.platform == "console" or (
-            f"{message.platform}:{message.user_id}" in self._s.config.admins
-        )
+        return self._access.is_admin(message.platform, message.user_id)
 
-    def _context(
-        self, key: str, message: InboundMessage, args: str, is_admin: bool
-    ) -> CommandContext:
-        async def end_session(reason: str) -> None:
-            await self._end(key, reason)
-
-        return CommandContext(
-            message=message,
-            args=args,
-            is_admin=is_admin,
-            memory=self._s.memory,
-            skills=self._s.skills,
-            registry=self._s.commands,
-            end_session=end_session,
-            session_key=key,
-            sessions=self._s.sessions,
-            recapper=self._s.auxiliary,
-            recall_timeout=self._s.config.auxiliary.recap_timeout,
-            model_name=self._s.model.model,
-            choices=self._choices,
-            person=self._person,
-            erasures=self._erasures,
-            drop_person_sessions=self._drop_person,
-            refresh_prompts=self._refresh_prompts,
-        )
-
-    async def _refresh_prompts(self, user_key: str) -> None:
+    async def refresh_prompts(self, user_key: str) -> None:
         """After a person removed a memory entry, no prompt of theirs may still hold it:
         their cached sessions are dropped and their stored prompts cleared, so each
         open session's next turn builds its prompt from USER.md as it is now."""
-        await self._drop_person(user_key)
+        await self.drop_person(user_key)
         await self._s.sessions.clear_system_prompts(user_key)
 
-    async def _drop_person(self, user_key: str) -> None:
+    async def drop_person(self, user_key: str) -> None:
         """Drop `user_key`'s cached sessions before their data is erased.
 
         Each one's providers drain their queued work and stop (so nothing of the
@@ -354,7 +343,9 @@ class Conversations:
     async def _choose(self, message: InboundMessage, payload: str, sink: ReplySink) -> None:
         key = message.session_key(self._s.config.sessions.group_sessions_per_user)
         async with self._cache.locked(key):
-            await self._commands.choose(key, message, payload, sink)
+            await self._commands.choose(
+                MessageIdentity.of(message, self._per_user), message, payload, sink
+            )
             await sink.finish()
 
     async def _turn(
@@ -496,7 +487,7 @@ class Conversations:
         """
         log.warning("model error in session %s: %s: %s", key, type(error).__name__, error)
         if isinstance(error, RequestTooLargeError):
-            await self._end(key, "too_long")
+            await self.end(key, "too_long")
             await sink.write(TOO_LONG_NOTE if grown else MESSAGE_TOO_LONG_NOTE)
         elif not told:  # a reply cut off after some text was shown already carries its note
             await sink.write(fault_notice(error))
@@ -584,9 +575,9 @@ class Conversations:
             stored = await self._s.sessions.get_messages(session_id, scope, lineage=False)
             if stored and stored[-1].timestamp >= quiet_since:
                 return
-            await self._end(key, "idle")
+            await self.end(key, "idle")
 
-    async def _end(self, key: str, reason: str) -> None:
+    async def end(self, key: str, reason: str) -> None:
         """End the session of `key`: its providers get the transcript, then shut down, and
         its extraction is scheduled. The next message starts a new, linked session."""
         session = self._cache.pop(key)

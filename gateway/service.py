@@ -40,7 +40,7 @@ from gateway.config import Config
 from gateway.conversation import Conversations, Services
 from gateway.errors import AdapterFailedError, GatewayError, InstanceLockedError
 from gateway.jobs import BackgroundWork
-from gateway.messages import Adapter, InboundMessage
+from gateway.messages import Adapter, CommandSpec, InboundMessage
 
 log = logging.getLogger("mnemo")
 
@@ -138,7 +138,7 @@ class Service:
         access = AccessPolicy.from_config(services.config)
         conversations = Conversations(services, background=background, access=access)
         background.start(conversations.end_quiet)  # the first sweep runs what is still due
-        commands = [(c.name, c.description) for c in services.commands if not c.admin_only]
+        commands = conversations.command_specs
         started: list[Adapter] = []
         catch_up: asyncio.Task[None] | None = None
         ended: Adapter | None = None
@@ -253,7 +253,7 @@ class Service:
 
 
 async def _start(
-    adapter: Adapter, conversations: Conversations, commands: list[tuple[str, str]]
+    adapter: Adapter, conversations: Conversations, commands: Sequence[CommandSpec]
 ) -> None:
     """Start one adapter; its failure is one `AdapterFailedError` line (traceback logged)."""
     try:

@@ -1,6 +1,6 @@
 """Chat commands, written once for every platform: a registry and the built-ins."""
 
-from gateway.commands.builtin import builtin_commands
+from gateway.commands.builtin import CommandResources, builtin_commands
 from gateway.commands.registry import (
     Command,
     CommandCall,
@@ -8,6 +8,7 @@ from gateway.commands.registry import (
     CommandHandler,
     CommandRegistry,
     CommandReply,
+    SessionControl,
     parse_command,
 )
 
@@ -18,6 +19,8 @@ __all__ = [
     "CommandHandler",
     "CommandRegistry",
     "CommandReply",
+    "CommandResources",
+    "SessionControl",
     "builtin_commands",
     "parse_command",
 ]

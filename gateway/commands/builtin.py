@@ -1,32 +1,81 @@
 """The built-in commands: /start, /help, /new, /recall, /memory, /forget, /export, /skills,
-/status and (admins) /promote."""
+/status and (admins) /promote, each bound to what it works on when built."""
 
 from __future__ import annotations
 
-from gateway.commands.erase import EXPORT, FORGET_WITH_ERASURE
-from gateway.commands.info import HELP, SKILLS, START, STATUS
-from gateway.commands.memory import MEMORY
-from gateway.commands.recall import RECALL
-from gateway.commands.registry import Command, CommandContext, CommandRegistry, CommandReply
-from gateway.commands.skills import PROMOTE
+from dataclasses import dataclass
+
+from gateway.agent.recall import Recapper
+from gateway.commands.choices import PendingChoices
+from gateway.commands.erase import PendingErasures, export_command, forget_with_erasure_command
+from gateway.commands.info import help_command, skills_command, start_command, status_command
+from gateway.commands.memory import forget_command, memory_command
+from gateway.commands.recall import recall_command
+from gateway.commands.registry import (
+    Command,
+    CommandContext,
+    CommandRegistry,
+    CommandReply,
+    SessionControl,
+)
+from gateway.commands.skills import promote_command
+from memory_core import FileMemoryStore, PersonData, SessionStore, SkillsStore
 
 
-async def _new(ctx: CommandContext) -> CommandReply:
-    await ctx.end_session("new")
-    return CommandReply("Started a fresh session.")
+@dataclass(frozen=True)
+class CommandResources:
+    """What the built-in commands work on, bound when they are built."""
+
+    memory: FileMemoryStore
+    skills: SkillsStore
+    sessions: SessionStore
+    recapper: Recapper
+    """The auxiliary model, which writes /recall's recaps."""
+    recall_timeout: float
+    model_name: str
+    """The chat model's name, for /status."""
+    person: PersonData
+    """The person's data across the stores, for /forget all and /export."""
+    open_sessions: SessionControl
 
 
-def builtin_commands() -> CommandRegistry:
-    """A registry holding the built-in commands."""
+def builtin_commands(
+    resources: CommandResources,
+    choices: PendingChoices,
+    erasures: PendingErasures | None = None,
+) -> CommandRegistry:
+    """A registry holding the built-in commands over `resources`; `choices`: the choices
+    they offer, until picked; `erasures`: the `/forget all` requests awaiting confirmation
+    (by default a table of its own)."""
+    r = resources
     registry = CommandRegistry()
-    registry.register(START)
-    registry.register(HELP)
-    registry.register(Command("new", "end this conversation and start a fresh one", _new))
-    registry.register(RECALL)
-    registry.register(MEMORY)
-    registry.register(FORGET_WITH_ERASURE)  # /forget, with the /forget all button
-    registry.register(EXPORT)
-    registry.register(SKILLS)
-    registry.register(STATUS)
-    registry.register(PROMOTE)
+    registry.register(start_command(registry))
+    registry.register(help_command(registry))
+    registry.register(new_command(r.open_sessions))
+    registry.register(recall_command(r.sessions, r.recapper, r.recall_timeout))
+    registry.register(memory_command(r.memory))
+    forget = forget_command(r.memory, choices, r.open_sessions)
+    registry.register(  # /forget, with /forget all and its button
+        forget_with_erasure_command(
+            forget,
+            r.person,
+            choices,
+            erasures if erasures is not None else PendingErasures(),
+            r.open_sessions,
+        )
+    )
+    registry.register(export_command(r.person))
+    registry.register(skills_command(r.skills))
+    registry.register(status_command(r.memory, r.sessions, r.model_name))
+    registry.register(promote_command(r.skills))
     return registry
+
+
+def new_command(open_sessions: SessionControl) -> Command:
+    """/new: end the chat's session in `open_sessions`; the next message starts a fresh one."""
+
+    async def new(ctx: CommandContext) -> CommandReply:
+        await open_sessions.end(ctx.identity.session_key, "new")
+        return CommandReply("Started a fresh session.")
+
+    return Command("new", "end this conversation and start a fresh one", new)

@@ -22,9 +22,15 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from gateway.commands.choices import PendingChoice
-from gateway.commands.memory import FORGET, IN_PRIVATE
-from gateway.commands.registry import Command, CommandContext, CommandReply
+from gateway.commands.choices import PendingChoices
+from gateway.commands.memory import FORGET_NAME, IN_PRIVATE
+from gateway.commands.registry import (
+    Command,
+    CommandContext,
+    CommandReply,
+    PendingChoice,
+    SessionControl,
+)
 from memory_core import (
     FileMemoryStore,
     MemoryManager,
@@ -41,7 +47,6 @@ CONFIRM_TTL = 600.0  # ten minutes
 CONFIRM_WORD = "confirm"
 CONFIRM_VERSION = "forget-all"  # never a USER.md version (those are sha256 hex digests)
 CONFIRM_LABEL = "Yes, erase everything"
-UNAVAILABLE = "Erasing and exporting your data is not available here."
 NOTHING_PENDING = (
     "There is no /forget all waiting for your confirmation, so nothing was erased. "
     "Send /forget all first."
@@ -102,49 +107,82 @@ class PendingErasures:
         return None
 
 
-async def forget_all(ctx: CommandContext) -> CommandReply:
-    """``/forget all``: say what would be erased; ``/forget all confirm``: erase it."""
-    if ctx.person is None or ctx.erasures is None:
-        return CommandReply(UNAVAILABLE)
-    words = ctx.args.split()
-    if [w.lower() for w in words] == ["all", CONFIRM_WORD]:
-        return await _confirm(ctx)
-    if len(words) != 1:
+def forget_with_erasure_command(
+    forget: Command,
+    person: PersonData,
+    choices: PendingChoices,
+    erasures: PendingErasures,
+    open_sessions: SessionControl,
+) -> Command:
+    """`forget` (/forget of one entry) that also takes ``/forget all``: its requests wait
+    in `erasures`, its button is offered through `choices`, and `open_sessions` drops
+    the person's sessions before `person` is erased (register this one, not `forget`)."""
+    erasure = _Erasure(forget, person, choices, erasures, open_sessions)
+    return replace(forget, handler=erasure.forget, on_choice=erasure.on_choice)
+
+
+class _Erasure:
+    """``/forget all`` and its confirmation, beside /forget's own handlers."""
+
+    def __init__(
+        self,
+        forget: Command,
+        person: PersonData,
+        choices: PendingChoices,
+        erasures: PendingErasures,
+        open_sessions: SessionControl,
+    ) -> None:
+        assert forget.on_choice is not None  # /forget offers choices of its own
+        self._forget_one = forget.handler
+        self._forget_choice = forget.on_choice
+        self._person = person
+        self._choices = choices
+        self._erasures = erasures
+        self._sessions = open_sessions
+
+    async def forget(self, ctx: CommandContext) -> CommandReply:
+        """/forget: ``all`` (and ``all confirm``) erase everything; anything else is one entry."""
+        if ctx.args.strip().lower().split()[:1] != ["all"]:
+            return await self._forget_one(ctx)
+        if ctx.message.chat_type != "private":
+            return CommandReply(IN_PRIVATE.format(command="/forget all"))
+        return await self._forget_all(ctx)
+
+    async def on_choice(self, ctx: CommandContext, picked: PendingChoice) -> CommandReply:
+        """The /forget command's choices: the erasure button here, entry choices to /forget's."""
+        if picked.version == CONFIRM_VERSION:
+            return await self._confirm(ctx)
+        return await self._forget_choice(ctx, picked)
+
+    async def _forget_all(self, ctx: CommandContext) -> CommandReply:
+        """``/forget all``: say what would be erased; ``/forget all confirm``: erase it."""
+        words = ctx.args.split()
+        if [w.lower() for w in words] == ["all", CONFIRM_WORD]:
+            return await self._confirm(ctx)
+        if len(words) != 1:
+            return CommandReply(
+                "Send /forget all to erase everything I hold about you (you confirm next)."
+            )
+        key = ctx.identity.user_key
+        held = await self._person.holdings(key)
+        self._erasures.request(key)
+        offered = self._choices.offer(key, FORGET_NAME, [(CONFIRM_LABEL, "")], CONFIRM_VERSION)
         return CommandReply(
-            "Send /forget all to erase everything I hold about you (you confirm next)."
+            f"This erases everything I hold about you: {held.summary()}, and whatever the "
+            "memory provider keeps about you. It cannot be undone.\n"
+            f"To confirm, press the button or send /forget all {CONFIRM_WORD} within 10 minutes.",
+            choices=offered,
         )
-    key = ctx.message.user_key
-    held = await ctx.person.holdings(key)
-    ctx.erasures.request(key)
-    choices = ctx.choices.offer(key, FORGET.name, [(CONFIRM_LABEL, "")], CONFIRM_VERSION)
-    return CommandReply(
-        f"This erases everything I hold about you: {held.summary()}, and whatever the "
-        "memory provider keeps about you. It cannot be undone.\n"
-        f"To confirm, press the button or send /forget all {CONFIRM_WORD} within 10 minutes.",
-        choices=choices,
-    )
 
-
-async def forget_choice(ctx: CommandContext, picked: PendingChoice) -> CommandReply:
-    """The /forget command's choices: the erasure button here, entry choices to /forget's own."""
-    if picked.version == CONFIRM_VERSION:
-        return await _confirm(ctx)
-    assert FORGET.on_choice is not None
-    return await FORGET.on_choice(ctx, picked)
-
-
-async def _confirm(ctx: CommandContext) -> CommandReply:
-    if ctx.person is None or ctx.erasures is None:
-        return CommandReply(UNAVAILABLE)
-    key = ctx.message.user_key
-    refused = ctx.erasures.take(key)
-    if refused is not None:
-        return CommandReply(refused)
-    if ctx.drop_person_sessions is not None:
-        await ctx.drop_person_sessions(key)
-    erased = await ctx.person.erase(key)
-    log.info("erased everything held about %s at their request", key)
-    return CommandReply(erasure_report(erased))
+    async def _confirm(self, ctx: CommandContext) -> CommandReply:
+        key = ctx.identity.user_key
+        refused = self._erasures.take(key)
+        if refused is not None:
+            return CommandReply(refused)
+        await self._sessions.drop_person(key)
+        erased = await self._person.erase(key)
+        log.info("erased everything held about %s at their request", key)
+        return CommandReply(erasure_report(erased))
 
 
 def erasure_report(erased: PersonHoldings) -> str:
@@ -159,35 +197,23 @@ def erasure_report(erased: PersonHoldings) -> str:
     return "\n".join(lines)
 
 
-async def _export(ctx: CommandContext) -> CommandReply:
-    if ctx.message.chat_type != "private":  # the file would be posted to the whole group
-        return CommandReply(IN_PRIVATE.format(command="/export"))
-    if ctx.person is None:
-        return CommandReply(UNAVAILABLE)
-    key = ctx.message.user_key
-    result = await ctx.person.export(key, ctx.person.export_path(key, time.time()))
-    return CommandReply(
-        f"Everything I hold about you ({_count(result.entries, 'memory entry', 'memory entries')}, "
-        f"{_count(result.messages, 'message', 'messages')}) is in one file: {result.path}",
-        document=result.path,
-    )
+def export_command(person: PersonData) -> Command:
+    """/export: everything `person` data holds about the sender, as one file."""
+
+    async def export(ctx: CommandContext) -> CommandReply:
+        if ctx.message.chat_type != "private":  # the file would be posted to the whole group
+            return CommandReply(IN_PRIVATE.format(command="/export"))
+        key = ctx.identity.user_key
+        result = await person.export(key, person.export_path(key, time.time()))
+        entries = _count(result.entries, "memory entry", "memory entries")
+        messages = _count(result.messages, "message", "messages")
+        return CommandReply(
+            f"Everything I hold about you ({entries}, {messages}) is in one file: {result.path}",
+            document=result.path,
+        )
+
+    return Command("export", "everything I hold about you, as one file", export)
 
 
 def _count(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
-
-
-EXPORT = Command("export", "everything I hold about you, as one file", _export)
-
-
-async def forget(ctx: CommandContext) -> CommandReply:
-    """/forget: ``all`` (and ``all confirm``) erase everything; anything else is one entry."""
-    if ctx.args.strip().lower().split()[:1] != ["all"]:
-        return await FORGET.handler(ctx)
-    if ctx.message.chat_type != "private":
-        return CommandReply(IN_PRIVATE.format(command="/forget all"))
-    return await forget_all(ctx)
-
-
-FORGET_WITH_ERASURE = replace(FORGET, handler=forget, on_choice=forget_choice)
-"""/forget, whose choices include the /forget all button (register this one, not `FORGET`)."""

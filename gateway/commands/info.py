@@ -4,8 +4,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from gateway.commands.registry import Command, CommandContext, CommandReply
-from memory_core import recall_scope
+from gateway.commands.registry import (
+    Command,
+    CommandContext,
+    CommandHandler,
+    CommandRegistry,
+    CommandReply,
+)
+from memory_core import FileMemoryStore, SessionStore, SkillsStore
 
 INTRO = (
     "I'm Mnemo, a chat assistant that remembers you: what you tell me about yourself "
@@ -21,43 +27,58 @@ YOUR_DATA = (
 )
 
 
-async def _help(ctx: CommandContext) -> CommandReply:
-    lines = [INTRO, "", YOUR_DATA, "", "Commands:", *ctx.registry.help_lines(ctx.is_admin)]
-    return CommandReply("\n".join(lines))
+def start_command(registry: CommandRegistry) -> Command:
+    """/start: what the bot is, and the commands of `registry` this person may use."""
+    return Command("start", "what I am and how to use me", _help(registry))
 
 
-async def _skills(ctx: CommandContext) -> CommandReply:
-    skills = ctx.skills.skills(ctx.message.user_key)
-    if not skills:
-        return CommandReply("I have no skills yet.")
-    lines = ["The skills I can use for you:"]
-    for skill in skills:
-        mine = " (yours)" if skill.owner == "user" else ""
-        lines.append(f"- {skill.relpath}{mine}: {skill.description}")
-    return CommandReply("\n".join(lines))
+def help_command(registry: CommandRegistry) -> Command:
+    """/help: the same as /start."""
+    return Command("help", "what I am, what I keep about you, and these commands", _help(registry))
 
 
-async def _status(ctx: CommandContext) -> CommandReply:
-    msg = ctx.message
-    memory = ctx.memory.read("user", msg.user_key)
-    lines = [
-        f"Model: {ctx.model_name or 'unknown'}",
-        f"What I remember about you: {memory.chars:,} of {memory.limit:,} characters "
-        f"({len(memory.entries)} {'entry' if len(memory.entries) == 1 else 'entries'})",
-    ]
-    current = await ctx.sessions.current_session(ctx.session_key) if ctx.sessions else None
-    if ctx.sessions is None or current is None or current.ended_at is not None:
-        lines.insert(0, "Session: none open; your next message starts one.")
+def _help(registry: CommandRegistry) -> CommandHandler:
+    async def help_(ctx: CommandContext) -> CommandReply:
+        lines = [INTRO, "", YOUR_DATA, "", "Commands:", *registry.help_lines(ctx.is_admin)]
         return CommandReply("\n".join(lines))
-    scope = recall_scope(msg.user_key, msg.chat_id, msg.chat_type)
-    stored = await ctx.sessions.get_messages(current.id, scope, lineage=False)
-    said = sum(1 for m in stored if m.role in ("user", "assistant") and m.content.strip())
-    started = datetime.fromtimestamp(current.started_at, UTC).strftime("%Y-%m-%d %H:%M UTC")
-    lines.insert(0, f"Session: started {started}, {said} messages so far")
-    return CommandReply("\n".join(lines))
+
+    return help_
 
 
-START = Command("start", "what I am and how to use me", _help)
-HELP = Command("help", "what I am, what I keep about you, and these commands", _help)
-SKILLS = Command("skills", "the skills I can use for you", _skills)
-STATUS = Command("status", "this session, the model, and how full my memory of you is", _status)
+def skills_command(skills: SkillsStore) -> Command:
+    """/skills: the skills in `skills` that the person's sessions see."""
+
+    async def list_skills(ctx: CommandContext) -> CommandReply:
+        seen = skills.skills(ctx.identity.user_key)
+        if not seen:
+            return CommandReply("I have no skills yet.")
+        lines = ["The skills I can use for you:"]
+        for skill in seen:
+            mine = " (yours)" if skill.owner == "user" else ""
+            lines.append(f"- {skill.relpath}{mine}: {skill.description}")
+        return CommandReply("\n".join(lines))
+
+    return Command("skills", "the skills I can use for you", list_skills)
+
+
+def status_command(memory: FileMemoryStore, sessions: SessionStore, model_name: str) -> Command:
+    """/status: the chat's open session in `sessions`, the model, and how full USER.md is."""
+
+    async def status(ctx: CommandContext) -> CommandReply:
+        held = memory.read("user", ctx.identity.user_key)
+        lines = [
+            f"Model: {model_name or 'unknown'}",
+            f"What I remember about you: {held.chars:,} of {held.limit:,} characters "
+            f"({len(held.entries)} {'entry' if len(held.entries) == 1 else 'entries'})",
+        ]
+        current = await sessions.current_session(ctx.identity.session_key)
+        if current is None or current.ended_at is not None:
+            lines.insert(0, "Session: none open; your next message starts one.")
+            return CommandReply("\n".join(lines))
+        stored = await sessions.get_messages(current.id, ctx.identity.scope, lineage=False)
+        said = sum(1 for m in stored if m.role in ("user", "assistant") and m.content.strip())
+        started = datetime.fromtimestamp(current.started_at, UTC).strftime("%Y-%m-%d %H:%M UTC")
+        lines.insert(0, f"Session: started {started}, {said} messages so far")
+        return CommandReply("\n".join(lines))
+
+    return Command("status", "this session, the model, and how full my memory of you is", status)

@@ -20,19 +20,29 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar, cast
 
-from gateway.commands.choices import PendingChoice
+from gateway.commands.choices import PendingChoices
 from gateway.commands.registry import (
     Command,
-    CommandArgument,
     CommandContext,
     CommandReply,
+    PendingChoice,
+    SessionControl,
 )
 from gateway.errors import ChoiceRefusedError
-from memory_core import MemoryEditError, MemoryFileError, MemoryState, NoMatchError, Operation
+from gateway.messages import CommandArgument
+from memory_core import (
+    FileMemoryStore,
+    MemoryEditError,
+    MemoryFileError,
+    MemoryState,
+    NoMatchError,
+    Operation,
+)
 
 log = logging.getLogger(__name__)
 H = TypeVar("H", bound=Callable[..., Awaitable[CommandReply]])
 PREVIEW_CHARS = 100
+FORGET_NAME = "forget"  # the command's name, which its pending choices are offered under
 IN_PRIVATE = (
     "{command} shows or changes what I keep about you, so it works only in a private "
     "chat with me, not in a group."
@@ -56,97 +66,125 @@ def _numbered(state: MemoryState) -> list[str]:
     return [f"{i}. {entry}" for i, entry in enumerate(state.entries, start=1)]
 
 
-async def _memory(ctx: CommandContext) -> CommandReply:
-    if ctx.message.chat_type != "private":
-        return CommandReply(IN_PRIVATE.format(command="/memory"))
-    state = ctx.memory.read("user", ctx.message.user_key)
-    if state.entries:
-        lines = [f"What I remember about you ({state.usage_label}):", *_numbered(state)]
-        lines.append("Send /forget <number> to remove one.")
-    else:
-        lines = ["I don't remember anything about you yet."]
-    if ctx.is_admin:
-        shared = ctx.memory.read("memory")
-        lines += ["", f"Shared memory, MEMORY.md ({shared.usage_label}):"]
-        lines += _numbered(shared) or ["(empty)"]
-    return CommandReply("\n".join(lines))
+def memory_command(memory: FileMemoryStore) -> Command:
+    """/memory over `memory`: the person's USER.md, numbered (admins: MEMORY.md too)."""
+
+    async def show(ctx: CommandContext) -> CommandReply:
+        if ctx.message.chat_type != "private":
+            return CommandReply(IN_PRIVATE.format(command="/memory"))
+        state = memory.read("user", ctx.identity.user_key)
+        if state.entries:
+            lines = [f"What I remember about you ({state.usage_label}):", *_numbered(state)]
+            lines.append("Send /forget <number> to remove one.")
+        else:
+            lines = ["I don't remember anything about you yet."]
+        if ctx.is_admin:
+            shared = memory.read("memory")
+            lines += ["", f"Shared memory, MEMORY.md ({shared.usage_label}):"]
+            lines += _numbered(shared) or ["(empty)"]
+        return CommandReply("\n".join(lines))
+
+    return Command("memory", "show what I remember about you", _guarded(show))
 
 
-async def _forget(ctx: CommandContext) -> CommandReply:
-    args = ctx.args.strip()
-    if ctx.message.chat_type != "private":
-        return CommandReply(IN_PRIVATE.format(command="/forget"))
-    if not args:
-        return CommandReply(FORGET_USAGE)
-    state = ctx.memory.read("user", ctx.message.user_key)
-    if args.startswith("#") and args[1:].isdigit():
-        try:
-            picked = ctx.choices.take_numbered(ctx.message.user_key, "forget", int(args[1:]))
-        except ChoiceRefusedError as exc:
-            return CommandReply(str(exc))
-        return await _apply_choice(ctx, picked)
-    if args.isdigit():
-        return await _forget_number(ctx, state, int(args))
-    if len(args) > state.limit:
-        return CommandReply(
-            f"That is {len(args):,} characters, longer than everything I may keep about you "
-            f"({state.limit:,}), so it matches nothing. Send a few words of the entry, "
-            "or its number from /memory."
-        )
-    needle = args.casefold()
-    hits = [entry for entry in state.entries if needle in entry.casefold()]
-    if not hits:
-        return CommandReply(f"Nothing I remember about you contains “{_preview(args)}”.")
-    if len(hits) == 1:
-        return await _remove(ctx, hits[0])
-    options = [(_preview(entry), entry) for entry in hits]
-    version = entries_version(state.entries)
-    choices = ctx.choices.offer(ctx.message.user_key, "forget", options, version)
-    return CommandReply(
-        f"{len(hits)} entries contain “{_preview(args)}”. Which one should I forget? "
-        f"Send /forget #1 to /forget #{len(hits)} (this list holds for 10 minutes):",
-        choices,
+def forget_command(
+    memory: FileMemoryStore, choices: PendingChoices, open_sessions: SessionControl
+) -> Command:
+    """/forget <number or text> over `memory`; several matches are offered as `choices`,
+    and `open_sessions` rebuild the person's prompts once an entry is gone."""
+    forget = _Forget(memory, choices, open_sessions)
+    return Command(
+        FORGET_NAME,
+        "forget one thing I remember about you (/forget all: everything)",
+        _guarded(forget.handle),
+        arguments=(CommandArgument("what", "a number from /memory, or words of the entry", True),),
+        on_choice=_guarded(forget.apply_choice),
     )
 
 
-async def _forget_number(ctx: CommandContext, state: MemoryState, number: int) -> CommandReply:
-    count = len(state.entries)
-    if not 1 <= number <= count:
-        if count == 0:
+class _Forget:
+    """/forget of one USER.md entry, bound to the store, the choices and the open sessions."""
+
+    def __init__(
+        self, memory: FileMemoryStore, choices: PendingChoices, open_sessions: SessionControl
+    ) -> None:
+        self._memory = memory
+        self._choices = choices
+        self._sessions = open_sessions
+
+    async def handle(self, ctx: CommandContext) -> CommandReply:
+        args = ctx.args.strip()
+        if ctx.message.chat_type != "private":
+            return CommandReply(IN_PRIVATE.format(command="/forget"))
+        if not args:
+            return CommandReply(FORGET_USAGE)
+        key = ctx.identity.user_key
+        state = self._memory.read("user", key)
+        if args.startswith("#") and args[1:].isdigit():
+            try:
+                picked = self._choices.take_numbered(key, FORGET_NAME, int(args[1:]))
+            except ChoiceRefusedError as exc:
+                return CommandReply(str(exc))
+            return await self.apply_choice(ctx, picked)
+        if args.isdigit():
+            return await self._forget_number(ctx, state, int(args))
+        if len(args) > state.limit:
             return CommandReply(
-                "I don't remember anything about you, so there is nothing to forget."
+                f"That is {len(args):,} characters, longer than everything I may keep about "
+                f"you ({state.limit:,}), so it matches nothing. Send a few words of the entry, "
+                "or its number from /memory."
             )
+        needle = args.casefold()
+        hits = [entry for entry in state.entries if needle in entry.casefold()]
+        if not hits:
+            return CommandReply(f"Nothing I remember about you contains “{_preview(args)}”.")
+        if len(hits) == 1:
+            return await self._remove(ctx, hits[0])
+        options = [(_preview(entry), entry) for entry in hits]
+        version = entries_version(state.entries)
+        offered = self._choices.offer(key, FORGET_NAME, options, version)
         return CommandReply(
-            f"There is no entry {number}: I hold {count} about you, numbered 1 to {count} "
-            "by /memory."
+            f"{len(hits)} entries contain “{_preview(args)}”. Which one should I forget? "
+            f"Send /forget #1 to /forget #{len(hits)} (this list holds for 10 minutes):",
+            offered,
         )
-    return await _remove(ctx, state.entries[number - 1])
 
+    async def _forget_number(
+        self, ctx: CommandContext, state: MemoryState, number: int
+    ) -> CommandReply:
+        count = len(state.entries)
+        if not 1 <= number <= count:
+            if count == 0:
+                return CommandReply(
+                    "I don't remember anything about you, so there is nothing to forget."
+                )
+            return CommandReply(
+                f"There is no entry {number}: I hold {count} about you, numbered 1 to {count} "
+                "by /memory."
+            )
+        return await self._remove(ctx, state.entries[number - 1])
 
-async def _apply_choice(ctx: CommandContext, picked: PendingChoice) -> CommandReply:
-    """Forget the entry `picked` names, if USER.md is still as it was when offered."""
-    state = ctx.memory.read("user", ctx.message.user_key)
-    if entries_version(state.entries) != picked.version or picked.value not in state.entries:
-        return CommandReply(
-            "What I remember about you changed since that list was made, so I removed "
-            "nothing. Send /memory to see it now."
-        )
-    return await _remove(ctx, picked.value)
+    async def apply_choice(self, ctx: CommandContext, picked: PendingChoice) -> CommandReply:
+        """Forget the entry `picked` names, if USER.md is still as it was when offered."""
+        state = self._memory.read("user", ctx.identity.user_key)
+        if entries_version(state.entries) != picked.version or picked.value not in state.entries:
+            return CommandReply(
+                "What I remember about you changed since that list was made, so I removed "
+                "nothing. Send /memory to see it now."
+            )
+        return await self._remove(ctx, picked.value)
 
-
-async def _remove(ctx: CommandContext, entry: str) -> CommandReply:
-    """Remove `entry`; the person's open sessions then rebuild their prompts without it."""
-    try:
-        result = ctx.memory.apply(
-            "user", ctx.message.user_key, [Operation("remove", old_text=entry)]
-        )
-    except NoMatchError:
-        return CommandReply("That entry is already gone; nothing else was changed.")
-    except MemoryEditError as exc:  # e.g. its neighbours, joined, read as an injection
-        return CommandReply(f"I couldn't remove that entry, so nothing changed: {exc}")
-    if ctx.refresh_prompts is not None:  # no stored prompt may still carry the entry
-        await ctx.refresh_prompts(ctx.message.user_key)
-    return CommandReply(f"Forgotten: {entry}\n({result.state.usage_label} now used.)")
+    async def _remove(self, ctx: CommandContext, entry: str) -> CommandReply:
+        """Remove `entry`; the person's open sessions then rebuild their prompts without it."""
+        key = ctx.identity.user_key
+        try:
+            result = self._memory.apply("user", key, [Operation("remove", old_text=entry)])
+        except NoMatchError:
+            return CommandReply("That entry is already gone; nothing else was changed.")
+        except MemoryEditError as exc:  # e.g. its neighbours, joined, read as an injection
+            return CommandReply(f"I couldn't remove that entry, so nothing changed: {exc}")
+        await self._sessions.refresh_prompts(key)  # no stored prompt may still carry the entry
+        return CommandReply(f"Forgotten: {entry}\n({result.state.usage_label} now used.)")
 
 
 def _guarded(handler: H) -> H:
@@ -166,13 +204,3 @@ def _guarded(handler: H) -> H:
 def _preview(text: str) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…"
-
-
-MEMORY = Command("memory", "show what I remember about you", _guarded(_memory))
-FORGET = Command(
-    "forget",
-    "forget one thing I remember about you (/forget all: everything)",
-    _guarded(_forget),
-    arguments=(CommandArgument("what", "a number from /memory, or words of the entry", True),),
-    on_choice=_guarded(_apply_choice),
-)

@@ -20,11 +20,12 @@ from gateway.agent.recall import (
     RecalledSession,
     RecallQuery,
     RecallResult,
+    Recapper,
     search_history,
 )
 from gateway.commands.registry import Command, CommandContext, CommandReply
 from gateway.messages import CommandArgument
-from memory_core import STOPWORDS, SessionStoreError, parse_time_phrase, recall_scope
+from memory_core import STOPWORDS, SessionStore, SessionStoreError, TimeWindow, parse_time_phrase
 
 log = logging.getLogger(__name__)
 
@@ -37,45 +38,59 @@ _WORD = re.compile(r"\w+")
 _SYNTAX = re.compile(r'[*^():"]|\b(?:AND|OR|NOT|NEAR)\b')
 
 
-async def _recall(ctx: CommandContext) -> CommandReply:
-    text = ctx.args.strip()
-    if not text:
-        return CommandReply(USAGE)
-    if ctx.sessions is None or ctx.recapper is None:
-        return CommandReply("Searching past conversations is not available here.")
-    now = datetime.now(UTC)
-    window = parse_time_phrase(text[:MAX_QUERY_CHARS], now)
+def recall_command(sessions: SessionStore, recapper: Recapper, timeout: float) -> Command:
+    """/recall over `sessions`, its recaps written by `recapper` within `timeout` seconds."""
+
+    async def recall(ctx: CommandContext) -> CommandReply:
+        text = ctx.args.strip()
+        if not text:
+            return CommandReply(USAGE)
+        now = datetime.now(UTC)
+        window = parse_time_phrase(text[:MAX_QUERY_CHARS], now)
+        refused = _refusal(window)
+        if refused is not None:
+            return CommandReply(refused)
+        query = RecallQuery(window.query, window.since, window.until, limit=MAX_LIMIT)
+        try:
+            current = await sessions.current_session(ctx.identity.session_key)
+            result = await search_history(
+                sessions,
+                recapper,
+                query,
+                ctx.identity.scope,
+                exclude_lineage_of=current.id if current is not None else None,
+                timeout=timeout,
+                now=now,
+            )
+        except SessionStoreError as exc:
+            log.warning("/recall failed: %s: %s", type(exc).__name__, exc)
+            return CommandReply("I can't read our past conversations right now; try again later.")
+        return CommandReply(_render(result, syntax=_SYNTAX.search(text) is not None))
+
+    return Command(
+        "recall",
+        "search our past conversations, e.g. /recall kubernetes last week",
+        recall,
+        arguments=(CommandArgument("what", "what to look for, optionally with a time", True),),
+    )
+
+
+def _refusal(window: TimeWindow) -> str | None:
+    """Why the words left once the time phrase is read search for nothing (None: they do)."""
     words = _WORD.findall(window.query.casefold())
     if not words:
         if window.since is not None or window.until is not None:
-            return CommandReply(
+            return (
                 f"What should I look for {_window(window.since, window.until)}? "
                 "For example: /recall kubernetes last week"
             )
-        return CommandReply("There is nothing to search for in that. " + USAGE)
+        return "There is nothing to search for in that. " + USAGE
     if all(word in STOPWORDS for word in words):
-        return CommandReply(
+        return (
             "Those are only common words, which match almost everything; "
             "add a word that names the subject, e.g. /recall the dentist appointment"
         )
-    msg = ctx.message
-    scope = recall_scope(msg.user_key, msg.chat_id, msg.chat_type)
-    query = RecallQuery(window.query, window.since, window.until, limit=MAX_LIMIT)
-    try:
-        current = await ctx.sessions.current_session(ctx.session_key)
-        result = await search_history(
-            ctx.sessions,
-            ctx.recapper,
-            query,
-            scope,
-            exclude_lineage_of=current.id if current is not None else None,
-            timeout=ctx.recall_timeout,
-            now=now,
-        )
-    except SessionStoreError as exc:
-        log.warning("/recall failed: %s: %s", type(exc).__name__, exc)
-        return CommandReply("I can't read our past conversations right now; try again later.")
-    return CommandReply(_render(result, syntax=_SYNTAX.search(text) is not None))
+    return None
 
 
 def _render(result: RecallResult, *, syntax: bool) -> str:
@@ -115,11 +130,3 @@ def _window(since: float | None, until: float | None) -> str:
 
 def _day(timestamp: float) -> str:
     return (datetime(1970, 1, 1, tzinfo=UTC) + timedelta(seconds=timestamp)).date().isoformat()
-
-
-RECALL = Command(
-    "recall",
-    "search our past conversations, e.g. /recall kubernetes last week",
-    _recall,
-    arguments=(CommandArgument("what", "what to look for, optionally with a time", True),),
-)

@@ -2,9 +2,11 @@
 
 A command declares its name, a one-line description (for `/help` and the
 platforms' command menus), its arguments and whether only admins may use it.
-Its handler gets a `CommandContext` and returns a `CommandReply`: data, not
-platform text, so each adapter renders it its own way. Commands never reach
-the model and are never stored as conversation turns.
+Its handler gets a `CommandContext` (the message, who sent it and where, its
+arguments) and returns a `CommandReply`: data, not platform text, so each
+adapter renders it its own way. What a command works on (stores, pending
+choices, the open sessions as `SessionControl`) is bound when it is built.
+Commands never reach the model and are never stored as conversation turns.
 """
 
 from __future__ import annotations
@@ -12,17 +14,12 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from gateway.agent.recall import DEFAULT_RECAP_TIMEOUT, Recapper
-from gateway.messages import Choice, CommandArgument, CommandSpec, InboundMessage
-from memory_core import FileMemoryStore, PersonData, SessionStore, SkillsStore
+from gateway.messages import Choice, CommandArgument, CommandSpec, InboundMessage, MessageIdentity
 
 if TYPE_CHECKING:
     from pathlib import Path
-
-    from gateway.commands.choices import PendingChoices
-    from gateway.commands.erase import PendingErasures
 
 # "/name", "/name args" and Telegram's "/name@botname args".
 _COMMAND = re.compile(r"^/([A-Za-z0-9_]{1,32})(?:@(\S+))?(?:\s+(.*))?$", re.DOTALL)
@@ -47,35 +44,14 @@ class CommandReply:
 
 @dataclass(frozen=True)
 class CommandContext:
-    """What a command may use: the message, its arguments, and the person's stores."""
+    """What every command gets, made per message: the message, who sent it and where,
+    the text after the command's name, and whether the sender is an admin."""
 
     message: InboundMessage
+    identity: MessageIdentity
+    """The sender's user key, the chat's session key and what that session may recall."""
     args: str
     is_admin: bool
-    memory: FileMemoryStore
-    skills: SkillsStore
-    registry: CommandRegistry
-    end_session: Callable[[str], Awaitable[None]]
-    """Ends the session of the chat the command came from, with the given reason."""
-    choices: PendingChoices
-    """The choices offered and not yet picked (one table per process)."""
-    session_key: str = ""
-    """The routing key of the chat's session (`InboundMessage.session_key`)."""
-    sessions: SessionStore | None = None
-    """The session store, for /recall and /status (None: not available here)."""
-    recapper: Recapper | None = None
-    """The auxiliary model that writes /recall's recaps."""
-    recall_timeout: float = DEFAULT_RECAP_TIMEOUT
-    model_name: str = ""
-    """The chat model's name, for /status."""
-    person: PersonData | None = None
-    """The person's data across the stores, for /forget all and /export."""
-    erasures: PendingErasures | None = None
-    """The `/forget all` requests waiting for confirmation."""
-    drop_person_sessions: Callable[[str], Awaitable[None]] | None = None
-    refresh_prompts: Callable[[str], Awaitable[None]] | None = None
-    """Makes a person's open sessions rebuild their system prompts from memory as it is now."""
-    """Drops a person's cached open sessions (their providers drain and stop) before erasure."""
 
 
 @dataclass(frozen=True)
@@ -88,6 +64,19 @@ class PendingChoice:
     value: str
     version: str
     expires: float
+
+
+class SessionControl(Protocol):
+    """What commands may do to the open sessions."""
+
+    async def end(self, session_key: str, reason: str) -> None:
+        """End the session of `session_key` (/new); the next message starts a new one."""
+
+    async def drop_person(self, user_key: str) -> None:
+        """Drop the person's open sessions (their providers drain and stop) before an erasure."""
+
+    async def refresh_prompts(self, user_key: str) -> None:
+        """Make the person's open sessions rebuild their system prompts from memory as it is."""
 
 
 CommandHandler = Callable[[CommandContext], Awaitable[CommandReply]]

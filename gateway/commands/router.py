@@ -5,9 +5,9 @@
 sink; an unknown one points to /help in a private chat and is ignored in a
 group unless addressed to this bot; one addressed to another bot is ignored.
 A picked choice (a pressed button) runs its command's `on_choice`, or is
-refused in one line. The caller holds the session's lock and builds each
-`CommandContext` (`ContextFactory`), so commands reach the conversations only
-through the hooks the context carries.
+refused in one line. The caller holds the session's lock; the router makes
+each `CommandContext` from the message's `MessageIdentity`, and commands reach
+anything else only through what they were built with.
 """
 
 from __future__ import annotations
@@ -18,12 +18,9 @@ from collections.abc import Callable
 from gateway.commands.choices import PendingChoices
 from gateway.commands.registry import CommandCall, CommandContext, CommandRegistry
 from gateway.errors import ChoiceRefusedError
-from gateway.messages import ChoiceSink, DocumentSink, InboundMessage, ReplySink
+from gateway.messages import ChoiceSink, DocumentSink, InboundMessage, MessageIdentity, ReplySink
 
 log = logging.getLogger(__name__)
-
-ContextFactory = Callable[[str, InboundMessage, str, bool], CommandContext]
-"""(session key, message, arguments, is admin) -> the context a handler gets."""
 
 
 class CommandRouter:
@@ -33,16 +30,15 @@ class CommandRouter:
         self,
         registry: CommandRegistry,
         choices: PendingChoices,
-        is_admin: Callable[[InboundMessage], bool],
-        context: ContextFactory,
+        is_admin: Callable[[str, str], bool],
     ) -> None:
+        """`is_admin(platform, user_id)`: whether the person may use admin-only commands."""
         self._registry = registry
         self._choices = choices
         self._is_admin = is_admin
-        self._context = context
 
     async def route(
-        self, key: str, message: InboundMessage, call: CommandCall, sink: ReplySink
+        self, identity: MessageIdentity, message: InboundMessage, call: CommandCall, sink: ReplySink
     ) -> None:
         """Run a registered command; point to /help for an unknown one in a private chat."""
         ours = (message.bot_username or "").lstrip("@").lower()
@@ -53,11 +49,11 @@ class CommandRouter:
             if message.chat_type != "group" or (ours and call.target is not None):
                 await sink.write(f"Unknown command /{call.name}; see /help for the list.")
             return
-        is_admin = self._is_admin(message)
+        is_admin = self._is_admin(identity.platform, identity.user_id)
         if command.admin_only and not is_admin:
             await sink.write(f"/{command.name} is for admins only.")
             return
-        reply = await command.handler(self._context(key, message, call.args, is_admin))
+        reply = await command.handler(CommandContext(message, identity, call.args, is_admin))
         await sink.write(reply.as_text())
         if reply.choices and isinstance(sink, ChoiceSink):  # buttons, where the sink has them
             await sink.offer(reply.choices)
@@ -65,21 +61,21 @@ class CommandRouter:
             await sink.attach(reply.document)
 
     async def choose(
-        self, key: str, message: InboundMessage, payload: str, sink: ReplySink
+        self, identity: MessageIdentity, message: InboundMessage, payload: str, sink: ReplySink
     ) -> None:
         """Apply a picked choice; a forged, used, expired or foreign one is refused in one line."""
         try:
-            picked = self._choices.take(payload, message.user_key)
+            picked = self._choices.take(payload, identity.user_key)
             command = self._registry.get(picked.command)
-            is_admin = self._is_admin(message)
+            is_admin = self._is_admin(identity.platform, identity.user_id)
             if command is None or command.on_choice is None:
                 raise ChoiceRefusedError("That choice no longer leads anywhere.")
             if command.admin_only and not is_admin:
                 raise ChoiceRefusedError(f"/{command.name} is for admins only.")
-            context = self._context(key, message, "", is_admin)
+            context = CommandContext(message, identity, "", is_admin)
             await sink.write((await command.on_choice(context, picked)).as_text())
         except ChoiceRefusedError as exc:
             await sink.write(str(exc))
         except Exception:  # the top of a callback: log it, tell the person, keep serving
-            log.exception("choice failed in session %s", key)
+            log.exception("choice failed in session %s", identity.session_key)
             await sink.write("(something went wrong on my side; please try again)")

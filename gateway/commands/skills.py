@@ -19,35 +19,37 @@ from memory_core import MemoryCoreError, Skill, SkillsStore
 USAGE = "Usage: /promote NAME [USER_KEY] — share a person's skill with everyone."
 
 
-async def _promote(ctx: CommandContext) -> CommandReply:
-    parts = ctx.args.split()
-    if not 1 <= len(parts) <= 2:
-        return CommandReply(USAGE)
-    name = parts[0]
-    given = parts[1] if len(parts) == 2 else None
-    try:
-        owner, skill = await asyncio.to_thread(_run, ctx.skills, name, given)
-    except MemoryCoreError as exc:
-        return CommandReply(f"Skill {name!r} was not promoted: {exc}")
-    source = f"from {owner}" if owner is not None else "unowned"
-    return CommandReply(
-        f"Skill {skill.name!r} ({source}) is now shared with everyone and read-only to the "
-        "model; new sessions list it."
+def promote_command(skills: SkillsStore) -> Command:
+    """/promote (admins): move a person's skill in `skills` to the shared folder."""
+
+    async def promote(ctx: CommandContext) -> CommandReply:
+        parts = ctx.args.split()
+        if not 1 <= len(parts) <= 2:
+            return CommandReply(USAGE)
+        name = parts[0]
+        given = parts[1] if len(parts) == 2 else None
+        try:
+            owner, skill = await asyncio.to_thread(_run, skills, name, given)
+        except MemoryCoreError as exc:
+            return CommandReply(f"Skill {name!r} was not promoted: {exc}")
+        source = f"from {owner}" if owner is not None else "unowned"
+        return CommandReply(
+            f"Skill {skill.name!r} ({source}) is now shared with everyone and read-only to the "
+            "model; new sessions list it."
+        )
+
+    return Command(
+        "promote",
+        "share a person's skill with everyone (admins)",
+        promote,
+        arguments=(
+            CommandArgument("name", "the skill's name", required=True),
+            CommandArgument("user_key", "whose skill, when several people have one of that name"),
+        ),
+        admin_only=True,
     )
 
 
 def _run(store: SkillsStore, name: str, user_key: str | None) -> tuple[str | None, Skill]:
     owner = user_key if user_key is not None else store.promotion_owner(name)
     return owner, store.promote(name, owner)
-
-
-PROMOTE = Command(
-    "promote",
-    "share a person's skill with everyone (admins)",
-    _promote,
-    arguments=(
-        CommandArgument("name", "the skill's name", required=True),
-        CommandArgument("user_key", "whose skill, when several people have one of that name"),
-    ),
-    admin_only=True,
-)

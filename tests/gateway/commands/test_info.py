@@ -15,6 +15,7 @@ from gateway.messages import InboundMessage
 from memory_core import Operation
 from tests.fakes.base import serving_in_thread
 from tests.fakes.openai import FakeOpenAI
+from tests.gateway.commands.registries import builtin_registry
 from tests.gateway.sinks import ListSink
 
 SKILLS = Path(__file__).resolve().parents[3] / "skills"
@@ -41,7 +42,7 @@ async def test_start_and_help_say_what_is_kept_and_how_to_erase_it(
     assert "remembers you" in reply
     for how in ("/memory", "/forget <text or number>", "/forget all", "/export"):
         assert how in reply
-    for command_line in services.commands.help_lines(is_admin=False):
+    for command_line in builtin_registry(services).help_lines(is_admin=False):
         assert command_line in reply
     assert "/promote — " not in reply  # admin-only, not for this person
     assert chat_requests(fake) == 0

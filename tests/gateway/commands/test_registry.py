@@ -10,10 +10,11 @@ from gateway.commands import (
     CommandContext,
     CommandRegistry,
     CommandReply,
-    builtin_commands,
     parse_command,
 )
+from gateway.conversation import Services
 from gateway.messages import Choice
+from tests.gateway.commands.registries import builtin_registry
 
 
 @pytest.mark.parametrize(
@@ -56,13 +57,13 @@ def test_help_lines_hide_admin_commands_from_others() -> None:
     assert registry.help_lines(is_admin=True) == ["/ping — answers", "/promote — share a skill"]
 
 
-def test_builtins_are_registered_in_order() -> None:
-    names = [c.name for c in builtin_commands()]
+async def test_builtins_are_registered_in_order(services: Services) -> None:
+    names = [c.name for c in builtin_registry(services)]
     assert names == [
         "start", "help", "new", "recall", "memory", "forget", "export", "skills", "status",
         "promote",
     ]  # fmt: skip
-    admin_only = [c.name for c in builtin_commands() if c.admin_only]
+    admin_only = [c.name for c in builtin_registry(services) if c.admin_only]
     assert admin_only == ["promote"]  # hidden from everyone else's /help, refused for them
 
 

@@ -1,0 +1,55 @@
+"""The built-in commands over a test's services, bound as `Conversations` binds them.
+
+For tests that need the registry itself (its names, its /help lines, its menu)
+rather than commands run through a `Conversations`.
+"""
+
+from __future__ import annotations
+
+from gateway.commands import CommandRegistry, CommandResources, builtin_commands
+from gateway.commands.choices import PendingChoices
+from gateway.commands.erase import person_data
+from gateway.conversation import Services
+from gateway.messages import CommandSpec
+
+
+class NoOpenSessions:
+    """`SessionControl` of a bot with no session open: it records what it was asked."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, ...]] = []
+
+    async def end(self, session_key: str, reason: str) -> None:
+        self.calls.append(("end", session_key, reason))
+
+    async def drop_person(self, user_key: str) -> None:
+        self.calls.append(("drop_person", user_key))
+
+    async def refresh_prompts(self, user_key: str) -> None:
+        self.calls.append(("refresh_prompts", user_key))
+
+
+def builtin_registry(services: Services) -> CommandRegistry:
+    """The built-in commands over `services`' stores and models."""
+    resources = CommandResources(
+        memory=services.memory,
+        skills=services.skills,
+        sessions=services.sessions,
+        recapper=services.auxiliary,
+        recall_timeout=services.config.auxiliary.recap_timeout,
+        model_name=services.model.model,
+        person=person_data(
+            services.memory,
+            services.skills,
+            services.sessions,
+            services.new_manager,
+            services.config.home,
+        ),
+        open_sessions=NoOpenSessions(),
+    )
+    return builtin_commands(resources, PendingChoices())
+
+
+def builtin_menu(services: Services) -> list[CommandSpec]:
+    """The command menu the service gives the adapters: everyone's commands, in order."""
+    return [command.spec for command in builtin_registry(services) if not command.admin_only]
