@@ -18,7 +18,6 @@ import pytest
 from gateway.adapters.discord_commands import DiscordCommands
 from gateway.adapters.discord_endpoints import discord_endpoints
 from gateway.app import open_services
-from gateway.commands import builtin_commands
 from gateway.config import DiscordConfig, load_config
 from gateway.conversation import Conversations, Services
 from gateway.delivery.splitting import open_fence
@@ -40,7 +39,15 @@ SKILLS = Path(__file__).resolve().parents[3] / "skills"
 ADA, BOB = 4200000000000000001, 4200000000000000002
 GUILD = DEFAULT_GUILDS[0]
 COFFEE = ["Ada drinks oat milk coffee", "Ada's sister roasts coffee in Leeds"]
-MENU = [c.spec for c in builtin_commands() if not c.admin_only]  # as the service builds it
+RECALL_WHAT = CommandArgument("what", "what to look for, optionally with a time", True)
+FORGET_WHAT = CommandArgument("what", "a number from /memory, or words of the entry", True)
+MENU = [  # some of the built-ins' specs, for the tests with a recording inbox
+    CommandSpec("help", "what the bot keeps, and how to see and erase it"),
+    CommandSpec("recall", "recaps of past conversations", (RECALL_WHAT,)),
+    CommandSpec("status", "the model and the session"),
+    CommandSpec("memory", "what the bot remembers about you"),
+    CommandSpec("forget", "forget one remembered entry", (FORGET_WHAT,)),
+]
 
 
 class RecordingInbox:
@@ -142,7 +149,7 @@ def buttons(message: dict[str, Any]) -> list[dict[str, Any]]:
 
 async def test_commands_are_synced_globally_from_the_menu(dc: FakeDiscord) -> None:
     async with running(dc, RecordingInbox()):
-        assert dc.commands_synced() == [spec.name for spec in MENU]
+        assert dc.commands_synced() == ["help", "recall", "status", "memory", "forget"]
         recall = next(c for c in dc.app_commands["global"] if c["name"] == "recall")
         assert recall["options"] == [
             {
@@ -396,10 +403,32 @@ def remembered(services: Services) -> list[str]:
     return list(services.memory.read("user", f"discord-{ADA}").entries)
 
 
+async def test_the_built_in_menu_is_synced_without_the_admins_commands(
+    dc: FakeDiscord, services: Services
+) -> None:
+    conversations = Conversations(services)
+    menu = conversations.command_specs
+    async with running(dc, conversations, menu):
+        synced = dc.commands_synced()
+        assert synced == [spec.name for spec in menu]
+        assert {"help", "recall", "memory", "forget", "export"} <= set(synced)
+        assert "promote" not in synced  # admin-only, as in Telegram's menu
+        recall = next(c for c in dc.app_commands["global"] if c["name"] == "recall")
+        assert recall["options"] == [
+            {
+                "type": 3,
+                "name": "what",
+                "description": "what to look for, optionally with a time",
+                "required": True,
+            }
+        ]
+
+
 async def test_forget_offers_buttons_only_the_person_can_press(
     dc: FakeDiscord, services: Services
 ) -> None:
-    async with running(dc, Conversations(services)):
+    conversations = Conversations(services)
+    async with running(dc, conversations, conversations.command_specs):
         # /forget works in a DM only (Conversations refuses it in servers)
         interaction = await dc.inject_command("forget", ADA, {"what": "coffee"}, guild=False)
         await answered(dc, interaction)
@@ -424,7 +453,8 @@ async def test_forget_offers_buttons_only_the_person_can_press(
 async def test_export_in_a_dm_follows_its_answer_with_the_file(
     dc: FakeDiscord, services: Services
 ) -> None:
-    async with running(dc, Conversations(services)):
+    conversations = Conversations(services)
+    async with running(dc, conversations, conversations.command_specs):
         interaction = await dc.inject_command("export", ADA, {}, guild=False)
         texts = await answered(dc, interaction, count=2)
     assert "is in one file" in texts[0]
