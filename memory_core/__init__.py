@@ -8,136 +8,293 @@ public names, and this package re-exports them all with every error a caller
 may catch; code outside memory_core imports from here or from a subpackage,
 never from a module inside them. It is usable without the gateway and imports
 nothing from it.
+
+Names are loaded lazily: `from memory_core import X` imports the module that
+defines X the first time X is used, so a caller that needs only, say, user
+keys or the context scrubber does not load the session store or the safety
+scanner.
 """
 
-from memory_core.atomic import atomic_write_text
-from memory_core.context import (
-    StreamingContextScrubber,
-    append_memory_context,
-    sanitize_context,
-    scrub_context,
-    wrap_memory_context,
-)
-from memory_core.erasure import EraseExternal, ExportResult, PersonData, PersonHoldings
-from memory_core.errors import (
-    AmbiguousMatchError,
-    AtomicWriteError,
-    BatchRejectedError,
-    EntryTooLongError,
-    ImportFormatError,
-    IndexIntegrityError,
-    InvalidArgumentsError,
-    InvalidEntryError,
-    InvalidMessageError,
-    InvalidUserKeyError,
-    MemoryCoreError,
-    MemoryDriftError,
-    MemoryEditError,
-    MemoryFileError,
-    MemoryLockError,
-    MemoryPermissionError,
-    MissingOldTextError,
-    NoMatchError,
-    OverBudgetError,
-    ProviderError,
-    ReadTimeoutError,
-    SchemaVersionError,
-    SessionConflictError,
-    SessionNotFoundError,
-    SessionStoreBusyError,
-    SessionStoreError,
-    SkillArgumentError,
-    SkillError,
-    SkillExistsError,
-    SkillFormatError,
-    SkillManifestError,
-    SkillNotFoundError,
-    SkillPatchError,
-    SkillPathError,
-    SkillProtectedError,
-    SkillQuotaError,
-    SkillSizeError,
-    SkillStorageError,
-    UndecodableMemoryError,
-    UnreadableMemoryError,
-    UnsafeContentError,
-)
-from memory_core.file_memory import (
-    MEMORY_TOOL_SCHEMA,
-    TARGETS,
-    FileMemoryStore,
-    MemoryChange,
-    MemoryRequest,
-    MemorySnapshot,
-    MemoryState,
-    MemoryTool,
-    Operation,
-    Target,
-    WriteResult,
-)
-from memory_core.providers import (
-    ENTRY_POINT_GROUP,
-    AgentKind,
-    BackgroundWorker,
-    HistoryRecallProvider,
-    MemoryManager,
-    MemoryProvider,
-    ProviderFactory,
-    ProviderRegistry,
-    ProviderResources,
-    SessionContext,
-    SessionSearcher,
-    TranscriptMessage,
-    default_registry,
-)
-from memory_core.safety import Finding, scan, scan_all
-from memory_core.sessions import (
-    CHAT_TYPES,
-    DEFAULT_RANKING,
-    DEFAULT_SEARCH_OPTIONS,
-    INTERNAL_SOURCES,
-    MATCH_END,
-    MATCH_START,
-    STOPWORDS,
-    AppendResult,
-    BacklogEntry,
-    ChatType,
-    ConnectHook,
-    CounterUpdate,
-    DeleteResult,
-    ImportResult,
-    NewMessage,
-    Ranking,
-    ReviewCounters,
-    ReviewDue,
-    SearchOptions,
-    SearchScope,
-    SessionDB,
-    SessionHit,
-    SessionInfo,
-    SessionOrigin,
-    SessionStore,
-    Snippet,
-    StoredMessage,
-    TimeWindow,
-    UserTotals,
-    parse_time_phrase,
-    parse_timestamp,
-    recall_scope,
-    search_sessions,
-)
-from memory_core.skills import (
-    GENERAL,
-    SKILL_TOOL_SCHEMAS,
-    Skill,
-    SkillChange,
-    SkillDocument,
-    SkillProblem,
-    SkillsStore,
-    SkillsTools,
-)
-from memory_core.tool_args import decode_arguments
-from memory_core.user_keys import check_user_key, make_user_key, split_user_key
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from memory_core.atomic import atomic_write_text
+    from memory_core.context import (
+        StreamingContextScrubber,
+        append_memory_context,
+        sanitize_context,
+        scrub_context,
+        wrap_memory_context,
+    )
+    from memory_core.erasure import EraseExternal, ExportResult, PersonData, PersonHoldings
+    from memory_core.errors import (
+        AmbiguousMatchError,
+        AtomicWriteError,
+        BatchRejectedError,
+        EntryTooLongError,
+        ImportFormatError,
+        IndexIntegrityError,
+        InvalidArgumentsError,
+        InvalidEntryError,
+        InvalidMessageError,
+        InvalidUserKeyError,
+        MemoryCoreError,
+        MemoryDriftError,
+        MemoryEditError,
+        MemoryFileError,
+        MemoryLockError,
+        MemoryPermissionError,
+        MissingOldTextError,
+        NoMatchError,
+        OverBudgetError,
+        ProviderError,
+        ReadTimeoutError,
+        SchemaVersionError,
+        SessionConflictError,
+        SessionNotFoundError,
+        SessionStoreBusyError,
+        SessionStoreError,
+        SkillArgumentError,
+        SkillError,
+        SkillExistsError,
+        SkillFormatError,
+        SkillManifestError,
+        SkillNotFoundError,
+        SkillPatchError,
+        SkillPathError,
+        SkillProtectedError,
+        SkillQuotaError,
+        SkillSizeError,
+        SkillStorageError,
+        UndecodableMemoryError,
+        UnreadableMemoryError,
+        UnsafeContentError,
+    )
+    from memory_core.file_memory import (
+        MEMORY_TOOL_SCHEMA,
+        TARGETS,
+        FileMemoryStore,
+        MemoryChange,
+        MemoryRequest,
+        MemorySnapshot,
+        MemoryState,
+        MemoryTool,
+        Operation,
+        Target,
+        WriteResult,
+    )
+    from memory_core.providers import (
+        ENTRY_POINT_GROUP,
+        AgentKind,
+        BackgroundWorker,
+        HistoryRecallProvider,
+        MemoryManager,
+        MemoryProvider,
+        ProviderFactory,
+        ProviderRegistry,
+        ProviderResources,
+        SessionContext,
+        SessionSearcher,
+        TranscriptMessage,
+        default_registry,
+    )
+    from memory_core.safety import Finding, scan, scan_all
+    from memory_core.scopes import CHAT_TYPES, ChatType, SearchScope, recall_scope
+    from memory_core.sessions import (
+        DEFAULT_RANKING,
+        DEFAULT_SEARCH_OPTIONS,
+        INTERNAL_SOURCES,
+        MATCH_END,
+        MATCH_START,
+        STOPWORDS,
+        AppendResult,
+        BacklogEntry,
+        ConnectHook,
+        CounterUpdate,
+        DeleteResult,
+        ImportResult,
+        NewMessage,
+        Ranking,
+        ReviewCounters,
+        ReviewDue,
+        SearchOptions,
+        SessionDB,
+        SessionHit,
+        SessionInfo,
+        SessionOrigin,
+        SessionStore,
+        Snippet,
+        StoredMessage,
+        TimeWindow,
+        UserTotals,
+        parse_time_phrase,
+        parse_timestamp,
+        search_sessions,
+    )
+    from memory_core.skills import (
+        GENERAL,
+        SKILL_TOOL_SCHEMAS,
+        Skill,
+        SkillChange,
+        SkillDocument,
+        SkillProblem,
+        SkillsStore,
+        SkillsTools,
+    )
+    from memory_core.tool_args import decode_arguments
+    from memory_core.user_keys import check_user_key, make_user_key, split_user_key
+
+# The module each public name comes from (the TYPE_CHECKING imports above,
+# which give mypy the real types; a test keeps the two the same).
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "memory_core.atomic": ("atomic_write_text",),
+    "memory_core.context": (
+        "StreamingContextScrubber",
+        "append_memory_context",
+        "sanitize_context",
+        "scrub_context",
+        "wrap_memory_context",
+    ),
+    "memory_core.erasure": (
+        "EraseExternal",
+        "ExportResult",
+        "PersonData",
+        "PersonHoldings",
+    ),
+    "memory_core.errors": (
+        "AmbiguousMatchError",
+        "AtomicWriteError",
+        "BatchRejectedError",
+        "EntryTooLongError",
+        "ImportFormatError",
+        "IndexIntegrityError",
+        "InvalidArgumentsError",
+        "InvalidEntryError",
+        "InvalidMessageError",
+        "InvalidUserKeyError",
+        "MemoryCoreError",
+        "MemoryDriftError",
+        "MemoryEditError",
+        "MemoryFileError",
+        "MemoryLockError",
+        "MemoryPermissionError",
+        "MissingOldTextError",
+        "NoMatchError",
+        "OverBudgetError",
+        "ProviderError",
+        "ReadTimeoutError",
+        "SchemaVersionError",
+        "SessionConflictError",
+        "SessionNotFoundError",
+        "SessionStoreBusyError",
+        "SessionStoreError",
+        "SkillArgumentError",
+        "SkillError",
+        "SkillExistsError",
+        "SkillFormatError",
+        "SkillManifestError",
+        "SkillNotFoundError",
+        "SkillPatchError",
+        "SkillPathError",
+        "SkillProtectedError",
+        "SkillQuotaError",
+        "SkillSizeError",
+        "SkillStorageError",
+        "UndecodableMemoryError",
+        "UnreadableMemoryError",
+        "UnsafeContentError",
+    ),
+    "memory_core.file_memory": (
+        "MEMORY_TOOL_SCHEMA",
+        "TARGETS",
+        "FileMemoryStore",
+        "MemoryChange",
+        "MemoryRequest",
+        "MemorySnapshot",
+        "MemoryState",
+        "MemoryTool",
+        "Operation",
+        "Target",
+        "WriteResult",
+    ),
+    "memory_core.providers": (
+        "ENTRY_POINT_GROUP",
+        "AgentKind",
+        "BackgroundWorker",
+        "HistoryRecallProvider",
+        "MemoryManager",
+        "MemoryProvider",
+        "ProviderFactory",
+        "ProviderRegistry",
+        "ProviderResources",
+        "SessionContext",
+        "SessionSearcher",
+        "TranscriptMessage",
+        "default_registry",
+    ),
+    "memory_core.safety": (
+        "Finding",
+        "scan",
+        "scan_all",
+    ),
+    "memory_core.scopes": (
+        "CHAT_TYPES",
+        "ChatType",
+        "SearchScope",
+        "recall_scope",
+    ),
+    "memory_core.sessions": (
+        "DEFAULT_RANKING",
+        "DEFAULT_SEARCH_OPTIONS",
+        "INTERNAL_SOURCES",
+        "MATCH_END",
+        "MATCH_START",
+        "STOPWORDS",
+        "AppendResult",
+        "BacklogEntry",
+        "ConnectHook",
+        "CounterUpdate",
+        "DeleteResult",
+        "ImportResult",
+        "NewMessage",
+        "Ranking",
+        "ReviewCounters",
+        "ReviewDue",
+        "SearchOptions",
+        "SessionDB",
+        "SessionHit",
+        "SessionInfo",
+        "SessionOrigin",
+        "SessionStore",
+        "Snippet",
+        "StoredMessage",
+        "TimeWindow",
+        "UserTotals",
+        "parse_time_phrase",
+        "parse_timestamp",
+        "search_sessions",
+    ),
+    "memory_core.skills": (
+        "GENERAL",
+        "SKILL_TOOL_SCHEMAS",
+        "Skill",
+        "SkillChange",
+        "SkillDocument",
+        "SkillProblem",
+        "SkillsStore",
+        "SkillsTools",
+    ),
+    "memory_core.tool_args": ("decode_arguments",),
+    "memory_core.user_keys": (
+        "check_user_key",
+        "make_user_key",
+        "split_user_key",
+    ),
+}
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
 
 __all__ = [
     "CHAT_TYPES",
@@ -264,3 +421,23 @@ __all__ = [
     "split_user_key",
     "wrap_memory_context",
 ]
+
+
+def _load(name: str) -> object:
+    """The public `name`, imported from its module on first use and kept here."""
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value: object = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+# Hidden from mypy, which reads the imports above: with a module __getattr__ in
+# view it would accept any name imported from memory_core, misspelt ones too.
+if not TYPE_CHECKING:
+    __getattr__ = _load
