@@ -60,9 +60,9 @@ sys.path.insert(0, str(ROOT))
 
 from machine import describe  # noqa: E402
 
-from gateway.app import job_context, open_services  # noqa: E402
+from gateway.access import AccessPolicy  # noqa: E402
+from gateway.app import build_conversations, job_context, open_services  # noqa: E402
 from gateway.config import load_config  # noqa: E402
-from gateway.conversation import Conversations  # noqa: E402
 from gateway.jobs import BackgroundWork  # noqa: E402
 from gateway.messages import InboundMessage  # noqa: E402
 from tests.fakes.base import serving_in_thread  # noqa: E402
@@ -195,8 +195,10 @@ async def run(fake: SlowReviews, home: Path, nudge: int, args: argparse.Namespac
 
     async with open_services(config) as services:
         background = BackgroundWork(job_context(services, notify))
-        conversations = Conversations(services, background=background)
-        background.start(conversations.end_quiet)
+        conversations = build_conversations(
+            services, AccessPolicy.everyone(), background=background
+        )
+        background.start(conversations.sessions.end_quiet)
         for n in range(args.warmup + args.turns):
             message = InboundMessage(
                 platform="telegram",

@@ -53,9 +53,8 @@ from machine import describe  # noqa: E402
 
 from gateway.access import AccessPolicy  # noqa: E402
 from gateway.adapters.telegram_adapter import TelegramAdapter  # noqa: E402
-from gateway.app import job_context, open_services  # noqa: E402
+from gateway.app import build_conversations, job_context, open_services  # noqa: E402
 from gateway.config import load_config  # noqa: E402
-from gateway.conversation import Conversations  # noqa: E402
 from gateway.delivery import max_per_window  # noqa: E402
 from gateway.jobs import BackgroundWork  # noqa: E402
 from gateway.messages import InboundMessage  # noqa: E402
@@ -145,14 +144,14 @@ async def run(model_url: str, home: Path, args: argparse.Namespace) -> None:
 
         async with open_services(config) as services:
             background = BackgroundWork(job_context(services, notify))
-            conversations = Conversations(
-                services, background=background, access=AccessPolicy.from_config(config)
+            conversations = build_conversations(
+                services, AccessPolicy.from_config(config), background=background
             )
-            background.start(conversations.end_quiet)
+            background.start(conversations.sessions.end_quiet)
             adapter = TelegramAdapter(
                 config.telegram, poll_timeout=10, overall_max_rate=args.overall_rate
             )
-            await adapter.start(conversations, [("help", "help")])
+            await adapter.start(conversations, conversations.menu)
             began = time.perf_counter()
             try:
                 sign = -1 if args.groups else 1

@@ -66,10 +66,11 @@ from openai.types.chat import completion_create_params
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from gateway.access import AccessPolicy  # noqa: E402
 from gateway.agent.model_client import ModelClient  # noqa: E402
-from gateway.app import open_services  # noqa: E402
+from gateway.app import Services, build_conversations, open_services  # noqa: E402
 from gateway.config import load_config  # noqa: E402
-from gateway.conversation import Conversations, Services  # noqa: E402
+from gateway.conversation import Conversations  # noqa: E402
 from gateway.messages import InboundMessage  # noqa: E402
 from memory_core.sessions import SessionDB  # noqa: E402
 
@@ -296,7 +297,7 @@ async def long_session(services: Services, turns: int, texts: list[str], runs: i
     bodies: list[bytes] = []
     http = instant_model(bodies)
     model = _model_client(services, http)
-    conversations = Conversations(replace(services, model=model))
+    conversations = build_conversations(replace(services, model=model), AccessPolicy.everyone())
     for n in range(WARM_UP):  # other people first: the process is warm, as in service
         await one_turn(conversations, n % 10, texts[n % len(texts)])
     reported = {n for first, last in WINDOWS for n in range(first, last + 1) if last <= turns}
@@ -371,7 +372,7 @@ async def run(args: argparse.Namespace, home: Path) -> None:
         services: Services = replace(opened, model=model)
         print(f"llm.max_concurrency {config.llm.max_concurrency}")
         cpu0, wall0 = time.process_time(), time.perf_counter()
-        conversations = Conversations(services)
+        conversations = build_conversations(services, AccessPolicy.everyone())
         if args.turns > 0:
             rate = await closed_loop(conversations, args.sessions, args.turns, rng, texts)
             rate = 0.6 * rate if args.rate is None else args.rate

@@ -1,25 +1,39 @@
-"""Starting the bot: `mnemo run` and `mnemo chat`.
+"""The composition root: everything long-lived of a bot, built from its configuration.
 
-The application builds every long-lived object from the validated configuration
-(stores, model client, provider registry) and hands them down through
-constructors; nothing below reads the configuration or the environment.
+`open_services` opens the stores and the model clients; `build_conversations`
+wires what serves messages on top of them (the open sessions, the turns, the
+commands with their pending choices and erasures, the access policy);
+`platform_adapters` builds the adapters of the enabled platforms; `open_bot`
+puts the three together with the background work. Everything is handed down
+through constructors; nothing below reads the configuration or the
+environment. `gateway.service` runs what this builds.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from gateway.access import AccessPolicy
+from gateway.adapters.console_adapter import ConsoleAdapter
+from gateway.agent.compression import Compressor
 from gateway.agent.limits import ModelCallLimiter
 from gateway.agent.model_client import ModelClient
+from gateway.commands import CommandResources, SessionControl, builtin_commands
+from gateway.commands.choices import PendingChoices
+from gateway.commands.erase import PendingErasures, person_data
+from gateway.commands.router import CommandRouter
 from gateway.config import Config
-from gateway.conversation import ManagerFactory, Services
+from gateway.conversation import Conversations
 from gateway.errors import ConfigError
-from gateway.jobs import BackgroundSettings, JobContext
-from gateway.messages import Notifier
+from gateway.jobs import BackgroundSettings, BackgroundWork, JobContext
+from gateway.messages import Adapter, InboundMessage, Notifier
+from gateway.session_cache import ManagerFactory, OpenSessions, PromptMaker
+from gateway.turns import ToolBox, Turns
 from memory_core import (
     MEMORY_TOOL_SCHEMA,
     SKILL_TOOL_SCHEMAS,
@@ -37,27 +51,145 @@ log = logging.getLogger(__name__)
 MAX_PERSONA_BYTES = 16 * 1024
 
 
-def run_bot(config: Config) -> None:
-    """`mnemo run`: every enabled adapter (the console when no platform is on), as a service
-    (`gateway.service`)."""
-    from gateway.service import run_bot as run_service  # the service builds on this module
+@dataclass(frozen=True)
+class Services:
+    """The stores and clients one running bot shares across its sessions."""
 
-    run_service(config)
+    config: Config
+    model: ModelClient
+    auxiliary: ModelClient  # non-streamed background calls: recaps, compression, review
+    memory: FileMemoryStore
+    skills: SkillsStore
+    sessions: SessionStore
+    new_manager: ManagerFactory
+    persona: str | None = None  # the operator's persona text (`persona_file`)
 
 
-def run_console(
-    config: Config,
-    stdin: TextIO | None = None,
-    stdout: TextIO | None = None,
-    user_id: str | None = None,
-) -> None:
-    """`mnemo chat`: talk to the bot in the terminal (or through the given streams).
+@dataclass(frozen=True)
+class Bot:
+    """One bot as `mnemo run` serves it: its services, adapters, background work and
+    conversations (the open sessions are `conversations.sessions`)."""
 
-    `user_id` names the person at the console; by default the login name.
+    services: Services
+    adapters: tuple[Adapter, ...]
+    background: BackgroundWork
+    conversations: Conversations
+
+
+@contextlib.asynccontextmanager
+async def open_bot(config: Config, adapters: Sequence[Adapter]) -> AsyncIterator[Bot]:
+    """Open the services and build the bot serving `adapters`; close them on the way out."""
+    async with open_services(config) as services:
+        background = BackgroundWork(job_context(services, adapter_notifier(adapters)))
+        conversations = build_conversations(
+            services, AccessPolicy.from_config(config), background=background
+        )
+        yield Bot(services, tuple(adapters), background, conversations)
+
+
+def build_conversations(
+    services: Services,
+    access: AccessPolicy,
+    background: BackgroundWork | None = None,
+    erasures: PendingErasures | None = None,
+) -> Conversations:
+    """Everything that serves messages, on top of `services`, in one call.
+
+    `background`: reviews and extractions (None: the bot never learns on its own);
+    `erasures`: the /forget all requests awaiting confirmation (a clock for tests).
     """
-    from gateway.service import run_console as run_chat  # the service builds on this module
+    config = services.config
+    prompts = PromptMaker(
+        services.memory, services.skills, config.memory.profile_in_groups, services.persona
+    )
+    sessions = OpenSessions(
+        services.sessions, services.new_manager, prompts, config.sessions.max_open, background
+    )
+    compressor = Compressor(services.sessions, services.auxiliary, config.llm.context_chars)
+    tools = ToolBox(
+        services.memory,
+        services.skills,
+        services.sessions,
+        services.auxiliary,
+        config.auxiliary.recap_timeout,
+        access.is_admin,
+    )
+    turns = Turns(
+        services.model, services.sessions, sessions, tools, compressor, config.llm.max_tool_steps
+    )
+    choices = PendingChoices()  # choices offered by commands, until picked
+    registry = builtin_commands(command_resources(services, sessions), choices, erasures)
+    commands = CommandRouter(registry, choices, access.is_admin)
+    return Conversations(
+        access,
+        sessions,
+        turns,
+        commands,
+        group_sessions_per_user=config.sessions.group_sessions_per_user,
+        background=background,
+    )
 
-    run_chat(config, stdin, stdout, user_id)
+
+def command_resources(services: Services, sessions: SessionControl) -> CommandResources:
+    """What the built-in commands work on, over `services`, ending and dropping `sessions`."""
+    return CommandResources(
+        memory=services.memory,
+        skills=services.skills,
+        sessions=services.sessions,
+        recapper=services.auxiliary,
+        recall_timeout=services.config.auxiliary.recap_timeout,
+        model_name=services.model.model,
+        person=person_data(
+            services.memory,
+            services.skills,
+            services.sessions,
+            services.new_manager,
+            services.config.home,
+        ),
+        open_sessions=sessions,
+    )
+
+
+def platform_adapters(config: Config) -> tuple[list[Adapter], dict[str, str]]:
+    """The adapters of the enabled platforms (both at once when both are on; each platform
+    library is imported only when its adapter is), and how each serves (the start line)."""
+    adapters: list[Adapter] = []
+    modes: dict[str, str] = {}
+    if config.telegram.active:
+        from gateway.adapters.telegram_adapter import TelegramAdapter  # loads telegram
+
+        adapters.append(TelegramAdapter(config.telegram))
+        hook = config.telegram.webhook
+        modes["telegram"] = (
+            "polling" if hook.url is None else f"webhook on {hook.listen}:{hook.port}"
+        )
+    if config.discord.active:
+        from gateway.adapters.discord_adapter import DiscordAdapter  # loads discord
+
+        adapters.append(DiscordAdapter(config.discord))
+        servers = len(config.discord.guild_ids)
+        modes["discord"] = "gateway, slash commands " + (
+            f"in {servers} server{'s' if servers > 1 else ''}" if servers else "global"
+        )
+    return adapters, modes
+
+
+def console_adapter(stdin: TextIO, stdout: TextIO, user_id: str | None = None) -> Adapter:
+    """The console: a person at this terminal (`user_id`, by default the login name)."""
+    return ConsoleAdapter(stdin, stdout, user_id=user_id)
+
+
+def adapter_notifier(adapters: Sequence[Adapter]) -> Notifier:
+    """A background job's line to a chat, through the adapter of its platform."""
+
+    async def notify(message: InboundMessage, text: str) -> None:
+        for adapter in adapters:
+            if adapter.platform == message.platform:
+                await adapter.notify(message, text)
+                return
+        log.warning("no %s adapter is running: a background notice was dropped", message.platform)
+
+    return notify
 
 
 def job_context(services: Services, notify: Notifier) -> JobContext:

@@ -1,10 +1,10 @@
 """`mnemo run` as a long-running service (and `mnemo chat`, the console alone).
 
-`Service.run` holds the data directory's lock (``<home>/mnemo.lock``: one
-instance per directory), opens the stores and model clients, starts the
-background work and every adapter, answers the messages stored but not
-answered before the last stop, and serves until SIGINT/SIGTERM or until an
-adapter ends by itself (the console at the end of its input).
+`Service.run` runs what `gateway.app` builds: it holds the data directory's
+lock (``<home>/mnemo.lock``: one instance per directory), opens the bot,
+starts the background work and every adapter, answers the messages stored but
+not answered before the last stop, and serves until SIGINT/SIGTERM or until
+an adapter ends by itself (the console at the end of its input).
 
 Stopping: the adapters stop taking updates, the turns in flight get
 `shutdown_grace` seconds to finish (a person's message is stored before the
@@ -27,26 +27,26 @@ import logging
 import signal
 import sys
 import threading
-from collections.abc import Awaitable, Iterator, Mapping, Sequence
+import time
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TextIO, TypeVar
 
 from filelock import FileLock, Timeout
 
-from gateway.access import AccessPolicy
-from gateway.adapters.console_adapter import ConsoleAdapter
-from gateway.app import job_context, open_services
+from gateway.app import Bot, console_adapter, open_bot, platform_adapters
 from gateway.config import Config
-from gateway.conversation import Conversations, Services
+from gateway.conversation import Conversations
 from gateway.errors import AdapterFailedError, GatewayError, InstanceLockedError
-from gateway.jobs import BackgroundWork
-from gateway.messages import Adapter, CommandSpec, InboundMessage
+from gateway.messages import Adapter, CommandSpec, InboundMessage, ReplySink
+from memory_core import SessionStore, split_user_key
 
 log = logging.getLogger("mnemo")
 
 LOCK_NAME = "mnemo.lock"
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 MIN_SECRET_LENGTH = 8
+UNANSWERED_WITHIN = 24 * 3600.0  # older unanswered messages are left alone after a restart
 T = TypeVar("T")
 
 
@@ -54,7 +54,7 @@ def run_bot(config: Config) -> None:
     """`mnemo run`: every enabled platform adapter, else the console; INFO logs to stderr."""
     adapters, modes = platform_adapters(config)
     if not adapters:
-        adapters = [ConsoleAdapter(sys.stdin, sys.stdout)]
+        adapters = [console_adapter(sys.stdin, sys.stdout)]
     configure_logging(logging.INFO, _secrets(config))
     asyncio.run(Service(config, adapters, modes).run())
 
@@ -68,32 +68,8 @@ def run_console(
     """`mnemo chat`: the console adapter alone (through the given streams in tests);
     warnings only on stderr. `user_id` names the person, by default the login name."""
     configure_logging(logging.WARNING, _secrets(config))
-    adapter = ConsoleAdapter(stdin or sys.stdin, stdout or sys.stdout, user_id=user_id)
+    adapter = console_adapter(stdin or sys.stdin, stdout or sys.stdout, user_id=user_id)
     asyncio.run(Service(config, [adapter]).run())
-
-
-def platform_adapters(config: Config) -> tuple[list[Adapter], dict[str, str]]:
-    """The adapters of the enabled platforms (both at once when both are on; each platform
-    library is imported only when its adapter is), and how each serves (the start line)."""
-    adapters: list[Adapter] = []
-    modes: dict[str, str] = {}
-    if config.telegram.active:
-        from gateway.adapters.telegram_adapter import TelegramAdapter  # loads telegram
-
-        adapters.append(TelegramAdapter(config.telegram))
-        hook = config.telegram.webhook
-        modes["telegram"] = (
-            "polling" if hook.url is None else f"webhook on {hook.listen}:{hook.port}"
-        )
-    if config.discord.active:
-        from gateway.adapters.discord_adapter import DiscordAdapter  # loads discord
-
-        adapters.append(DiscordAdapter(config.discord))
-        servers = len(config.discord.guild_ids)
-        modes["discord"] = "gateway, slash commands " + (
-            f"in {servers} server{'s' if servers > 1 else ''}" if servers else "global"
-        )
-    return adapters, modes
 
 
 class Service:
@@ -129,22 +105,19 @@ class Service:
         """Serve until stopped. Raises `InstanceLockedError` when another instance holds
         the data directory, `AdapterFailedError` when an adapter fails."""
         with instance_lock(self._config.home), self._signal_handlers():
-            async with open_services(self._config) as services:
-                await self._serve(services)
+            async with open_bot(self._config, self._adapters) as bot:
+                await self._serve(bot)
         log.info("stopped")
 
-    async def _serve(self, services: Services) -> None:
-        background = BackgroundWork(job_context(services, self._notify))
-        access = AccessPolicy.from_config(services.config)
-        conversations = Conversations(services, background=background, access=access)
-        background.start(conversations.end_quiet)  # the first sweep runs what is still due
-        commands = conversations.command_specs
+    async def _serve(self, bot: Bot) -> None:
+        conversations = bot.conversations
+        bot.background.start(conversations.sessions.end_quiet)  # the first sweep: what is due
         started: list[Adapter] = []
         catch_up: asyncio.Task[None] | None = None
         ended: Adapter | None = None
         try:
             for adapter in self._adapters:
-                await _start(adapter, conversations, commands)
+                await _start(adapter, conversations, conversations.menu)
                 started.append(adapter)
                 if adapter.done.is_set() and adapter.platform != "console":
                     raise AdapterFailedError(
@@ -153,10 +126,10 @@ class Service:
                     )
             log.info("serving %s with data in %s", self._describe(), self._config.home.resolve())
             gc.freeze()  # what start-up built lives all run: later full collections skip it
-            catch_up = asyncio.create_task(self._answer_unanswered(conversations))
+            catch_up = asyncio.create_task(self._answer_unanswered(bot))
             ended = await self._wait(started)
         finally:
-            await self._shutdown(started, conversations, background, catch_up)
+            await self._shutdown(started, bot, catch_up)
         if ended is not None and ended.platform != "console":
             raise AdapterFailedError(
                 f"the {ended.platform} adapter stopped by itself (its error is logged above)"
@@ -176,11 +149,17 @@ class Service:
         self._stopping.set()
         return ended
 
-    async def _answer_unanswered(self, conversations: Conversations) -> None:
+    async def _answer_unanswered(self, bot: Bot) -> None:
         """Answer what each platform stored but did not answer before the last stop."""
         for adapter in self._adapters:
             try:
-                count = await conversations.answer_unanswered(adapter.platform, adapter.reply_sink)
+                count = await answer_unanswered(
+                    bot.conversations,
+                    bot.services.sessions,
+                    adapter.platform,
+                    adapter.reply_sink,
+                    self._config.sessions.group_sessions_per_user,
+                )
             except Exception:  # the top of a task: log it, keep serving
                 log.exception("answering the %s messages left unanswered failed", adapter.platform)
                 continue
@@ -190,10 +169,10 @@ class Service:
     async def _shutdown(
         self,
         started: Sequence[Adapter],
-        conversations: Conversations,
-        background: BackgroundWork,
+        bot: Bot,
         catch_up: asyncio.Task[None] | None,
     ) -> None:
+        conversations = bot.conversations
         for adapter in started:
             await _quietly(adapter.stop(), f"stopping the {adapter.platform} adapter")
         drained = await self._unless_hurried(conversations.drain(self._config.shutdown_grace))
@@ -203,7 +182,7 @@ class Service:
             catch_up.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await catch_up
-        await self._unless_hurried(background.close())
+        await self._unless_hurried(bot.background.close())
         for adapter in started:
             await _quietly(adapter.close(), f"closing the {adapter.platform} adapter")
         await conversations.close()
@@ -220,14 +199,6 @@ class Service:
         with contextlib.suppress(asyncio.CancelledError):
             await task
         return None
-
-    async def _notify(self, message: InboundMessage, text: str) -> None:
-        """A background job's line to a chat, through the adapter of its platform."""
-        for adapter in self._adapters:
-            if adapter.platform == message.platform:
-                await adapter.notify(message, text)
-                return
-        log.warning("no %s adapter is running: a background notice was dropped", message.platform)
 
     def _describe(self) -> str:
         names = []
@@ -250,6 +221,39 @@ class Service:
         finally:
             for sig in self._signals:
                 loop.remove_signal_handler(sig)
+
+
+async def answer_unanswered(
+    conversations: Conversations,
+    store: SessionStore,
+    platform: str,
+    sink_for: Callable[[InboundMessage], ReplySink],
+    group_sessions_per_user: bool = True,
+    within: float = UNANSWERED_WITHIN,
+) -> int:
+    """Answer the messages of `platform` stored in the last `within` seconds and never
+    answered (the process stopped mid-turn); how many. Run at start-up."""
+    pending = await store.unanswered(platform, time.time() - within)
+    answered = 0
+    for info, stored in pending:
+        if stored.platform_message_id is None:
+            continue  # no platform id: it cannot be told apart from a new message
+        _, user_id = split_user_key(info.user_key)
+        message = InboundMessage(
+            platform=platform,
+            chat_id=info.chat_id,
+            chat_type=info.chat_type,
+            user_id=user_id,
+            text=stored.content,
+            message_id=stored.platform_message_id,
+            user_name=stored.speaker_name,
+            thread_id=info.thread_id,
+        )
+        if message.session_key(group_sessions_per_user) != info.session_key:
+            continue  # sessions are keyed differently now: leave it
+        await conversations.handle(message, sink_for(message))
+        answered += 1
+    return answered
 
 
 async def _start(

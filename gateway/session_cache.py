@@ -209,6 +209,16 @@ class OpenSessions:
         self.cache = SessionCache(max_open)
         self._retiring: set[asyncio.Task[None]] = set()  # evicted sessions shutting down
 
+    @property
+    def open_count(self) -> int:
+        """How many sessions are held in memory now (at most `sessions.max_open` when idle)."""
+        return self.cache.open_count
+
+    @property
+    def lock_count(self) -> int:
+        """How many routing keys have a lock now (only those in use or waited for)."""
+        return self.cache.lock_count
+
     def locked(self, key: str) -> contextlib.AbstractAsyncContextManager[None]:
         """Hold `key`'s lock: one turn or command at a time per routing key."""
         return self.cache.locked(key)
@@ -264,14 +274,14 @@ class OpenSessions:
         if self._events is not None:
             self._events.session_ended(session_id, user_key)
 
-    async def end(self, key: str, reason: str) -> None:
-        """End the session of `key`: its providers get the transcript, then shut down, and
-        its extraction is scheduled. The next message starts a new, linked session."""
-        session = self.cache.pop(key)
+    async def end(self, session_key: str, reason: str) -> None:
+        """End the session of `session_key`: its providers get the transcript, then shut
+        down, and its extraction is scheduled. The next message starts a new, linked one."""
+        session = self.cache.pop(session_key)
         if session is not None:
             info = await self._store.get_session(session.session_id)
         else:
-            info = await self._store.current_session(key)
+            info = await self._store.current_session(session_key)
         if info is None or info.ended_at is not None:
             if session is not None:
                 await session.manager.shutdown()

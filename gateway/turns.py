@@ -20,9 +20,10 @@ from dataclasses import dataclass
 
 from gateway.agent.compression import Compressor, clip_text, fixed_chars
 from gateway.agent.model_client import ModelClient
-from gateway.agent.recall import Recapper, SessionSearch
+from gateway.agent.recall import Recapper
 from gateway.agent.review_counters import counter_update
 from gateway.agent.sent_history import SentHistory, stored_form
+from gateway.agent.session_search import SessionSearch
 from gateway.agent.tools import Tool, build_tools, provider_tools
 from gateway.agent.transcript import as_stored
 from gateway.agent.turn import MESSAGE_TOO_LONG_NOTE, TOO_LONG_NOTE, Agent, fault_notice

@@ -18,7 +18,14 @@ from collections.abc import Callable
 from gateway.commands.choices import PendingChoices
 from gateway.commands.registry import CommandCall, CommandContext, CommandRegistry
 from gateway.errors import ChoiceRefusedError
-from gateway.messages import ChoiceSink, DocumentSink, InboundMessage, MessageIdentity, ReplySink
+from gateway.messages import (
+    ChoiceSink,
+    CommandSpec,
+    DocumentSink,
+    InboundMessage,
+    MessageIdentity,
+    ReplySink,
+)
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +43,11 @@ class CommandRouter:
         self._registry = registry
         self._choices = choices
         self._is_admin = is_admin
+
+    @property
+    def menu(self) -> list[CommandSpec]:
+        """The commands everyone may use, for the platforms' command menus."""
+        return [command.spec for command in self._registry if not command.admin_only]
 
     async def route(
         self, identity: MessageIdentity, message: InboundMessage, call: CommandCall, sink: ReplySink

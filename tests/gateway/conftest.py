@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gateway.app import open_services
+from gateway.app import Services, open_services
 from gateway.config import load_config
-from gateway.conversation import Services
 from tests.fakes.openai import FakeOpenAI
 
 SKILLS = Path(__file__).resolve().parents[2] / "skills"

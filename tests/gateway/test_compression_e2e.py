@@ -18,11 +18,12 @@ from typing import Any
 import pytest
 
 from gateway.agent.compression import NO_SUMMARY_NOTE, SUMMARY_PREFIX
-from gateway.app import open_services
+from gateway.app import Services, open_services
 from gateway.config import load_config
-from gateway.conversation import Conversations, Services
+from gateway.conversation import Conversations
 from memory_core import SearchOptions, SearchScope, SessionInfo, StoredMessage
 from tests.fakes.openai import FakeOpenAI, Fault, ToolCall
+from tests.gateway.serving import serving
 from tests.gateway.test_conversation import SKILLS, ListSink, message
 
 BUDGET = 20_000
@@ -85,7 +86,7 @@ async def bot(tmp_path: Path) -> AsyncIterator[Bot]:
         FakeOpenAI() as aux,
         two_model_services(tmp_path, main, aux) as services,
     ):
-        conversations = Conversations(services)
+        conversations = serving(services)
         yield Bot(main, aux, services, conversations, ListSink())
         await conversations.close()
 

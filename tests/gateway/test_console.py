@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gateway.app import run_console
 from gateway.config import Config, load_config
+from gateway.service import run_console
 from memory_core import SearchScope, SessionDB
 from tests.fakes.base import serving_in_thread
 from tests.fakes.openai import FakeOpenAI, Fault, ToolCall

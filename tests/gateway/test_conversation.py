@@ -14,9 +14,8 @@ from pathlib import Path
 import pytest
 
 from gateway.agent.turn import CREDENTIALS_NOTE, CUT_NOTE, EMPTY_NOTE, FILTERED_NOTE
-from gateway.app import open_services
+from gateway.app import Services, open_services
 from gateway.config import load_config
-from gateway.conversation import Conversations, Services
 from gateway.messages import InboundMessage
 from memory_core import (
     MemoryManager,
@@ -28,6 +27,7 @@ from memory_core import (
 )
 from tests.fakes.base import wait_until
 from tests.fakes.openai import FakeOpenAI, Fault, ToolCall
+from tests.gateway.serving import serving
 from tests.gateway.sinks import ListSink
 
 SKILLS = Path(__file__).resolve().parents[2] / "skills"
@@ -58,7 +58,7 @@ async def stored(services: Services, user: str = "42") -> list[tuple[str, str]]:
 async def test_a_turn_is_answered_and_stored(fake: FakeOpenAI, services: Services) -> None:
     fake.say("Hi Grace.")
     sink = ListSink()
-    await Conversations(services).handle(message("hello"), sink)
+    await serving(services).handle(message("hello"), sink)
     assert sink.replies == ["Hi Grace."]
     assert await stored(services) == [("user", "hello"), ("assistant", "Hi Grace.")]
 
@@ -67,7 +67,7 @@ async def test_commands_answer_without_the_model_and_are_not_stored(
     fake: FakeOpenAI, services: Services
 ) -> None:
     sink = ListSink()
-    conversations = Conversations(services)
+    conversations = serving(services)
     await conversations.handle(message("/help"), sink)
     await conversations.handle(message("/memory"), sink)
     assert fake.requests == []
@@ -82,7 +82,7 @@ async def test_new_ends_the_session_and_the_next_message_starts_another(
     fake.say("one")
     fake.say("two")
     sink = ListSink()
-    conversations = Conversations(services)
+    conversations = serving(services)
     await conversations.handle(message("first"), sink)
     await conversations.handle(message("/new@mnemo_bot"), sink)
     await conversations.handle(message("second"), sink)
@@ -98,7 +98,7 @@ async def test_a_model_error_is_one_line_and_the_message_is_kept(
 ) -> None:
     fake.fail_next(Fault.http(500))
     sink = ListSink()
-    await Conversations(services).handle(message("are you there?"), sink)
+    await serving(services).handle(message("are you there?"), sink)
     assert len(sink.replies) == 1 and "not answering" in sink.replies[0]
     assert await stored(services) == [("user", "are you there?")]
 
@@ -107,7 +107,7 @@ async def test_two_people_never_share_a_session(fake: FakeOpenAI, services: Serv
     fake.say("for ada")
     fake.say("for bob")
     sink = ListSink()
-    conversations = Conversations(services)
+    conversations = serving(services)
     await conversations.handle(message("I am Ada", user="1", chat="1"), sink)
     await conversations.handle(message("I am Bob", user="2", chat="2"), sink)
     assert await stored(services, "1") == [("user", "I am Ada"), ("assistant", "for ada")]
@@ -142,7 +142,7 @@ async def test_a_stall_mid_reply_is_detected_in_the_stall_timeout_and_the_text_k
     fake.say("Half of an answer that then goes silent", fault=Fault.stall(after=3))
     sink = ListSink()
     started = time.monotonic()
-    await Conversations(quick).handle(message("tell me"), sink)
+    await serving(quick).handle(message("tell me"), sink)
     elapsed = time.monotonic() - started
     shown = "Half of \n" + CUT_NOTE  # the role delta, "Half", " of ", then silence
     assert sink.replies == [shown]
@@ -157,7 +157,7 @@ async def test_a_429_with_retry_after_is_retried_and_answered_once(
     fake.fail_next(Fault.http(429, retry_after=0.2))
     fake.say("Here you go.")
     sink = ListSink()
-    await Conversations(quick).handle(message("hello"), sink)
+    await serving(quick).handle(message("hello"), sink)
     assert sink.replies == ["Here you go."]
     assert len(fake.requests) == 2
     assert await stored(quick) == [("user", "hello"), ("assistant", "Here you go.")]
@@ -166,7 +166,7 @@ async def test_a_429_with_retry_after_is_retried_and_answered_once(
 async def test_text_before_a_cut_is_stored_with_the_turn(fake: FakeOpenAI, quick: Services) -> None:
     fake.say("The first step is to", fault=Fault.cut(after=3, hard=True))
     sink = ListSink()
-    await Conversations(quick).handle(message("how?"), sink)
+    await serving(quick).handle(message("how?"), sink)
     assert sink.replies == ["The firs\n" + CUT_NOTE]
     assert await stored(quick) == [("user", "how?"), ("assistant", sink.replies[0])]
 
@@ -176,7 +176,7 @@ async def test_an_empty_reply_says_so_and_is_stored_as_shown(
 ) -> None:
     fake.say("")
     sink = ListSink()
-    await Conversations(quick).handle(message("hello?"), sink)
+    await serving(quick).handle(message("hello?"), sink)
     assert sink.replies == [EMPTY_NOTE]
     assert await stored(quick) == [("user", "hello?"), ("assistant", EMPTY_NOTE)]
 
@@ -184,7 +184,7 @@ async def test_an_empty_reply_says_so_and_is_stored_as_shown(
 async def test_a_filtered_reply_says_so(fake: FakeOpenAI, quick: Services) -> None:
     fake.say("", finish_reason="content_filter")
     sink = ListSink()
-    await Conversations(quick).handle(message("something edgy"), sink)
+    await serving(quick).handle(message("something edgy"), sink)
     assert sink.replies == [FILTERED_NOTE]
 
 
@@ -194,7 +194,7 @@ async def test_upstream_error_text_goes_to_the_log_not_to_the_person(
     fake.api_key = "sk-right"  # the bot sends sk-wrong: a 401 "Incorrect API key provided"
     sink = ListSink()
     with caplog.at_level(logging.WARNING, logger="gateway"):
-        await Conversations(quick).handle(message("hi"), sink)
+        await serving(quick).handle(message("hi"), sink)
     assert sink.replies == [CREDENTIALS_NOTE]
     assert "credentials" in CREDENTIALS_NOTE and "Incorrect" not in CREDENTIALS_NOTE
     assert "Incorrect API key provided" in caplog.text and "401" in caplog.text
@@ -208,7 +208,7 @@ async def test_a_5xx_shows_a_generic_line_without_the_status(
         fake.fail_next(Fault.http(503, message="upstream overloaded (shard 7)"))
     sink = ListSink()
     with caplog.at_level(logging.WARNING, logger="gateway"):
-        await Conversations(quick).handle(message("hi"), sink)
+        await serving(quick).handle(message("hi"), sink)
     assert sink.replies == ["(the model is not answering right now; please try again in a moment)"]
     assert "shard 7" in caplog.text and "503" in caplog.text
 
@@ -223,7 +223,7 @@ async def test_a_conversation_too_long_for_the_model_starts_a_fresh_session(
     )
     fake.say("first answer")
     sink = ListSink()
-    conversations = Conversations(quick)
+    conversations = serving(quick)
     await conversations.handle(message("first"), sink)
     fake.fail_next(too_long)
     fake.say("fresh answer")
@@ -243,7 +243,7 @@ async def test_one_message_too_long_for_the_model_asks_for_a_shorter_one(
     fake.fail_next(Fault.http(413, message="Request Entity Too Large"))
     fake.say("short answer")
     sink = ListSink()
-    conversations = Conversations(quick)
+    conversations = serving(quick)
     await conversations.handle(message("x" * 5000), sink)
     await conversations.handle(message("/new"), sink)
     await conversations.handle(message("short"), sink)
@@ -277,7 +277,7 @@ def script_turn(fake: FakeOpenAI, i: int) -> None:
 async def test_thirty_turns_with_memory_writes_keep_the_request_prefix(
     fake: FakeOpenAI, services: Services
 ) -> None:
-    conversations = Conversations(services)
+    conversations = serving(services)
     sink = ListSink()
     for i in range(30):
         script_turn(fake, i)
@@ -300,13 +300,13 @@ async def test_a_new_conversations_resumes_the_open_session_with_its_stored_prom
     fake: FakeOpenAI, services: Services
 ) -> None:
     """A restart: `close()` leaves the session open, and USER.md changes before the next run."""
-    first = Conversations(services)
+    first = serving(services)
     for i in range(3):
         script_turn(fake, i)
         await first.handle(message(f"message {i}"), ListSink())
     await first.close()
     profile_path(services).write_text("Name: Grace Hopper\n", encoding="utf-8")
-    second = Conversations(services)
+    second = serving(services)
     script_turn(fake, 3)
     await second.handle(message("message 3"), ListSink())
     sent = [r.body["messages"] for r in fake.requests]
@@ -336,15 +336,15 @@ async def test_six_hundred_sessions_stay_within_max_open(
 ) -> None:
     echo, services = small_cache
     assert services.config.sessions.max_open == 50
-    conversations = Conversations(services)
+    conversations = serving(services)
     most = 0
     for user in range(600):  # twelve times the bound
         await conversations.handle(
             message(f"hi from {user}", user=str(user), chat=str(user)), ListSink()
         )
-        most = max(most, conversations.open_count)
-        assert conversations.lock_count == 0
-    assert most == 50 and conversations.open_count == 50
+        most = max(most, conversations.sessions.open_count)
+        assert conversations.sessions.lock_count == 0
+    assert most == 50 and conversations.sessions.open_count == 50
     first_prompt = echo.requests[0].body["messages"][0]["content"]
     # User 0 was evicted long ago; their profile changed meanwhile.
     profile_path(services, "0").parent.mkdir(parents=True, exist_ok=True)
@@ -353,7 +353,7 @@ async def test_six_hundred_sessions_stay_within_max_open(
     resumed = echo.requests[-1].body["messages"]
     assert resumed[0]["content"] == first_prompt
     assert [m["content"] for m in resumed[1:]] == ["hi from 0", "echo: hi from 0", "back again"]
-    assert conversations.open_count == 50
+    assert conversations.sessions.open_count == 50
     sessions = await services.sessions.list_sessions(SearchScope(user_key="telegram-0"))
     assert len(sessions) == 1 and sessions[0].ended_at is None  # evicted, never ended
 
@@ -362,15 +362,15 @@ async def test_concurrent_messages_of_many_keys_leave_no_locks_behind(
     small_cache: tuple[FakeOpenAI, Services],
 ) -> None:
     _, services = small_cache
-    conversations = Conversations(services)
+    conversations = serving(services)
     await asyncio.gather(
         *(
             conversations.handle(message(f"m{i}", user=str(i % 120), chat=str(i % 120)), ListSink())
             for i in range(240)
         )
     )
-    assert conversations.lock_count == 0
-    assert conversations.open_count == 50
+    assert conversations.sessions.lock_count == 0
+    assert conversations.sessions.open_count == 50
     for user in (0, 119):
         stored_here = await stored(services, str(user))
         assert [role for role, _ in stored_here] == ["user", "assistant"] * 2
@@ -388,7 +388,7 @@ async def test_review_counters_survive_eviction_and_reopening_the_store(
     }
     config = load_config(config_file, environ=env)
     async with open_services(config) as services:
-        conversations = Conversations(services)
+        conversations = serving(services)
         fake.say("plain")
         await conversations.handle(message("one", user="1", chat="1"), ListSink())
         fake.call_tools(ToolCall("skills_list", {}))
@@ -404,7 +404,7 @@ async def test_review_counters_survive_eviction_and_reopening_the_store(
         fake.call_tools(ToolCall("memory", fact))
         fake.say("saved")
         await conversations.handle(message("I like tea", user="2", chat="2"), ListSink())
-        assert conversations.open_count == 1
+        assert conversations.sessions.open_count == 1
         await conversations.close()
         ones = await services.sessions.list_sessions(SearchScope(user_key="telegram-1"))
         twos = await services.sessions.list_sessions(SearchScope(user_key="telegram-2"))
@@ -442,7 +442,7 @@ async def test_an_evicted_session_shuts_its_providers_down_and_resumes_later(
     recording = dataclasses.replace(
         services, new_manager=lambda: MemoryManager([RecordingProvider(events)])
     )
-    conversations = Conversations(recording)
+    conversations = serving(recording)
     for user in range(52):
         await conversations.handle(message("hi", user=str(user), chat=str(user)), ListSink())
     started = [s for kind, s in events if kind == "initialize"]
@@ -458,14 +458,14 @@ async def test_an_evicted_session_shuts_its_providers_down_and_resumes_later(
     await wait_until(lambda: len(shut()) == 3)
     assert shut()[-1] == started[2]
     await conversations.close()
-    assert conversations.open_count == 0
+    assert conversations.sessions.open_count == 0
     assert sum(kind == "shutdown" for kind, _ in events) == 53  # every manager, once
 
 
 async def test_with_recall_only_the_previous_requests_last_message_differs(
     fake: FakeOpenAI, services: Services
 ) -> None:
-    conversations = Conversations(services)
+    conversations = serving(services)
     fake.say("Use the blue-green switch.")
     await conversations.handle(message("how do we roll back the billing deploy?"), ListSink())
     await conversations.handle(message("/new"), ListSink())

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from gateway.app import open_services
+from gateway.app import Services, open_services
 from gateway.config import load_config
-from gateway.conversation import Conversations, Services
 from memory_core import SearchScope, SessionStore
 from memory_core.sessions import WritePolicy
 from tests.fakes.openai import FakeOpenAI
+from tests.gateway.serving import serving
 from tests.gateway.test_conversation import SKILLS, ListSink, message
 
 
@@ -37,7 +37,7 @@ async def test_a_turn_on_a_locked_store_says_busy_and_keeps_the_message(
     lock = sqlite3.connect(services.sessions.path, isolation_level=None)
     lock.execute("BEGIN IMMEDIATE")  # an operator import holding the write lock
     sink = ListSink()
-    await Conversations(services).handle(message("remember my kayak trip"), sink)
+    await serving(services).handle(message("remember my kayak trip"), sink)
     assert sink.replies == ["(I'm busy right now; please try again in a moment)"]
     assert fake.requests == []  # the model was not asked
     lock.execute("COMMIT")

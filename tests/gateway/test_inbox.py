@@ -9,11 +9,14 @@ from dataclasses import replace
 from pathlib import Path
 
 from gateway.access import REFUSAL_INTERVAL, AccessPolicy
-from gateway.conversation import EMPTY_LINE, UNSUPPORTED_LINE, Conversations, Services
+from gateway.app import Services
+from gateway.conversation import EMPTY_LINE, UNSUPPORTED_LINE
 from gateway.messages import InboundMessage
+from gateway.service import answer_unanswered
 from memory_core import SearchScope
 from tests.fakes.base import wait_until
 from tests.fakes.openai import FakeOpenAI, Fault
+from tests.gateway.serving import serving
 from tests.gateway.sinks import ListSink
 
 
@@ -53,7 +56,7 @@ async def test_a_refused_person_is_told_their_id_once_an_hour_and_nothing_is_kep
 ) -> None:
     clock = Clock()
     access = AccessPolicy({"telegram": ["1"]}, clock=clock)
-    conversations = Conversations(services, access=access)
+    conversations = serving(services, access=access)
     sink = ListSink()
     confirmed: list[str] = []
     await conversations.handle(message("hello", user="666"), sink, lambda: confirmed.append("x"))
@@ -77,10 +80,10 @@ async def test_star_serves_everyone_and_admins_are_always_served(
 ) -> None:
     fake.say("Hi there.")
     fake.say("Hello admin.")
-    everyone = Conversations(services, access=AccessPolicy({"telegram": ["*"]}))
+    everyone = serving(services, access=AccessPolicy({"telegram": ["*"]}))
     sink = ListSink()
     await everyone.handle(message("hi", user="7"), sink)
-    nobody = Conversations(services, access=AccessPolicy({"telegram": []}, admins=["telegram:9"]))
+    nobody = serving(services, access=AccessPolicy({"telegram": []}, admins=["telegram:9"]))
     await nobody.handle(message("hi", user="9"), sink)
     await nobody.handle(message("hi", user="8"), sink)
     assert sink.replies[:2] == ["Hi there.", "Hello admin."]
@@ -90,7 +93,7 @@ async def test_star_serves_everyone_and_admins_are_always_served(
 async def test_on_stored_fires_once_the_message_is_stored_before_the_answer(
     fake: FakeOpenAI, services: Services
 ) -> None:
-    conversations = Conversations(services)
+    conversations = serving(services)
     fake.fail_next(Fault.stall())  # the model hangs: the message is stored all the same
     fake.say("Finally.")
     stored = asyncio.Event()
@@ -108,7 +111,7 @@ async def test_on_stored_fires_once_the_message_is_stored_before_the_answer(
 async def test_a_message_delivered_twice_is_stored_and_answered_once(
     fake: FakeOpenAI, services: Services
 ) -> None:
-    conversations = Conversations(services)
+    conversations = serving(services)
     fake.say("Once.")
     sink = ListSink()
     await conversations.handle(message("hello", message_id="77"), sink)
@@ -124,7 +127,7 @@ async def test_a_message_delivered_twice_is_stored_and_answered_once(
 async def test_a_message_stored_but_never_answered_is_answered_after_a_restart(
     fake: FakeOpenAI, services: Services
 ) -> None:
-    first_run = Conversations(services)
+    first_run = serving(services)
     fake.fail_next(Fault.stall())
     stored = asyncio.Event()
     turn = asyncio.create_task(
@@ -139,7 +142,7 @@ async def test_a_message_stored_but_never_answered_is_answered_after_a_restart(
     await wait_until(lambda: fake.stalled == 0)
 
     fake.say("Yes, here.")
-    restarted = Conversations(services)
+    restarted = serving(services)
     sinks: list[ListSink] = []
 
     def sink_for(to: InboundMessage) -> ListSink:
@@ -147,9 +150,11 @@ async def test_a_message_stored_but_never_answered_is_answered_after_a_restart(
         sinks.append(ListSink())
         return sinks[-1]
 
-    assert await restarted.answer_unanswered("telegram", sink_for) == 1
+    assert await answer_unanswered(restarted, services.sessions, "telegram", sink_for) == 1
     assert sinks[0].replies == ["Yes, here."]
-    assert await restarted.answer_unanswered("telegram", sink_for) == 0  # answered now
+    assert (
+        await answer_unanswered(restarted, services.sessions, "telegram", sink_for) == 0
+    )  # answered now
     assert rows(services, "SELECT role, content FROM messages ORDER BY id") == [
         ("user", "are you there?"),
         ("assistant", "Yes, here."),
@@ -159,7 +164,7 @@ async def test_a_message_stored_but_never_answered_is_answered_after_a_restart(
 async def test_a_group_that_becomes_a_supergroup_keeps_its_sessions(
     fake: FakeOpenAI, services: Services
 ) -> None:
-    conversations = Conversations(services)
+    conversations = serving(services)
     fake.say("Noted, the deploy is on Friday.")
     fake.say("It is on Friday.")
     sink = ListSink()
@@ -180,7 +185,7 @@ async def test_a_group_that_becomes_a_supergroup_keeps_its_sessions(
 async def test_drain_waits_for_turns_in_flight_within_its_bound(
     fake: FakeOpenAI, services: Services
 ) -> None:
-    conversations = Conversations(services)
+    conversations = serving(services)
     assert await conversations.drain(0.01)  # nothing in flight
     fake.fail_next(Fault.stall())
     fake.say("Done.")
@@ -197,7 +202,7 @@ async def test_drain_waits_for_turns_in_flight_within_its_bound(
 async def test_unreadable_or_empty_messages_get_one_line_after_the_access_check(
     fake: FakeOpenAI, services: Services
 ) -> None:
-    conversations = Conversations(services, access=AccessPolicy({"telegram": ["42"]}))
+    conversations = serving(services, access=AccessPolicy({"telegram": ["42"]}))
     sink = ListSink()
     sticker = replace(message(""), unsupported=True)
     await conversations.handle(sticker, sink)
@@ -223,7 +228,7 @@ class FileSink(ListSink):
 async def test_export_sends_its_file_where_the_platform_sends_files(
     fake: FakeOpenAI, services: Services
 ) -> None:
-    conversations = Conversations(services)
+    conversations = serving(services)
     files, plain = FileSink(), ListSink()
     await conversations.handle(message("/export"), files)
     await conversations.handle(message("/export"), plain)  # the console: the path in the text

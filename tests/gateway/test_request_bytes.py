@@ -25,10 +25,12 @@ import pytest
 
 from gateway.agent.compression import Budget, clip_history
 from gateway.agent.transcript import as_sent
-from gateway.conversation import Conversations, Services
+from gateway.app import Services
+from gateway.conversation import Conversations
 from gateway.messages import InboundMessage
 from memory_core import SearchScope
 from tests.fakes.openai import FakeOpenAI, Fault, ToolCall
+from tests.gateway.serving import serving
 from tests.gateway.sinks import ListSink
 from tests.gateway.test_compression_e2e import BUDGET, two_model_services
 from tests.gateway.test_conversation import message
@@ -89,7 +91,7 @@ async def bot(tmp_path: Path) -> AsyncIterator[Bot]:
         FakeOpenAI(echo_when_idle=True) as aux,
         two_model_services(tmp_path, main, aux) as services,
     ):
-        bot = Bot(main, aux, services, Conversations(services))
+        bot = Bot(main, aux, services, serving(services))
         yield bot
         await bot.conversations.close()
 
@@ -112,7 +114,7 @@ async def test_every_request_carries_the_history_rebuilt_from_the_store(bot: Bot
             await bot.turn(_padded("message 12", 200), message_id="m12")
         if n == 14:  # a restart: nothing cached
             await bot.conversations.close()
-            bot.conversations = Conversations(bot.services)
+            bot.conversations = serving(bot.services)
     sessions = await bot.services.sessions.list_sessions(USER, limit=10)
     lineage = await bot.services.sessions.get_messages(sessions[0].id, USER)
     assert len({m.session_id for m in lineage}) >= 2, "the session never compressed"

@@ -18,11 +18,10 @@ import pytest
 from filelock import FileLock
 
 from gateway.adapters.console_adapter import ConsoleAdapter
-from gateway.app import run_console
 from gateway.config import Config, load_config
 from gateway.errors import AdapterFailedError, InstanceLockedError
 from gateway.messages import CommandSpec, InboundMessage, Inbox, ReplySink
-from gateway.service import Service, instance_lock
+from gateway.service import Service, instance_lock, run_console
 from memory_core import SearchScope, SessionDB
 from tests.fakes.base import serving_in_thread
 from tests.fakes.openai import FakeOpenAI, Fault

@@ -14,12 +14,13 @@ from typing import Any
 
 import pytest
 
-from gateway.app import open_services
+from gateway.app import Services, open_services
 from gateway.config import load_config
-from gateway.conversation import Conversations, Services
+from gateway.conversation import Conversations
 from gateway.messages import InboundMessage
 from memory_core import SearchScope
 from tests.fakes.openai import FakeOpenAI, Fault, RecordedRequest, ToolCall, Turn
+from tests.gateway.serving import serving
 from tests.gateway.sinks import ListSink
 
 SKILLS = Path(__file__).resolve().parents[2] / "skills"
@@ -104,7 +105,7 @@ def everything_sent(fake: FakeOpenAI, since: int) -> str:
 async def test_session_search_finds_the_earlier_session_and_returns_a_recap(
     fake: FakeOpenAI, services: Services
 ) -> None:
-    conversations = Conversations(services)
+    conversations = serving(services)
     await seed(conversations, fake)
     [earlier] = await services.sessions.list_sessions(SearchScope("telegram-42"))
     before = len(fake.requests)
@@ -153,7 +154,7 @@ async def test_session_search_finds_the_earlier_session_and_returns_a_recap(
 async def test_a_failing_recap_model_returns_snippets_and_the_next_turn_works(
     fake: FakeOpenAI, services: Services, recap: list[Turn], why: str
 ) -> None:
-    conversations = Conversations(services)
+    conversations = serving(services)
     await seed(conversations, fake)
     fake.call_tools(ToolCall("session_search", {"query": "cat vacuum"}, id="call_s"))
     for turn in recap:
@@ -175,7 +176,7 @@ async def test_a_failing_recap_model_returns_snippets_and_the_next_turn_works(
 async def test_in_a_group_only_that_groups_sessions_of_the_person_appear(
     fake: FakeOpenAI, services: Services
 ) -> None:
-    conversations = Conversations(services)
+    conversations = serving(services)
     await seed(conversations, fake)  # 42's direct chat, 43's direct chat
     group = "-1001"
     await say(
@@ -206,7 +207,7 @@ async def test_in_a_group_only_that_groups_sessions_of_the_person_appear(
 async def test_from_a_direct_chat_only_the_persons_own_sessions_appear(
     fake: FakeOpenAI, services: Services
 ) -> None:
-    conversations = Conversations(services)
+    conversations = serving(services)
     await seed(conversations, fake)
     await say(
         conversations, fake, message("GROUP-43 cat vacuum", user="43", chat="-5", chat_type="group")
@@ -225,7 +226,7 @@ async def test_from_a_direct_chat_only_the_persons_own_sessions_appear(
 async def test_bad_arguments_are_a_tool_error_and_the_turn_goes_on(
     fake: FakeOpenAI, services: Services
 ) -> None:
-    conversations = Conversations(services)
+    conversations = serving(services)
     await seed(conversations, fake)
     fake.call_tools(ToolCall("session_search", {"query": "cat", "since": "last tuesday"}))
     fake.say("Which day?")

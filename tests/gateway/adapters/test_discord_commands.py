@@ -17,9 +17,8 @@ import pytest
 
 from gateway.adapters.discord_commands import DiscordCommands
 from gateway.adapters.discord_endpoints import discord_endpoints
-from gateway.app import open_services
+from gateway.app import Services, open_services
 from gateway.config import DiscordConfig, load_config
-from gateway.conversation import Conversations, Services
 from gateway.delivery.splitting import open_fence
 from gateway.errors import ConfigError
 from gateway.messages import (
@@ -34,6 +33,7 @@ from gateway.messages import (
 from memory_core import Operation
 from tests.fakes.discord import DEFAULT_GUILDS, DEFAULT_TOKEN, EPHEMERAL, LOADING, FakeDiscord
 from tests.fakes.openai import FakeOpenAI
+from tests.gateway.serving import serving
 
 SKILLS = Path(__file__).resolve().parents[3] / "skills"
 ADA, BOB = 4200000000000000001, 4200000000000000002
@@ -406,8 +406,8 @@ def remembered(services: Services) -> list[str]:
 async def test_the_built_in_menu_is_synced_without_the_admins_commands(
     dc: FakeDiscord, services: Services
 ) -> None:
-    conversations = Conversations(services)
-    menu = conversations.command_specs
+    conversations = serving(services)
+    menu = conversations.menu
     async with running(dc, conversations, menu):
         synced = dc.commands_synced()
         assert synced == [spec.name for spec in menu]
@@ -427,8 +427,8 @@ async def test_the_built_in_menu_is_synced_without_the_admins_commands(
 async def test_forget_offers_buttons_only_the_person_can_press(
     dc: FakeDiscord, services: Services
 ) -> None:
-    conversations = Conversations(services)
-    async with running(dc, conversations, conversations.command_specs):
+    conversations = serving(services)
+    async with running(dc, conversations, conversations.menu):
         # /forget works in a DM only (Conversations refuses it in servers)
         interaction = await dc.inject_command("forget", ADA, {"what": "coffee"}, guild=False)
         await answered(dc, interaction)
@@ -453,8 +453,8 @@ async def test_forget_offers_buttons_only_the_person_can_press(
 async def test_export_in_a_dm_follows_its_answer_with_the_file(
     dc: FakeDiscord, services: Services
 ) -> None:
-    conversations = Conversations(services)
-    async with running(dc, conversations, conversations.command_specs):
+    conversations = serving(services)
+    async with running(dc, conversations, conversations.menu):
         interaction = await dc.inject_command("export", ADA, {}, guild=False)
         texts = await answered(dc, interaction, count=2)
     assert "is in one file" in texts[0]

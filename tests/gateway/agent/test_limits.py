@@ -14,10 +14,10 @@ from gateway.agent.model_client import ModelClient
 from gateway.agent.turn import CUT_NOTE
 from gateway.app import open_services
 from gateway.config import load_config
-from gateway.conversation import Conversations
 from gateway.messages import InboundMessage
 from tests.fakes.base import wait_until
 from tests.fakes.openai import FakeOpenAI, Fault
+from tests.gateway.serving import serving
 from tests.gateway.sinks import ListSink
 
 SKILLS = Path(__file__).resolve().parents[3] / "skills"
@@ -78,7 +78,7 @@ async def test_many_chats_never_have_more_calls_in_flight_than_max_concurrency(
         assert limiter is not None and services.auxiliary.limiter is limiter  # one, shared
         for _ in range(8):
             fake.fail_next(Fault.stall())  # each request is held until released
-        conversations = Conversations(services)
+        conversations = serving(services)
         sinks = [ListSink() for _ in range(8)]
         chats = [
             asyncio.create_task(conversations.handle(message(str(100 + i), f"hi {i}"), sinks[i]))
@@ -167,7 +167,7 @@ async def test_a_429_with_one_slot_answers_each_chat_exactly_once(
     env = {"OPENAI_BASE_URL": fake.url + "/v1", "MNEMO_HOME": str(tmp_path / "data")}
     env["MNEMO_SKILLS_DIR"] = str(SKILLS)
     async with open_services(load_config(tmp_path / "mnemo.yaml", environ=env)) as services:
-        conversations = Conversations(services)
+        conversations = serving(services)
         fake.fail_next(Fault.http(429, retry_after=0.2))
         first, second = ListSink(), ListSink()
         await asyncio.gather(
@@ -188,7 +188,7 @@ async def test_a_stalled_reply_frees_its_slot_for_the_next_chat(
     env = {"OPENAI_BASE_URL": fake.url + "/v1", "MNEMO_HOME": str(tmp_path / "data")}
     env["MNEMO_SKILLS_DIR"] = str(SKILLS)
     async with open_services(load_config(tmp_path / "mnemo.yaml", environ=env)) as services:
-        conversations = Conversations(services)
+        conversations = serving(services)
         fake.say("Half of an answer that then goes silent", fault=Fault.stall(after=3))
         fake.say("Second chat answered.")
         stalled, waiting = ListSink(), ListSink()

@@ -11,11 +11,11 @@ from gateway.agent.prompt import DEFAULT_PERSONA, MEMORY_RULES, build_system_pro
 from gateway.app import MAX_PERSONA_BYTES, open_services, read_persona
 from gateway.cli import main
 from gateway.config import load_config
-from gateway.conversation import Conversations
 from gateway.errors import ConfigError
 from gateway.messages import InboundMessage
 from memory_core import MemorySnapshot
 from tests.fakes.openai import FakeOpenAI
+from tests.gateway.serving import serving
 from tests.gateway.sinks import ListSink
 
 SKILLS = Path(__file__).resolve().parents[3] / "skills"
@@ -90,7 +90,7 @@ async def test_the_persona_file_shapes_every_sessions_prompt(tmp_path: Path) -> 
             message = InboundMessage(
                 platform="telegram", chat_id="5", chat_type="private", user_id="5", text="hi"
             )
-            await Conversations(services).handle(message, ListSink())
+            await serving(services).handle(message, ListSink())
         system = fake.requests[0].body["messages"][0]
     assert system["role"] == "system"
     assert system["content"].startswith(PIRATE + "\n" + MEMORY_RULES)

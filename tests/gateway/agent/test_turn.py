@@ -24,7 +24,6 @@ from gateway.agent.turn import (
 )
 from gateway.app import open_services
 from gateway.config import Config, load_config
-from gateway.conversation import Conversations
 from gateway.errors import (
     ModelAuthError,
     ModelCutOffError,
@@ -41,6 +40,7 @@ from memory_core import (
     SessionContext,
 )
 from tests.fakes.openai import FakeOpenAI, Fault, ToolCall
+from tests.gateway.serving import serving
 from tests.gateway.sinks import ListSink
 
 SKILLS = Path(__file__).resolve().parents[3] / "skills"
@@ -309,7 +309,7 @@ async def test_the_tool_step_cap_comes_from_config(
     fake.say("never reached")
     sink = ListSink()
     async with open_with("llm:\n  max_tool_steps: 2\n") as services:
-        await Conversations(services).handle(inbound("loop"), sink)
+        await serving(services).handle(inbound("loop"), sink)
     assert len(fake.requests) == 2
     assert sink.replies == [STEP_LIMIT_NOTE]
     assert Config().llm.max_tool_steps == 20
@@ -365,7 +365,7 @@ async def test_provider_tools_are_offered_and_their_calls_routed_to_the_provider
     sink = ListSink()
     async with open_with("") as opened:
         services = replace(opened, new_manager=new_manager)
-        await Conversations(services).handle(inbound("what do I drink?"), sink)
+        await serving(services).handle(inbound("what do I drink?"), sink)
     assert sink.replies == ["You like tea."]
     offered = {t["function"]["name"]: t for t in fake.requests[0].body["tools"]}
     assert {"memory", "skills_list", "notes_lookup", "notes_save"} <= set(offered)

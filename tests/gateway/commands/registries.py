@@ -1,4 +1,4 @@
-"""The built-in commands over a test's services, bound as `Conversations` binds them.
+"""The built-in commands over a test's services, bound as `gateway.app` binds them.
 
 For tests that need the registry itself (its names, its /help lines, its menu)
 rather than commands run through a `Conversations`.
@@ -6,10 +6,9 @@ rather than commands run through a `Conversations`.
 
 from __future__ import annotations
 
-from gateway.commands import CommandRegistry, CommandResources, builtin_commands
+from gateway.app import Services, command_resources
+from gateway.commands import CommandRegistry, builtin_commands
 from gateway.commands.choices import PendingChoices
-from gateway.commands.erase import person_data
-from gateway.conversation import Services
 from gateway.messages import CommandSpec
 
 
@@ -31,23 +30,7 @@ class NoOpenSessions:
 
 def builtin_registry(services: Services) -> CommandRegistry:
     """The built-in commands over `services`' stores and models."""
-    resources = CommandResources(
-        memory=services.memory,
-        skills=services.skills,
-        sessions=services.sessions,
-        recapper=services.auxiliary,
-        recall_timeout=services.config.auxiliary.recap_timeout,
-        model_name=services.model.model,
-        person=person_data(
-            services.memory,
-            services.skills,
-            services.sessions,
-            services.new_manager,
-            services.config.home,
-        ),
-        open_sessions=NoOpenSessions(),
-    )
-    return builtin_commands(resources, PendingChoices())
+    return builtin_commands(command_resources(services, NoOpenSessions()), PendingChoices())
 
 
 def builtin_menu(services: Services) -> list[CommandSpec]:

@@ -15,15 +15,17 @@ from pathlib import Path
 
 import pytest
 
-from gateway.app import run_console
+from gateway.app import Services
 from gateway.commands.erase import PendingErasures
 from gateway.config import load_config
-from gateway.conversation import Conversations, Services
+from gateway.conversation import Conversations
 from gateway.messages import InboundMessage
+from gateway.service import run_console
 from memory_core import FileMemoryStore, MemoryManager, MemoryProvider, Operation, SearchScope
 from tests.fakes.base import serving_in_thread
 from tests.fakes.openai import FakeOpenAI
 from tests.gateway.processes import run_mnemo
+from tests.gateway.serving import serving
 from tests.gateway.sinks import ListSink
 
 SKILLS = Path(__file__).resolve().parents[3] / "skills"
@@ -106,7 +108,7 @@ async def test_forget_all_then_confirm_erases_one_person_to_the_last_byte(
     services = dataclasses.replace(
         services, new_manager=lambda: MemoryManager(external=Keeper(keeper))
     )
-    conversations = Conversations(services)
+    conversations = serving(services)
     await fill(services, fake, conversations, ADA, ADA_WORDS)
     await fill(services, fake, conversations, BOB, BOB_WORDS)
     home = services.config.home
@@ -127,7 +129,7 @@ async def test_forget_all_then_confirm_erases_one_person_to_the_last_byte(
     assert not (home / "memories" / "users" / f"telegram-{ADA}").exists()
     assert not (home / "skills-private" / f"telegram-{ADA}").exists()
     assert keeper == {f"telegram-{BOB}": "bob's facts"}
-    assert conversations.open_count == 1  # Bob's session stays cached; Ada's was dropped
+    assert conversations.sessions.open_count == 1  # Bob's session stays cached; Ada's was dropped
     assert len(fake.requests) == requests  # commands never reach the model
     # Bob is untouched
     assert len(services.memory.read("user", f"telegram-{BOB}").entries) == 2
@@ -140,7 +142,7 @@ async def test_forget_all_then_confirm_erases_one_person_to_the_last_byte(
 
 
 async def test_the_button_confirms_too(services: Services, fake: FakeOpenAI) -> None:
-    conversations = Conversations(services)
+    conversations = serving(services)
     await fill(services, fake, conversations, ADA, ADA_WORDS)
     asked = await say(conversations, "/forget all")
     sink = ListSink()
@@ -153,7 +155,7 @@ async def test_confirm_without_request_after_expiry_or_by_another_person_erases_
     services: Services, fake: FakeOpenAI
 ) -> None:
     clock = Clock()
-    conversations = Conversations(services, erasures=PendingErasures(clock=clock))
+    conversations = serving(services, erasures=PendingErasures(clock=clock))
     await fill(services, fake, conversations, ADA, ADA_WORDS)
     await fill(services, fake, conversations, BOB, BOB_WORDS)
     ada_files = files_holding(services.config.home, ADA_WORDS)

@@ -10,13 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from gateway.app import open_services, run_console
+from gateway.app import Services, open_services
 from gateway.config import load_config
-from gateway.conversation import Conversations, Services
+from gateway.conversation import Conversations
 from gateway.messages import InboundMessage
+from gateway.service import run_console
 from memory_core import FileMemoryStore, Operation
 from tests.fakes.base import serving_in_thread
 from tests.fakes.openai import FakeOpenAI
+from tests.gateway.serving import serving
 from tests.gateway.sinks import ListSink
 
 SKILLS = Path(__file__).resolve().parents[3] / "skills"
@@ -39,7 +41,7 @@ def exported_path(reply: str) -> Path:
 async def test_export_writes_the_persons_entries_and_sessions_to_one_private_file(
     services: Services, fake: FakeOpenAI
 ) -> None:
-    conversations = Conversations(services)
+    conversations = serving(services)
     services.memory.apply("user", f"telegram-{ADA}", [Operation("add", content="Ada likes tea")])
     services.memory.apply("user", f"telegram-{BOB}", [Operation("add", content="Bob keeps bees")])
     fake.say("tea noted")
@@ -99,7 +101,7 @@ async def test_export_and_forget_all_are_refused_in_a_group(tmp_path: Path) -> N
     """In a group the file (or the erasure prompt) would be shown to everyone."""
     env = {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "MNEMO_HOME": str(tmp_path / "data")}
     async with open_services(load_config(None, environ=env)) as services:
-        conversations = Conversations(services)
+        conversations = serving(services)
         replies: list[str] = []
         for text in ("/export", "/forget all"):
             sink = _Sink()

@@ -12,14 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from gateway.app import open_services, run_console
+from gateway.app import Services, open_services
 from gateway.config import load_config
-from gateway.conversation import Conversations, Services
+from gateway.conversation import Conversations
 from gateway.messages import InboundMessage
+from gateway.service import run_console
 from memory_core import FileMemoryStore, Operation
 from tests.fakes.base import serving_in_thread
 from tests.fakes.openai import FakeOpenAI
 from tests.gateway.processes import run_mnemo
+from tests.gateway.serving import serving
 from tests.gateway.sinks import ListSink
 
 SKILLS = Path(__file__).resolve().parents[3] / "skills"
@@ -66,7 +68,7 @@ async def say(conversations: Conversations, text: str, user: str = ADA) -> str:
 
 
 async def test_one_match_is_removed_and_echoed(services: Services, fake: FakeOpenAI) -> None:
-    conversations = Conversations(services)
+    conversations = serving(services)
     reply = await say(conversations, "/forget MANCHESTER")
     assert "Forgotten: Ada lives in Manchester" in reply
     assert entries(services) == ENTRIES[:2]
@@ -76,7 +78,7 @@ async def test_one_match_is_removed_and_echoed(services: Services, fake: FakeOpe
 async def test_a_number_from_memory_removes_that_entry(
     services: Services, fake: FakeOpenAI
 ) -> None:
-    conversations = Conversations(services)
+    conversations = serving(services)
     assert "2. Ada's sister" in await say(conversations, "/memory")
     reply = await say(conversations, "/forget 2")
     assert "Forgotten: Ada's sister runs a coffee roastery in Leeds" in reply
@@ -87,7 +89,7 @@ async def test_a_number_from_memory_removes_that_entry(
 async def test_several_matches_are_offered_and_only_the_pressed_one_goes(
     services: Services, fake: FakeOpenAI
 ) -> None:
-    conversations = Conversations(services)
+    conversations = serving(services)
     sink = ListSink()
     await conversations.handle(message("/forget coffee"), sink)
     assert "2 entries contain “coffee”" in sink.replies[0]
@@ -102,7 +104,7 @@ async def test_several_matches_are_offered_and_only_the_pressed_one_goes(
 
 
 async def test_a_numbered_text_answer_picks_from_the_list(services: Services) -> None:
-    conversations = Conversations(services)
+    conversations = serving(services)
     await say(conversations, "/forget coffee")
     reply = await say(conversations, "/forget #1")
     assert f"Forgotten: {ENTRIES[0]}" in reply
@@ -113,7 +115,7 @@ async def test_a_numbered_text_answer_picks_from_the_list(services: Services) ->
 
 
 async def test_a_stale_choice_is_refused_and_nothing_is_removed(services: Services) -> None:
-    conversations = Conversations(services)
+    conversations = serving(services)
     payload = (await offered(conversations, "/forget coffee"))[0]
     # USER.md changes between the offer and the pick: entry 1 is now a different entry.
     services.memory.apply("user", f"telegram-{ADA}", [Operation("remove", old_text=ENTRIES[0])])
@@ -126,7 +128,7 @@ async def test_a_stale_choice_is_refused_and_nothing_is_removed(services: Servic
 
 
 async def test_a_stale_numbered_answer_is_refused_too(services: Services) -> None:
-    conversations = Conversations(services)
+    conversations = serving(services)
     await say(conversations, "/forget coffee")
     seed(services.memory, f"telegram-{ADA}", ["Ada plays the cello"])
     before = entries(services)
@@ -136,7 +138,7 @@ async def test_a_stale_numbered_answer_is_refused_too(services: Services) -> Non
 
 
 async def test_forged_replayed_and_foreign_payloads_change_nothing(services: Services) -> None:
-    conversations = Conversations(services)
+    conversations = serving(services)
     first, second = await offered(conversations, "/forget coffee")
     sink = ListSink()
     await conversations.choose(message("", BOB), first, sink)  # pressed by another person
@@ -159,7 +161,7 @@ async def test_forged_replayed_and_foreign_payloads_change_nothing(services: Ser
 async def test_bad_input_gets_a_clear_reply_and_changes_nothing(
     services: Services, fake: FakeOpenAI
 ) -> None:
-    conversations = Conversations(services)
+    conversations = serving(services)
     assert "Tell me what to forget" in await say(conversations, "/forget")
     assert "There is no entry 9: I hold 3" in await say(conversations, "/forget 9")
     assert "There is no entry 0" in await say(conversations, "/forget 0")
@@ -176,7 +178,7 @@ async def test_forget_all_is_not_read_as_text(services: Services) -> None:
     """`/forget all` goes to the erasure command, never matched as text ("calls" holds "all")."""
     seed(services.memory, f"telegram-{ADA}", ["Ada calls her mum on Sundays"])
     before = entries(services)
-    conversations = Conversations(services)
+    conversations = serving(services)
     reply = await say(conversations, "/forget all")
     assert "Forgotten" not in reply  # not "the one entry containing 'all'"
     assert entries(services) == before  # and nothing goes before a confirmation
@@ -238,14 +240,14 @@ async def test_an_unreadable_profile_gets_one_clear_line(
     path = services.memory.path("user", f"telegram-{ADA}")
     path.write_bytes(b"Ada \xff\xfe broken")
     for text in ("/forget coffee", "/memory"):
-        reply = await say(Conversations(services), text)
+        reply = await say(serving(services), text)
         assert reply.startswith("I couldn't read or change what I remember about you:")
     assert path.read_bytes() == b"Ada \xff\xfe broken"
     assert fake.requests == []
 
 
 async def test_in_a_group_the_profile_is_neither_shown_nor_changed(services: Services) -> None:
-    conversations = Conversations(services)
+    conversations = serving(services)
     for text in ("/memory", "/forget manchester", "/forget 1"):
         sink = ListSink()
         group = InboundMessage(
@@ -265,7 +267,7 @@ async def test_a_forgotten_entry_leaves_the_open_sessions_prompt(
     fake.say("Hello Ada.")
     fake.say("Noted.")
     fake.say("Still here.")
-    conversations = Conversations(services)
+    conversations = serving(services)
     await say(conversations, "hi")
     assert "Ada lives in Manchester" in fake.requests[0].body["messages"][0]["content"]
     assert "Forgotten" in await say(conversations, "/forget Manchester")
@@ -273,7 +275,7 @@ async def test_a_forgotten_entry_leaves_the_open_sessions_prompt(
     second = fake.requests[1].body["messages"]
     assert "Manchester" not in second[0]["content"]
     assert [m["content"] for m in second[1:3]] == ["hi", "Hello Ada."]  # same session goes on
-    await Conversations(services).handle(message("and now?"), ListSink())  # a restart
+    await serving(services).handle(message("and now?"), ListSink())  # a restart
     assert "Manchester" not in fake.requests[2].body["messages"][0]["content"]
     # Bob's sessions and prompt are not touched by Ada's /forget.
     assert entries(services, BOB) == ["Bob keeps bees in Leeds"]

@@ -8,14 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from gateway.app import run_console
+from gateway.app import Services
 from gateway.config import load_config
-from gateway.conversation import Conversations, Services
 from gateway.messages import InboundMessage
+from gateway.service import run_console
 from memory_core import Operation
 from tests.fakes.base import serving_in_thread
 from tests.fakes.openai import FakeOpenAI
 from tests.gateway.commands.registries import builtin_registry
+from tests.gateway.serving import serving
 from tests.gateway.sinks import ListSink
 
 SKILLS = Path(__file__).resolve().parents[3] / "skills"
@@ -37,7 +38,7 @@ async def test_start_and_help_say_what_is_kept_and_how_to_erase_it(
     fake: FakeOpenAI, services: Services, command: str
 ) -> None:
     sink = ListSink()
-    await Conversations(services).handle(message(command), sink)
+    await serving(services).handle(message(command), sink)
     reply = sink.replies[0]
     assert "remembers you" in reply
     for how in ("/memory", "/forget <text or number>", "/forget all", "/export"):
@@ -53,7 +54,7 @@ async def test_skills_lists_what_this_person_sees(fake: FakeOpenAI, services: Se
         "tea-timer", SKILL.format(name="tea-timer", description="times tea"), user_key="telegram-42"
     )
     sink = ListSink()
-    conversations = Conversations(services)
+    conversations = serving(services)
     await conversations.handle(message("/skills"), sink)
     await conversations.handle(message("/skills", user="7"), sink)
     assert "- tea-timer (yours): times tea" in sink.replies[0]
@@ -65,7 +66,7 @@ async def test_status_shows_session_model_and_memory_usage(
     fake: FakeOpenAI, services: Services
 ) -> None:
     sink = ListSink()
-    conversations = Conversations(services)
+    conversations = serving(services)
     await conversations.handle(message("/status"), sink)
     assert sink.replies[0].startswith("Session: none open")
     fake.say("Hello.")

@@ -8,13 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from gateway.app import open_services, run_console
+from gateway.app import Services, open_services
 from gateway.config import load_config
-from gateway.conversation import Conversations, Services
+from gateway.conversation import Conversations
 from gateway.messages import InboundMessage
+from gateway.service import run_console
 from memory_core import FileMemoryStore, Operation
 from tests.fakes.base import serving_in_thread
 from tests.fakes.openai import FakeOpenAI
+from tests.gateway.serving import serving
 from tests.gateway.sinks import ListSink
 
 SKILLS = Path(__file__).resolve().parents[3] / "skills"
@@ -52,7 +54,7 @@ async def say(conversations: Conversations, text: str, user: str) -> str:
 async def test_entries_are_numbered_with_usage(services: Services, fake: FakeOpenAI) -> None:
     add(services.memory, "user", "telegram-42", "Ada lives in Leeds", "Ada is vegetarian")
     add(services.memory, "memory", None, "The office closes at six")
-    reply = await say(Conversations(services), "/memory", "42")
+    reply = await say(serving(services), "/memory", "42")
     chars = len("Ada lives in Leeds") + len("\n§\n") + len("Ada is vegetarian")
     assert f"What I remember about you (2% — {chars}/1,375 chars)" in reply
     assert "1. Ada lives in Leeds\n2. Ada is vegetarian" in reply
@@ -63,7 +65,7 @@ async def test_entries_are_numbered_with_usage(services: Services, fake: FakeOpe
 async def test_admins_also_see_shared_memory_numbered_on_its_own(services: Services) -> None:
     add(services.memory, "user", f"telegram-{ADMIN}", "Grace runs the server")
     add(services.memory, "memory", None, "The office closes at six", "Backups run nightly")
-    reply = await say(Conversations(services), "/memory", ADMIN)
+    reply = await say(serving(services), "/memory", ADMIN)
     assert "1. Grace runs the server" in reply
     shared = reply.split("MEMORY.md", 1)[1]
     assert "/2,200 chars" in shared
@@ -71,13 +73,13 @@ async def test_admins_also_see_shared_memory_numbered_on_its_own(services: Servi
 
 
 async def test_nothing_remembered_is_said_plainly(services: Services) -> None:
-    reply = await say(Conversations(services), "/memory", "42")
+    reply = await say(serving(services), "/memory", "42")
     assert reply == "I don't remember anything about you yet."
 
 
 async def test_one_persons_memory_never_shows_anothers(services: Services) -> None:
     add(services.memory, "user", "telegram-77", "Bob keeps bees")
-    reply = await say(Conversations(services), "/memory", "42")
+    reply = await say(serving(services), "/memory", "42")
     assert "bees" not in reply
 
 

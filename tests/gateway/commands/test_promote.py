@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from gateway.app import open_services
+from gateway.app import Services, open_services
 from gateway.config import load_config
-from gateway.conversation import Conversations, Services
+from gateway.conversation import Conversations
 from gateway.messages import InboundMessage
 from tests.fakes.openai import FakeOpenAI, ToolCall
+from tests.gateway.serving import serving
 from tests.gateway.sinks import ListSink
 
 ADMIN = "9"
@@ -91,7 +92,7 @@ async def new_session_prompt(conversations: Conversations, fake: FakeOpenAI, use
 async def test_a_skill_from_as_conversation_never_reaches_bs_prompt(
     fake: FakeOpenAI, services: Services, shared: Path
 ) -> None:
-    conversations = Conversations(services)
+    conversations = serving(services)
     await create_skill(conversations, fake, "1", "greeting", LEAKY)
     bob = await new_session_prompt(conversations, fake, "2")
     assert "house-rules" in bob and "greeting" not in bob and "+44" not in bob
@@ -103,7 +104,7 @@ async def test_a_skill_from_as_conversation_never_reaches_bs_prompt(
 async def test_bs_model_cannot_change_or_delete_as_skill(
     fake: FakeOpenAI, services: Services, tmp_path: Path
 ) -> None:
-    conversations = Conversations(services)
+    conversations = serving(services)
     await create_skill(conversations, fake, "1", "greeting", "Greet people warmly.")
     [skill_file] = tmp_path.rglob("greeting/SKILL.md")  # wherever A's skills are kept
     before = skill_file.read_bytes()
@@ -123,7 +124,7 @@ async def test_bs_model_cannot_change_or_delete_as_skill(
 async def test_promote_is_refused_and_hidden_for_non_admins(
     fake: FakeOpenAI, services: Services
 ) -> None:
-    conversations = Conversations(services)
+    conversations = serving(services)
     await create_skill(conversations, fake, "1", "greeting", "Greet people warmly.")
     sink = ListSink()
     await conversations.handle(message("/promote greeting", "2"), sink)
@@ -138,7 +139,7 @@ async def test_promote_is_refused_and_hidden_for_non_admins(
 async def test_an_admin_promotes_a_skill_to_everyone(
     fake: FakeOpenAI, services: Services, shared: Path
 ) -> None:
-    conversations = Conversations(services)
+    conversations = serving(services)
     await create_skill(conversations, fake, "1", "greeting", "Greet people warmly.")
     requests = len(fake.requests)
     sink = ListSink()
@@ -162,7 +163,7 @@ async def test_an_admin_promotes_a_skill_to_everyone(
 async def test_promote_asks_whose_skill_when_several_people_have_one(
     fake: FakeOpenAI, services: Services, shared: Path
 ) -> None:
-    conversations = Conversations(services)
+    conversations = serving(services)
     await create_skill(conversations, fake, "1", "deploy", "Ada's deploy.")
     await create_skill(conversations, fake, "2", "deploy", "Bob's deploy.")
     sink = ListSink()

@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from gateway.app import Services
 from gateway.commands.recall import USAGE
-from gateway.conversation import Conversations, Services
 from gateway.messages import InboundMessage
 from memory_core import NewMessage, SessionOrigin
 from tests.fakes.openai import FakeOpenAI
 from tests.gateway.processes import run_mnemo
+from tests.gateway.serving import serving
 from tests.gateway.sinks import ListSink
 
 
@@ -65,7 +66,7 @@ async def test_recall_recaps_newest_first_with_dates_via_the_auxiliary_model(
     fake.say("RECAP-A")
     fake.say("RECAP-B")
     sink = ListSink()
-    await Conversations(services).handle(message("/recall dentist"), sink)
+    await serving(services).handle(message("/recall dentist"), sink)
     reply = sink.replies[0]
     old, new = (now - timedelta(days=40)).date(), (now - timedelta(days=2)).date()
     assert reply.startswith('What I found for "dentist" in all our past conversations')
@@ -82,7 +83,7 @@ async def test_a_time_phrase_narrows_the_window_and_nothing_found_names_it(
     now = datetime.now(UTC)
     await seed(services, "42", "dentist appointment booked", now - timedelta(days=40))
     sink = ListSink()
-    await Conversations(services).handle(message("/recall dentist yesterday"), sink)
+    await serving(services).handle(message("/recall dentist yesterday"), sink)
     yesterday = (now - timedelta(days=1)).date().isoformat()
     assert sink.replies == [f'Nothing found for "dentist" on {yesterday}.']
     assert chat_requests(fake) == []
@@ -93,7 +94,7 @@ async def test_chinese_time_phrase(fake: FakeOpenAI, services: Services) -> None
     await seed(services, "42", "健身计划 每周三次", now - timedelta(days=1))
     fake.say("RECAP-GYM")
     sink = ListSink()
-    await Conversations(services).handle(message("/recall 健身 昨天"), sink)
+    await serving(services).handle(message("/recall 健身 昨天"), sink)
     yesterday = (now - timedelta(days=1)).date().isoformat()
     assert sink.replies[0].startswith(f'What I found for "健身" on {yesterday}')
     assert "RECAP-GYM" in sink.replies[0]
@@ -107,12 +108,12 @@ async def test_recall_never_shows_another_persons_sessions(
     await seed(services, "7", "dentist Dr Zanzibar-Quill secret", now - timedelta(days=1))
     fake.say("RECAP-42")
     sink = ListSink()
-    await Conversations(services).handle(message("/recall dentist"), sink)
+    await serving(services).handle(message("/recall dentist"), sink)
     bodies = chat_requests(fake)
     assert len(bodies) == 1
     assert "Okafor" in str(bodies[0]) and "Zanzibar" not in str(bodies[0])
     assert "Zanzibar" not in sink.replies[0]
-    await Conversations(services).handle(message("/recall Okafor", user="7"), sink)
+    await serving(services).handle(message("/recall Okafor", user="7"), sink)
     assert sink.replies[1].startswith('Nothing found for "Okafor"')
 
 
@@ -124,7 +125,7 @@ async def test_in_a_group_only_that_groups_conversations(
     await seed(services, "42", "dentist in the group", now - timedelta(days=2), chat="-100")
     fake.say("RECAP-GROUP")
     sink = ListSink()
-    await Conversations(services).handle(message("/recall dentist", chat="-100", group=True), sink)
+    await serving(services).handle(message("/recall dentist", chat="-100", group=True), sink)
     bodies = chat_requests(fake)
     assert len(bodies) == 1 and "in the group" in str(bodies[0])
     assert "in private" not in str(bodies[0])
@@ -144,7 +145,7 @@ async def test_bad_input_gets_a_clear_reply_and_no_model_call(
     fake: FakeOpenAI, services: Services, text: str, expected: str
 ) -> None:
     sink = ListSink()
-    await Conversations(services).handle(message(text), sink)
+    await serving(services).handle(message(text), sink)
     assert sink.replies[0].startswith(expected)
     assert chat_requests(fake) == []
 
@@ -154,7 +155,7 @@ async def test_fts_syntax_is_searched_as_words_and_said_so(
 ) -> None:
     await seed(services, "42", "dentist bill", datetime.now(UTC) - timedelta(days=3))
     sink = ListSink()
-    await Conversations(services).handle(message('/recall NEAR("dentist" OR x*)'), sink)
+    await serving(services).handle(message('/recall NEAR("dentist" OR x*)'), sink)
     assert "read as plain words" in sink.replies[0]
 
 

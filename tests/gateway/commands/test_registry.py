@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from gateway.app import Services
 from gateway.commands import (
     Command,
     CommandCall,
@@ -12,7 +13,6 @@ from gateway.commands import (
     CommandReply,
     parse_command,
 )
-from gateway.conversation import Services
 from gateway.messages import Choice
 from tests.gateway.commands.registries import builtin_registry
 

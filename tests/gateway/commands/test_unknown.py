@@ -7,13 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from gateway.app import run_console
+from gateway.app import Services
 from gateway.config import load_config
-from gateway.conversation import Conversations, Services
 from gateway.messages import InboundMessage
+from gateway.service import run_console
 from memory_core import SearchScope
 from tests.fakes.base import serving_in_thread
 from tests.fakes.openai import FakeOpenAI
+from tests.gateway.serving import serving
 from tests.gateway.sinks import ListSink
 
 SKILLS = Path(__file__).resolve().parents[3] / "skills"
@@ -40,7 +41,7 @@ async def test_unknown_command_in_a_private_chat_points_to_help(
     fake: FakeOpenAI, services: Services, text: str
 ) -> None:
     sink = ListSink()
-    await Conversations(services).handle(message(text, bot="mnemo_bot"), sink)
+    await serving(services).handle(message(text, bot="mnemo_bot"), sink)
     assert sink.replies == [UNKNOWN]
     assert fake.requests == [] and await nothing_stored(services)
 
@@ -58,7 +59,7 @@ async def test_in_a_group_it_is_ignored_unless_addressed_to_this_bot(
     fake: FakeOpenAI, services: Services, text: str, bot: str | None
 ) -> None:
     sink = ListSink()
-    await Conversations(services).handle(message(text, group=True, bot=bot), sink)
+    await serving(services).handle(message(text, group=True, bot=bot), sink)
     assert sink.replies == [""]  # no reply
     assert fake.requests == [] and await nothing_stored(services)  # no model turn
 
@@ -67,7 +68,7 @@ async def test_in_a_group_an_unknown_command_addressed_to_this_bot_is_answered(
     fake: FakeOpenAI, services: Services
 ) -> None:
     sink = ListSink()
-    conversations = Conversations(services)
+    conversations = serving(services)
     await conversations.handle(message("/frobnicate@Mnemo_Bot", group=True, bot="mnemo_bot"), sink)
     await conversations.handle(message("/help", group=True, bot="mnemo_bot"), sink)
     assert sink.replies[0] == UNKNOWN

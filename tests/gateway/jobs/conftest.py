@@ -11,14 +11,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gateway.app import job_context, open_services
+from gateway.app import Services, job_context, open_services
 from gateway.config import Config, load_config
-from gateway.conversation import Conversations, Services
+from gateway.conversation import Conversations
 from gateway.jobs import BackgroundWork
 from gateway.messages import InboundMessage
 from memory_core import recall_scope
 from tests.fakes.openai import FakeOpenAI
 from tests.gateway.conftest import SKILLS
+from tests.gateway.serving import serving
 from tests.gateway.sinks import ListSink
 
 
@@ -104,8 +105,8 @@ async def running_bot(
         )
         context = dataclasses.replace(context, settings=settings, clock=clock)
         background = BackgroundWork(context)
-        conversations = Conversations(services, background=background)
-        background.start(conversations.end_quiet)
+        conversations = serving(services, background=background)
+        background.start(conversations.sessions.end_quiet)
         try:
             yield Bot(services, conversations, background, notes)
         finally:

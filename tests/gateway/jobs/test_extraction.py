@@ -191,7 +191,7 @@ async def test_forget_all_stops_an_extraction_of_that_person(
         fake.fail_next(Fault.stall())
         await bot.say("/new")
         await wait_until(lambda: fake.stalled == 1)
-        await bot.conversations._drop_person(message("", "alice").user_key)
+        await bot.conversations.sessions.drop_person(message("", "alice").user_key)
         jobs = [job.id for job in bot.background.jobs()]
         fake.release()
     assert not any(job.startswith("extract:") for job in jobs)
