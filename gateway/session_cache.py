@@ -45,7 +45,6 @@ from memory_core import (
     SessionStore,
     SkillsStore,
     TranscriptMessage,
-    recall_scope,
 )
 
 log = logging.getLogger(__name__)
@@ -288,8 +287,7 @@ class OpenSessions:
             return
         await self._store.end_session(info.id, reason)
         manager = session.manager if session is not None else await self._listener(info)
-        scope = recall_scope(info.user_key, info.chat_id, info.chat_type)
-        stored = await self._store.get_messages(info.id, scope, lineage=False)
+        stored = await self._store.get_messages(info.id, info.scope, lineage=False)
         manager.end_session([TranscriptMessage(m.role, m.content, m.timestamp) for m in stored])
         await manager.shutdown()
         self.ended(info.id, info.user_key)
@@ -315,8 +313,7 @@ class OpenSessions:
             current = await self._store.current_session(key)
             if current is None or current.id != session_id:
                 return
-            scope = recall_scope(current.user_key, current.chat_id, current.chat_type)
-            stored = await self._store.get_messages(session_id, scope, lineage=False)
+            stored = await self._store.get_messages(session_id, current.scope, lineage=False)
             if stored and stored[-1].timestamp >= quiet_since:
                 return
             await self.end(key, "idle")

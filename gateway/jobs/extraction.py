@@ -23,7 +23,7 @@ from gateway.agent.turn import Agent
 from gateway.jobs.context import JobContext
 from gateway.jobs.learning import LearningTools
 from gateway.jobs.records import record_run
-from memory_core import SessionInfo, StoredMessage, recall_scope
+from memory_core import SessionInfo, StoredMessage
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ async def extract_session(ctx: JobContext, session_id: int, ending: bool) -> Non
         done = await ctx.sessions.extraction_progress(session_id)
         if info is None or done is None:
             return  # erased meanwhile
-        scope = recall_scope(info.user_key, info.chat_id, info.chat_type)
+        scope = info.scope
         stored = await ctx.sessions.get_messages(session_id, scope, lineage=False)
         pending = [m for m in stored if m.id > done]
         texts = [m for m in pending if _is_text(m)]

@@ -24,7 +24,6 @@ from gateway.jobs.context import JobContext
 from gateway.jobs.learning import LearningTools, summary_line
 from gateway.jobs.records import record_run
 from gateway.messages import InboundMessage
-from memory_core import recall_scope
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +62,7 @@ async def review_session(ctx: JobContext, request: ReviewRequest) -> None:
     info = await ctx.sessions.get_session(request.session_id)
     if info is None or info.ended_at is not None:
         return  # erased, or ended meanwhile: its extraction covers it
-    scope = recall_scope(info.user_key, info.chat_id, info.chat_type)
+    scope = info.scope
     prompt = await ctx.sessions.get_system_prompt(request.session_id, scope)
     if prompt is None:  # cleared (a forgotten entry): the next turn builds a new one
         return

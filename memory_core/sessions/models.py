@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 
 from memory_core.errors import InvalidMessageError
-from memory_core.scopes import CHAT_TYPES, ChatType
+from memory_core.scopes import CHAT_TYPES, ChatType, SearchScope, recall_scope
 
 MATCH_START = ">>>"
 MATCH_END = "<<<"
@@ -160,6 +160,11 @@ class SessionInfo:
     parent_session_id: int | None
     root_id: int
     external_id: str | None
+
+    @property
+    def scope(self) -> SearchScope:
+        """What this session may recall: `recall_scope` of its owner and chat."""
+        return recall_scope(self.user_key, self.chat_id, self.chat_type)
 
 
 @dataclass(frozen=True)

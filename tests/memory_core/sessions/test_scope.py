@@ -86,3 +86,17 @@ def _matches(word: str, content: str) -> bool:
 def test_recall_sees_only_the_group_in_a_group_and_everything_mine_in_a_direct_chat() -> None:
     assert recall_scope("telegram-1", "group-9", "group") == SearchScope("telegram-1", "group-9")
     assert recall_scope("telegram-1", "1", "private") == SearchScope("telegram-1")
+
+
+def test_a_stored_session_recalls_what_its_chat_may(tmp_path: Path) -> None:
+    with SessionDB(tmp_path / "state.db") as db:
+        group = db.append_message(
+            origin=origin("telegram-1", "group-9", chat_type="group"),
+            message=NewMessage("user", "hi all", 1.0, key="g"),
+        )
+        direct = db.append_message(
+            origin=origin("telegram-1"), message=NewMessage("user", "hi", 2.0, key="d")
+        )
+        in_group, in_private = db.get_session(group.session_id), db.get_session(direct.session_id)
+    assert in_group is not None and in_group.scope == SearchScope("telegram-1", "group-9")
+    assert in_private is not None and in_private.scope == SearchScope("telegram-1")
