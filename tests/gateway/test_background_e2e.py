@@ -194,6 +194,7 @@ async def pending_extractions(home: Path) -> list[int]:
 LEARNED = "Moved to Lyon in 2024; prefers short answers"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "model",
     [

@@ -331,6 +331,7 @@ async def small_cache(tmp_path: Path) -> AsyncIterator[tuple[FakeOpenAI, Service
             yield echo, opened
 
 
+@pytest.mark.slow
 async def test_six_hundred_sessions_stay_within_max_open(
     small_cache: tuple[FakeOpenAI, Services],
 ) -> None:

@@ -206,6 +206,7 @@ def test_hostile_config_file_is_one_line_and_exit_2(
     assert result.stderr == f"mnemo: config file {config} {expected}\n"
 
 
+@pytest.mark.slow
 def test_hostile_config_file_in_a_subprocess_has_no_traceback(tmp_path: Path) -> None:
     config = tmp_path / "mnemo.yaml"
     config.write_text(BILLION_LAUGHS, encoding="utf-8")

@@ -50,6 +50,7 @@ def mnemo_chat(fake: FakeOpenAI, home: Path, *lines: str) -> str:
     return result.stdout
 
 
+@pytest.mark.slow
 def test_a_restart_keeps_the_session_and_its_prompt_byte_for_byte(
     fake: FakeOpenAI, tmp_path: Path
 ) -> None:

@@ -154,6 +154,7 @@ def test_a_refused_token_stops_mnemo_run_with_exit_1(fakes: Fakes, tmp_path: Pat
     assert "bot token was refused" in err and wrong not in err
 
 
+@pytest.mark.slow
 def test_sigterm_then_restart_keeps_sessions_and_memory_and_answers_the_downtime(
     fakes: Fakes, tmp_path: Path
 ) -> None:

@@ -450,6 +450,7 @@ async def test_forget_offers_buttons_only_the_person_can_press(
         assert remembered(services) == COFFEE[1:]
 
 
+@pytest.mark.slow
 async def test_export_in_a_dm_follows_its_answer_with_the_file(
     dc: FakeDiscord, services: Services
 ) -> None:

@@ -12,9 +12,13 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from memory_core.file_memory.edits import Operation
 from memory_core.file_memory.store import FileMemoryStore
 from tests.memory_core.file_memory.worker_process import BIG_BUDGET, crash_entry, loop_signalling
+
+pytestmark = pytest.mark.slow  # both tests are real-process rounds of many seconds
 
 ROOT = Path(__file__).resolve().parents[3]
 KEY = "telegram-777"

@@ -159,6 +159,7 @@ def test_export_then_import_into_the_same_database_adds_nothing(tmp_path: Path) 
         assert counts(tmp_path / "state.db") == before
 
 
+@pytest.mark.slow
 async def test_a_live_turn_stores_its_message_while_a_long_import_runs(tmp_path: Path) -> None:
     """The import holds the lock in chunks of 5,000 rows, so the write gets in before it ends.
 

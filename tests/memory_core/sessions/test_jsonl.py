@@ -246,6 +246,7 @@ def staged_rows(path: Path) -> int:
         conn.close()
 
 
+@pytest.mark.slow
 def test_sigkill_during_an_import_leaves_a_consistent_database(tmp_path: Path) -> None:
     """Each import is killed once it has staged a random share of the file."""
     sessions, per_session = 400, 50
