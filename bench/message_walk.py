@@ -31,6 +31,8 @@ and are not entries. Entries are sorted into:
   callback the event loop runs) into a module entered before.
 
 "Returns into a module already left" = calls back up the stack + re-entries.
+Last, per module, how often control came back into it from a call it made
+into another module, and into how many modules it called: the hubs of the walk.
 Each counted entry is listed as `caller_module.func -> callee_module.func`
 with how often it happened; streamed chunks repeat an edge, so the total is
 also given with each edge counted once. Module names drop the package prefix
@@ -165,6 +167,22 @@ class Walk:
             print(f"    {label}: {sum(edges.values())} ({len(edges)} distinct edges)")
             for edge, times in edges.most_common():
                 print(f"      {times:4} x {edge}")
+        self._hubs()
+
+    def _hubs(self) -> None:
+        """Per caller module: how often control came back into it from a call it made into
+        another module (every cross-module call returns into its caller), and into how many
+        modules it called: a hub is a module the walk keeps coming back to."""
+        back: Counter[str] = Counter()
+        fan_out: dict[str, set[str]] = {}
+        for kind in ("first", "callback", "reentry"):
+            for edge, times in self.kinds[kind].items():
+                caller, callee = self.pairs[edge]
+                back[caller] += times
+                fan_out.setdefault(caller, set()).add(callee)
+        print("(3) returns into each caller from the modules it called, the ten most:")
+        for module, times in back.most_common(10):
+            print(f"      {times:4} x into {module:40} (calls {len(fan_out[module])} modules)")
 
 
 class TracingTelegram(FakeTelegram):
