@@ -130,13 +130,39 @@ def test_package_all_lists_exactly_what_it_exports(path: Path) -> None:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         own = {
             alias.asname or alias.name
-            for node in tree.body
+            for node in _package_level(tree)
             if isinstance(node, ast.ImportFrom)
             and node.module
             and node.module.split(".")[0] == module_name.split(".")[0]
             for alias in node.names
         }
         assert sorted(own - set(exported)) == [], f"{module_name} imports names it doesn't export"
+
+
+def _package_level(tree: ast.Module) -> list[ast.stmt]:
+    """A package's top-level statements, with those of a top-level `if TYPE_CHECKING:`
+    (a lazy package imports its names there, for the type checker)."""
+    statements: list[ast.stmt] = []
+    for node in tree.body:
+        statements.append(node)
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            statements.extend(node.body)
+    return statements
+
+
+def test_a_lazy_packages_type_checking_imports_are_read() -> None:
+    tree = ast.parse(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from memory_core.scopes import SearchScope\n"
+    )
+    names = [
+        alias.name
+        for node in _package_level(tree)
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    ]
+    assert names == ["TYPE_CHECKING", "SearchScope"]
 
 
 def test_the_checker_sees_a_violation() -> None:
