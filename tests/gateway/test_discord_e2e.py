@@ -211,6 +211,7 @@ def test_a_missing_message_content_intent_stops_mnemo_run_naming_it(
 # ----- both platforms, one process --------------------------------------------------------
 
 
+@pytest.mark.slow  # a mnemo run serving both fakes, with its own start-up
 def test_both_adapters_serve_from_one_process(fakes: Fakes, served: Mnemo) -> None:
     line = served.wait_line("serving ")
     assert "serving telegram (polling) and discord (" in line

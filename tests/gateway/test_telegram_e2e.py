@@ -143,6 +143,7 @@ def served(fakes: Fakes, tmp_path_factory: pytest.TempPathFactory) -> Iterator[M
 # ----- failing and restarting ------------------------------------------------------------
 
 
+@pytest.mark.slow  # its own mnemo run, from start to exit 1
 def test_a_refused_token_stops_mnemo_run_with_exit_1(fakes: Fakes, tmp_path: Path) -> None:
     wrong = "4242:not-the-right-token"
     process = launch(fakes, tmp_path / "bot", grace=1, token=wrong)
