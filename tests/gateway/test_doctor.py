@@ -89,6 +89,7 @@ def test_doctor_fails_when_the_endpoint_stalls(fake: FakeOpenAI, tmp_path: Path)
     assert "FAIL model:" in result.stdout and "timed out" in result.stdout
 
 
+@pytest.mark.slow  # a real mnemo process, start to exit
 def test_doctor_as_a_subprocess(fake: FakeOpenAI, tmp_path: Path) -> None:
     env = {"OPENAI_BASE_URL": fake.url + "/v1", "MNEMO_HOME": str(tmp_path / "data")}
     proc = run_mnemo(["doctor"], tmp_path, env)

@@ -128,6 +128,7 @@ def test_exactly_one_scope_is_required(home: Path, scope: tuple[str, ...]) -> No
     assert "exactly one of --user KEY or --shared" in result.stderr
 
 
+@pytest.mark.slow  # a real mnemo process, start to exit
 def test_the_installed_script_works_in_a_real_process(home: Path, tmp_path: Path) -> None:
     env = {"MNEMO_HOME": str(home), "PATH": "/usr/bin:/bin"}
     add = subprocess.run(

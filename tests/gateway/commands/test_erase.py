@@ -217,6 +217,7 @@ def test_console_forget_all_and_confirm(
     ]
 
 
+@pytest.mark.slow  # a real mnemo process, start to exit
 def test_mnemo_chat_subprocess_forget_all_end_to_end(tmp_path: Path) -> None:
     home = tmp_path / "d"
     user = "ada"

@@ -221,6 +221,7 @@ def test_console_offers_numbered_choices_and_forgets_the_picked_one(
     assert threaded_fake.requests == []
 
 
+@pytest.mark.slow  # a real mnemo process, start to exit
 def test_mnemo_chat_subprocess_forgets_end_to_end(tmp_path: Path) -> None:
     home = tmp_path / "d"
     user = "ada"

@@ -159,6 +159,7 @@ async def test_fts_syntax_is_searched_as_words_and_said_so(
     assert "read as plain words" in sink.replies[0]
 
 
+@pytest.mark.slow  # a real mnemo process, start to exit
 def test_mnemo_chat_recall_end_to_end(tmp_path: Path) -> None:
     """A real `mnemo chat` against the standalone fake: talk, /new, then /recall."""
     lines = "my dentist is Dr Okafor\n/new\n/recall dentist\n/recall\n"
