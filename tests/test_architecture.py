@@ -9,7 +9,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("gateway", "memory_core")
-MAX_MODULE_LINES = 800
+MAX_MODULE_LINES = 600  # STYLE.md: over 600 needs a reason; none has one now
 MAX_FUNCTION_LINES = 80
 
 # third-party top-level name -> modules allowed to import it (path prefixes)
