@@ -16,6 +16,13 @@ segment keeps the person's text. An export is JSON Lines: first one line per
 USER.md entry (``{"user": key, "memory_entry": text}``), then every message in
 the import format of `memory_core.sessions.jsonl` (drop the ``memory_entry``
 lines to import the rest with ``mnemo sessions import``).
+
+A chat export (`export_for_chat`) is one file per person,
+``exports/<key>/mnemo-<key>.jsonl``, replaced by the next one; it is meant to
+be short-lived: `discard_export` removes it once it was sent (or when the
+person forgets an entry it holds), and `sweep_exports` removes every chat
+export older than a given age. Files written there by the operator's
+``mnemo users export`` are not chat exports and are left alone.
 """
 
 from __future__ import annotations
@@ -23,6 +30,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import tempfile
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -37,6 +46,7 @@ EraseExternal = Callable[[str], Awaitable[list[str]]]
 """Erases a person in the memory providers; returns one line per failure."""
 
 EXPORT_FILE_MODE = 0o600
+CHAT_EXPORT_PREFIX = "mnemo-"
 
 
 @dataclass(frozen=True)
@@ -128,26 +138,70 @@ class PersonData:
             provider_failures=tuple(failures),
         )
 
-    def export_path(self, user_key: str, now: float) -> Path:
-        """Where an export made at `now` goes: ``<exports>/<key>/<key>-<UTC time>.jsonl``."""
+    def chat_export_path(self, user_key: str) -> Path:
+        """The person's one chat export: ``<exports>/<key>/mnemo-<key>.jsonl``."""
+        key = check_user_key(user_key)
+        return self._exports_dir() / key / f"{CHAT_EXPORT_PREFIX}{key}.jsonl"
+
+    async def export_for_chat(self, user_key: str) -> ExportResult:
+        """Write the person's chat export, replacing the previous one."""
+        return await self.export(user_key, self.chat_export_path(user_key))
+
+    def discard_export(self, user_key: str) -> bool:
+        """Remove the person's chat export, if there is one; whether one was removed."""
+        path = self.chat_export_path(user_key)
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            return False
+        return True
+
+    def sweep_exports(self, max_age: float, now: float | None = None) -> int:
+        """Remove every chat export last written more than `max_age` seconds before `now`
+        (default: the time now); how many were removed."""
+        if self._exports is None or not self._exports.is_dir():
+            return 0
+        cutoff = (time.time() if now is None else now) - max_age
+        removed = 0
+        for folder in self._exports.iterdir():
+            path = folder / f"{CHAT_EXPORT_PREFIX}{folder.name}.jsonl"
+            try:
+                if path.lstat().st_mtime < cutoff:
+                    path.unlink()
+                    removed += 1
+            except (FileNotFoundError, NotADirectoryError):  # none, or removed meanwhile
+                continue
+        return removed
+
+    def _exports_dir(self) -> Path:
         if self._exports is None:
             raise ValueError("no exports folder was given")
+        return self._exports
+
+    def export_path(self, user_key: str, now: float) -> Path:
+        """Where an export made at `now` goes: ``<exports>/<key>/<key>-<UTC time>.jsonl``."""
         key = check_user_key(user_key)
         stamp = datetime.fromtimestamp(now, UTC).strftime("%Y%m%dT%H%M%SZ")
-        return self._exports / key / f"{key}-{stamp}.jsonl"
+        return self._exports_dir() / key / f"{key}-{stamp}.jsonl"
 
     async def export(self, user_key: str, path: Path) -> ExportResult:
-        """Write `user_key`'s USER.md entries and messages to `path` (mode 0600)."""
+        """Write `user_key`'s USER.md entries and messages to `path` (mode 0600), replacing
+        any file there at once: a reader sees the old file or the whole new one."""
         key = check_user_key(user_key)
         entries = self._memory.read("user", key).entries
         lines = [json.dumps({"user": key, "memory_entry": e}, ensure_ascii=False) for e in entries]
         messages = await self._sessions.export_lines(key)
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, EXPORT_FILE_MODE)
-        os.fchmod(fd, EXPORT_FILE_MODE)  # an existing file keeps no wider mode
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            for line in [*lines, *messages]:
-                out.write(line + "\n")
+        fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".export-", suffix=".tmp")
+        try:
+            os.fchmod(fd, EXPORT_FILE_MODE)
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                for line in [*lines, *messages]:
+                    out.write(line + "\n")
+            os.replace(temporary, path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
         return ExportResult(path, entries=len(entries), messages=len(messages))
 
     async def session_user_keys(self) -> list[str]:

@@ -54,7 +54,7 @@ def builtin_commands(
     registry.register(new_command(r.open_sessions))
     registry.register(recall_command(r.sessions, r.recapper, r.recall_timeout))
     registry.register(memory_command(r.memory))
-    forget = forget_command(r.memory, choices, r.open_sessions)
+    forget = forget_command(r.memory, choices, r.open_sessions, r.person.discard_export)
     registry.register(  # /forget, with /forget all and its button
         forget_with_erasure_command(
             forget,

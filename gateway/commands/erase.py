@@ -10,13 +10,22 @@ folder, their skills, sessions, messages and index entries, and asks the
 memory providers to erase theirs; the reply counts what was erased.
 
 ``/export`` writes the person's USER.md entries and every message of theirs to
-one JSON Lines file (mode 0600) under ``<home>/exports/<key>/``; the reply
-names the path and carries the file as a document for platforms that send one.
+one JSON Lines file (mode 0600), ``<home>/exports/<key>/mnemo-<key>.jsonl``,
+replacing their previous one, at most once a minute per person. Where the
+platform sends files the reply says the file is attached, never where it is
+kept, and the file is deleted once sent; the console (on the operator's own
+machine) shows its path instead, and the file is deleted ten minutes later,
+at the person's next export, or, if the bot stopped meanwhile, at the next
+export of anyone or the next start. `/forget` of one entry deletes the
+person's pending export too, so no copy keeps what they removed.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import logging
+import math
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -44,6 +53,8 @@ log = logging.getLogger(__name__)
 
 EXPORTS_FOLDER = "exports"
 CONFIRM_TTL = 600.0  # ten minutes
+EXPORT_INTERVAL = 60.0  # at most one /export a minute per person
+EXPORT_KEPT = 600.0  # an export not sent (the console's) is deleted ten minutes on
 CONFIRM_WORD = "confirm"
 CONFIRM_VERSION = "forget-all"  # never a USER.md version (those are sha256 hex digests)
 CONFIRM_LABEL = "Yes, erase everything"
@@ -64,7 +75,8 @@ def person_data(
     new_manager: Callable[[], MemoryManager],
     home: Path,
 ) -> PersonData:
-    """A person's data in the bot's stores, its providers (`new_manager`) and exports."""
+    """A person's data in the bot's stores, its providers (`new_manager`) and exports
+    (chat exports older than ten minutes are deleted now)."""
 
     async def erase_in_providers(user_key: str) -> list[str]:
         manager = new_manager()  # the configured providers, built-in and external
@@ -73,9 +85,11 @@ def person_data(
         finally:
             await manager.shutdown()
 
-    return PersonData(
+    person = PersonData(
         memory, skills, sessions, erase_in_providers, exports_dir=home / EXPORTS_FOLDER
     )
+    person.sweep_exports(EXPORT_KEPT)  # exports left behind when the bot last stopped
+    return person
 
 
 class PendingErasures:
@@ -197,22 +211,63 @@ def erasure_report(erased: PersonHoldings) -> str:
     return "\n".join(lines)
 
 
-def export_command(person: PersonData) -> Command:
-    """/export: everything `person` data holds about the sender, as one file."""
+def export_command(
+    person: PersonData,
+    clock: Callable[[], float] = time.monotonic,
+    keep_for: float = EXPORT_KEPT,
+) -> Command:
+    """/export: everything `person` data holds about the sender, as one file; at most one
+    a minute per person (by `clock`), the file deleted once sent or `keep_for` seconds on."""
+    exports = _Exports(person, clock, keep_for)
+    return Command("export", "everything I hold about you, as one file", exports.export)
 
-    async def export(ctx: CommandContext) -> CommandReply:
+
+class _Exports:
+    """/export, with when each person last exported (pruned as it goes: it stays small)."""
+
+    def __init__(self, person: PersonData, clock: Callable[[], float], keep_for: float) -> None:
+        self._person = person
+        self._clock = clock
+        self._keep_for = keep_for
+        self._last: dict[str, float] = {}
+
+    async def export(self, ctx: CommandContext) -> CommandReply:
         if ctx.message.chat_type != "private":  # the file would be posted to the whole group
             return CommandReply(IN_PRIVATE.format(command="/export"))
         key = ctx.identity.user_key
-        result = await person.export(key, person.export_path(key, time.time()))
+        now = self._clock()
+        self._last = {k: t for k, t in self._last.items() if now - t < EXPORT_INTERVAL}
+        if key in self._last:
+            wait = max(1, math.ceil(EXPORT_INTERVAL - (now - self._last[key])))
+            return CommandReply(
+                f"You can export once a minute; try again in {wait} "
+                f"{'second' if wait == 1 else 'seconds'}."
+            )
+        self._person.sweep_exports(self._keep_for)  # anyone's export left behind
+        result = await self._person.export_for_chat(key)
+        self._last[key] = now
+        asyncio.get_running_loop().call_later(self._keep_for, self._expire, key, result.path)
         entries = _count(result.entries, "memory entry", "memory entries")
         messages = _count(result.messages, "message", "messages")
+        held = f"Everything I hold about you ({entries}, {messages})"
         return CommandReply(
-            f"Everything I hold about you ({entries}, {messages}) is in one file: {result.path}",
+            f"{held} is in the file attached below. I delete my copy once it is sent.",
             document=result.path,
+            unattached_text=(  # the console's: its operator may see where the file is
+                f"{held} is in one file (replaced by your next /export, deleted in "
+                f"{self._keep_for / 60:g} minutes): {result.path}"
+            ),
+            after_sent=functools.partial(self._person.discard_export, key),
         )
 
-    return Command("export", "everything I hold about you, as one file", export)
+    def _expire(self, key: str, path: Path) -> None:
+        """Delete `key`'s export if it is still the one written `keep_for` seconds ago."""
+        try:
+            written = path.stat().st_mtime
+        except FileNotFoundError:
+            return
+        if time.time() - written >= self._keep_for - 1:  # not a newer export since
+            self._person.discard_export(key)
 
 
 def _count(n: int, one: str, many: str) -> str:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar, cast
 
@@ -46,6 +47,16 @@ FORGET_NAME = "forget"  # the command's name, which its pending choices are offe
 IN_PRIVATE = (
     "{command} shows or changes what I keep about you, so it works only in a private "
     "chat with me, not in a group."
+)
+MAX_DIGITS = 6  # more than any USER.md holds entries
+_NUMBER = re.compile(r"(?P<pick>#)?(?P<digits>[0-9]+)")  # ASCII digits only
+TOO_LONG = (
+    "That number is far larger than the number of entries I keep, so nothing was removed. "
+    "Send /memory to see them numbered."
+)
+NOT_ASCII = (
+    "Write the number with the digits 0 to 9, e.g. /forget 2 (or /forget #2 to pick from a "
+    "list); nothing was removed."
 )
 FORGET_USAGE = (
     "Tell me what to forget: /forget <number> (as numbered by /memory) or "
@@ -88,11 +99,15 @@ def memory_command(memory: FileMemoryStore) -> Command:
 
 
 def forget_command(
-    memory: FileMemoryStore, choices: PendingChoices, open_sessions: SessionControl
+    memory: FileMemoryStore,
+    choices: PendingChoices,
+    open_sessions: SessionControl,
+    discard_export: Callable[[str], object] | None = None,
 ) -> Command:
     """/forget <number or text> over `memory`; several matches are offered as `choices`,
-    and `open_sessions` rebuild the person's prompts once an entry is gone."""
-    forget = _Forget(memory, choices, open_sessions)
+    `open_sessions` rebuild the person's prompts once an entry is gone, and
+    `discard_export(user_key)` deletes their pending /export file, which still holds it."""
+    forget = _Forget(memory, choices, open_sessions, discard_export)
     return Command(
         FORGET_NAME,
         "forget one thing I remember about you (/forget all: everything)",
@@ -106,11 +121,16 @@ class _Forget:
     """/forget of one USER.md entry, bound to the store, the choices and the open sessions."""
 
     def __init__(
-        self, memory: FileMemoryStore, choices: PendingChoices, open_sessions: SessionControl
+        self,
+        memory: FileMemoryStore,
+        choices: PendingChoices,
+        open_sessions: SessionControl,
+        discard_export: Callable[[str], object] | None,
     ) -> None:
         self._memory = memory
         self._choices = choices
         self._sessions = open_sessions
+        self._discard_export = discard_export
 
     async def handle(self, ctx: CommandContext) -> CommandReply:
         args = ctx.args.strip()
@@ -120,14 +140,20 @@ class _Forget:
             return CommandReply(FORGET_USAGE)
         key = ctx.identity.user_key
         state = self._memory.read("user", key)
-        if args.startswith("#") and args[1:].isdigit():
-            try:
-                picked = self._choices.take_numbered(key, FORGET_NAME, int(args[1:]))
-            except ChoiceRefusedError as exc:
-                return CommandReply(str(exc))
-            return await self.apply_choice(ctx, picked)
-        if args.isdigit():
-            return await self._forget_number(ctx, state, int(args))
+        number = _NUMBER.fullmatch(args)
+        if number is not None:
+            digits = number["digits"]
+            if len(digits) > MAX_DIGITS:
+                return CommandReply(TOO_LONG)
+            if number["pick"]:
+                try:
+                    picked = self._choices.take_numbered(key, FORGET_NAME, int(digits))
+                except ChoiceRefusedError as exc:
+                    return CommandReply(str(exc))
+                return await self.apply_choice(ctx, picked)
+            return await self._forget_number(ctx, state, int(digits))
+        if args.removeprefix("#").isdigit():  # digits, but not 0-9 (², ٣, ３)
+            return CommandReply(NOT_ASCII)
         if len(args) > state.limit:
             return CommandReply(
                 f"That is {len(args):,} characters, longer than everything I may keep about "
@@ -184,6 +210,8 @@ class _Forget:
         except MemoryEditError as exc:  # e.g. its neighbours, joined, read as an injection
             return CommandReply(f"I couldn't remove that entry, so nothing changed: {exc}")
         await self._sessions.refresh_prompts(key)  # no stored prompt may still carry the entry
+        if self._discard_export is not None:  # nor a copy waiting to be fetched
+            self._discard_export(key)
         return CommandReply(f"Forgotten: {entry}\n({result.state.usage_label} now used.)")
 
 

@@ -32,7 +32,12 @@ class CommandReply:
     text: str
     choices: tuple[Choice, ...] = ()
     document: Path | None = None
-    """A file to send with the text (/export); the console shows its path in the text."""
+    """A file to send with the text (/export), where the sink sends files."""
+    unattached_text: str | None = None
+    """The text instead of `text` where the sink sends no files (the console, which runs
+    on the operator's machine and may name the file's path)."""
+    after_sent: Callable[[], object] | None = None
+    """Called once the reply and its `document` were delivered (the file may go then)."""
 
     def as_text(self) -> str:
         """The reply for a platform without buttons: the choices as a numbered list."""

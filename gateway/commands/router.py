@@ -2,7 +2,8 @@
 
 `CommandRouter` decides what a "/x" message does: a registered command runs
 (admin-only ones only for admins) and its reply, with any choices, goes to the
-sink; an unknown one points to /help in a private chat and is ignored in a
+sink (a document is attached and sent at once, and the reply's `after_sent`
+runs then); an unknown one points to /help in a private chat and is ignored in a
 group unless addressed to this bot; one addressed to another bot is ignored.
 A picked choice (a pressed button) runs its command's `on_choice`, or is
 refused in one line. The caller holds the session's lock; the router makes
@@ -66,11 +67,18 @@ class CommandRouter:
             await sink.write(f"/{command.name} is for admins only.")
             return
         reply = await command.handler(CommandContext(message, identity, call.args, is_admin))
-        await sink.write(reply.as_text())
+        attaching = reply.document is not None and isinstance(sink, DocumentSink)
+        if attaching or reply.unattached_text is None:
+            await sink.write(reply.as_text())
+        else:
+            await sink.write(reply.unattached_text)
         if reply.choices and isinstance(sink, ChoiceSink):  # buttons, where the sink has them
             await sink.offer(reply.choices)
-        if reply.document is not None and isinstance(sink, DocumentSink):  # the file itself
-            await sink.attach(reply.document)
+        if attaching and reply.document is not None and isinstance(sink, DocumentSink):
+            await sink.attach(reply.document)  # the file itself, sent when the reply finishes
+            await sink.finish()  # so it is sent now; finishing it again does nothing
+            if reply.after_sent is not None:
+                reply.after_sent()
 
     async def choose(
         self, identity: MessageIdentity, message: InboundMessage, payload: str, sink: ReplySink
