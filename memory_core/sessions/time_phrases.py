@@ -16,6 +16,13 @@ Understood (case-insensitive):
 - since <weekday> | yesterday | last week | last month | <month> [<year>]
 - on/last <weekday>: that day (the latest one before today)
 - on <YYYY-MM-DD>, on <d> <month> [<year>], on <month> <d>[,] [<year>]
+- since/from <YYYY-MM-DD> [until/till/to/through <YYYY-MM-DD>], until/till/
+  through <YYYY-MM-DD> (that day included), before <YYYY-MM-DD> (excluded);
+  a range given backwards is read forwards
+
+Windows are kept to what the store can hold (moments from 1970 to the end of
+9999, as `jsonl.parse_timestamp` accepts): a start before 1970 reads as 1970,
+an end past 9999 as open.
 
 Text in Chinese (上周, 昨天, 三月, 3天前, 去年, 2024年3月 …) that the table
 does not cover goes to the `dateparser` package, imported on first use (it
@@ -46,6 +53,8 @@ _DAY = r"(?P<weekday>" + "|".join(WEEKDAYS) + r")"
 _N = r"(?P<n>\d{1,3}|" + "|".join(NUMBERS) + r")"
 _UNIT = r"(?P<unit>day|week|month|year)s?"
 _YEAR = r"(?P<year>(?:19|20)\d\d)"
+_ISO = r"\d{4}-\d\d-\d\d"
+FIRST_DAY = date(1970, 1, 1)  # the store holds nothing earlier
 
 
 @dataclass(frozen=True)
@@ -151,7 +160,22 @@ def _ago(n: str, unit: str, today: date) -> Span:
 
 
 def _one_day(day: date) -> Span:
-    return day, day + timedelta(days=1)
+    return day, _day_after(day)
+
+
+def _day_after(day: date) -> date | None:
+    """The next day; None (open) after the last day a date can hold, 9999-12-31."""
+    return None if day == date.max else day + timedelta(days=1)
+
+
+def _iso_range(m: re.Match[str], c: _Ctx) -> Span:
+    start = date.fromisoformat(m["start"]) if m["start"] else None
+    end = date.fromisoformat(m["end"]) if m["end"] else None
+    if start is not None and end is not None and end < start:  # given backwards
+        start, end = end, start
+    if end is not None and m["before"]:
+        return start, end  # before a day: that day excluded
+    return start, _day_after(end) if end is not None else None
 
 
 def _on_date(m: re.Match[str], c: _Ctx) -> Span:
@@ -163,10 +187,14 @@ def _on_date(m: re.Match[str], c: _Ctx) -> Span:
         day = date(year, month, int(m["day"]))
         if not m["year"] and day > c.today:
             day = date(year - 1, month, int(m["day"]))
-    return day, day + timedelta(days=1)
+    return _one_day(day)
 
 
 _PATTERNS: list[tuple[str, Callable[[re.Match[str], _Ctx], Span]]] = [
+    (r"(?:since|from)\s+(?P<start>" + _ISO + r")(?:\s+(?:until|till|to|through)\s+(?P<end>"
+     + _ISO + r"))?(?P<before>)", _iso_range),
+    (r"(?:(?P<before>before)|until|till|through)\s+(?P<end>" + _ISO + r")(?P<start>)",
+     _iso_range),
     (r"(?:on\s+)?(?:(?P<iso>\d{4}-\d\d-\d\d)|(?P<day>\d{1,2})(?:st|nd|rd|th)?\s+" + _MONTH
      + r",?(?:\s+" + _YEAR + r")?)", _on_date),
     (r"(?:on\s+)?" + _MONTH
@@ -209,6 +237,8 @@ def parse_time_phrase(text: str, now: datetime) -> TimeWindow:
     rest = text[: found.start()] + " " + re.sub(r"^['’]s\b", "", text[found.end() :])
     rest = re.sub(r"\s+", " ", rest).strip(" ,.;:-")
     rest = re.sub(r"\s+(?:from|in|on|during|of|about)$", "", rest, flags=re.IGNORECASE)
+    if start is not None and start < FIRST_DAY and (end is None or end > FIRST_DAY):
+        start = FIRST_DAY  # what the store can hold; a window wholly before it stays
     return TimeWindow(rest, _epoch(start, tz), _epoch(end, tz))
 
 
