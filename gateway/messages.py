@@ -91,8 +91,8 @@ class MessageIdentity:
 
     `session_key` routes it to its session (one lock, one conversation);
     `user_key` owns what the bot keeps of the person; `scope` is what that
-    session may recall ("in a group only that group; in a direct chat all of
-    mine", `memory_core.recall_scope`).
+    session may recall ("in a thread only that thread; in a group only that
+    group; in a direct chat all of mine outside threads", `memory_core.recall_scope`).
     """
 
     platform: str
@@ -117,7 +117,7 @@ class MessageIdentity:
             chat_type=message.chat_type,
             thread_id=message.thread_id,
             session_key=message.session_key(group_sessions_per_user),
-            scope=recall_scope(user_key, message.chat_id, message.chat_type),
+            scope=recall_scope(user_key, message.chat_id, message.chat_type, message.thread_id),
         )
 
 

@@ -91,6 +91,10 @@ class SessionCache:
         """How many routing keys have a lock now (held or waited for)."""
         return len(self._locks)
 
+    def busy(self, key: str) -> bool:
+        """Whether a turn or command of `key` holds its lock or waits for it."""
+        return key in self._locks
+
     @contextlib.asynccontextmanager
     async def locked(self, key: str) -> AsyncIterator[None]:
         """Hold `key`'s lock: one turn or command at a time per routing key."""
@@ -222,6 +226,10 @@ class OpenSessions:
         """Hold `key`'s lock: one turn or command at a time per routing key."""
         return self.cache.locked(key)
 
+    def busy(self, key: str) -> bool:
+        """Whether a turn or command of `key` runs or waits now."""
+        return self.cache.busy(key)
+
     async def open(self, who: MessageIdentity, session_id: int) -> OpenSession:
         """The cached session `session_id` of `who`'s key, or that session opened from the store.
 
@@ -247,6 +255,7 @@ class OpenSessions:
                 platform=who.platform,
                 chat_id=who.chat_id,
                 chat_type=who.chat_type,
+                thread_id=who.thread_id,
             )
         )
         prompt = await self._store.get_system_prompt(session_id, who.scope)
@@ -302,6 +311,7 @@ class OpenSessions:
                 platform=info.source,
                 chat_id=info.chat_id,
                 chat_type=info.chat_type,
+                thread_id=info.thread_id,
             )
         )
         return manager

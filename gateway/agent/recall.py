@@ -3,9 +3,10 @@
 `search_history` is the one function the model's `session_search` tool and
 the `/recall` command both call; it knows no platform. It searches the
 session store within the `SearchScope` it is given (callers use
-`recall_scope`: inside a group only that group, in a direct chat all of the
-person's history), leaving out the current conversation's lineage and the
-background agents' internal sessions. For each conversation found it reads
+`recall_scope`: inside a thread only that thread, inside a group only that
+group, in a direct chat all of the person's history outside threads),
+leaving out the current conversation's lineage and the background agents'
+internal sessions. For each conversation found it reads
 the transcript (under the same scope), cuts it to a window of at most
 `WINDOW_CHARS` characters around the matching messages, and asks the
 auxiliary model for a recap focused on the query. The recaps run at once,

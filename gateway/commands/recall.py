@@ -1,11 +1,12 @@
 """`/recall <what>`: recaps of the person's own earlier conversations.
 
 The same search as the model's `session_search` tool (`search_history`),
-under the person's `recall_scope` (in a group only that group), leaving out
+under the person's `recall_scope` (in a thread or forum topic only that
+thread, in a group only that group outside threads), leaving out
 the conversation going on now. A time phrase in the text ("last week",
 "yesterday", "in March", "3 days ago", 上周, 昨天, 三月) narrows the window.
 The conversations found are shown newest first, each with its date; when
-none is found the reply says so, with the window that was searched.
+none is found the reply says so, with the place and window that were searched.
 """
 
 from __future__ import annotations
@@ -25,14 +26,22 @@ from gateway.agent.recall import (
 )
 from gateway.commands.registry import Command, CommandContext, CommandReply
 from gateway.messages import CommandArgument
-from memory_core import STOPWORDS, SessionStore, SessionStoreError, TimeWindow, parse_time_phrase
+from memory_core import (
+    STOPWORDS,
+    SearchScope,
+    SessionStore,
+    SessionStoreError,
+    TimeWindow,
+    parse_time_phrase,
+)
 
 log = logging.getLogger(__name__)
 
 USAGE = (
     "/recall <what> searches our earlier conversations and recaps what was said, newest "
     "first. Add a time to narrow it: '/recall kubernetes last week', '/recall the trip "
-    "in March', '/recall 健身 上周'. In a group only this group's conversations are searched."
+    "in March', '/recall 健身 上周'. In a group only this group's conversations are searched, "
+    "in a thread only this thread's."
 )
 _WORD = re.compile(r"\w+")
 _SYNTAX = re.compile(r'[*^():"]|\b(?:AND|OR|NOT|NEAR)\b')
@@ -65,7 +74,8 @@ def recall_command(sessions: SessionStore, recapper: Recapper, timeout: float) -
         except SessionStoreError as exc:
             log.warning("/recall failed: %s: %s", type(exc).__name__, exc)
             return CommandReply("I can't read our past conversations right now; try again later.")
-        return CommandReply(_render(result, syntax=_SYNTAX.search(text) is not None))
+        syntax = _SYNTAX.search(text) is not None
+        return CommandReply(_render(result, ctx.identity.scope, syntax=syntax))
 
     return Command(
         "recall",
@@ -93,8 +103,8 @@ def _refusal(window: TimeWindow) -> str | None:
     return None
 
 
-def _render(result: RecallResult, *, syntax: bool) -> str:
-    where = _window(result.since, result.until)
+def _render(result: RecallResult, scope: SearchScope, *, syntax: bool) -> str:
+    where = _searched(scope, result.since, result.until)
     note = (
         "\n(Search operators such as OR, NOT, * and quotes are read as plain words.)"
         if syntax
@@ -115,6 +125,19 @@ def _item(session: RecalledSession) -> str:
         return f"{head} {session.recap}"
     lines = [f"- {s.role}: {s.text}" for s in session.snippets]
     return "\n".join([head + " (no recap: matching messages)", *lines])
+
+
+def _searched(scope: SearchScope, since: float | None, until: float | None) -> str:
+    """Where and when the search looked: a thread or group names itself, then the dates."""
+    if scope.thread_id is not None:
+        place = "this thread"
+    elif scope.chat_id is not None:
+        place = "this group"
+    else:
+        return _window(since, until)
+    if since is None and until is None:
+        return f"in {place}'s past conversations"
+    return f"in {place}, {_window(since, until)}"
 
 
 def _window(since: float | None, until: float | None) -> str:

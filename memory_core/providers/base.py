@@ -43,6 +43,7 @@ class SessionContext:
     chat_type: ChatType
     parent_session_id: int | None = None
     agent_kind: AgentKind = "primary"
+    thread_id: str | None = None  # the session's thread or forum topic: recall stays inside it
 
     def __post_init__(self) -> None:
         if self.chat_type not in CHAT_TYPES:

@@ -1,8 +1,9 @@
 """The built-in history recall provider: earlier conversations, every turn.
 
 On `prefetch` it searches the person's own past sessions for the message just
-received (as `recall_scope` rules: from a direct chat, all their sessions;
-inside a group, only that group's; the current lineage left out) and returns
+received (as `recall_scope` rules: from a direct chat, all their sessions
+outside threads; inside a group, only that group's outside threads; inside a
+thread, only that thread's; the current lineage left out) and returns
 the few best snippets with their dates, but only when the match is strong
 enough to help. Small talk recalls nothing: a message needs words that carry
 meaning (not stopwords, greetings or words like "remember" and "last week"),
@@ -144,7 +145,9 @@ class HistoryRecallProvider(MemoryProvider):
         terms = meaningful_terms(query)
         if session is None or not terms:
             return ""
-        scope = recall_scope(session.user_key, session.chat_id, session.chat_type)
+        scope = recall_scope(
+            session.user_key, session.chat_id, session.chat_type, session.thread_id
+        )
         options = replace(self._options, exclude_lineage_of=session.session_id)
         hits = await self._store.search(" ".join(terms), scope, options)
         needed = min(2, len(terms))

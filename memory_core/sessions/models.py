@@ -163,8 +163,8 @@ class SessionInfo:
 
     @property
     def scope(self) -> SearchScope:
-        """What this session may recall: `recall_scope` of its owner and chat."""
-        return recall_scope(self.user_key, self.chat_id, self.chat_type)
+        """What this session may recall: `recall_scope` of its owner, chat and thread."""
+        return recall_scope(self.user_key, self.chat_id, self.chat_type, self.thread_id)
 
 
 @dataclass(frozen=True)

@@ -62,12 +62,21 @@ def get_counters(conn: sqlite3.Connection, session_id: int) -> ReviewCounters | 
 
 
 def scope_sql(scope: SearchScope, alias: str = "s") -> tuple[str, list[object]]:
-    """The SQL condition (and its parameters) that confines rows to a scope."""
+    """The SQL condition (and its parameters) that confines rows to a scope.
+
+    A session of a thread matches only a scope of that thread; an empty stored
+    thread id counts as none, as it does in the session key.
+    """
     sql = f"{alias}.user_key = ?"
     params: list[object] = [scope.user_key]
     if scope.chat_id is not None:
         sql += f" AND {alias}.chat_id = ?"
         params.append(scope.chat_id)
+    if scope.thread_id is not None:
+        sql += f" AND {alias}.thread_id = ?"
+        params.append(scope.thread_id)
+    elif scope.outside_threads:
+        sql += f" AND coalesce({alias}.thread_id, '') = ''"
     return sql, params
 
 

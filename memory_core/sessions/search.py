@@ -4,8 +4,9 @@ How a query is answered:
 
 1. `parse_query` turns the text into quoted terms (see `query`).
 2. Every SQL statement carries the scope (`sessions.user_key = ?`, plus
-   `chat_id = ?` when a chat is given), the time window, the lineage to skip
-   and the internal-source filter (`ScopeFilter`). Nothing outside the scope
+   `chat_id = ?` when a chat is given, and `thread_id = ?` in a thread or
+   no thread outside them), the time window, the lineage to skip and the
+   internal-source filter (`ScopeFilter`). Nothing outside the scope
    is read, so nothing outside it can be returned or even weigh on a score.
 3. Each term is looked up on its own (`matching`): words, phrases and
    prefixes in the word index, where Chinese/Japanese/Korean text is held as
