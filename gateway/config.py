@@ -147,7 +147,7 @@ class TelegramConfig(_Section):
     @field_validator("allowed_users", mode="before")
     @classmethod
     def _ids_as_strings(cls, value: Any) -> Any:
-        return _ids_as_strings(value)
+        return _allowed_ids(value)
 
     @property
     def active(self) -> bool:
@@ -177,7 +177,12 @@ class DiscordConfig(_Section):
     edit_interval: float = Field(default=1.0, gt=0)  # seconds between edits of one channel
     token: str | None = Field(default=None, exclude=True)  # from DISCORD_BOT_TOKEN only
 
-    @field_validator("allowed_users", "allowed_guilds", "guild_ids", mode="before")
+    @field_validator("allowed_users", mode="before")
+    @classmethod
+    def _user_ids(cls, value: Any) -> Any:
+        return _allowed_ids(value)
+
+    @field_validator("allowed_guilds", "guild_ids", mode="before")
     @classmethod
     def _ids_as_strings(cls, value: Any) -> Any:
         return _ids_as_strings(value)
@@ -207,11 +212,9 @@ class Config(_Section):
     @classmethod
     def _admins_are_platform_ids(cls, value: Any) -> Any:
         value = _ids_as_strings(value)
-        for item in value or ():
-            platform, sep, user_id = str(item).partition(":")
-            if not sep or not platform or not user_id:
-                raise ValueError(f"{item!r} is not of the form platform:user_id")
-        return value
+        if not isinstance(value, tuple):
+            return value  # not a list: the type check says so
+        return tuple(_admin(str(item)) for item in value)
 
     @property
     def aux_model(self) -> str:
@@ -246,6 +249,38 @@ def _ids_as_strings(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return tuple(str(v) for v in value)
     return value
+
+
+# Telegram's and Discord's user ids are integers; an id with a stray space or a
+# name in its place would match nobody, silently, so it is refused at load.
+_PLAIN_ID = re.compile(r"[0-9]{1,20}")
+ADMIN_PLATFORMS = ("telegram", "discord")
+
+
+def _allowed_ids(value: Any) -> Any:
+    """An allow-list as strings, each a user id (surrounding spaces dropped) or "*"."""
+    value = _ids_as_strings(value)
+    if not isinstance(value, tuple):
+        return value  # not a list: the type check says so
+    ids = tuple(item.strip() for item in value)
+    for item, given in zip(ids, value, strict=True):
+        if item != "*" and not _PLAIN_ID.fullmatch(item):
+            raise ValueError(f'{given!r} is not a user id (a number), nor "*" for everyone')
+    return ids
+
+
+def _admin(item: str) -> str:
+    """One admin as ``platform:user_id`` (spaces dropped), refusing a wildcard or a bad id."""
+    platform, sep, user_id = (part.strip() for part in item.partition(":"))
+    if not sep or not platform or not user_id:
+        raise ValueError(f"{item!r} is not of the form platform:user_id")
+    if "*" in user_id:
+        raise ValueError(f"{item!r}: admins are named one by one; a wildcard is not allowed")
+    if platform not in ADMIN_PLATFORMS:
+        raise ValueError(f"{item!r}: the platform must be one of {', '.join(ADMIN_PLATFORMS)}")
+    if not _PLAIN_ID.fullmatch(user_id):
+        raise ValueError(f"{item!r}: {user_id!r} is not a user id (a number)")
+    return f"{platform}:{user_id}"
 
 
 def load_config(path: Path | None = None, environ: Mapping[str, str] | None = None) -> Config:

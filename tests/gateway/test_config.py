@@ -285,3 +285,43 @@ def test_allowed_users_take_a_star_for_everyone(tmp_path: Path) -> None:
     assert config.telegram.allowed_users == ("*",)
     assert config.discord.allowed_users == ("42",)
     assert config.discord.guild_ids == ("7",)
+
+
+def test_ids_with_stray_spaces_are_read_as_the_ids(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        'admins: [" telegram : 42 "]\n'
+        'telegram: {allowed_users: [" 1001", "1002 "]}\n'
+        'discord: {allowed_users: [" * "]}\n',
+    )
+    config = load_config(path, environ={})
+    assert config.admins == ("telegram:42",)
+    assert config.telegram.allowed_users == ("1001", "1002")
+    assert config.discord.allowed_users == ("*",)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            'admins: ["telegram:*"]\n',
+            "config error: admins: Value error, 'telegram:*': admins are named one by one; "
+            "a wildcard is not allowed",
+        ),
+        ('admins: ["*:42"]\n', "admins: Value error, '*:42': the platform must be one of"),
+        ('admins: ["slack:42"]\n', "admins: Value error, 'slack:42': the platform must be"),
+        ('admins: ["telegram:@alice"]\n', "'telegram:@alice': '@alice' is not a user id"),
+        (
+            'telegram: {allowed_users: ["alice"]}\n',
+            "config error: telegram.allowed_users: Value error, 'alice' is not a user id",
+        ),
+        ('telegram: {allowed_users: ["10 01"]}\n', "'10 01' is not a user id"),
+        ('discord: {allowed_users: ["*1"]}\n', "discord.allowed_users: Value error, '*1' is not"),
+        ('discord: {allowed_users: [""]}\n', "discord.allowed_users: Value error, '' is not"),
+        ("telegram: {allowed_users: [true]}\n", "'True' is not a user id"),
+    ],
+)
+def test_ids_that_would_match_nobody_are_refused_naming_the_key(
+    tmp_path: Path, text: str, expected: str
+) -> None:
+    assert expected in one_line_error(write(tmp_path, text))
