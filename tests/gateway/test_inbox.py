@@ -231,7 +231,8 @@ async def test_export_sends_its_file_where_the_platform_sends_files(
     conversations = serving(services)
     files, plain = FileSink(), ListSink()
     await conversations.handle(message("/export"), files)
-    await conversations.handle(message("/export"), plain)  # the console: the path in the text
-    assert len(files.files) == 1 and files.files[0].is_file()
-    assert files.files[0].name in files.replies[0]
-    assert "is in one file" in plain.replies[0]
+    await conversations.handle(message("/export"), plain)  # within the minute: refused
+    assert len(files.files) == 1 and "attached" in files.replies[0]
+    assert str(files.files[0].parent) not in files.replies[0]  # no server path
+    assert not files.files[0].exists()  # sent, then deleted
+    assert "once a minute" in plain.replies[0]
