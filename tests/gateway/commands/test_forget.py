@@ -280,3 +280,28 @@ async def test_a_forgotten_entry_leaves_the_open_sessions_prompt(
     assert "Manchester" not in fake.requests[2].body["messages"][0]["content"]
     # Bob's sessions and prompt are not touched by Ada's /forget.
     assert entries(services, BOB) == ["Bob keeps bees in Leeds"]
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        ("9" * 5000, "far larger than the number of entries"),
+        ("#" + "9" * 5000, "far larger than the number of entries"),
+        ("0" * 7 + "1", "far larger than the number of entries"),  # bounded by length, read as is
+        ("#²", "with the digits 0 to 9"),
+        ("²", "with the digits 0 to 9"),
+        ("٣", "with the digits 0 to 9"),  # an Arabic-Indic three
+        ("３", "with the digits 0 to 9"),  # a fullwidth three
+        ("99999", "There is no entry 99999: I hold 3"),
+    ],
+)
+async def test_odd_numbers_get_one_clear_line_and_remove_nothing(
+    services: Services, fake: FakeOpenAI, args: str, expected: str
+) -> None:
+    conversations = serving(services)
+    reply = await say(conversations, f"/forget {args}")
+    assert expected in reply
+    assert "\n" not in reply and len(reply) < 300  # one line; the 5,000 digits not echoed
+    assert entries(services) == ENTRIES
+    assert fake.requests == []
+    assert "Forgotten: Ada lives in Manchester" in await say(conversations, "/forget 3")

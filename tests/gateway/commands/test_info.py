@@ -93,3 +93,36 @@ def test_console_help_and_status(tmp_path: Path) -> None:
         assert "/recall — " in text and "/status — " in text and "/skills — " in text
         assert "Session: none open" in text and f"Model: {config.llm.model}" in text
         assert fake.requests == []
+
+
+def group_message(text: str, user: str = "42") -> InboundMessage:
+    return InboundMessage(
+        platform="telegram", chat_id="-100", chat_type="group", user_id=user, text=text
+    )
+
+
+async def test_in_a_group_skills_and_status_show_nothing_private(
+    fake: FakeOpenAI, services: Services
+) -> None:
+    services.skills.create(
+        "divorce-paperwork",
+        SKILL.format(name="divorce-paperwork", description="my lawyer's checklist"),
+        user_key="telegram-42",
+    )
+    services.memory.apply("user", "telegram-42", [Operation("add", content="Ada lives in Leeds")])
+    conversations = serving(services)
+    group, private = ListSink(), ListSink()
+    for text in ("/skills", "/status"):
+        await conversations.handle(group_message(text), group)
+        await conversations.handle(message(text), private)
+
+    group_skills, group_status = group.replies
+    assert "divorce" not in group_skills and "lawyer" not in group_skills
+    assert "your own skills" in group_skills and "private chat" in group_skills
+    assert "Model: " in group_status
+    assert "characters" not in group_status and "entr" not in group_status
+    assert "how much I remember about you" in group_status
+    # in a private chat the person still sees all of it
+    assert "- divorce-paperwork (yours): my lawyer's checklist" in private.replies[0]
+    assert "(1 entry)" in private.replies[1]
+    assert chat_requests(fake) == 0

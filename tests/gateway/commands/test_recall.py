@@ -172,3 +172,36 @@ def test_mnemo_chat_recall_end_to_end(tmp_path: Path) -> None:
     assert f"{today} (console, a private chat):" in result.stdout
     assert "Okafor" in result.stdout.split("What I found")[1]  # the echoed recap request
     assert USAGE in result.stdout
+
+
+async def test_in_a_group_the_reply_says_it_searched_that_group(
+    fake: FakeOpenAI, services: Services
+) -> None:
+    await seed(services, "42", "dentist in private", datetime.now(UTC) - timedelta(days=3))
+    sink = ListSink()
+    await serving(services).handle(message("/recall dentist", chat="-100", group=True), sink)
+    assert sink.replies == ['Nothing found for "dentist" in this group\'s past conversations.']
+    assert "all our" not in sink.replies[0]
+
+
+async def test_a_range_beyond_what_the_store_holds_searches_all_of_it(
+    fake: FakeOpenAI, services: Services
+) -> None:
+    """Not one day of year 1: the range is read, and kept to 1970 to the end of 9999."""
+    now = datetime.now(UTC)
+    await seed(services, "42", "pizza at Luigi's", now - timedelta(days=400))
+    await seed(services, "42", "pizza again", now - timedelta(days=2))
+    fake.say("RECAP-OLD")
+    fake.say("RECAP-NEW")
+    sink = ListSink()
+    conversations = serving(services)
+    await conversations.handle(message("/recall pizza since 0001-01-01 until 9999-12-31"), sink)
+    reply = sink.replies[0]
+    assert reply.startswith('What I found for "pizza" since 1970-01-01, newest first:')
+    assert "RECAP-OLD" in reply and "RECAP-NEW" in reply
+    await conversations.handle(message("/recall pizza on 9999-12-31"), sink)  # no overflow
+    assert sink.replies[1] == 'Nothing found for "pizza" since 9999-12-31.'
+    start = (now - timedelta(days=3)).date().isoformat()
+    end = (now - timedelta(days=1)).date().isoformat()
+    await conversations.handle(message(f"/recall pizza from {end} to {start}"), sink)  # backwards
+    assert sink.replies[2].startswith(f'What I found for "pizza" from {start} to {end}')
