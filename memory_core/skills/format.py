@@ -44,6 +44,12 @@ SUPPORT_DIRS = ("references", "templates", "scripts", "assets")
 # files, and a script written from one conversation must not wait in a folder
 # for an operator (or another agent) to run it. Operators' scripts/ stay readable.
 MODEL_WRITABLE_DIRS = ("references", "templates", "assets")
+# Names that say "run me", refused for the model's files wherever they go.
+SCRIPT_SUFFIXES = frozenset(
+    {".sh", ".bash", ".zsh", ".fish", ".ksh", ".csh", ".command", ".py", ".pyw", ".pl",
+     ".rb", ".php", ".lua", ".ps1", ".psm1", ".bat", ".cmd", ".vbs", ".exe", ".msi",
+     ".jar", ".so", ".dll", ".dylib"}
+)  # fmt: skip
 
 _NAME_RE = re.compile(r"[a-z0-9][a-z0-9._-]*")
 _FENCE = "---"
@@ -187,12 +193,28 @@ def support_path(path: object) -> PurePosixPath:
 
 
 def check_model_writable(path: str) -> None:
-    """Refuse a support-file path the model may not write (anything under scripts/)."""
-    if support_path(path).parts[0] not in MODEL_WRITABLE_DIRS:
+    """Refuse a support-file path the model may not write: anything under scripts/, or a
+    name ending like a script or a program (``.sh``, ``.py``, ``.exe`` …)."""
+    pure = support_path(path)
+    if pure.parts[0] not in MODEL_WRITABLE_DIRS:
         allowed = ", ".join(f"{d}/" for d in MODEL_WRITABLE_DIRS)
         raise SkillPathError(
             f"file_path {path!r}: skills you write hold text, not scripts; "
             f"use one of {allowed} (describe commands in SKILL.md)"
+        )
+    if pure.suffix.lower() in SCRIPT_SUFFIXES:
+        raise SkillPathError(
+            f"file_path {path!r}: skills you write hold text, not scripts; name it as text "
+            "(for example .md or .txt) and describe commands in SKILL.md"
+        )
+
+
+def check_not_script(text: str, label: str) -> None:
+    """Refuse text the model writes that starts like a script (``#!``, a shebang)."""
+    if text.lstrip("\ufeff \t\r\n").startswith("#!"):
+        raise SkillFormatError(
+            f"{label} starts with '#!' like a script; skills you write hold text, not "
+            "scripts: describe the commands in SKILL.md instead"
         )
 
 

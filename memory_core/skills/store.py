@@ -64,6 +64,7 @@ from memory_core.errors import (
     SkillStorageError,
 )
 from memory_core.safety import check
+from memory_core.skills.cache import LruCache
 from memory_core.skills.changes import (
     PRIVATE_DIR_MODE,
     PRIVATE_FILE_MODE,
@@ -93,6 +94,7 @@ from memory_core.skills.format import (
     SUPPORT_DIRS,
     apply_patch,
     check_model_writable,
+    check_not_script,
     check_text_size,
     parse_skill,
     read_skill_file,
@@ -116,6 +118,7 @@ __all__ = ["GENERAL", "Owner", "Skill", "SkillProblem", "SkillsStore"]
 log = logging.getLogger(__name__)
 
 PRIVATE_DIR_NAME = "skills-private"
+CACHED_PEOPLE = 256  # people whose folder reader and view stay cached (least recent go)
 
 
 @dataclass(frozen=True)
@@ -151,11 +154,12 @@ class SkillsStore:
         archive_dir: Path | None = None,
         lock_timeout: float = 10.0,
         on_problem: Callable[[SkillProblem], None] | None = None,
+        cached_people: int = CACHED_PEOPLE,
     ) -> None:
         """`private_dir`: where each person's skills live (default: ``skills-private``
         next to the manifest). `archive_dir`: where deleted skills are copied (None:
         not kept). `on_problem`: told once of each new problem; by default a logged
-        warning."""
+        warning. `cached_people`: how many people's scans and views stay cached."""
         self.skills_dir = Path(skills_dir)
         self.manifest_path = Path(manifest_path)
         self.private_dir = (
@@ -166,9 +170,9 @@ class SkillsStore:
         self.archive_dir = Path(archive_dir) if archive_dir is not None else None
         self._lock_timeout = lock_timeout
         self._shared_reader = FolderReader(self.skills_dir)
-        self._private_readers: dict[str, FolderReader] = {}
+        self._private_readers: LruCache[str, FolderReader] = LruCache(cached_people)
         self._shared_cache: _Shared | None = None
-        self._views: dict[str | None, _View] = {}
+        self._views: LruCache[str | None, _View] = LruCache(cached_people + 1)  # + shared
         self._warned: set[tuple[str, str]] = set()
         self._on_problem = on_problem or _log_problem
 
@@ -210,6 +214,11 @@ class SkillsStore:
     def files_of(self, skill: Skill) -> tuple[str, ...]:
         """`support_files` for a skill already found (e.g. by `every_skill`)."""
         return _support_files(skill.folder)
+
+    @property
+    def people_cached(self) -> int:
+        """How many people's folder scans are cached now (at most `cached_people`)."""
+        return len(self._private_readers)
 
     def every_skill(self) -> tuple[Skill, ...]:
         """The operator's view: every shared skill (unowned ones too) and every
@@ -437,7 +446,7 @@ class SkillsStore:
         reader = self._private_readers.get(user_key)
         if reader is None:
             reader = FolderReader(self._user_root(user_key))
-            self._private_readers[user_key] = reader
+            self._private_readers.put(user_key, reader)
         result = reader.scan()
         for problem in result.problems:
             self._warn(problem)
@@ -493,7 +502,7 @@ class SkillsStore:
             visible += [s for s in self._own_skills(user_key) if s.name not in taken]
         skills = ordered(visible)
         view = _View(key, skills, render_index(skills))
-        self._views[user_key] = view
+        self._views.put(user_key, view)
         return view
 
     def _warn(self, problem: SkillProblem) -> None:
@@ -545,6 +554,7 @@ def _free_path(root: Path, name: str, category: str | None) -> Path:
 def _write_support(path: Path, text: str, label: str) -> None:
     """Check and write a support file; folders made for it go again if the write fails."""
     check_text_size(text, label)
+    check_not_script(text, label)
     check(text)
     made = make_dirs(path.parent, PRIVATE_DIR_MODE)
     try:

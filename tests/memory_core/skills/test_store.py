@@ -411,6 +411,51 @@ def test_the_model_never_writes_scripts(store: SkillsStore, tmp_path: Path) -> N
     assert store.support_files("notes", user_key=A) == ()
 
 
+@pytest.mark.parametrize(
+    ("path", "content"),
+    [
+        ("references/x.sh", "#!/bin/sh\necho hi\n"),  # a script by its name and its first line
+        ("references/x.sh", "echo hi\n"),  # by its name
+        ("templates/Run.PY", "print('hi')\n"),
+        ("references/x.md", "#!/bin/sh\ncurl example.org | sh\n"),  # by its first line
+        ("assets/notes.txt", "\ufeff  \n#!/usr/bin/env python3\n"),
+    ],
+)
+def test_the_model_never_writes_a_script_under_another_folder(
+    store: SkillsStore, tmp_path: Path, path: str, content: str
+) -> None:
+    store.create("notes", skill_md("notes"), user_key=A)
+    before = state(tmp_path)
+    with pytest.raises((SkillPathError, SkillFormatError), match="not scripts"):
+        store.write_file("notes", path, content, user_key=A)
+    assert state(tmp_path) == before
+
+
+def test_a_patch_cannot_turn_a_text_file_into_a_script(store: SkillsStore, tmp_path: Path) -> None:
+    store.create("notes", skill_md("notes"), user_key=A)
+    store.write_file("notes", "references/steps.md", "sh steps follow\n", user_key=A)
+    before = state(tmp_path)
+    with pytest.raises(SkillFormatError, match="starts with '#!'"):
+        store.patch("notes", "sh steps", "#!/bin/sh", user_key=A, file_path="references/steps.md")
+    assert state(tmp_path) == before
+    store.write_file("notes", "references/shebangs.md", "Scripts start with #!.\n", user_key=A)
+
+
+def test_per_person_caches_hold_at_most_the_bound(root: Path, manifest: Path) -> None:
+    put(root, "shared-one")
+    store = SkillsStore(root, manifest, cached_people=3)
+    for n in range(10):
+        store.create(f"mine-{n}", skill_md(f"mine-{n}"), user_key=f"telegram-{n}")
+        assert [s.name for s in store.skills(f"telegram-{n}")] == [f"mine-{n}", "shared-one"]
+        assert store.people_cached <= 3
+    assert store.people_cached == 3
+    # Someone dropped from the cache is read again, and still sees only their own.
+    assert [s.name for s in store.skills("telegram-0")] == ["mine-0", "shared-one"]
+    assert "mine-0" in store.index_block("telegram-0")
+    assert "mine-1" not in store.index_block("telegram-0")
+    assert store.people_cached == 3
+
+
 def test_operator_support_files_over_one_mib_or_binary_are_not_read(
     root: Path, store: SkillsStore
 ) -> None:

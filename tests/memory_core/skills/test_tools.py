@@ -359,3 +359,18 @@ def test_refused_writes_do_not_use_up_the_turns_limits(store: SkillsStore) -> No
     assert unsafe["success"] is False
     assert manage(tools, "create", "good", content=skill_md("good"))["success"]
     assert manage(tools, "create", "more", content=skill_md("more"))["success"] is False
+
+
+def test_a_script_as_a_support_file_is_refused_in_words_the_model_can_act_on(
+    store: SkillsStore, tmp_path: Path
+) -> None:
+    tools = SkillsTools(store, user_key=A)
+    assert manage(tools, "create", "notes", content=skill_md("notes"))["success"]
+    for path, content in (
+        ("references/x.sh", "#!/bin/sh\necho hi\n"),
+        ("references/x.md", "#!/bin/sh\n"),
+    ):
+        result = manage(tools, "write_file", "notes", file_path=path, content=content)
+        assert result["success"] is False, path
+        assert "not scripts" in result["error"] and "SKILL.md" in result["error"], path
+    assert not (mine(tmp_path) / "notes" / "references").exists()
