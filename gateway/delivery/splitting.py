@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Callable
+from dataclasses import dataclass
 
 FENCE = "```"
 CLOSE_FENCE = "\n" + FENCE
@@ -32,39 +33,91 @@ def split_message(
     """`text` cut into parts of at most `max_units` (as `units` counts); [] when blank."""
     if max_units < 1:
         raise ValueError("max_units must be at least 1")
-    rest = text.strip()
+    return split_rest(text.strip(), None, max_units, units)
+
+
+def split_rest(
+    rest: str, language: str | None, max_units: int, units: Callable[[str], int]
+) -> list[str]:
+    """`rest`, what follows a cut (with a fence of `language` open there, or None),
+    cut into parts as `split_message` cuts a whole text."""
     parts: list[str] = []
-    language: str | None = None  # the info string of a fence open where the last part ended
     while rest:
-        prefix = f"{FENCE}{language}\n" if language is not None else ""
-        if units(prefix) + units(CLOSE_FENCE) >= max_units:
-            prefix = ""  # no room for fences: plain cuts
-        if units(prefix + rest) <= max_units:
-            parts.append(prefix + rest)
+        cut = next_cut(rest, language, max_units, units)
+        if cut is None:
+            parts.append(part_prefix(language, max_units, units) + rest)
             break
-        fences = units(prefix) + units(CLOSE_FENCE) < max_units
-        cut, line_cut, body, language = _next_part(rest, prefix, max_units, 0, units)
-        if language is not None and fences and units(body + CLOSE_FENCE) > max_units:
-            # cut again, leaving room to close the fence
-            reserve = units(CLOSE_FENCE)
-            cut, line_cut, body, language = _next_part(rest, prefix, max_units, reserve, units)
-        if not fences:
-            language = None
-        parts.append(body + CLOSE_FENCE if language is not None else body)
-        rest = rest[cut:]
-        if language is None:
-            rest = rest.lstrip()
-        else:  # keep the indentation of code; drop only the cut's line break or spaces
-            rest = rest.lstrip("\r\n") if line_cut else rest.lstrip(" \t")
+        parts.append(cut.part)
+        rest = cut.remainder(rest)
+        language = cut.language
     return [part for part in parts if part.strip()]
 
 
+@dataclass(frozen=True)
+class Cut:
+    """One full part cut from the front of a text."""
+
+    part: str  # the part as sent: its fence reopened at the start, closed at the end
+    end: int  # the characters of the text the part took, before the whitespace dropped
+    strip: str | None  # what is dropped after the cut (None: all whitespace)
+    language: str | None  # the fence open at the cut, reopened in the next part
+
+    def remainder(self, text: str) -> str:
+        """What of `text` goes on into the next part."""
+        return text[self.end :].lstrip(self.strip)
+
+
+def part_prefix(language: str | None, max_units: int, units: Callable[[str], int]) -> str:
+    """The start of a part that continues a fence of `language` ("" when none or no room)."""
+    if language is None:
+        return ""
+    prefix = f"{FENCE}{language}\n"
+    return "" if units(prefix) + units(CLOSE_FENCE) >= max_units else prefix
+
+
+def next_cut(
+    rest: str,
+    language: str | None,
+    max_units: int,
+    units: Callable[[str], int],
+    floor: int = 0,
+) -> Cut | None:
+    """The first part of `rest` (see `split_rest`); None when `rest` fits in one.
+
+    The cut falls at `floor` characters of `rest` or later, so that text already
+    shown stays in its part; with `floor` 0 this is `split_message`'s cut, and
+    with any floor it is the same whenever that cut already falls there or later.
+    """
+    prefix = part_prefix(language, max_units, units)
+    if units(prefix + rest) <= max_units:
+        return None
+    fences = units(prefix) + units(CLOSE_FENCE) < max_units
+    end, line_cut, body, open_language = _next_part(rest, prefix, max_units, 0, units, floor)
+    if open_language is not None and fences and units(body + CLOSE_FENCE) > max_units:
+        # cut again, leaving room to close the fence
+        reserve = units(CLOSE_FENCE)
+        end, line_cut, body, open_language = _next_part(
+            rest, prefix, max_units, reserve, units, floor
+        )
+    if not fences:
+        open_language = None
+    if open_language is None:
+        return Cut(body, end, None, None)
+    # keep the indentation of code; drop only the cut's line break or spaces
+    return Cut(body + CLOSE_FENCE, end, "\r\n" if line_cut else " \t", open_language)
+
+
 def _next_part(
-    rest: str, prefix: str, max_units: int, reserve: int, units: Callable[[str], int]
+    rest: str,
+    prefix: str,
+    max_units: int,
+    reserve: int,
+    units: Callable[[str], int],
+    floor: int,
 ) -> tuple[int, bool, str, str | None]:
     """The cut in `rest` (and whether at a line), the part's body and its open fence."""
-    limit = _fitting_prefix(rest, max_units - units(prefix) - reserve, units)
-    cut, line_cut = _best_cut(rest, limit)
+    limit = fitting_prefix(rest, max_units - units(prefix) - reserve, units)
+    cut, line_cut = _best_cut(rest, limit, min(floor, limit))
     body = prefix + rest[:cut].rstrip()
     return cut, line_cut, body, open_fence(body)
 
@@ -83,7 +136,7 @@ def open_fence(text: str) -> str | None:
     return language
 
 
-def _fitting_prefix(text: str, budget: int, units: Callable[[str], int]) -> int:
+def fitting_prefix(text: str, budget: int, units: Callable[[str], int]) -> int:
     """The most characters of `text` (at least one) whose units fit in `budget`."""
     low, high = 1, len(text)
     while low < high:
@@ -95,32 +148,35 @@ def _fitting_prefix(text: str, budget: int, units: Callable[[str], int]) -> int:
     return low
 
 
-def _best_cut(text: str, limit: int) -> tuple[int, bool]:
-    """Where to cut `text` within its first `limit` characters, and whether at a line."""
+def _best_cut(text: str, limit: int, floor: int) -> tuple[int, bool]:
+    """Where to cut `text` within its first `limit` characters and at `floor` or
+    later, and whether at a line."""
     window = text[:limit]
-    half = max(1, limit // 2)
+    low = max(1, floor)
+    half = max(low, limit // 2)
     if limit < len(text) and text[limit] in "\r\n":
         return limit, True  # the window ends exactly at a line
-    for separator, start in (("\n\n", half), ("\n", half)):
-        at = window.rfind(separator, start)
-        if at >= start:
+    for separator in ("\n\n", "\n"):
+        at = window.rfind(separator, half)
+        if at >= half:
             return at, True
     space = max(window.rfind(" ", half), window.rfind("\t", half))
     if space >= half:
         return space, False
-    line = window.rfind("\n", 1)
-    if line >= 1:
+    line = window.rfind("\n", low)
+    if line >= low:
         return line, True
-    space = max(window.rfind(" ", 1), window.rfind("\t", 1))
-    if space >= 1:
+    space = max(window.rfind(" ", low), window.rfind("\t", low))
+    if space >= low:
         return space, False
-    return _safe_hard_cut(text, limit), False
+    return _safe_hard_cut(text, limit, low), False
 
 
-def _safe_hard_cut(text: str, limit: int) -> int:
-    """`limit`, moved back so the cut splits no "\\r\\n", mark sequence or flag."""
+def _safe_hard_cut(text: str, limit: int, low: int) -> int:
+    """`limit`, moved back (not below `low`) so the cut splits no "\\r\\n", mark
+    sequence or flag."""
     cut = limit
-    while cut > 1 and _inseparable(text, cut):
+    while cut > low and _inseparable(text, cut):
         cut -= 1
     return cut if not _inseparable(text, cut) else limit
 

@@ -1,18 +1,23 @@
-"""One reply streamed into a chat: typing, then drafts or a message edited as text
+"""One reply streamed into a chat: typing, then drafts or messages edited as text
 arrives, then the final text, split and always delivered.
 
 `write` only records the text; a small task shows it, at most once per the
 chat's throttle interval and never twice the same, so the model's stream never
 waits on the platform. In a private chat that takes drafts the text streams as
-a native draft and the final text is sent as message(s); elsewhere the first
-text is sent as a message replying to the person's and then edited. `finish`
-scrubs `<memory-context>` spans from the whole text (a check after the stream
-scrubber), splits it at the channel's limit and delivers it: the first part as
-the final edit of the streamed message (a fresh message when there is none, or
-when that edit fails for good), the others as new messages; choices go with the
-last part. Flood control pauses the chat's interim updates; the final text waits
-`retry_after` and retries, a bounded number of times. A failure after every
-fallback is logged once, without the text, and never raised to the caller.
+a native draft and each part is sent as a message; elsewhere the first text is
+sent as a message replying to the person's and then edited. A long reply keeps
+streaming: as soon as the text no longer fits one message, that part is cut as
+`split_message` cuts it (but never before what the chat already shows, so a
+part only grows), finished (its last edit, or its message sent after the draft)
+and the text goes on in a new message, each update taking the chat's throttle.
+`finish` scrubs `<memory-context>` spans from the whole text (a check after the
+stream scrubber), cuts what is left the same way and delivers every part whose
+message does not show it yet: a final edit of its streamed message (a fresh
+message when there is none, or when that edit fails for good), else a new
+message; choices go with the last part. Flood control pauses the chat's interim
+updates; the final text waits `retry_after` and retries, a bounded number of
+times. A failure after every fallback is logged once, without the text, and
+never raised to the caller.
 
 `finish` is meant to be called once per reply; a `write` after it starts a new
 reply in the same chat (a new message, replying to the same message).
@@ -26,10 +31,17 @@ import logging
 import secrets
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from gateway.delivery.channel import Channel
-from gateway.delivery.splitting import split_message
+from gateway.delivery.splitting import (
+    CLOSE_FENCE,
+    fitting_prefix,
+    next_cut,
+    part_prefix,
+    split_message,
+)
 from gateway.delivery.throttle import ChatThrottle, Clock, Sleep
 from gateway.errors import DeliveryError, GatewayError, RateLimitedError
 from gateway.messages import Choice
@@ -38,6 +50,20 @@ from memory_core import StreamingContextScrubber, scrub_context
 log = logging.getLogger(__name__)
 
 FINAL_ATTEMPTS = 5  # tries for each final call under flood control
+
+
+def _new_draft_id() -> int:
+    return secrets.randbelow(2**31 - 1) + 1
+
+
+@dataclass
+class _Part:
+    """One message of a reply, as the chat shows it."""
+
+    text: str = ""  # its final text, once cut ("" while it still grows)
+    message_id: str | None = None  # the message showing it, once sent
+    shown: str = ""  # what that message (or the draft) shows now
+    draft_id: int = field(default_factory=_new_draft_id)
 
 
 class StreamedReply:
@@ -84,10 +110,14 @@ class StreamedReply:
         self._visible = ""  # the text so far, scrubbed as a stream (held back at a tag)
         self._choices: tuple[Choice, ...] = ()
         self._documents: list[Path] = []  # files to send after the text
-        self._shown = ""  # what the chat shows now (message or draft)
-        self._message_id: str | None = None  # the streamed message, once sent
+        self._parts: list[_Part] = []  # the parts already cut, in order
+        self._open = _Part()  # the part still growing
+        # Where the open part starts in the stripped visible text, what is dropped
+        # there, and the fence open there (reopened at its start).
+        self._open_at = 0
+        self._open_strip: str | None = None
+        self._open_language: str | None = None
         self._drafts = self._private and self._channel.limits.drafts
-        self._draft_id = secrets.randbelow(2**31 - 1) + 1
         self._interim = True  # interim updates still wanted
         self._changed = asyncio.Event()
         self._pump: asyncio.Task[None] | None = None
@@ -137,9 +167,7 @@ class StreamedReply:
         self._done = True
         await self._stop_pump()
         await self._stop_typing()
-        parts = split_message(
-            scrub_context(self._text), self._channel.limits.max_units, self._channel.limits.units
-        )
+        parts = self._final_parts(scrub_context(self._text).strip())
         self.message_ids = []
         if parts:
             try:
@@ -174,40 +202,119 @@ class StreamedReply:
             log.exception("interim reply update failed")
 
     async def _show_interim(self) -> None:
-        view = self._interim_view()
-        if not view or view == self._shown or not self._interim:
+        if not self._interim:
             return
+        self._cut_full_parts()
+        update = self._next_update()
+        if update is None:
+            return
+        part, text = update
         self._throttle.used()  # before any await: another reply in the chat waits its turn
         await self._stop_typing()
         try:
-            if self._drafts:
-                await self._channel.draft(self._draft_id, view)
-            elif self._message_id is None:
-                self._message_id = await self._channel.send(view, reply_to=self._reply_to)
+            if part is self._open and self._drafts:
+                await self._channel.draft(part.draft_id, text)
+            elif part.message_id is None:
+                reply_to = self._reply_to if part is self._first_part() else None
+                part.message_id = await self._channel.send(text, reply_to=reply_to)
             else:
-                await self._channel.edit(self._message_id, view)
-            self._shown = view
+                await self._channel.edit(part.message_id, text)
+            part.shown = text
             self._throttle.returned()
         except RateLimitedError as exc:  # the chat is paused; the next view goes after
             self._throttle.pause(exc.retry_after)
             self._changed.set()
         except DeliveryError as exc:
             log.info("interim reply update refused: %s", exc)
-            if self._drafts:  # no drafts here after all: stream by message edits
+            if part is self._open and self._drafts:  # no drafts here: stream by edits
                 self._drafts = False
                 self._changed.set()
             else:
                 self._interim = False  # the final delivery sends afresh if need be
+        else:
+            if self._next_update() is not None:  # a full part was finished: go on
+                self._changed.set()
 
-    def _interim_view(self) -> str:
+    def _next_update(self) -> tuple[_Part, str] | None:
+        """The next thing to show: a cut part its message does not show yet (the drafts
+        of a cut part become its message), else the open part's new view."""
+        for part in self._parts:
+            if part.message_id is None or part.shown != part.text:
+                return part, part.text
+        view = self._open_view()
+        if view and view != self._open.shown:
+            return self._open, view
+        return None
+
+    def _first_part(self) -> _Part:
+        return self._parts[0] if self._parts else self._open
+
+    def _open_rest(self) -> str:
+        return self._visible.lstrip()[self._open_at :].lstrip(self._open_strip)
+
+    def _open_view(self) -> str:
+        """The open part as the chat may show it now. A few units short of the limit
+        are held back, so the cut can still close a code fence after the shown text."""
         limits = self._channel.limits
-        text = self._visible.strip()
-        if limits.units(text) <= limits.max_units:
-            return text
-        # Each character counts at least one unit, so the first part of this many
-        # characters is the first part of the whole.
-        parts = split_message(text[: limits.max_units + 1], limits.max_units, limits.units)
-        return parts[0] if parts else ""
+        rest = self._open_rest().rstrip()
+        if not rest:
+            return ""
+        view = part_prefix(self._open_language, limits.max_units, limits.units) + rest
+        room = limits.max_units - limits.units(CLOSE_FENCE)
+        if room >= limits.max_units // 2 and limits.units(view) > room:
+            view = view[: fitting_prefix(view, room, limits.units)].rstrip()
+        return view
+
+    def _cut_full_parts(self) -> None:
+        """Cut the open part while it no longer fits one message, never before what
+        the chat shows of it; the text after each cut opens the next part."""
+        limits = self._channel.limits
+        while True:
+            rest = self._open_rest()
+            cut = next_cut(
+                rest, self._open_language, limits.max_units, limits.units, self._shown_floor(rest)
+            )
+            if cut is None:
+                return
+            if cut.part.strip():
+                self._open.text = cut.part
+                self._parts.append(self._open)
+            self._open = _Part()
+            skipped = len(self._visible.lstrip()) - self._open_at - len(rest)
+            self._open_at += skipped + cut.end
+            self._open_strip, self._open_language = cut.strip, cut.language
+
+    def _shown_floor(self, rest: str) -> int:
+        """How many characters of `rest` the open part's message or draft shows."""
+        limits = self._channel.limits
+        prefix = part_prefix(self._open_language, limits.max_units, limits.units)
+        shown = self._open.shown
+        if not shown.startswith(prefix) or not rest.startswith(shown[len(prefix) :]):
+            return 0
+        return len(shown) - len(prefix)
+
+    def _final_parts(self, final: str) -> list[_Part]:
+        """The parts of `final` (the whole reply, scrubbed), each with the message
+        that shows it so far. The parts already cut keep their cuts; the rest is cut
+        the same way, the open part again never before what it shows."""
+        limits = self._channel.limits
+        cut_text = self._visible.lstrip()[: self._open_at]
+        if not final.startswith(cut_text):  # the stream scrubber let out something else
+            log.info("streamed text differs from the final text: parts cut afresh")
+            parts = split_message(final, limits.max_units, limits.units)
+            kept = [*self._parts, self._open]
+            return [
+                _Part(text, kept[i].message_id, kept[i].shown) if i < len(kept) else _Part(text)
+                for i, text in enumerate(parts)
+            ]
+        self._visible = final
+        self._cut_full_parts()
+        rest = self._open_rest()
+        if rest:  # it fits: the cutting above stopped
+            self._open.text = part_prefix(self._open_language, limits.max_units, limits.units)
+            self._open.text += rest
+            return [*self._parts, self._open]
+        return list(self._parts)
 
     async def _stop_pump(self) -> None:
         self._finishing = True
@@ -248,30 +355,29 @@ class StreamedReply:
 
     # The final delivery.
 
-    async def _deliver(self, parts: Sequence[str]) -> None:
+    async def _deliver(self, parts: Sequence[_Part]) -> None:
         last = len(parts) - 1
         for index, part in enumerate(parts):
             choices = self._choices if index == last else ()
-            streamed = index == 0 and self._message_id is not None and not self._drafts
-            # An edit carries no buttons: a single part with choices goes as a new message.
-            if streamed and not choices and await self._final_edit(part):
-                assert self._message_id is not None
-                self.message_ids.append(self._message_id)
+            # An edit carries no buttons: a part with choices goes as a new message.
+            if part.message_id is not None and not choices and await self._final_edit(part):
+                self.message_ids.append(part.message_id)
                 continue
             reply_to = self._reply_to if index == 0 else None
-            self.message_ids.append(await self._final_send(part, reply_to, choices))
+            self.message_ids.append(await self._final_send(part.text, reply_to, choices))
 
-    async def _final_edit(self, text: str) -> bool:
-        """The streamed message edited to `text`; False when the edit failed for good."""
-        assert self._message_id is not None
-        if text == self._shown:
+    async def _final_edit(self, part: _Part) -> bool:
+        """The part's message edited to its text; False when the edit failed for good."""
+        assert part.message_id is not None
+        if part.text == part.shown:
             return True
         for _ in range(self._attempts):
             await self._throttle.wait()
             self._throttle.used()
             try:
-                await self._channel.edit(self._message_id, text)
+                await self._channel.edit(part.message_id, part.text)
                 self._throttle.returned()
+                part.shown = part.text
                 return True
             except RateLimitedError as exc:
                 self._throttle.pause(exc.retry_after)

@@ -1,11 +1,11 @@
 """How often one chat may be updated: one throttle per chat, shared by its replies.
 
 Every update of a streamed reply (its first message, an edit, a draft, the final
-edit) takes the chat's throttle, so however many replies stream at once in a
-group the chat sees at most one such update per interval. Flood control (a 429
-with `retry_after`) pauses the chat's updates until then. New messages after
-the first (the further parts of a long reply) are left to the platform's own
-rate limiter.
+edit, and while it streams each further part's message) takes the chat's
+throttle, so however many replies stream at once in a group the chat sees at
+most one such update per interval. Flood control (a 429 with `retry_after`)
+pauses the chat's updates until then. The further parts that `finish` sends at
+the end are left to the platform's own rate limiter.
 """
 
 from __future__ import annotations

@@ -174,18 +174,31 @@ async def test_memory_context_never_reaches_the_chat() -> None:
 async def test_a_long_reply_is_split_and_only_the_first_part_replies() -> None:
     reply, channel, _, clock = make(max_units=100)
     text = " ".join(f"w{i:03}" for i in range(60))  # 299 characters
-    await stream(reply, [text[:50], text[50:]], clock)
-    interim = [c.text for c in channel.calls]
-    assert all(len(t) <= 100 for t in interim)
-    await reply.write("")
+    await reply.write(text)  # all at once: finish comes before the first update
     await reply.offer((Choice("Yes", "choice:y"), Choice("No", "choice:n")))
     await reply.finish()
     sends = channel.of("send")
-    assert len(sends) == 3
+    assert len(sends) == 3 and channel.of("edit") == []
     assert [s.reply_to for s in sends] == ["77", None, None]
     assert [len(s.choices) for s in sends] == [0, 0, 2]
     assert " ".join(channel.messages[i] for i in ("1", "2", "3")) == text
     assert reply.message_ids == ["1", "2", "3"]
+
+
+async def test_choices_after_a_streamed_long_reply_go_in_a_new_last_message() -> None:
+    reply, channel, _, clock = make(max_units=100)
+    text = " ".join(f"w{i:03}" for i in range(60))  # 299 characters
+    await stream(reply, [text[:50], text[50:]], clock)
+    assert all(len(c.text) <= 100 for c in channel.calls)
+    assert len(channel.of("send")) == 3  # every part streamed into its own message
+    await reply.offer((Choice("Yes", "choice:y"), Choice("No", "choice:n")))
+    await reply.finish()
+    sends = channel.of("send")
+    assert [s.reply_to for s in sends] == ["77", None, None, None]
+    # An edit carries no buttons: the last part goes again, with them.
+    assert [len(s.choices) for s in sends] == [0, 0, 0, 2]
+    assert " ".join(channel.messages[i] for i in ("1", "2", "4")) == text
+    assert reply.message_ids == ["1", "2", "4"]
 
 
 async def test_a_command_reply_with_choices_is_one_message_with_buttons() -> None:
