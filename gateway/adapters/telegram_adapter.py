@@ -13,9 +13,10 @@ Long polling is done by hand, not by PTB's Updater (which confirms a batch as
 soon as it fetches the next): the next ``getUpdates``, whose offset confirms
 every update below it, waits until each update of the batch was stored by the
 inbox (`on_stored`) or finished, so a message is never confirmed before it is
-stored and an update left unstored at a crash is delivered again. Network
-errors, 5xx and 409 Conflict are logged once per kind per outage and retried
-with a bounded exponential backoff; a rejected token is fatal (`done` is set).
+stored and an update left unstored at a crash is delivered again. The loop is
+`telegram_polling.LongPoll`: every failed fetch is logged once per kind per
+outage and retried with a capped backoff, an update PTB cannot parse is logged
+by id, confirmed and skipped, and only a refused token ends it (`done` is set).
 
 Webhook mode (``telegram.webhook.url``) runs PTB's webhook server, which checks
 the secret token on every request. Its limitation: the server acknowledges an
@@ -49,18 +50,11 @@ from telegram import (
     Update,
     User,
 )
-from telegram.error import (
-    BadRequest,
-    ChatMigrated,
-    Conflict,
-    InvalidToken,
-    NetworkError,
-    RetryAfter,
-    TelegramError,
-)
+from telegram.error import BadRequest, ChatMigrated, InvalidToken, RetryAfter, TelegramError
 from telegram.ext import AIORateLimiter, Application, ExtBot
 
 from gateway.adapters.telegram_format import MAX_UNITS, render, utf16_units
+from gateway.adapters.telegram_polling import ALLOWED_UPDATES, LongPoll, UpdatesRequest
 from gateway.config import TelegramConfig
 from gateway.delivery import ChannelLimits, StreamedReply, Throttles
 from gateway.errors import AdapterFailedError, DeliveryError, RateLimitedError
@@ -68,7 +62,6 @@ from gateway.messages import Choice, CommandSpec, InboundMessage, Inbox, ReplySi
 
 log = logging.getLogger(__name__)
 
-ALLOWED_UPDATES = ("message", "callback_query")
 CLOSE_WAIT = 2.0  # seconds close() gives handler tasks still running
 TYPING_DELAY = 0.5  # a reply whose first text comes sooner shows no typing (one call less)
 Migrated = Callable[[int, int], Awaitable[None]]
@@ -197,19 +190,21 @@ class TelegramAdapter:
         self._loop: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._stopping = asyncio.Event()
-        self._offset = 0  # every update below it is confirmed, or safe to confirm
+        self._poll: LongPoll | None = None
 
     # ----- the Adapter protocol ----------------------------------------------------
 
     async def start(self, inbox: Inbox, commands: Sequence[CommandSpec]) -> None:
         """Connect, register the commands menu, and begin taking updates."""
         self._inbox = inbox
+        updates_request = UpdatesRequest()
         builder = (
             Application.builder()
             .token(self._config.token or "")
             .base_url(str(self._config.base_url))
             .base_file_url(str(self._config.base_file_url))
             .rate_limiter(AIORateLimiter(overall_max_rate=self._overall_max_rate, max_retries=0))
+            .get_updates_request(updates_request)
         )
         webhook = self._config.webhook.url is not None
         app = builder.build() if webhook else builder.updater(None).build()
@@ -232,7 +227,16 @@ class TelegramAdapter:
                 await app.shutdown()
             raise AdapterFailedError(f"Telegram did not answer at start: {error}") from error
         if not webhook:
-            self._loop = asyncio.create_task(self._poll(app.bot), name="telegram-poll")
+            self._poll = LongPoll(
+                app.bot,
+                updates_request,
+                self._dispatch,
+                timeout=self._poll_timeout,
+                stopping=self._stopping,
+                clock=self._clock,
+                backoff=self._backoff,
+            )
+            self._loop = asyncio.create_task(self._polled(self._poll), name="telegram-poll")
         log.info(
             "telegram: started as @%s (%s)",
             self._bot_user.username,
@@ -260,9 +264,9 @@ class TelegramAdapter:
         app, self._app = self._app, None
         if app is None:
             return
-        if self._config.webhook.url is None and self._bot_user is not None:
+        if self._poll is not None and self._poll.offset:
             with contextlib.suppress(TelegramError):
-                await app.bot.get_updates(offset=self._offset, timeout=0, limit=1)
+                await app.bot.get_updates(offset=self._poll.offset, timeout=0, limit=1)
         await app.shutdown()
         log.info("telegram: closed")
 
@@ -278,33 +282,11 @@ class TelegramAdapter:
 
     # ----- updates -----------------------------------------------------------------
 
-    async def _poll(self, bot: ExtBot[Any]) -> None:
-        """Long polling: fetch a batch, hand it out, confirm it once every update is stored."""
-        outage = _Outage(self._clock, *self._backoff)
-        while not self._stopping.is_set():
-            try:
-                updates = await bot.get_updates(
-                    offset=self._offset,
-                    timeout=int(self._poll_timeout),
-                    allowed_updates=list(ALLOWED_UPDATES),
-                    read_timeout=self._poll_timeout + 10,
-                )
-            except InvalidToken:
-                log.error("telegram: the bot token was refused while polling; stopping")
-                self.done.set()
-                return
-            except (NetworkError, Conflict, RetryAfter) as error:
-                await self._pause(outage.failed(error))
-                continue
-            outage.recovered()
-            handled = [self._dispatch(update) for update in updates]
-            if handled:
-                await asyncio.gather(*(event.wait() for event in handled))
-                self._offset = updates[-1].update_id + 1
-
-    async def _pause(self, seconds: float) -> None:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._stopping.wait(), seconds)
+    async def _polled(self, poll: LongPoll) -> None:
+        """Long polling; once it gives up (a refused token) the adapter is done."""
+        await poll.run()
+        if not self._stopping.is_set():
+            self.done.set()
 
     async def _start_webhook(self, app: Application[Any, Any, Any, Any, Any, Any]) -> None:
         webhook = self._config.webhook
@@ -439,36 +421,6 @@ class TelegramAdapter:
         if self._inbox is None or self._bot_user is None:
             raise DeliveryError("the Telegram adapter is not started")
         return self._inbox, self._bot_user
-
-
-class _Outage:
-    """Polling failures in a row: the backoff, and one log line per kind of failure."""
-
-    def __init__(self, clock: Callable[[], float], first: float, most: float) -> None:
-        self._clock, self._first, self._most = clock, first, most
-        self._kinds: set[str] = set()
-        self._delay = 0.0
-        self._since: float | None = None
-
-    def failed(self, error: TelegramError) -> float:
-        """Record a failure; the seconds to wait before the next attempt."""
-        kind = type(error).__name__
-        if kind not in self._kinds:
-            self._kinds.add(kind)
-            log.warning("telegram: polling failed (%s: %s); retrying with backoff", kind, error)
-        if self._since is None:
-            self._since = self._clock()
-        if isinstance(error, RetryAfter):
-            wait = error.retry_after
-            return wait.total_seconds() if isinstance(wait, dt.timedelta) else float(wait)
-        self._delay = min(max(self._delay * 2, self._first), self._most)
-        return self._delay
-
-    def recovered(self) -> None:
-        if self._since is not None:
-            log.info("telegram: polling recovered after %.1f s", self._clock() - self._since)
-        self._kinds.clear()
-        self._delay, self._since = 0.0, None
 
 
 def _addressed(message: Message, me: User, trigger: str) -> bool:

@@ -12,7 +12,9 @@ Tests inject updates (`inject_text`, `inject_command`, `inject_callback_query`,
 `inject_migration`, forum topics through ``message_thread_id``/``is_topic_message``
 fields, ...), read the state (`chat_messages`, `calls`, `commands`, `drafts`,
 `webhook`) and wait for the bot (`wait_for`). `fail_next` / `respond_next` script one
-error or raw answer for a method (a 429 with ``retry_after``, a 500...); `block_chat`
+error or raw answer for a method (a 429 with ``retry_after``, a 500, ``{"ok": false}``, a
+proxy's HTML page through `respond_next_text`...); `deliveries` counts how often each
+update was handed out by ``getUpdates``; `block_chat`
 makes every send to a chat fail with 403; after `inject_migration` a send to the old
 chat fails with ``migrate_to_chat_id`` (PTB's ChatMigrated). Entities sent with a text
 are checked against its UTF-16 length (400 "can't parse entities" when out of range)
@@ -123,7 +125,8 @@ class FakeTelegram(FakeServer):
         self._chat_types: dict[int, str] = {}
         self._next_message_id: dict[int, itertools.count[int]] = {}
         self._update_ids, self._ids = itertools.count(1), itertools.count(1)
-        self._overrides: dict[str, deque[tuple[int, dict[str, Any]]]] = defaultdict(deque)
+        self._overrides: dict[str, deque[tuple[int, dict[str, Any] | str]]] = defaultdict(deque)
+        self.deliveries: dict[int, int] = defaultdict(int)  # update id -> times handed out
         # Waiters register a future before yielding, so no notification can slip between
         # a waiter's check and its wait (a shared Event that waiters clear can lose one).
         self._waiters: set[asyncio.Future[None]] = set()
@@ -232,6 +235,11 @@ class FakeTelegram(FakeServer):
         """Answer the next call of `method` with this raw JSON body and status."""
         self._overrides[method.lower()].append((status, body))
 
+    def respond_next_text(self, method: str, text: str, status: int = 200) -> None:
+        """Answer the next call of `method` with a non-JSON body (``text/html``), as a proxy
+        or a captive portal in front of the Bot API would."""
+        self._overrides[method.lower()].append((status, text))
+
     def block_chat(self, chat_id: int) -> None:
         """The person blocked the bot: every send or edit there fails with 403."""
         self.blocked.add(chat_id)
@@ -328,6 +336,8 @@ class FakeTelegram(FakeServer):
                 status, body = error.status, error.body()
         self.calls.append(Call(name or request.match_info["method"], params, status))
         self._notify()
+        if isinstance(body, str):
+            return web.Response(text=body, status=status, content_type="text/html")
         return json_response(body, status)
 
     async def _handle_file(self, request: web.Request) -> web.Response:
@@ -426,7 +436,10 @@ class FakeTelegram(FakeServer):
             return []
         finally:
             self.held_polls -= 1
-        return self._pending[: max(1, min(limit, 100))]
+        batch = self._pending[: max(1, min(limit, 100))]
+        for update in batch:
+            self.deliveries[update["update_id"]] += 1
+        return batch
 
     async def _api_sendMessage(self, params: dict[str, Any]) -> dict[str, Any]:
         chat_id, text = self._chat_id(params), self._text(params)

@@ -260,7 +260,7 @@ async def test_a_button_of_a_previous_run_is_still_routed(tg: FakeTelegram) -> N
 async def test_polling_survives_server_errors_and_logs_once(
     tg: FakeTelegram, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="gateway.adapters.telegram_adapter")
+    caplog.set_level(logging.INFO, logger="gateway.adapters.telegram_polling")
     for _ in range(3):
         tg.fail_next("getUpdates", 500)
     tg.inject_text(42, 42, "still there?")
