@@ -30,6 +30,15 @@ with 50 chats it, not the gateway, bounds the throughput.
     python bench/gateway_load.py --overall-rate 0         # no global flood limit
     python bench/gateway_load.py --groups                 # 50 groups: edits, not drafts
     python bench/gateway_load.py --people 10 --messages 5 # a quick look
+
+`--burst N` measures something else: one person sends N messages at once
+while the model takes `--model-delay` seconds a reply (default 1.0), and
+`--idle` other people (default 5), idle until then, each send one first
+message, one every `--model-delay` seconds while the burst is being answered.
+It prints each idle person's wait for their reply beside the floor (one model
+reply, measured alone first), and the worst: no chat should wait on another.
+
+    python bench/gateway_load.py --burst 20               # 20 at once, a 1 s model
 """
 
 from __future__ import annotations
@@ -45,6 +54,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
+
+from aiohttp import web
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -117,6 +128,54 @@ async def person(tg: TimedTelegram, chat: int, args: argparse.Namespace) -> list
     return latencies
 
 
+async def one_reply(tg: TimedTelegram, chat: int, text: str, timeout: float) -> float:
+    """Send `text` from `chat`'s person; seconds until the reply's final text shows."""
+    began = time.perf_counter()
+    tg.inject_text(chat, chat, text)
+    final = f"echo: {text}"
+    while (done := tg.final.get((chat, final))) is None:
+        tg.events[chat].clear()
+        await asyncio.wait_for(tg.events[chat].wait(), timeout)
+    return done - began
+
+
+async def burst(tg: TimedTelegram, args: argparse.Namespace) -> None:
+    """One person's burst of `args.burst` messages; idle people's first replies meanwhile."""
+    floor = await one_reply(tg, FIRST_CHAT - 1, "warm up, alone", args.timeout)
+    busy = FIRST_CHAT
+    for n in range(args.burst):
+        tg.inject_text(busy, busy, f"burst {n}")
+    waits = []
+    for person in range(args.idle):
+        await asyncio.sleep(args.model_delay)  # the burst is being answered meanwhile
+        chat = FIRST_CHAT + 1 + person
+        waits.append(await one_reply(tg, chat, f"first message of {chat}", args.timeout))
+    last = f"echo: burst {args.burst - 1}"
+    while tg.final.get((busy, last)) is None:
+        tg.events[busy].clear()
+        await asyncio.wait_for(tg.events[busy].wait(), args.timeout * args.burst)
+    print(
+        f"a burst of {args.burst} messages with a {args.model_delay:g} s model; "
+        f"{args.idle} idle people's first replies meanwhile"
+    )
+    print(
+        f"idle people's waits: {', '.join(f'{w:.2f}' for w in waits)} s; worst {max(waits):.2f} s "
+        f"beside a reply alone {floor:.2f} s: worst added wait {max(waits) - floor:.2f} s"
+    )
+
+
+class SlowEcho(FakeOpenAI):
+    """The echoing fake, taking `delay` seconds before each completion."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__(echo_when_idle=True)
+        self.delay = delay
+
+    async def _completions(self, request: web.Request) -> web.StreamResponse:
+        await asyncio.sleep(self.delay)
+        return await super()._completions(request)
+
+
 async def run(model_url: str, home: Path, args: argparse.Namespace) -> None:
     config_file = home / "mnemo.yaml"
     config_file.write_text(
@@ -153,6 +212,16 @@ async def run(model_url: str, home: Path, args: argparse.Namespace) -> None:
             )
             await adapter.start(conversations, conversations.menu)
             began = time.perf_counter()
+            if args.burst:
+                try:
+                    await burst(tg, args)
+                finally:
+                    await adapter.stop()
+                    await conversations.drain(5.0)
+                    await adapter.close()
+                    await conversations.close()
+                    await background.close()
+                return
             try:
                 sign = -1 if args.groups else 1
                 chats = [sign * c for c in range(FIRST_CHAT, FIRST_CHAT + args.people)]
@@ -216,10 +285,13 @@ def main() -> None:
     )
     parser.add_argument("--pause", type=float, default=0.0, help="think time between messages")
     parser.add_argument("--timeout", type=float, default=120.0, help="per reply, seconds")
+    parser.add_argument("--burst", type=int, default=0, help="one person's burst (see above)")
+    parser.add_argument("--model-delay", type=float, default=1.0, help="with --burst, seconds")
+    parser.add_argument("--idle", type=int, default=5, help="with --burst, idle people")
     args = parser.parse_args()
     print(describe())
     logging.basicConfig(level=logging.WARNING)
-    fake = FakeOpenAI(echo_when_idle=True)
+    fake = SlowEcho(args.model_delay) if args.burst else FakeOpenAI(echo_when_idle=True)
     with serving_in_thread(fake) as model, tempfile.TemporaryDirectory() as tmp:
         asyncio.run(run(model.url, Path(tmp), args))
 
