@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import stat
+import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -177,3 +178,23 @@ async def test_providers_erase_or_report_that_they_cannot(home: Home) -> None:
         "forgetful: memory provider 'forgetful' does not implement erase_user: "
         "its data about a person cannot be erased",
     )
+
+
+async def test_a_chat_export_is_one_file_replaced_discarded_and_swept(home: Home) -> None:
+    await fill(home, ALICE, ALICE_WORDS)
+    exports = home.root / "exports"
+    person = PersonData(home.memory, home.skills, home.sessions, exports_dir=exports)
+    first = await person.export_for_chat(ALICE)
+    home.memory.apply("user", ALICE, [Operation("remove", old_text=f"likes {ALICE_WORDS[0]}")])
+
+    second = await person.export_for_chat(ALICE)
+
+    assert first.path == second.path == person.chat_export_path(ALICE)
+    assert [p.name for p in (exports / ALICE).iterdir()] == [second.path.name]  # no temp left
+    assert stat.S_IMODE(second.path.stat().st_mode) == 0o600
+    assert f"likes {ALICE_WORDS[0]}" not in second.path.read_text()  # the removed entry is gone
+    assert person.sweep_exports(600) == 0  # fresh: kept
+    assert person.sweep_exports(600, now=time.time() + 601) == 1
+    assert not second.path.exists()
+    await person.export_for_chat(ALICE)
+    assert person.discard_export(ALICE) and not person.discard_export(ALICE)

@@ -49,6 +49,15 @@ def day(text: str | None) -> float | None:
         ("on 2025-03-02", "", "2025-03-02", "2025-03-03"),
         ("party on 8 May, 2023", "party", "2023-05-08", "2023-05-09"),
         ("May 8 party", "party", "2024-05-08", "2024-05-09"),
+        ("pizza since 2025-03-02", "pizza", "2025-03-02", None),
+        ("pizza from 2025-03-02 to 2025-03-04", "pizza", "2025-03-02", "2025-03-05"),
+        ("pizza from 2025-03-04 until 2025-03-02", "pizza", "2025-03-02", "2025-03-05"),
+        ("pizza until 2025-03-02", "pizza", None, "2025-03-03"),
+        ("pizza before 2025-03-02", "pizza", None, "2025-03-02"),
+        # kept to what the store holds: 1970 to the end of 9999, never one day of year 1
+        ("pizza since 0001-01-01 until 9999-12-31", "pizza", "1970-01-01", None),
+        ("pizza on 9999-12-31", "pizza", "9999-12-31", None),
+        ("since 1960-01-01 until 1965-01-01", "", "1960-01-01", "1965-01-02"),
     ],
 )  # fmt: skip
 def test_known_phrases(text: str, query: str, since: str | None, until: str | None) -> None:
