@@ -23,7 +23,10 @@ The client asks for the guilds, guild messages, direct messages and message
 content intents; the last is privileged and must be enabled in the developer
 portal, else Discord refuses the connection and start logs one line saying so.
 discord.py reconnects and resumes on its own; Discord never redelivers a
-message, so nothing is confirmed after it is stored.
+message, so nothing is confirmed after it is stored. A gateway event that
+discord.py cannot parse (a MESSAGE_CREATE without ``type``, say) fails alone: it
+is logged with its type and id and dropped, and the connection goes on (only an
+unreadable READY or RESUMED still ends it, since nothing works without them).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -75,6 +78,8 @@ MAX_RATELIMIT_WAIT = 30.0
 _ANSWERED_TYPES = (discord.MessageType.default, discord.MessageType.reply)
 _MASS_MENTION = re.compile(r"@(everyone|here)")
 _NO_PINGS = discord.AllowedMentions.none()
+_VITAL_EVENTS = frozenset({"READY", "RESUMED"})  # a connection is useless without them
+Parser = Callable[[Any], None]
 
 
 def defuse_mentions(text: str) -> str:
@@ -163,6 +168,9 @@ class _Client(discord.Client):
     def __init__(self, adapter: DiscordAdapter, **options: Any) -> None:
         super().__init__(**options)
         self._adapter = adapter
+        # the websocket calls these parsers straight from its read loop, where an error
+        # would end the connection; the dict is the one each new websocket is given
+        guard_parsers(self._connection.parsers)
 
     async def setup_hook(self) -> None:
         await self._adapter._setup()
@@ -439,6 +447,33 @@ class DiscordAdapter:
         if self._inbox is None or client is None or client.user is None:
             raise DeliveryError("the Discord adapter is not started")
         return self._inbox, client.user
+
+
+def guard_parsers(parsers: MutableMapping[str, Parser]) -> None:
+    """Make each gateway event parser (but READY's and RESUMED's) fail alone: an
+    event it cannot read is logged with its type and id, the traceback once per type."""
+    failed: set[str] = set()
+    for event, parse in list(parsers.items()):
+        if event not in _VITAL_EVENTS:
+            parsers[event] = _guarded(event, parse, failed)
+
+
+def _guarded(event: str, parse: Parser, failed: set[str]) -> Parser:
+    def guarded(data: Any) -> None:
+        try:
+            parse(data)
+        except Exception as error:  # the top of one event: it is dropped, the connection stays
+            first = event not in failed
+            failed.add(event)
+            log.warning(
+                "discord: a %s event (id %s) could not be read and was skipped (%s)",
+                event,
+                data.get("id") if isinstance(data, dict) else None,
+                type(error).__name__,
+                exc_info=error if first else None,
+            )
+
+    return guarded
 
 
 def _intents() -> discord.Intents:

@@ -463,3 +463,25 @@ async def test_an_export_file_arrives_as_an_attachment_after_the_text(
     sends = _sends(dc, dm)
     assert sends[0].body["content"] == "Everything I hold about you is in one file."
     assert sends[-1].files == {"discord-111-export.jsonl": b'{"kind": "memory"}\n'}
+
+
+async def test_a_malformed_event_fails_alone_and_the_connection_stays(
+    dc: FakeDiscord, caplog: pytest.LogCaptureFixture
+) -> None:
+    inbox = Inbox()
+    async with running(dc, inbox) as adapter:
+        bad = await dc.inject_message("no type", ALICE, mentions_bot=True, omit=("type",))
+        again = await dc.inject_message("no author", BOB, mentions_bot=True, omit=("author",))
+        await dc.inject_message("hello", ALICE, mentions_bot=True)
+        assert await _texts(dc, CHANNEL) == ["echo: hello"]
+        assert not adapter.done.is_set()
+    assert [m.text for m in inbox.messages] == ["hello"]
+    assert [p["op"] for p in dc.gateway_received if p.get("op") in (2, 6)] == [2]  # one session
+    skipped = [r for r in caplog.records if "could not be read" in r.getMessage()]
+    assert [r.getMessage() for r in skipped] == [
+        f"discord: a MESSAGE_CREATE event (id {bad['id']}) could not be read and was skipped "
+        "(KeyError)",
+        f"discord: a MESSAGE_CREATE event (id {again['id']}) could not be read and was skipped "
+        "(AttributeError)",
+    ]
+    assert [bool(r.exc_info) for r in skipped] == [True, False]  # one traceback per type
