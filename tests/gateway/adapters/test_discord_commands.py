@@ -450,7 +450,6 @@ async def test_forget_offers_buttons_only_the_person_can_press(
         assert remembered(services) == COFFEE[1:]
 
 
-@pytest.mark.slow
 async def test_export_in_a_dm_follows_its_answer_with_the_file(
     dc: FakeDiscord, services: Services
 ) -> None:
@@ -458,7 +457,9 @@ async def test_export_in_a_dm_follows_its_answer_with_the_file(
     async with running(dc, conversations, conversations.menu):
         interaction = await dc.inject_command("export", ADA, {}, guild=False)
         texts = await answered(dc, interaction, count=2)
-    assert "is in one file" in texts[0]
+        exports = services.config.home / "exports"
+        await dc.wait_until(lambda: not list(exports.rglob("*.jsonl")))  # sent, so deleted
+    assert "attached" in texts[0] and str(services.config.home) not in texts[0]  # no path
     ((name, content),) = interaction.followups[-1]["files"].items()
-    assert name.endswith(".jsonl") and name in texts[0]
+    assert name.endswith(".jsonl")
     assert content  # the person's data, as JSON Lines
