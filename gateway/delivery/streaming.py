@@ -253,17 +253,26 @@ class StreamedReply:
         return self._visible.lstrip()[self._open_at :].lstrip(self._open_strip)
 
     def _open_view(self) -> str:
-        """The open part as the chat may show it now. A few units short of the limit
-        are held back, so the cut can still close a code fence after the shown text."""
+        """The open part as the chat may show it now. The last few units before the
+        limit are held back, back to a word's end, so the cut can still go after the
+        shown text, at a space, with room to close a code fence."""
         limits = self._channel.limits
         rest = self._open_rest().rstrip()
         if not rest:
             return ""
-        view = part_prefix(self._open_language, limits.max_units, limits.units) + rest
+        prefix = part_prefix(self._open_language, limits.max_units, limits.units)
+        view = prefix + rest
         room = limits.max_units - limits.units(CLOSE_FENCE)
-        if room >= limits.max_units // 2 and limits.units(view) > room:
-            view = view[: fitting_prefix(view, room, limits.units)].rstrip()
-        return view
+        if room < limits.max_units // 2 or limits.units(view) <= room:
+            return view
+        end = fitting_prefix(view, room, limits.units)
+        if not view[end].isspace():
+            space = max(view.rfind(char, len(prefix), end) for char in " \t\n")
+            if space > len(prefix):
+                if space < len(self._open.shown):
+                    return self._open.shown  # nothing more until the part is cut
+                end = space
+        return view[:end].rstrip()
 
     def _cut_full_parts(self) -> None:
         """Cut the open part while it no longer fits one message, never before what

@@ -1,9 +1,11 @@
 """An in-memory chat for the delivery tests: it records every call, keeps the
 messages it sent, refuses like Telegram does (an unknown message, unchanged
-text) and fails on cue; time is a fake clock that a fake sleep advances."""
+text) and fails on cue; time is a fake clock that a fake sleep advances
+(`FakeClock`) or that only the test advances (`SteppedClock`)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +33,42 @@ class FakeClock:
         self.now += seconds
 
 
+class SteppedClock:
+    """Monotonic time that only the test moves; a `sleep` waits until the time
+    has moved past its end, so a writer and the pump share one timeline."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self._sleepers: list[tuple[float, asyncio.Future[None]]] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    @property
+    def sleeping(self) -> int:
+        """How many sleeps wait for the time to move."""
+        return len(self._sleepers)
+
+    async def sleep(self, seconds: float) -> None:
+        if seconds <= 0:
+            await asyncio.sleep(0)
+            return
+        entry = (self.now + seconds, asyncio.get_running_loop().create_future())
+        self._sleepers.append(entry)
+        try:
+            await entry[1]
+        finally:
+            if entry in self._sleepers:
+                self._sleepers.remove(entry)
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+        for entry in [e for e in self._sleepers if e[0] <= self.now]:
+            self._sleepers.remove(entry)
+            if not entry[1].done():
+                entry[1].set_result(None)
+
+
 @dataclass
 class Call:
     kind: str  # send | edit | draft | typing
@@ -44,7 +82,7 @@ class Call:
 
 @dataclass
 class FakeChannel:
-    clock: FakeClock
+    clock: FakeClock | SteppedClock
     limits: ChannelLimits = field(default_factory=lambda: ChannelLimits(max_units=4096))
     calls: list[Call] = field(default_factory=list)
     messages: dict[str, str] = field(default_factory=dict)
@@ -54,8 +92,9 @@ class FakeChannel:
     async def send(
         self, text: str, *, reply_to: str | None = None, choices: Sequence[Choice] = ()
     ) -> str:
-        self._record(Call("send", self.clock(), text, reply_to=reply_to, choices=tuple(choices)))
-        message_id = str(len(self.messages) + 1)
+        call = Call("send", self.clock(), text, reply_to=reply_to, choices=tuple(choices))
+        self._record(call)
+        call.message_id = message_id = str(len(self.messages) + 1)
         self.messages[message_id] = text
         return message_id
 

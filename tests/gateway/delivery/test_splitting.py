@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gateway.delivery import split_message, utf16_units
+from gateway.delivery.splitting import CLOSE_FENCE, fitting_prefix, next_cut
 
 LIMIT = 4096
 
@@ -136,3 +137,31 @@ def test_every_part_fits_and_keeps_fences_balanced(pieces: list[str], limit: int
     else:
         opened = sum(fences_balanced(p) for p in parts)
         assert opened >= len(parts) - 1  # only the last part may end inside a fence
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(ALPHABET, min_size=1, max_size=300),
+    st.integers(min_value=24, max_value=120),
+    st.integers(min_value=0, max_value=120),
+)
+def test_a_cut_with_a_floor_keeps_what_was_shown_and_else_cuts_as_before(
+    pieces: list[str], limit: int, shown_units: int
+) -> None:
+    rest = "".join(pieces).strip()
+    standard = next_cut(rest, None, limit, utf16_units)
+    if standard is None:
+        assert split_message(rest, limit) == ([rest] if rest else [])
+        return
+    assert split_message(rest, limit)[0] == standard.part
+    # A streamed view shows at most the limit less the room to close a fence.
+    room = limit - utf16_units(CLOSE_FENCE)
+    floor = len(rest[: fitting_prefix(rest, min(shown_units, room), utf16_units)].rstrip())
+    floored = next_cut(rest, None, limit, utf16_units, floor)
+    assert floored is not None and utf16_units(floored.part) <= limit
+    assert floored.part.startswith(rest[:floor]), "the shown text stays in its part"
+    if standard.end >= floor:
+        assert floored == standard
+    remainder = floored.remainder(rest)
+    whole = re.compile(r"\s+|```\w*")
+    assert whole.sub("", floored.part + remainder) == whole.sub("", rest)

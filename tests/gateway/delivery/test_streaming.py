@@ -172,7 +172,7 @@ async def test_memory_context_never_reaches_the_chat() -> None:
 
 
 async def test_a_long_reply_is_split_and_only_the_first_part_replies() -> None:
-    reply, channel, _, clock = make(max_units=100)
+    reply, channel, _, _ = make(max_units=100)
     text = " ".join(f"w{i:03}" for i in range(60))  # 299 characters
     await reply.write(text)  # all at once: finish comes before the first update
     await reply.offer((Choice("Yes", "choice:y"), Choice("No", "choice:n")))
