@@ -286,6 +286,7 @@ class FakeDiscord(FakeServer):
         reply_to: int | None = None,
         attachments: tuple[str, ...] = (),
         bot: bool = False,
+        omit: tuple[str, ...] = (),
     ) -> dict[str, Any]:
         """Dispatch MESSAGE_CREATE from a user, in a guild text channel or thread, or in
         their DM.
@@ -293,7 +294,8 @@ class FakeDiscord(FakeServer):
         With `mentions_bot`, the bot's mention is put in front of the content (unless the
         content already holds it) and in ``mentions``, as Discord does. `reply_to` makes it
         a reply to that message of the channel (``referenced_message``, no ping);
-        `attachments` are file names attached; `bot` marks the author as a bot. Returns the
+        `attachments` are file names attached; `bot` marks the author as a bot; `omit` names
+        fields left out of the event (a malformed one, e.g. without ``type``). Returns the
         stored message (with the full content, whatever the client's intents).
         """
         ws = self._require_live()
@@ -321,7 +323,7 @@ class FakeDiscord(FakeServer):
         if guild:
             message["member"] = _member()
             message["mentions"] = [{**m, "member": _member()} for m in mentions]
-        event = dict(message)
+        event = {k: v for k, v in message.items() if k not in omit}
         intents = (self.identify or {}).get("intents", 0)
         if guild and not mentions_bot and not intents & MESSAGE_CONTENT_INTENT:
             event["content"] = ""
