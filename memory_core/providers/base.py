@@ -31,7 +31,7 @@ class SessionContext:
     in their user key; the stored session's `source` is that platform too, or
     review / extraction for a background agent's session. `chat_type` takes
     the values the session store takes (`CHAT_TYPES`); `recall_scope` turns
-    user, chat and chat type into what recall may see. `agent_kind` is
+    user, chat, chat type and thread into what recall may see. `agent_kind` is
     ``"background"`` for the review and extraction agents: providers give them
     recall, but they never cause provider writes.
     """
