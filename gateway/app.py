@@ -33,6 +33,7 @@ from gateway.errors import ConfigError
 from gateway.jobs import BackgroundSettings, BackgroundWork, JobContext
 from gateway.messages import Adapter, InboundMessage, Notifier
 from gateway.session_cache import ManagerFactory, OpenSessions, PromptMaker
+from gateway.session_queue import SessionQueue
 from gateway.turns import ToolBox, Turns
 from memory_core import (
     MEMORY_TOOL_SCHEMA,
@@ -125,6 +126,7 @@ def build_conversations(
         sessions,
         turns,
         commands,
+        SessionQueue(services.sessions),
         group_sessions_per_user=config.sessions.group_sessions_per_user,
         background=background,
     )

@@ -7,6 +7,12 @@ model or the transcript) or a turn of its session (`gateway.turns`). Errors
 become one short line, never a crash. After a delivered reply the background
 work hears of it. The sessions themselves (opening, ending, migration,
 eviction) belong to `gateway.session_cache.OpenSessions`.
+
+No chat waits on another: the platform is told a message cannot be lost
+(`on_stored`) before its session's lock is waited for. A message that needs
+no keeping (a command, a refusal) is done with at once; a person's message for
+a session that is busy is kept in the session queue (`gateway.session_queue`)
+first, and its turn, in arrival order, stores it in the session.
 """
 
 from __future__ import annotations
@@ -24,8 +30,9 @@ from gateway.errors import ModelError
 from gateway.jobs import BackgroundWork
 from gateway.messages import CommandSpec, InboundMessage, MessageIdentity, ReplySink
 from gateway.session_cache import OpenSessions
+from gateway.session_queue import SessionQueue
 from gateway.turns import Turns
-from memory_core import SessionStoreBusyError
+from memory_core import SessionStoreBusyError, SessionStoreError
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +51,7 @@ class Conversations:
         sessions: OpenSessions,
         turns: Turns,
         commands: CommandRouter,
+        queue: SessionQueue,
         group_sessions_per_user: bool = True,
         background: BackgroundWork | None = None,
     ) -> None:
@@ -54,6 +62,7 @@ class Conversations:
         self._access = access
         self._turns = turns
         self._commands = commands
+        self._queue = queue
         self._per_user = group_sessions_per_user
         self._background = background
         self._active = 0  # handle() and choose() calls in progress
@@ -134,17 +143,21 @@ class Conversations:
         key = who.session_key
         if self._background is not None:
             self._background.message_arrived(key)
+        call = parse_command(message.text)
+        turn = call is None and not message.unsupported and bool(message.text.strip())
+        queued: int | None = None
+        if not turn:
+            stored()  # nothing of it is kept (a command never is): nothing to lose
+        elif message.message_id is not None and self.sessions.busy(key):
+            queued = await self._queued(who, message, stored)
         replied: int | None = None  # the session of a completed reply
         async with self.sessions.locked(key):
             try:
-                call = parse_command(message.text)
                 if message.unsupported or not message.text.strip():
-                    stored()  # nothing to keep
                     await sink.write(UNSUPPORTED_LINE if message.unsupported else EMPTY_LINE)
                 elif call is None:
-                    replied = await self._turns.run(who, message, sink, stored)
+                    replied = await self._turn(who, message, sink, stored, queued)
                 else:
-                    stored()  # a command is never stored: nothing to lose
                     await self._commands.route(who, message, call, sink)
             except ModelError as exc:  # upstream detail to the log, a short line to the person
                 log.warning("model error in session %s: %s: %s", key, type(exc).__name__, exc)
@@ -159,6 +172,44 @@ class Conversations:
         self.sessions.trim()  # sessions kept past the bound while in use
         if replied is not None and self._background is not None:  # delivered: now learn
             await self._background.after_reply(key, replied, message)
+
+    async def _queued(
+        self, who: MessageIdentity, message: InboundMessage, stored: _Once
+    ) -> int | None:
+        """Keep the message of a busy session in the queue and tell the platform; its queue
+        id (None: the store refused, so its turn stores it and the platform waits, as
+        before)."""
+        try:
+            queue_id = await self._queue.put(who, message)
+        except SessionStoreError as exc:
+            log.warning("session %s: a message could not be queued: %s", who.session_key, exc)
+            return None
+        stored()
+        return queue_id
+
+    async def _turn(
+        self,
+        who: MessageIdentity,
+        message: InboundMessage,
+        sink: ReplySink,
+        stored: _Once,
+        queued: int | None,
+    ) -> int | None:
+        """The message's turn; a queued message leaves the queue once its session holds it
+        (a restart in between finds it in both: the session's copy wins, stored once)."""
+        if queued is None:
+            return await self._turns.run(who, message, sink, stored)
+        kept = False
+
+        def in_session() -> None:
+            nonlocal kept
+            kept = True
+
+        try:
+            return await self._turns.run(who, message, sink, in_session)
+        finally:
+            if kept:
+                await self._queue.drop(queued)
 
     @contextlib.contextmanager
     def _tracked(self) -> Iterator[None]:

@@ -39,6 +39,7 @@ from gateway.config import Config
 from gateway.conversation import Conversations
 from gateway.errors import AdapterFailedError, GatewayError, InstanceLockedError
 from gateway.messages import Adapter, CommandSpec, InboundMessage, ReplySink
+from gateway.session_queue import SessionQueue
 from memory_core import SessionStore, split_user_key
 
 log = logging.getLogger("mnemo")
@@ -232,7 +233,8 @@ async def answer_unanswered(
     within: float = UNANSWERED_WITHIN,
 ) -> int:
     """Answer the messages of `platform` stored in the last `within` seconds and never
-    answered (the process stopped mid-turn); how many. Run at start-up."""
+    answered (the process stopped mid-turn), then those still waiting in the session
+    queue (they arrived while their session was busy); how many. Run at start-up."""
     pending = await store.unanswered(platform, time.time() - within)
     answered = 0
     for info, stored in pending:
@@ -253,6 +255,12 @@ async def answer_unanswered(
             continue  # sessions are keyed differently now: leave it
         await conversations.handle(message, sink_for(message))
         answered += 1
+    queue = SessionQueue(store)
+    for waiting in await queue.waiting(platform):  # they came after those: answered after
+        if waiting.received_at >= time.time() - within:
+            await conversations.handle(waiting.message, sink_for(waiting.message))
+            answered += 1
+        await queue.drop(waiting.queue_id)
     return answered
 
 

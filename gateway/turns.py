@@ -6,17 +6,21 @@ is lost on an error), continues the session's history exactly as it was sent
 a compressed child session near the context budget, adds what the providers
 recall, runs the agent with the reply streaming to the sink, and stores what
 the turn produced with the review counters it moved. A model fault becomes one
-short line; a request too long for the model ends its session. The caller
-holds the session's lock.
+short line, kept on the person's message so that it counts as answered (a
+restart does not answer it again; no request carries the line); a request
+too long for the model ends its session. Lone surrogates in the person's text
+(which UTF-8 cannot hold) become U+FFFD before anything sees it, so what the
+model is sent is what the store keeps. The caller holds the session's lock.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gateway.agent.compression import Compressor, clip_text, fixed_chars
 from gateway.agent.model_client import ModelClient
@@ -41,6 +45,8 @@ from memory_core import (
 )
 
 log = logging.getLogger(__name__)
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -101,6 +107,7 @@ class Turns:
         """One turn; returns the session's id when the reply completed (None on a fault,
         or when the message was answered before: a platform delivered it again).
         `stored` is called once the person's message is in state.db."""
+        message = _encodable(message)
         key = who.session_key
         origin = self._origin(who)
         turn_id = uuid.uuid4().hex
@@ -145,7 +152,8 @@ class Turns:
             session.history = history  # it matches the store: the next turn starts from it
         if result.error is not None:
             grown = len(earlier) + len(result.messages) > 1
-            await self._model_fault(key, result.error, result.truncated, grown, sink)
+            fault = _Fault(result.error, told=result.truncated, grown=grown)
+            await self._model_fault(key, fault, first.message_ids[0], sink)
             return None
         session.manager.sync_all(message.text, result.reply)
         session.manager.queue_prefetch_all(message.text)
@@ -211,21 +219,27 @@ class Turns:
         cap = self._compressor.budget.message_cap
         return child, SentHistory.of(child_id, copied, cap), self._tools.for_turn(who, child)
 
-    async def _model_fault(
-        self, key: str, error: ModelError, told: bool, grown: bool, sink: ReplySink
-    ) -> None:
-        """A model call of the turn failed: the detail to the log, one short line to the person.
+    async def _model_fault(self, key: str, fault: _Fault, asked_id: int, sink: ReplySink) -> None:
+        """A model call of the turn failed: the detail to the log, one short line to the
+        person, kept on their message (`asked_id`) as its answer.
 
         A request too long for the model would fail again on every later turn, so
-        its session ends (reason ``too_long``) and the next message starts afresh;
-        `grown` says whether more than the person's message was sent.
+        its session ends (reason ``too_long``) and the next message starts afresh.
+        A reply cut off after some text was shown is stored with its note: that is
+        its answer already.
         """
+        error = fault.error
         log.warning("model error in session %s: %s: %s", key, type(error).__name__, error)
         if isinstance(error, RequestTooLargeError):
             await self._sessions.end(key, "too_long")
-            await sink.write(TOO_LONG_NOTE if grown else MESSAGE_TOO_LONG_NOTE)
-        elif not told:  # a reply cut off after some text was shown already carries its note
-            await sink.write(fault_notice(error))
+            line = TOO_LONG_NOTE if fault.grown else MESSAGE_TOO_LONG_NOTE
+        elif fault.told:
+            return
+        else:
+            line = fault_notice(error)
+        await sink.write(line)
+        # Shown first, kept after: a stop in between answers it again (at least once).
+        await self._store.record_notice(asked_id, line)
 
     def _origin(self, who: MessageIdentity) -> SessionOrigin:
         return SessionOrigin(
@@ -237,3 +251,25 @@ class Turns:
             thread_id=who.thread_id,
             model=self._model.model,
         )
+
+
+@dataclass(frozen=True)
+class _Fault:
+    """How a turn's model call failed: `told` when the cut reply carries its note already,
+    `grown` when more than the person's message was sent."""
+
+    error: ModelError
+    told: bool
+    grown: bool
+
+
+def _encodable(message: InboundMessage) -> InboundMessage:
+    """`message` with each lone surrogate in its text and sender's name replaced by U+FFFD
+    (the store does the same for any writer; here the model's request gets it too)."""
+    text = _LONE_SURROGATE.sub("\ufffd", message.text)
+    name = message.user_name
+    if name is not None:
+        name = _LONE_SURROGATE.sub("\ufffd", name)
+    if text == message.text and name == message.user_name:
+        return message
+    return replace(message, text=text, user_name=name)

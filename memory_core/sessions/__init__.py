@@ -28,6 +28,7 @@ from memory_core.scopes import CHAT_TYPES, ChatType, SearchScope, recall_scope
 from memory_core.sessions.connection import ConnectHook
 from memory_core.sessions.db import SessionDB
 from memory_core.sessions.erase import UserTotals
+from memory_core.sessions.inbox import QueuedMessage
 from memory_core.sessions.jsonl import ImportResult, parse_timestamp
 from memory_core.sessions.models import (
     DEFAULT_SEARCH_OPTIONS,
@@ -74,6 +75,7 @@ __all__ = [
     "IndexIntegrityError",
     "InvalidMessageError",
     "NewMessage",
+    "QueuedMessage",
     "Ranking",
     "ReadTimeoutError",
     "ReviewCounters",

@@ -1,10 +1,11 @@
 """Chat-level facts of state.db: messages left unanswered, and chats that moved.
 
 `unanswered` finds the open sessions of one platform whose newest message is
-the person's, stored but never answered (the process stopped mid-turn), so
-the bot answers them after a restart. `migrate_chat` follows a chat that got
-a new id (Telegram turns a group into a supergroup): its sessions, their
-routing keys and so their recall scope move to the new id.
+the person's, stored but never answered (the process stopped mid-turn; a
+fault line counts as an answer), so the bot answers them after a restart.
+`migrate_chat` follows a chat that got a new id (Telegram turns a group into a
+supergroup): its sessions, their routing keys and so their recall scope move
+to the new id.
 """
 
 from __future__ import annotations
@@ -23,11 +24,13 @@ def unanswered(
     conn: sqlite3.Connection, source: str, since: float, limit: int = 100
 ) -> list[tuple[SessionInfo, StoredMessage]]:
     """Open sessions of `source` whose newest message is a user's, stored at or after
-    `since`, with that message; oldest first."""
+    `since` and never answered, with that message; oldest first. A message that got a
+    fault line instead of an answer (`writes.record_notice`) was answered."""
     rows = conn.execute(
         f"SELECT {_S_COLUMNS}, {MESSAGE_COLUMNS} FROM sessions s "
         "JOIN messages m ON m.id = (SELECT max(x.id) FROM messages x WHERE x.session_id = s.id) "
-        "WHERE s.ended_at IS NULL AND s.source = ? AND m.role = 'user' AND m.timestamp >= ? "
+        "WHERE s.ended_at IS NULL AND s.source = ? AND m.role = 'user' AND m.notice IS NULL "
+        "AND m.timestamp >= ? "
         "ORDER BY m.timestamp, m.id LIMIT ?",
         (source, since, limit),
     ).fetchall()

@@ -28,7 +28,8 @@ per-session message counts). Since v4 a session also holds its system prompt
 and the background review's counters, so it resumes unchanged after a restart. Since v5
 it records how far the extraction agent got (`extracted_through`, the id of the last
 message it covered) and whether its session-end extraction is still due
-(`extraction_due`); see `_V5` for what an upgrade marks as already extracted. Bulk loads
+(`extraction_due`); see `_V5` for what an upgrade marks as already extracted. Since v8 a
+person's message holds the fault line they got instead of an answer (`notice`). Bulk loads
 drop the insert trigger, insert, index the new rows in one statement and put
 the trigger back (`drop_insert_trigger` / `index_rows_after` /
 `create_insert_trigger`), all inside the caller's transaction.
@@ -44,7 +45,7 @@ from dataclasses import dataclass
 from memory_core.errors import IndexIntegrityError, SchemaVersionError
 from memory_core.sessions.query import CJK_RANGES, SYMBOL_CLASS, cjk_words
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 8
 TOOL_INDEX_CHARS = 8192
 WORD_INDEX = "messages_fts"
 TRIGRAM_INDEX = "messages_trigram"
@@ -395,6 +396,28 @@ END
 """  # noqa: E501, W291, W293 (frozen: every byte, trailing spaces too)
 
 
+_V7 = """
+CREATE TABLE inbox (
+    id INTEGER PRIMARY KEY,
+    session_key TEXT NOT NULL,
+    user_key TEXT NOT NULL,
+    source TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    received_at REAL NOT NULL
+);
+CREATE INDEX inbox_source ON inbox(source, id);
+CREATE INDEX inbox_user ON inbox(user_key);
+"""
+
+
+# v8: the line a person got in place of an answer (a model fault), on their
+# message. Such a message counts as answered (a restart does not answer it
+# again); requests never carry the line, so the session's history is unchanged.
+_V8 = """
+ALTER TABLE messages ADD COLUMN notice TEXT;
+"""
+
+
 def owner_token(user_key: str) -> str:
     """Three private-use characters derived from a user key: one word, one trigram.
 
@@ -423,6 +446,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(4, _V4),
     Migration(5, _V5),
     Migration(6, _V6),
+    Migration(7, _V7),  # the queue of messages waiting for a busy session (inbox.py)
+    Migration(8, _V8),
 )
 
 

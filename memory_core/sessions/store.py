@@ -28,6 +28,7 @@ from typing import TypeVar
 import memory_core.sessions.backlog as backlog
 import memory_core.sessions.chats as session_chats
 import memory_core.sessions.erase as session_erase
+import memory_core.sessions.inbox as session_inbox
 import memory_core.sessions.jsonl as jsonl
 import memory_core.sessions.reads as session_reads
 import memory_core.sessions.writes as session_writes
@@ -263,11 +264,31 @@ class SessionStore:
             session_chats.migrate_chat, source, old_chat_id, new_chat_id, self._clock()
         )
 
+    async def record_notice(self, message_id: int, notice: str) -> bool:
+        """Keep the fault line a person's message got; it then counts as answered."""
+        return await self._write(session_writes.record_notice, message_id, notice)
+
     async def unanswered(
         self, source: str, since: float, limit: int = 100
     ) -> list[tuple[SessionInfo, StoredMessage]]:
         """Open sessions of `source` whose newest message is a person's, not answered."""
         return await self._read(session_chats.unanswered, source, since, limit)
+
+    async def queue_message(
+        self, session_key: str, user_key: str, source: str, payload: str
+    ) -> int:
+        """Keep a message for its busy session until its turn stores it (see `inbox`)."""
+        return await self._write(
+            session_inbox.queue, session_key, user_key, source, payload, self._clock()
+        )
+
+    async def drop_queued(self, queue_id: int) -> None:
+        """Forget a waiting message: its turn stored it."""
+        await self._write(session_inbox.drop, queue_id)
+
+    async def queued_messages(self, source: str) -> list[session_inbox.QueuedMessage]:
+        """The messages of `source` still waiting for their session, oldest first."""
+        return await self._read(session_inbox.waiting, source)
 
     async def delete_user(self, user_key: str, *, purge: bool = True) -> DeleteResult:
         """Erase every session and message of one person."""

@@ -4,11 +4,14 @@ and what a session needs to resume: its system prompt and review counters.
 Every function takes the writer connection and runs one IMMEDIATE
 transaction. Message writes are idempotent: a message is identified inside
 its session by its platform message id, else by its caller key, both under
-unique indexes, and inserted with ``INSERT OR IGNORE``.
+unique indexes, and inserted with ``INSERT OR IGNORE``. Text that UTF-8 cannot
+hold (a lone surrogate, which a platform's JSON can carry) is stored with
+U+FFFD in its place, so such a message is kept, never refused.
 """
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -110,17 +113,42 @@ def clear_system_prompts(conn: sqlite3.Connection, user_key: str) -> int:
     return cursor.rowcount
 
 
+def record_notice(conn: sqlite3.Connection, message_id: int, notice: str) -> bool:
+    """Keep on a person's message the line they got instead of an answer (a model
+    fault); whether such a message was there. It then counts as answered
+    (`chats.unanswered` skips it); no request ever carries the line."""
+    with transaction(conn):
+        cursor = conn.execute(
+            "UPDATE messages SET notice = ? WHERE id = ? AND role = 'user'",
+            (without_lone_surrogates(notice), message_id),
+        )
+    return cursor.rowcount == 1
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def without_lone_surrogates(text: str) -> str:
+    """`text` with each lone surrogate (which UTF-8 cannot encode, so SQLite would refuse
+    the whole row) replaced by U+FFFD."""
+    return _LONE_SURROGATE.sub("\ufffd", text)
+
+
+def _clean(text: str | None) -> str | None:
+    return None if text is None else without_lone_surrogates(text)
+
+
 def _message_row(session_id: int, m: NewMessage) -> tuple[object, ...]:
     return (
         session_id,
         m.role,
-        m.content,
+        _clean(m.content),
         m.tool_name,
-        m.tool_calls,
+        _clean(m.tool_calls),
         m.tool_call_id,
         float(m.timestamp),
         m.platform_message_id,
-        m.speaker_name,
+        _clean(m.speaker_name),
         m.key,
     )
 
@@ -275,7 +303,8 @@ def start_child_session(
 
 
 def delete_user(conn: sqlite3.Connection, user_key: str, *, purge: bool = True) -> DeleteResult:
-    """Remove every session and message of one person, and their index entries.
+    """Remove every session and message of one person, their index entries and the
+    messages of theirs still waiting for a session (`inbox`).
 
     With `purge`, the full-text indexes are merged afterwards so the deleted
     words leave the index segments too, and the WAL is checkpointed.
@@ -285,6 +314,7 @@ def delete_user(conn: sqlite3.Connection, user_key: str, *, purge: bool = True) 
             "DELETE FROM messages WHERE session_id IN (SELECT id FROM sessions WHERE user_key = ?)",
             (user_key,),
         ).rowcount
+        conn.execute("DELETE FROM inbox WHERE user_key = ?", (user_key,))  # waiting messages
         conn.execute("UPDATE sessions SET parent_session_id = NULL WHERE user_key = ?", (user_key,))
         sessions = conn.execute("DELETE FROM sessions WHERE user_key = ?", (user_key,)).rowcount
         if purge and sessions:

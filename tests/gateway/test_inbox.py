@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from gateway.access import REFUSAL_INTERVAL, AccessPolicy
+from gateway.agent.turn import REFUSED_NOTE
 from gateway.app import Services
 from gateway.conversation import EMPTY_LINE, UNSUPPORTED_LINE
 from gateway.messages import InboundMessage
@@ -236,3 +237,65 @@ async def test_export_sends_its_file_where_the_platform_sends_files(
     assert str(files.files[0].parent) not in files.replies[0]  # no server path
     assert not files.files[0].exists()  # sent, then deleted
     assert "once a minute" in plain.replies[0]
+
+
+async def test_a_message_answered_by_a_fault_line_is_not_answered_again_after_a_restart(
+    fake: FakeOpenAI, services: Services
+) -> None:
+    first_run = serving(services)
+    fake.fail_next(Fault.http(400))
+    sink = ListSink()
+    await first_run.handle(message("are you there?", message_id="5"), sink)
+    assert sink.replies == [REFUSED_NOTE]  # what the person saw: the fault line
+    await first_run.close()
+
+    fake.say("Yes, here.")  # the model works again
+    restarted = serving(services)
+    sinks: list[ListSink] = []
+
+    def sink_for(to: InboundMessage) -> ListSink:
+        sinks.append(ListSink())
+        return sinks[-1]
+
+    assert await answer_unanswered(restarted, services.sessions, "telegram", sink_for) == 0
+    assert sinks == [] and len(fake.requests) == 1  # nobody was asked or told anything
+    assert rows(services, "SELECT role, content, notice FROM messages ORDER BY id") == [
+        ("user", "are you there?", REFUSED_NOTE)
+    ]
+
+
+async def test_the_fault_line_is_never_sent_to_the_model(
+    fake: FakeOpenAI, services: Services
+) -> None:
+    conversations = serving(services)
+    fake.fail_next(Fault.http(400))
+    fake.say("Sorry about that. Hello!")
+    sink = ListSink()
+    await conversations.handle(message("hello?", message_id="1"), sink)
+    await conversations.handle(message("hello again", message_id="2"), sink)
+    assert sink.replies == [REFUSED_NOTE, "Sorry about that. Hello!"]
+    sent = [(m["role"], m["content"]) for m in fake.requests[1].body["messages"][1:]]
+    assert sent[0] == ("user", "hello?")  # the history as before: no line in between
+    assert sent[1][0] == "user" and sent[1][1].startswith("hello again")
+    assert len(sent) == 2
+
+
+async def test_a_message_with_lone_surrogates_is_stored_and_answered(
+    fake: FakeOpenAI, services: Services
+) -> None:
+    conversations = serving(services)
+    fake.say("Got it.")
+    sink = ListSink()
+    stored = asyncio.Event()
+    await conversations.handle(
+        message("half an emoji \ud83d and \udc00 more", message_id="9"), sink, stored.set
+    )
+    assert stored.is_set()
+    assert sink.replies == ["Got it."]
+    kept = "half an emoji \ufffd and \ufffd more"
+    assert rows(services, "SELECT role, content FROM messages ORDER BY id") == [
+        ("user", kept),
+        ("assistant", "Got it."),
+    ]
+    asked = fake.requests[0].body["messages"][-1]["content"]
+    assert asked.startswith(kept)  # the model read what the store keeps

@@ -300,3 +300,20 @@ def test_a_9000_character_reply_with_code_arrives_as_three_balanced_messages(
             block = units[2 * start : 2 * (start + length)].decode("utf-16-le")
             assert all(line in block for line in code_here)
     assert lines_seen == code.split("\n")
+
+
+def test_a_stalled_reply_and_a_follow_up_delay_nobody_else(fakes: Fakes, served: Mnemo) -> None:
+    alice_seen, bob_seen = len(fakes.bot_messages(ALICE)), len(fakes.bot_messages(BOB))
+    held = fakes.call(lambda: fakes.model.stalled)  # an earlier test may leave one held
+    fakes.call(fakes.model.fail_next, Fault.stall())  # Alice's reply is held at the model
+    fakes.text(ALICE, ALICE, "a stalled question")
+    fakes.wait(lambda: fakes.model.stalled == held + 1)
+    fakes.text(ALICE, ALICE, "and a follow-up")  # her session is busy: queued, confirmed
+    fakes.text(BOB, BOB, "bob is idle")
+    assert fakes.reply(BOB, bob_seen, "bob is idle") == "echo: bob is idle"
+    assert fakes.call(lambda: fakes.model.stalled) == held + 1  # Alice's is still held
+    assert not any("a stalled question" in (m.text or "") for m in fakes.bot_messages(ALICE))
+    fakes.call(fakes.model.release)
+    fakes.reply(ALICE, alice_seen, "and a follow-up")
+    said = [m.text for m in fakes.bot_messages(ALICE)[alice_seen:]]
+    assert said == ["echo: a stalled question", "echo: and a follow-up"]  # in order

@@ -1,0 +1,165 @@
+"""No chat waits on another: a busy session's follow-up is kept in the queue at once.
+
+Two people in every test: Alice's reply is stalled at the model (or her burst is
+long) while Bob, who is idle, writes. What is checked: when each message is
+confirmed to the platform (`on_stored`), who got which reply, and what state.db
+holds, in order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+
+from gateway.app import Services
+from gateway.messages import InboundMessage, MessageIdentity
+from gateway.service import answer_unanswered
+from gateway.session_queue import SessionQueue, decode, encode
+from tests.fakes.base import wait_until
+from tests.fakes.openai import FakeOpenAI, Fault
+from tests.gateway.serving import serving
+from tests.gateway.sinks import ListSink
+
+
+def message(text: str, user: str, message_id: str) -> InboundMessage:
+    return InboundMessage(
+        platform="telegram",
+        chat_id=user,
+        chat_type="private",
+        user_id=user,
+        text=text,
+        message_id=message_id,
+        user_name=f"User {user}",
+    )
+
+
+def rows(services: Services, user: str) -> list[tuple[object, ...]]:
+    with sqlite3.connect(services.config.home / "state.db") as conn:
+        return conn.execute(
+            "SELECT m.role, m.content FROM messages m JOIN sessions s ON s.id = m.session_id "
+            "WHERE s.user_key = ? ORDER BY m.id",
+            (f"telegram-{user}",),
+        ).fetchall()
+
+
+async def test_a_follow_up_is_confirmed_while_the_reply_before_it_is_stalled(
+    fake: FakeOpenAI, services: Services
+) -> None:
+    conversations = serving(services)
+    fake.fail_next(Fault.stall())
+    first, second = ListSink(), ListSink()
+    turn_one = asyncio.create_task(conversations.handle(message("one", "1", "11"), first))
+    await wait_until(lambda: fake.stalled == 1)
+
+    follow_up_stored = asyncio.Event()
+    turn_two = asyncio.create_task(
+        conversations.handle(message("two", "1", "12"), second, follow_up_stored.set)
+    )
+    await asyncio.wait_for(follow_up_stored.wait(), 5)  # confirmed while "one" is stalled
+    assert fake.stalled == 1
+    waiting = await SessionQueue(services.sessions).waiting("telegram")
+    assert [w.message.text for w in waiting] == ["two"]
+
+    fake.say("Hi Bob.")  # Bob, idle, is answered while Alice's reply is still stalled
+    bob = ListSink()
+    await asyncio.wait_for(conversations.handle(message("hi", "2", "21"), bob), 5)
+    assert bob.replies == ["Hi Bob."]
+    assert fake.stalled == 1 and not turn_one.done()
+
+    fake.say("Answer one.")
+    fake.say("Answer two.")
+    fake.release()
+    await asyncio.wait_for(asyncio.gather(turn_one, turn_two), 5)
+    assert first.replies == ["Answer one."] and second.replies == ["Answer two."]
+    assert rows(services, "1") == [  # in the order they were said
+        ("user", "one"),
+        ("assistant", "Answer one."),
+        ("user", "two"),
+        ("assistant", "Answer two."),
+    ]
+    assert await SessionQueue(services.sessions).waiting("telegram") == []
+
+
+async def test_a_burst_is_confirmed_at_once_and_answered_in_order(
+    fake: FakeOpenAI, services: Services
+) -> None:
+    conversations = serving(services)
+    fake.fail_next(Fault.stall())
+    sinks = [ListSink() for _ in range(6)]
+    confirmed = [asyncio.Event() for _ in sinks]
+    tasks = [
+        asyncio.create_task(
+            conversations.handle(message(f"m{n}", "1", str(100 + n)), sinks[n], confirmed[n].set)
+        )
+        for n in range(len(sinks))
+    ]
+    await wait_until(lambda: fake.stalled == 1)
+    await asyncio.wait_for(asyncio.gather(*(e.wait() for e in confirmed)), 5)
+    assert fake.stalled == 1  # every one confirmed while the first reply is held
+
+    for n in range(len(sinks)):
+        fake.say(f"a{n}")
+    fake.release()
+    await asyncio.wait_for(asyncio.gather(*tasks), 10)
+    assert [s.replies for s in sinks] == [[f"a{n}"] for n in range(len(sinks))]
+    stored = rows(services, "1")
+    assert stored == [
+        pair for n in range(6) for pair in (("user", f"m{n}"), ("assistant", f"a{n}"))
+    ]
+
+
+async def test_a_queued_message_left_by_a_stop_is_answered_at_the_next_start(
+    fake: FakeOpenAI, services: Services
+) -> None:
+    first_run = serving(services)
+    fake.fail_next(Fault.stall())
+    turn_one = asyncio.create_task(first_run.handle(message("one", "1", "11"), ListSink()))
+    await wait_until(lambda: fake.stalled == 1)
+    stored = asyncio.Event()
+    turn_two = asyncio.create_task(
+        first_run.handle(message("two", "1", "12"), ListSink(), stored.set)
+    )
+    await asyncio.wait_for(stored.wait(), 5)
+    for task in (turn_one, turn_two):  # the process stops: "one" is stored, "two" queued
+        task.cancel()
+    await asyncio.gather(turn_one, turn_two, return_exceptions=True)
+    await first_run.close()
+    fake.release()
+    await wait_until(lambda: fake.stalled == 0)
+
+    fake.say("Answer one.")
+    fake.say("Answer two.")
+    restarted = serving(services)
+    sinks: dict[str | None, ListSink] = {}
+
+    def sink_for(to: InboundMessage) -> ListSink:
+        return sinks.setdefault(to.message_id, ListSink())
+
+    assert await answer_unanswered(restarted, services.sessions, "telegram", sink_for) == 2
+    assert sinks["11"].replies == ["Answer one."] and sinks["12"].replies == ["Answer two."]
+    assert await answer_unanswered(restarted, services.sessions, "telegram", sink_for) == 0
+    assert [role for role, _ in rows(services, "1")] == ["user", "assistant"] * 2
+
+
+async def test_erasing_a_person_empties_their_queue_and_nobody_elses(services: Services) -> None:
+    queue = SessionQueue(services.sessions)
+    for user in ("1", "2"):
+        msg = message("secret", user, "9")
+        await queue.put(MessageIdentity.of(msg), msg)
+    await services.sessions.delete_user("telegram-1")
+    assert [w.message.user_id for w in await queue.waiting("telegram")] == ["2"]
+
+
+def test_a_message_survives_the_queue_whole() -> None:
+    msg = InboundMessage(
+        platform="discord",
+        chat_id="5",
+        chat_type="group",
+        user_id="7",
+        text="lone \ud800 surrogate, emoji 🦜, 中文",
+        message_id="8",
+        thread_id="9",
+        reply_to_id="3",
+        bot_username="mnemo_bot",
+    )
+    assert decode(encode(msg)) == msg
