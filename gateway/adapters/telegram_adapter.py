@@ -283,8 +283,12 @@ class TelegramAdapter:
     # ----- updates -----------------------------------------------------------------
 
     async def _polled(self, poll: LongPoll) -> None:
-        """Long polling; once it gives up (a refused token) the adapter is done."""
-        await poll.run()
+        """Long polling; once it gives up (a refused token), or fails where it cannot
+        retry, the adapter is done (and the service exits 1)."""
+        try:
+            await poll.run()
+        except Exception:  # the top of the task: it never ends silently
+            log.exception("telegram: polling stopped")
         if not self._stopping.is_set():
             self.done.set()
 
