@@ -127,7 +127,6 @@ def build_conversations(
         turns,
         commands,
         SessionQueue(services.sessions),
-        group_sessions_per_user=config.sessions.group_sessions_per_user,
         background=background,
     )
 

@@ -34,6 +34,10 @@ from pydantic import (
 from gateway.errors import ConfigError
 
 DEFAULT_CONFIG_FILE = Path("mnemo.yaml")
+REMOVED_GROUP_SESSIONS = (  # a shared session mixed people's sessions and commands
+    "group_sessions_per_user was removed (each person in a group has a session of their "
+    "own); delete the key"
+)
 MAX_CONFIG_BYTES = 1 << 20
 MAX_NESTING = 32  # mappings and lists inside each other; the schema needs 3
 MAX_NODES = 5000  # keys and values in the file; the schema has about 40
@@ -115,8 +119,14 @@ class SkillsConfig(_Section):
 class SessionsConfig(_Section):
     idle_minutes: int = Field(default=120, ge=1)  # quiet this long: extract (end, if idle_reset)
     idle_reset: bool = False  # True: a quiet session ends; False: it is extracted and stays open
-    group_sessions_per_user: bool = True
     max_open: int = Field(default=1000, ge=1)  # sessions held in memory; the rest resume from disk
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_shared_group_sessions(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and "group_sessions_per_user" in data:
+            raise ValueError(REMOVED_GROUP_SESSIONS)
+        return data
 
 
 class ProvidersConfig(_Section):

@@ -52,18 +52,15 @@ class Conversations:
         turns: Turns,
         commands: CommandRouter,
         queue: SessionQueue,
-        group_sessions_per_user: bool = True,
         background: BackgroundWork | None = None,
     ) -> None:
-        """`group_sessions_per_user`: in a group each person has a session of their own;
-        `background`: reviews and extractions (None: the conversation never learns on its own).
-        """
+        """`queue`: where a busy session's messages wait; `background`: reviews and
+        extractions (None: the conversation never learns on its own)."""
         self.sessions = sessions
         self._access = access
         self._turns = turns
         self._commands = commands
         self._queue = queue
-        self._per_user = group_sessions_per_user
         self._background = background
         self._active = 0  # handle() and choose() calls in progress
         self._idle = asyncio.Event()
@@ -90,9 +87,7 @@ class Conversations:
         with self._tracked():
             try:
                 if await self._admitted(message, sink):
-                    await self._handle(
-                        MessageIdentity.of(message, self._per_user), message, sink, stored
-                    )
+                    await self._handle(MessageIdentity.of(message), message, sink, stored)
             finally:
                 stored()
 
@@ -105,7 +100,7 @@ class Conversations:
         """
         with self._tracked():
             if await self._admitted(message, sink):
-                who = MessageIdentity.of(message, self._per_user)
+                who = MessageIdentity.of(message)
                 async with self.sessions.locked(who.session_key):
                     await self._commands.choose(who, message, payload, sink)
                     await sink.finish()

@@ -44,12 +44,12 @@ class InboundMessage:
         """The owner key of this person's data: ``<platform>-<user id>``."""
         return make_user_key(self.platform, self.user_id)
 
-    def session_key(self, group_sessions_per_user: bool = True) -> str:
+    def session_key(self) -> str:
         """``<platform>:<chat type>:<chat id>[:<thread id>][:<user id in groups>]``."""
         parts = [self.platform, self.chat_type, self.chat_id]
         if self.thread_id:
             parts.append(self.thread_id)
-        if self.chat_type == "group" and group_sessions_per_user:
+        if self.chat_type == "group":  # in a group each person has a session of their own
             parts.append(self.user_id)
         return ":".join(parts)
 
@@ -105,9 +105,8 @@ class MessageIdentity:
     scope: SearchScope
 
     @classmethod
-    def of(cls, message: InboundMessage, group_sessions_per_user: bool = True) -> MessageIdentity:
-        """`message`'s identity; `group_sessions_per_user`: each person in a group has a
-        session of their own (`sessions.group_sessions_per_user`)."""
+    def of(cls, message: InboundMessage) -> MessageIdentity:
+        """`message`'s identity."""
         user_key = message.user_key
         return cls(
             platform=message.platform,
@@ -116,7 +115,7 @@ class MessageIdentity:
             chat_id=message.chat_id,
             chat_type=message.chat_type,
             thread_id=message.thread_id,
-            session_key=message.session_key(group_sessions_per_user),
+            session_key=message.session_key(),
             scope=recall_scope(user_key, message.chat_id, message.chat_type, message.thread_id),
         )
 

@@ -159,7 +159,6 @@ class Service:
                     bot.services.sessions,
                     adapter.platform,
                     adapter.reply_sink,
-                    self._config.sessions.group_sessions_per_user,
                 )
             except Exception:  # the top of a task: log it, keep serving
                 log.exception("answering the %s messages left unanswered failed", adapter.platform)
@@ -229,7 +228,6 @@ async def answer_unanswered(
     store: SessionStore,
     platform: str,
     sink_for: Callable[[InboundMessage], ReplySink],
-    group_sessions_per_user: bool = True,
     within: float = UNANSWERED_WITHIN,
 ) -> int:
     """Answer the messages of `platform` stored in the last `within` seconds and never
@@ -251,7 +249,7 @@ async def answer_unanswered(
             user_name=stored.speaker_name,
             thread_id=info.thread_id,
         )
-        if message.session_key(group_sessions_per_user) != info.session_key:
+        if message.session_key() != info.session_key:
             continue  # sessions are keyed differently now: leave it
         await conversations.handle(message, sink_for(message))
         answered += 1

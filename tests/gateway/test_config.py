@@ -29,7 +29,6 @@ def test_defaults_without_a_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert config.memory.user_char_limit == 1375
     assert config.memory.profile_in_groups is False
     assert config.memory.notifications == "on"
-    assert config.sessions.group_sessions_per_user is True
     assert config.providers.external is None
     assert config.aux_model == config.llm.model
     assert not config.telegram.active and not config.discord.active
@@ -325,3 +324,13 @@ def test_ids_that_would_match_nobody_are_refused_naming_the_key(
     tmp_path: Path, text: str, expected: str
 ) -> None:
     assert expected in one_line_error(write(tmp_path, text))
+
+
+def test_shared_group_sessions_are_refused_with_one_line(tmp_path: Path) -> None:
+    for value in ("false", "true"):  # the key is gone: either value is a line to delete
+        path = write(tmp_path, f"sessions: {{group_sessions_per_user: {value}}}\n")
+        with pytest.raises(ConfigError) as error:
+            load_config(path, environ={})
+        line = str(error.value)
+        assert "\n" not in line and line.startswith("config error: sessions")
+        assert "group_sessions_per_user was removed" in line and "delete the key" in line
