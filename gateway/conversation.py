@@ -20,7 +20,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
+from typing import TypeVar
 
 from gateway.access import AccessPolicy
 from gateway.agent.turn import fault_notice
@@ -31,7 +32,7 @@ from gateway.jobs import BackgroundWork
 from gateway.messages import CommandSpec, InboundMessage, MessageIdentity, ReplySink
 from gateway.session_cache import OpenSessions
 from gateway.session_queue import SessionQueue
-from gateway.turns import Turns
+from gateway.turns import STOPPED_NOTE, Turns
 from memory_core import SessionStoreBusyError, SessionStoreError
 
 log = logging.getLogger(__name__)
@@ -40,6 +41,7 @@ UNSUPPORTED_LINE = "I can only read text for now."
 EMPTY_LINE = "Yes? Ask me something."
 BUSY_LINE = "(I'm busy right now; please try again in a moment)"
 FAILED_LINE = "(something went wrong on my side; please try again)"
+T = TypeVar("T")
 
 
 class Conversations:
@@ -145,28 +147,40 @@ class Conversations:
             stored()  # nothing of it is kept (a command never is): nothing to lose
         elif message.message_id is not None and self.sessions.busy(key):
             queued = await self._queued(who, message, stored)
+        if call is not None and not self._commands.needs_session(call):
+            # answered now, even while a reply of this session is being written (/stop)
+            await self._guarded(key, sink, self._commands.route(who, message, call, sink))
+            await sink.finish()
+            return
         replied: int | None = None  # the session of a completed reply
         async with self.sessions.locked(key):
-            try:
-                if message.unsupported or not message.text.strip():
-                    await sink.write(UNSUPPORTED_LINE if message.unsupported else EMPTY_LINE)
-                elif call is None:
-                    replied = await self._turn(who, message, sink, stored, queued)
-                else:
-                    await self._commands.route(who, message, call, sink)
-            except ModelError as exc:  # upstream detail to the log, a short line to the person
-                log.warning("model error in session %s: %s: %s", key, type(exc).__name__, exc)
-                await sink.write(fault_notice(exc))
-            except SessionStoreBusyError as exc:  # the message is queued and stored later
-                log.warning("session store busy in session %s: %s", key, exc)
-                await sink.write(BUSY_LINE)
-            except Exception:  # the top of a turn: log it, tell the person, keep serving
-                log.exception("turn failed in session %s", key)
-                await sink.write(FAILED_LINE)
+            if message.unsupported or not message.text.strip():
+                await sink.write(UNSUPPORTED_LINE if message.unsupported else EMPTY_LINE)
+            elif call is None:
+                replied = await self._guarded(
+                    key, sink, self._turn(who, message, sink, stored, queued)
+                )
+            else:
+                await self._guarded(key, sink, self._commands.route(who, message, call, sink))
             await sink.finish()
         self.sessions.trim()  # sessions kept past the bound while in use
         if replied is not None and self._background is not None:  # delivered: now learn
             await self._background.after_reply(key, replied, message)
+
+    async def _guarded(self, key: str, sink: ReplySink, work: Awaitable[T]) -> T | None:
+        """`work`'s result; an error becomes one short line to the person (None)."""
+        try:
+            return await work
+        except ModelError as exc:  # upstream detail to the log, a short line to the person
+            log.warning("model error in session %s: %s: %s", key, type(exc).__name__, exc)
+            await sink.write(fault_notice(exc))
+        except SessionStoreBusyError as exc:  # the message is queued and stored later
+            log.warning("session store busy in session %s: %s", key, exc)
+            await sink.write(BUSY_LINE)
+        except Exception:  # the top of a turn: log it, tell the person, keep serving
+            log.exception("turn failed in session %s", key)
+            await sink.write(FAILED_LINE)
+        return None
 
     async def _queued(
         self, who: MessageIdentity, message: InboundMessage, stored: _Once
@@ -190,7 +204,29 @@ class Conversations:
         stored: _Once,
         queued: int | None,
     ) -> int | None:
-        """The message's turn; a queued message leaves the queue once its session holds it
+        """The message's turn, which `/stop` may cancel: what was shown of the reply is then
+        kept, in the chat and in the session, marked as stopped."""
+        shown = _Shown(sink)
+        task = asyncio.ensure_future(self._run(who, message, shown, stored, queued))
+        with self.sessions.running(who.session_key, task) as running:
+            try:
+                return await task
+            except asyncio.CancelledError:
+                if not running.stopped:
+                    raise  # the service is stopping, not the person
+        await sink.write(("\n\n" if shown.text.strip() else "") + STOPPED_NOTE)
+        await self._turns.stopped(who, shown.text)
+        return None
+
+    async def _run(
+        self,
+        who: MessageIdentity,
+        message: InboundMessage,
+        sink: ReplySink,
+        stored: _Once,
+        queued: int | None,
+    ) -> int | None:
+        """The turn itself; a queued message leaves the queue once its session holds it
         (a restart in between finds it in both: the session's copy wins, stored once)."""
         if queued is None:
             return await self._turns.run(who, message, sink, stored)
@@ -216,6 +252,25 @@ class Conversations:
             self._active -= 1
             if self._active == 0:
                 self._idle.set()
+
+
+class _Shown:
+    """A reply sink that remembers the text written to it (what the person was shown)."""
+
+    def __init__(self, sink: ReplySink) -> None:
+        self._sink = sink
+        self._pieces: list[str] = []
+
+    @property
+    def text(self) -> str:
+        return "".join(self._pieces)
+
+    async def write(self, piece: str) -> None:
+        self._pieces.append(piece)
+        await self._sink.write(piece)
+
+    async def finish(self) -> None:
+        await self._sink.finish()
 
 
 class _Once:

@@ -30,9 +30,9 @@ import asyncio
 import contextlib
 import logging
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from gateway.agent.prompt import build_system_prompt
 from gateway.agent.sent_history import SentHistory
@@ -158,6 +158,14 @@ class SessionCache:
                 session.history = None
 
 
+@dataclass
+class RunningTurn:
+    """The turn a session is running now, which `/stop` may cancel."""
+
+    task: asyncio.Future[Any]
+    stopped: bool = False  # cancelled by the person (not by the service stopping)
+
+
 class SessionEvents(Protocol):
     """What the background work hears of sessions (`gateway.jobs.BackgroundWork`)."""
 
@@ -211,6 +219,26 @@ class OpenSessions:
         self._events = events
         self.cache = SessionCache(max_open)
         self._retiring: set[asyncio.Task[None]] = set()  # evicted sessions shutting down
+        self._running: dict[str, RunningTurn] = {}  # routing key -> its turn now
+
+    @contextlib.contextmanager
+    def running(self, key: str, task: asyncio.Future[Any]) -> Iterator[RunningTurn]:
+        """`task` is `key`'s turn for the block: `stop` may cancel it meanwhile."""
+        turn = self._running[key] = RunningTurn(task)
+        try:
+            yield turn
+        finally:
+            if self._running.get(key) is turn:
+                del self._running[key]
+
+    async def stop(self, session_key: str) -> bool:
+        """Cancel the turn `session_key` is running (`/stop`); whether there was one."""
+        turn = self._running.get(session_key)
+        if turn is None or turn.task.done():
+            return False
+        turn.stopped = True
+        turn.task.cancel()
+        return True
 
     @property
     def open_count(self) -> int:

@@ -46,6 +46,8 @@ from memory_core import (
 
 log = logging.getLogger(__name__)
 
+STOPPED_NOTE = "(stopped)"  # after what was shown of a reply the person stopped
+
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -240,6 +242,16 @@ class Turns:
         await sink.write(line)
         # Shown first, kept after: a stop in between answers it again (at least once).
         await self._store.record_notice(asked_id, line)
+
+    async def stopped(self, who: MessageIdentity, shown: str) -> None:
+        """Keep what the person was shown of a reply they stopped, marked as stopped, as the
+        session's answer: the next turn's history holds it, and a restart does not answer
+        their message again. (Tool steps of the stopped turn are not kept.)"""
+        text = f"{shown.rstrip()}\n\n{STOPPED_NOTE}" if shown.strip() else STOPPED_NOTE
+        stop = NewMessage(
+            role="assistant", content=text, timestamp=time.time(), key=f"{uuid.uuid4().hex}:0"
+        )
+        await self._store.append_messages(origin=self._origin(who), messages=[stop])
 
     def _origin(self, who: MessageIdentity) -> SessionOrigin:
         return SessionOrigin(

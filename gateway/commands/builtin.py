@@ -1,5 +1,5 @@
-"""The built-in commands: /start, /help, /new, /recall, /memory, /forget, /export, /skills,
-/status and (admins) /promote, each bound to what it works on when built."""
+"""The built-in commands: /start, /help, /new, /stop, /recall, /memory, /forget, /export,
+/skills, /status and (admins) /promote, each bound to what it works on when built."""
 
 from __future__ import annotations
 
@@ -52,6 +52,7 @@ def builtin_commands(
     registry.register(start_command(registry))
     registry.register(help_command(registry))
     registry.register(new_command(r.open_sessions))
+    registry.register(stop_command(r.open_sessions))
     registry.register(recall_command(r.sessions, r.recapper, r.recall_timeout))
     registry.register(memory_command(r.memory))
     forget = forget_command(r.memory, choices, r.open_sessions, r.person.discard_export)
@@ -78,4 +79,17 @@ def new_command(open_sessions: SessionControl) -> Command:
         await open_sessions.end(ctx.identity.session_key, "new")
         return CommandReply("Started a fresh session.")
 
-    return Command("new", "end this conversation and start a fresh one", new)
+    return Command(
+        "new", "end this conversation and start a fresh one", new, needs_session=True
+    )  # after the reply being written, if one is: its end is part of the old session
+
+
+def stop_command(open_sessions: SessionControl) -> Command:
+    """/stop: cancel the reply being written in this chat; what was shown stays."""
+
+    async def stop(ctx: CommandContext) -> CommandReply:
+        if await open_sessions.stop(ctx.identity.session_key):
+            return CommandReply("Stopped.")
+        return CommandReply("Nothing is being written right now.")
+
+    return Command("stop", "stop the reply being written", stop)

@@ -83,6 +83,9 @@ class SessionControl(Protocol):
     async def refresh_prompts(self, user_key: str) -> None:
         """Make the person's open sessions rebuild their system prompts from memory as it is."""
 
+    async def stop(self, session_key: str) -> bool:
+        """Cancel the reply `session_key` is writing now (/stop); whether there was one."""
+
 
 CommandHandler = Callable[[CommandContext], Awaitable[CommandReply]]
 ChoiceHandler = Callable[[CommandContext, PendingChoice], Awaitable[CommandReply]]
@@ -98,6 +101,8 @@ class Command:
     handler: CommandHandler
     arguments: tuple[CommandArgument, ...] = ()
     admin_only: bool = False
+    needs_session: bool = False
+    """Runs after the session's turn in progress (/new); other commands answer at once."""
     on_choice: ChoiceHandler | None = None
 
     @property

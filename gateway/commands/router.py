@@ -50,6 +50,11 @@ class CommandRouter:
         """The commands everyone may use, for the platforms' command menus."""
         return [command.spec for command in self._registry if not command.admin_only]
 
+    def needs_session(self, call: CommandCall) -> bool:
+        """Whether `call` must wait for its session's turn in progress (see `Command`)."""
+        command = self._registry.get(call.name)
+        return command is not None and command.needs_session
+
     async def route(
         self, identity: MessageIdentity, message: InboundMessage, call: CommandCall, sink: ReplySink
     ) -> None:

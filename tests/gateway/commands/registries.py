@@ -27,6 +27,10 @@ class NoOpenSessions:
     async def refresh_prompts(self, user_key: str) -> None:
         self.calls.append(("refresh_prompts", user_key))
 
+    async def stop(self, session_key: str) -> bool:
+        self.calls.append(("stop", session_key))
+        return False
+
 
 def builtin_registry(services: Services) -> CommandRegistry:
     """The built-in commands over `services`' stores and models."""

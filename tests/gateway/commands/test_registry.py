@@ -60,11 +60,13 @@ def test_help_lines_hide_admin_commands_from_others() -> None:
 async def test_builtins_are_registered_in_order(services: Services) -> None:
     names = [c.name for c in builtin_registry(services)]
     assert names == [
-        "start", "help", "new", "recall", "memory", "forget", "export", "skills", "status",
+        "start", "help", "new", "stop", "recall", "memory", "forget", "export", "skills", "status",
         "promote",
     ]  # fmt: skip
     admin_only = [c.name for c in builtin_registry(services) if c.admin_only]
     assert admin_only == ["promote"]  # hidden from everyone else's /help, refused for them
+    waiting = [c.name for c in builtin_registry(services) if c.needs_session]
+    assert waiting == ["new"]  # the others answer while a reply is being written
 
 
 def test_choices_render_as_numbered_text() -> None:
