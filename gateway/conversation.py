@@ -230,17 +230,15 @@ class Conversations:
         (a restart in between finds it in both: the session's copy wins, stored once)."""
         if queued is None:
             return await self._turns.run(who, message, sink, stored)
-        kept = False
+        dropped: list[asyncio.Future[None]] = []
 
-        def in_session() -> None:
-            nonlocal kept
-            kept = True
+        def in_session() -> None:  # stored in its session: out of the queue at once
+            dropped.append(asyncio.ensure_future(self._queue.drop(queued)))
 
         try:
             return await self._turns.run(who, message, sink, in_session)
         finally:
-            if kept:
-                await self._queue.drop(queued)
+            await asyncio.gather(*dropped)
 
     @contextlib.contextmanager
     def _tracked(self) -> Iterator[None]:

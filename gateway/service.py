@@ -235,6 +235,7 @@ async def answer_unanswered(
     queue (they arrived while their session was busy); how many. Run at start-up."""
     pending = await store.unanswered(platform, time.time() - within)
     answered = 0
+    done: set[tuple[str, str]] = set()  # (session key, platform message id) answered here
     for info, stored in pending:
         if stored.platform_message_id is None:
             continue  # no platform id: it cannot be told apart from a new message
@@ -253,10 +254,13 @@ async def answer_unanswered(
             continue  # sessions are keyed differently now: leave it
         await conversations.handle(message, sink_for(message))
         answered += 1
+        done.add((info.session_key or "", stored.platform_message_id))
     queue = SessionQueue(store)
     for waiting in await queue.waiting(platform):  # they came after those: answered after
-        if waiting.received_at >= time.time() - within:
-            await conversations.handle(waiting.message, sink_for(waiting.message))
+        message = waiting.message
+        fresh = waiting.received_at >= time.time() - within
+        if fresh and (message.session_key(), message.message_id or "") not in done:
+            await conversations.handle(message, sink_for(message))  # (a stored copy wins)
             answered += 1
         await queue.drop(waiting.queue_id)
     return answered

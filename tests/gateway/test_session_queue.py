@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 
 from gateway.app import Services
 from gateway.messages import InboundMessage, MessageIdentity
 from gateway.service import answer_unanswered
 from gateway.session_queue import SessionQueue, decode, encode
+from memory_core import NewMessage, SessionOrigin
 from tests.fakes.base import wait_until
 from tests.fakes.openai import FakeOpenAI, Fault
 from tests.gateway.serving import serving
@@ -163,3 +165,34 @@ def test_a_message_survives_the_queue_whole() -> None:
         bot_username="mnemo_bot",
     )
     assert decode(encode(msg)) == msg
+
+
+async def test_a_message_both_stored_and_still_queued_is_answered_once(
+    fake: FakeOpenAI, services: Services
+) -> None:
+    """A stop between storing a queued message and dropping it leaves it in both places."""
+    msg = message("in both", "1", "31")
+    who = MessageIdentity.of(msg)
+    await SessionQueue(services.sessions).put(who, msg)
+    origin = SessionOrigin(
+        session_key=who.session_key,
+        source="telegram",
+        user_key=who.user_key,
+        chat_id=who.chat_id,
+        chat_type=who.chat_type,
+    )
+    asked = NewMessage("user", "in both", time.time(), platform_message_id="31", key="t:0")
+    await services.sessions.append_messages(origin=origin, messages=[asked])
+
+    fake.say("Once.")
+    sinks: list[ListSink] = []
+
+    def sink_for(to: InboundMessage) -> ListSink:
+        sinks.append(ListSink())
+        return sinks[-1]
+
+    conversations = serving(services)
+    assert await answer_unanswered(conversations, services.sessions, "telegram", sink_for) == 1
+    assert [s.replies for s in sinks] == [["Once."]]
+    assert await SessionQueue(services.sessions).waiting("telegram") == []
+    assert rows(services, "1") == [("user", "in both"), ("assistant", "Once.")]
