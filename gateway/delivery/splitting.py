@@ -13,12 +13,15 @@ break, so indentation survives).
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 
 FENCE = "```"
 CLOSE_FENCE = "\n" + FENCE
+_FENCE_WORD = re.compile(r"```\w*\Z")
+_TRAILING_TICKS = re.compile(r"`+\w*\Z")  # backticks at the end, and a word after them
 _JOINERS = frozenset("\u200d\u200c")
 
 
@@ -136,6 +139,18 @@ def open_fence(text: str) -> str | None:
     return language
 
 
+def held_back(view: str) -> str:
+    """`view` without what a streamed part must not show yet: a fence line still being
+    written (```` ``` ```` and a language that may not be whole) and trailing backticks
+    with any word right after them (perhaps a fence starting), so that no cut ever
+    falls inside a fence marker."""
+    view = view.rstrip()
+    line_start = view.rfind("\n") + 1
+    if view.startswith(FENCE, line_start):
+        view = view[:line_start]
+    return _TRAILING_TICKS.sub("", view).rstrip()
+
+
 def fitting_prefix(text: str, budget: int, units: Callable[[str], int]) -> int:
     """The most characters of `text` (at least one) whose units fit in `budget`."""
     low, high = 1, len(text)
@@ -174,7 +189,7 @@ def _best_cut(text: str, limit: int, floor: int) -> tuple[int, bool]:
 
 def _safe_hard_cut(text: str, limit: int, low: int) -> int:
     """`limit`, moved back (not below `low`) so the cut splits no "\\r\\n", mark
-    sequence or flag."""
+    sequence, flag or run of backticks."""
     cut = limit
     while cut > low and _inseparable(text, cut):
         cut -= 1
@@ -187,6 +202,10 @@ def _inseparable(text: str, cut: int) -> bool:
     before, after = text[cut - 1], text[cut]
     if before == "\r" and after == "\n":
         return True
+    if before == "`" and after == "`":  # inside a run of backticks: perhaps a fence
+        return True
+    if after.isalnum() and _FENCE_WORD.search(text, max(0, cut - 40), cut):
+        return True  # inside a fence's language word
     if before in _JOINERS or after in _JOINERS or _is_extender(after):
         return True
     if _is_regional(after) and _is_regional(before):

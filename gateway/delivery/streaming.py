@@ -38,6 +38,7 @@ from gateway.delivery.channel import Channel
 from gateway.delivery.splitting import (
     CLOSE_FENCE,
     fitting_prefix,
+    held_back,
     next_cut,
     part_prefix,
     split_message,
@@ -264,7 +265,7 @@ class StreamedReply:
         view = prefix + rest
         room = limits.max_units - limits.units(CLOSE_FENCE)
         if room < limits.max_units // 2 or limits.units(view) <= room:
-            return view
+            return held_back(view)
         end = fitting_prefix(view, room, limits.units)
         if not view[end].isspace():
             space = max(view.rfind(char, len(prefix), end) for char in " \t\n")
@@ -272,7 +273,7 @@ class StreamedReply:
                 if space < len(self._open.shown):
                     return self._open.shown  # nothing more until the part is cut
                 end = space
-        return view[:end].rstrip()
+        return held_back(view[:end])
 
     def _cut_full_parts(self) -> None:
         """Cut the open part while it no longer fits one message, never before what

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gateway.delivery import split_message, utf16_units
-from gateway.delivery.splitting import CLOSE_FENCE, fitting_prefix, next_cut
+from gateway.delivery.splitting import CLOSE_FENCE, fitting_prefix, held_back, next_cut
 
 LIMIT = 4096
 
@@ -156,7 +156,7 @@ def test_a_cut_with_a_floor_keeps_what_was_shown_and_else_cuts_as_before(
     assert split_message(rest, limit)[0] == standard.part
     # A streamed view shows at most the limit less the room to close a fence.
     room = limit - utf16_units(CLOSE_FENCE)
-    floor = len(rest[: fitting_prefix(rest, min(shown_units, room), utf16_units)].rstrip())
+    floor = len(held_back(rest[: fitting_prefix(rest, min(shown_units, room), utf16_units)]))
     floored = next_cut(rest, None, limit, utf16_units, floor)
     assert floored is not None and utf16_units(floored.part) <= limit
     assert floored.part.startswith(rest[:floor]), "the shown text stays in its part"
