@@ -114,6 +114,7 @@ def forget_command(
         _guarded(forget.handle),
         arguments=(CommandArgument("what", "a number from /memory, or words of the entry", True),),
         on_choice=_guarded(forget.apply_choice),
+        needs_session=True,  # it rebuilds the person's prompts: not under a running turn
     )
 
 
