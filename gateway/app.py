@@ -115,8 +115,15 @@ def build_conversations(
         config.auxiliary.recap_timeout,
         access.is_admin,
     )
+    queue = SessionQueue(services.sessions)  # messages waiting for a busy session
     turns = Turns(
-        services.model, services.sessions, sessions, tools, compressor, config.llm.max_tool_steps
+        services.model,
+        services.sessions,
+        sessions,
+        tools,
+        compressor,
+        config.llm.max_tool_steps,
+        queue,
     )
     choices = PendingChoices()  # choices offered by commands, until picked
     registry = builtin_commands(command_resources(services, sessions), choices, erasures)
@@ -126,7 +133,7 @@ def build_conversations(
         sessions,
         turns,
         commands,
-        SessionQueue(services.sessions),
+        queue,
         background=background,
     )
 

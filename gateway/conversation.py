@@ -32,7 +32,7 @@ from gateway.jobs import BackgroundWork
 from gateway.messages import CommandSpec, InboundMessage, MessageIdentity, ReplySink
 from gateway.session_cache import OpenSessions
 from gateway.session_queue import SessionQueue
-from gateway.turns import STOPPED_NOTE, Turns
+from gateway.turns import Turns
 from memory_core import SessionStoreBusyError, SessionStoreError
 
 log = logging.getLogger(__name__)
@@ -158,7 +158,7 @@ class Conversations:
                 await sink.write(UNSUPPORTED_LINE if message.unsupported else EMPTY_LINE)
             elif call is None:
                 replied = await self._guarded(
-                    key, sink, self._turn(who, message, sink, stored, queued)
+                    key, sink, self._turns.answer(who, message, sink, stored, queued)
                 )
             else:
                 await self._guarded(key, sink, self._commands.route(who, message, call, sink))
@@ -196,50 +196,6 @@ class Conversations:
         stored()
         return queue_id
 
-    async def _turn(
-        self,
-        who: MessageIdentity,
-        message: InboundMessage,
-        sink: ReplySink,
-        stored: _Once,
-        queued: int | None,
-    ) -> int | None:
-        """The message's turn, which `/stop` may cancel: what was shown of the reply is then
-        kept, in the chat and in the session, marked as stopped."""
-        shown = _Shown(sink)
-        task = asyncio.ensure_future(self._run(who, message, shown, stored, queued))
-        with self.sessions.running(who.session_key, task) as running:
-            try:
-                return await task
-            except asyncio.CancelledError:
-                if not running.stopped:
-                    raise  # the service is stopping, not the person
-        await sink.write(("\n\n" if shown.text.strip() else "") + STOPPED_NOTE)
-        await self._turns.stopped(who, shown.text)
-        return None
-
-    async def _run(
-        self,
-        who: MessageIdentity,
-        message: InboundMessage,
-        sink: ReplySink,
-        stored: _Once,
-        queued: int | None,
-    ) -> int | None:
-        """The turn itself; a queued message leaves the queue once its session holds it
-        (a restart in between finds it in both: the session's copy wins, stored once)."""
-        if queued is None:
-            return await self._turns.run(who, message, sink, stored)
-        dropped: list[asyncio.Future[None]] = []
-
-        def in_session() -> None:  # stored in its session: out of the queue at once
-            dropped.append(asyncio.ensure_future(self._queue.drop(queued)))
-
-        try:
-            return await self._turns.run(who, message, sink, in_session)
-        finally:
-            await asyncio.gather(*dropped)
-
     @contextlib.contextmanager
     def _tracked(self) -> Iterator[None]:
         self._active += 1
@@ -250,25 +206,6 @@ class Conversations:
             self._active -= 1
             if self._active == 0:
                 self._idle.set()
-
-
-class _Shown:
-    """A reply sink that remembers the text written to it (what the person was shown)."""
-
-    def __init__(self, sink: ReplySink) -> None:
-        self._sink = sink
-        self._pieces: list[str] = []
-
-    @property
-    def text(self) -> str:
-        return "".join(self._pieces)
-
-    async def write(self, piece: str) -> None:
-        self._pieces.append(piece)
-        await self._sink.write(piece)
-
-    async def finish(self) -> None:
-        await self._sink.finish()
 
 
 class _Once:

@@ -11,10 +11,15 @@ restart does not answer it again; no request carries the line); a request
 too long for the model ends its session. Lone surrogates in the person's text
 (which UTF-8 cannot hold) become U+FFFD before anything sees it, so what the
 model is sent is what the store keeps. The caller holds the session's lock.
+
+`Turns.answer` wraps it for the router: a message that waited in the session
+queue leaves it once stored, and `/stop` may cancel the turn, whose shown text
+is then kept, marked as stopped.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import time
@@ -34,6 +39,7 @@ from gateway.agent.turn import MESSAGE_TOO_LONG_NOTE, TOO_LONG_NOTE, Agent, faul
 from gateway.errors import ModelError, RequestTooLargeError
 from gateway.messages import InboundMessage, MessageIdentity, ReplySink
 from gateway.session_cache import OpenSession, OpenSessions
+from gateway.session_queue import SessionQueue
 from memory_core import (
     AppendResult,
     FileMemoryStore,
@@ -91,13 +97,62 @@ class Turns:
         tools: ToolBox,
         compressor: Compressor,
         max_tool_steps: int,
+        queue: SessionQueue,
     ) -> None:
+        """`queue`: where messages wait for a busy session; a queued one leaves it once its
+        turn stored it."""
         self._model = model
         self._store = store
         self._sessions = sessions
         self._tools = tools
         self._compressor = compressor
         self._max_steps = max_tool_steps
+        self._queue = queue
+
+    async def answer(
+        self,
+        who: MessageIdentity,
+        message: InboundMessage,
+        sink: ReplySink,
+        stored: Callable[[], None],
+        queued: int | None = None,
+    ) -> int | None:
+        """The message's turn (`run`), which `/stop` may cancel (`OpenSessions.stop`): what
+        was shown of the reply then stays, in the chat and in the session, marked as
+        stopped. `queued`: the message's id in the session queue, if it waited there."""
+        shown = _Shown(sink)
+        task = asyncio.ensure_future(self._from_queue(who, message, shown, stored, queued))
+        with self._sessions.running(who.session_key, task) as running:
+            try:
+                return await task
+            except asyncio.CancelledError:
+                if not running.stopped:
+                    raise  # the service is stopping, not the person
+        await sink.write(("\n\n" if shown.text.strip() else "") + STOPPED_NOTE)
+        await self.stopped(who, shown.text)
+        return None
+
+    async def _from_queue(
+        self,
+        who: MessageIdentity,
+        message: InboundMessage,
+        sink: ReplySink,
+        stored: Callable[[], None],
+        queued: int | None,
+    ) -> int | None:
+        """`run`; a queued message leaves the queue once its session holds it (a restart in
+        between finds it in both: the session's copy wins, stored once)."""
+        if queued is None:
+            return await self.run(who, message, sink, stored)
+        dropped: list[asyncio.Future[None]] = []
+
+        def in_session() -> None:  # stored in its session: out of the queue at once
+            dropped.append(asyncio.ensure_future(self._queue.drop(queued)))
+
+        try:
+            return await self.run(who, message, sink, in_session)
+        finally:
+            await asyncio.gather(*dropped)
 
     async def run(
         self,
@@ -285,3 +340,22 @@ def _encodable(message: InboundMessage) -> InboundMessage:
     if text == message.text and name == message.user_name:
         return message
     return replace(message, text=text, user_name=name)
+
+
+class _Shown:
+    """A reply sink that remembers the text written to it (what the person was shown)."""
+
+    def __init__(self, sink: ReplySink) -> None:
+        self._sink = sink
+        self._pieces: list[str] = []
+
+    @property
+    def text(self) -> str:
+        return "".join(self._pieces)
+
+    async def write(self, piece: str) -> None:
+        self._pieces.append(piece)
+        await self._sink.write(piece)
+
+    async def finish(self) -> None:
+        await self._sink.finish()
