@@ -20,6 +20,7 @@ import click
 from gateway.cli.base import CliState, fail, run_command, user_key_option, visible
 from gateway.commands.erase import person_data
 from gateway.config import Config
+from gateway.errors import InstanceLockedError
 from memory_core import PersonData, PersonHoldings
 
 T = TypeVar("T")
@@ -41,6 +42,22 @@ def _with_person(config: Config, body: Callable[[PersonData], Awaitable[T]]) -> 
             return await body(person)
 
     return asyncio.run(run())
+
+
+def _erase_alone(config: Config, user_key: str) -> PersonHoldings:
+    """Erase `user_key` holding the data directory's lock, so that no running bot can
+    write the person back meanwhile (a turn or review of theirs in flight) and none
+    starts; `InstanceLockedError` when a `mnemo run` serves the directory."""
+    from gateway.service import instance_lock
+
+    try:
+        with instance_lock(config.home):
+            return _with_person(config, lambda p: p.erase(user_key))
+    except InstanceLockedError:
+        raise InstanceLockedError(
+            f"a running mnemo serves {config.home.resolve()} and could write {user_key}'s "
+            "data back; ask them to send /forget all in chat, or stop it and erase again"
+        ) from None
 
 
 @click.group()
@@ -97,7 +114,7 @@ def erase(state: CliState, user_key: str, yes: bool) -> None:
         click.confirm(
             visible(f"Erase {held.summary()} of {user_key}? This cannot be undone"), abort=True
         )
-    erased = run_command(lambda: _with_person(config, lambda p: p.erase(user_key)))
+    erased = run_command(lambda: _erase_alone(config, user_key))
     click.echo(visible(f"erased {erased.summary()} of {user_key}"))
     if erased.provider_failures:
         fail("memory provider could not erase: " + "; ".join(erased.provider_failures))

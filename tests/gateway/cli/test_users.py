@@ -111,3 +111,19 @@ def test_a_malformed_key_is_one_line_and_exit_2(home: Path) -> None:
     assert result.exit_code == 2
     assert "invalid user key" in result.output
     assert holding(home, "xylocarpus")
+
+
+def test_erase_beside_a_running_bot_refuses_in_one_line_and_keeps_everything(
+    home: Path,
+) -> None:
+    """A running bot could write the person back from a turn or review in flight."""
+    from gateway.service import instance_lock
+
+    with instance_lock(home):  # what `mnemo run` holds while it serves this directory
+        result = mnemo("users", "erase", ADA, "--yes")
+    assert result.exit_code == 1
+    line = result.output.strip()
+    assert "\n" not in line and "a running mnemo serves" in line and "/forget all" in line
+    assert holding(home, "xylocarpus")  # nothing was erased
+    again = mnemo("users", "erase", ADA, "--yes")  # the bot stopped: now it goes through
+    assert again.exit_code == 0 and holding(home, "xylocarpus") == []
