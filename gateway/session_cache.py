@@ -50,6 +50,7 @@ from memory_core import (
 log = logging.getLogger(__name__)
 
 HISTORY_BYTES = 32 * 1024 * 1024  # encoded JSON of the histories kept, all sessions together
+ERASE_WAIT = 10.0  # seconds a cancelled turn of a person being erased may take to end
 
 ManagerFactory = Callable[[], MemoryManager]
 """Builds one session's memory providers (a fresh `MemoryManager`, not yet initialised)."""
@@ -163,7 +164,9 @@ class RunningTurn:
     """The turn a session is running now, which `/stop` may cancel."""
 
     task: asyncio.Future[Any]
+    user_key: str
     stopped: bool = False  # cancelled by the person (not by the service stopping)
+    erased: bool = False  # cancelled because the person's data is being erased: keep nothing
 
 
 class SessionEvents(Protocol):
@@ -222,9 +225,9 @@ class OpenSessions:
         self._running: dict[str, RunningTurn] = {}  # routing key -> its turn now
 
     @contextlib.contextmanager
-    def running(self, key: str, task: asyncio.Future[Any]) -> Iterator[RunningTurn]:
-        """`task` is `key`'s turn for the block: `stop` may cancel it meanwhile."""
-        turn = self._running[key] = RunningTurn(task)
+    def running(self, key: str, user_key: str, task: asyncio.Future[Any]) -> Iterator[RunningTurn]:
+        """`task` is `key`'s turn (of `user_key`) for the block: `stop` may cancel it."""
+        turn = self._running[key] = RunningTurn(task, user_key)
         try:
             yield turn
         finally:
@@ -375,18 +378,31 @@ class OpenSessions:
         """After a person removed a memory entry, no prompt of theirs may still hold it:
         their cached sessions are dropped and their stored prompts cleared, so each
         open session's next turn builds its prompt from USER.md as it is now."""
-        await self.drop_person(user_key)
+        if self._events is not None:
+            await self._events.forget_person(user_key)
+        await self._drop_cached(user_key)
         await self._store.clear_system_prompts(user_key)
 
     async def drop_person(self, user_key: str) -> None:
         """Drop `user_key`'s cached sessions before their data is erased.
 
-        Each one's providers drain their queued work and stop (so nothing of the
-        person is written after the erasure); the sessions are not ended, since
-        their rows are about to go. Background work on their data stops first.
+        Background work on their data stops first, and so do their turns running
+        in other chats (a group turn waiting at the model), which keep nothing; then
+        each session's providers drain their queued work and stop (so nothing of
+        the person is written after the erasure); the sessions are not ended, since
+        their rows are about to go.
         """
         if self._events is not None:
             await self._events.forget_person(user_key)
+        turns = [t for t in self._running.values() if t.user_key == user_key and not t.task.done()]
+        for turn in turns:
+            turn.erased = True
+            turn.task.cancel()
+        if turns:  # a write already handed to the store lands before the erasure's (FIFO)
+            await asyncio.wait([t.task for t in turns], timeout=ERASE_WAIT)
+        await self._drop_cached(user_key)
+
+    async def _drop_cached(self, user_key: str) -> None:
         for key in await self._store.user_session_keys(user_key):
             session = self.cache.pop(key)
             if session is not None:

@@ -122,10 +122,12 @@ class Turns:
         stopped. `queued`: the message's id in the session queue, if it waited there."""
         shown = _Shown(sink)
         task = asyncio.ensure_future(self._from_queue(who, message, shown, stored, queued))
-        with self._sessions.running(who.session_key, task) as running:
+        with self._sessions.running(who.session_key, who.user_key, task) as running:
             try:
                 return await task
             except asyncio.CancelledError:
+                if running.erased:
+                    return None  # the person's data is being erased: keep nothing
                 if not running.stopped:
                     raise  # the service is stopping, not the person
         await sink.write(("\n\n" if shown.text.strip() else "") + STOPPED_NOTE)

@@ -8,6 +8,7 @@ search for them as anyone finds nothing, and the other person keeps all of their
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import io
 from collections.abc import Iterator
@@ -22,8 +23,8 @@ from gateway.conversation import Conversations
 from gateway.messages import InboundMessage
 from gateway.service import run_console
 from memory_core import FileMemoryStore, MemoryManager, MemoryProvider, Operation, SearchScope
-from tests.fakes.base import serving_in_thread
-from tests.fakes.openai import FakeOpenAI
+from tests.fakes.base import serving_in_thread, wait_until
+from tests.fakes.openai import FakeOpenAI, Fault, ToolCall
 from tests.gateway.processes import run_mnemo
 from tests.gateway.serving import serving
 from tests.gateway.sinks import ListSink
@@ -230,3 +231,35 @@ def test_mnemo_chat_subprocess_forget_all_end_to_end(tmp_path: Path) -> None:
     assert "This erases everything I hold about you: 1 memory entry, 1 session" in result.stdout
     assert "Erased everything I held about you: 1 memory entry, 1 session" in result.stdout
     assert files_holding(home, ADA_WORDS) == []
+
+
+async def test_forget_all_stops_the_persons_turn_in_flight_in_a_group_and_keeps_nothing(
+    services: Services, fake: FakeOpenAI
+) -> None:
+    """Ada's group turn waits at the model (it would save a memory and a reply) while she
+    confirms /forget all in private: after the erasure nothing of hers is left."""
+    conversations = serving(services)
+    await fill(services, fake, conversations, BOB, BOB_WORDS)  # Bob, beside her, keeps his
+    fact = {"target": "user", "action": "add", "content": f"likes {ADA_WORDS[3]}"}
+    fake.call_tools(ToolCall("memory", fact))  # what the held turn would do once released
+    fake.say(f"noted {ADA_WORDS[3]}")
+    fake.fail_next(Fault.stall())
+    in_group = InboundMessage(
+        platform="telegram", chat_id="-5", chat_type="group", user_id=ADA,
+        text=f"remember {ADA_WORDS[2]}", message_id="1",
+    )  # fmt: skip
+    group_turn = asyncio.create_task(conversations.handle(in_group, ListSink()))
+    await wait_until(lambda: fake.stalled == 1)
+
+    await say(conversations, "/forget all")
+    done = (await say(conversations, "/forget all confirm")).replies[-1]
+    assert "Erased everything I held about you" in done
+    await asyncio.wait_for(group_turn, 5)  # it was stopped, not left to finish later
+    fake.release()
+    await wait_until(lambda: fake.stalled == 0)
+
+    home = services.config.home
+    assert files_holding(home, ADA_WORDS) == []
+    assert not (home / "memories" / "users" / f"telegram-{ADA}").exists()
+    assert await services.sessions.user_session_keys(f"telegram-{ADA}") == []
+    assert len(services.memory.read("user", f"telegram-{BOB}").entries) == 2
