@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import TypeVar
 
@@ -41,6 +42,7 @@ UNSUPPORTED_LINE = "I can only read text for now."
 EMPTY_LINE = "Yes? Ask me something."
 BUSY_LINE = "(I'm busy right now; please try again in a moment)"
 FAILED_LINE = "(something went wrong on my side; please try again)"
+ERASED_LINE = "(everything I held about you was just erased, this message with it)"
 T = TypeVar("T")
 
 
@@ -86,10 +88,12 @@ class Conversations:
         answered (the process stopped) is answered.
         """
         stored = _Once(on_stored)
+        arrived = time.monotonic()
         with self._tracked():
             try:
                 if await self._admitted(message, sink):
-                    await self._handle(MessageIdentity.of(message), message, sink, stored)
+                    who = MessageIdentity.of(message)
+                    await self._handle(who, message, sink, stored, arrived)
             finally:
                 stored()
 
@@ -135,7 +139,12 @@ class Conversations:
         return decision.allowed
 
     async def _handle(
-        self, who: MessageIdentity, message: InboundMessage, sink: ReplySink, stored: _Once
+        self,
+        who: MessageIdentity,
+        message: InboundMessage,
+        sink: ReplySink,
+        stored: _Once,
+        arrived: float,
     ) -> None:
         key = who.session_key
         if self._background is not None:
@@ -156,6 +165,10 @@ class Conversations:
         async with self.sessions.locked(key):
             if message.unsupported or not message.text.strip():
                 await sink.write(UNSUPPORTED_LINE if message.unsupported else EMPTY_LINE)
+            elif call is None and self.sessions.erased_since(who.user_key, arrived):
+                await sink.write(ERASED_LINE)  # sent before their erasure: it is part of it
+                if queued is not None:
+                    await self._queue.drop(queued)
             elif call is None:
                 replied = await self._guarded(
                     key, sink, self._turns.answer(who, message, sink, stored, queued)

@@ -263,3 +263,38 @@ async def test_forget_all_stops_the_persons_turn_in_flight_in_a_group_and_keeps_
     assert not (home / "memories" / "users" / f"telegram-{ADA}").exists()
     assert await services.sessions.user_session_keys(f"telegram-{ADA}") == []
     assert len(services.memory.read("user", f"telegram-{BOB}").entries) == 2
+
+
+async def test_a_message_waiting_behind_the_stopped_turn_is_erased_with_the_rest(
+    services: Services, fake: FakeOpenAI
+) -> None:
+    """Ada's follow-up in the group waits for her held turn; she erases everything in
+    private meanwhile: the follow-up, sent before the erasure, is not kept either."""
+    conversations = serving(services)
+    fake.fail_next(Fault.stall())
+
+    def in_group(text: str, message_id: str) -> InboundMessage:
+        return InboundMessage(
+            platform="telegram", chat_id="-5", chat_type="group", user_id=ADA,
+            text=text, message_id=message_id,
+        )  # fmt: skip
+
+    held = asyncio.create_task(conversations.handle(in_group(ADA_WORDS[0], "1"), ListSink()))
+    await wait_until(lambda: fake.stalled == 1)
+    queued = asyncio.Event()
+    follow_up = ListSink()
+    waiting = asyncio.create_task(
+        conversations.handle(in_group(ADA_WORDS[1], "2"), follow_up, queued.set)
+    )
+    await asyncio.wait_for(queued.wait(), 5)
+
+    await say(conversations, "/forget all")
+    await say(conversations, "/forget all confirm")
+    await asyncio.wait_for(asyncio.gather(held, waiting), 5)
+    fake.release()
+    await wait_until(lambda: fake.stalled == 0)
+    assert follow_up.replies == [
+        "(everything I held about you was just erased, this message with it)"
+    ]
+    assert files_holding(services.config.home, ADA_WORDS) == []
+    assert await services.sessions.user_session_keys(f"telegram-{ADA}") == []
