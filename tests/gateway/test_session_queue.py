@@ -9,7 +9,6 @@ holds, in order.
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 import time
 
 from gateway.app import Services
@@ -19,29 +18,10 @@ from gateway.session_queue import SessionQueue, decode, encode
 from memory_core import NewMessage, SessionOrigin
 from tests.fakes.base import wait_until
 from tests.fakes.openai import FakeOpenAI, Fault
+from tests.gateway.serving import private as message
 from tests.gateway.serving import serving
+from tests.gateway.serving import stored_rows as rows
 from tests.gateway.sinks import ListSink
-
-
-def message(text: str, user: str, message_id: str) -> InboundMessage:
-    return InboundMessage(
-        platform="telegram",
-        chat_id=user,
-        chat_type="private",
-        user_id=user,
-        text=text,
-        message_id=message_id,
-        user_name=f"User {user}",
-    )
-
-
-def rows(services: Services, user: str) -> list[tuple[object, ...]]:
-    with sqlite3.connect(services.config.home / "state.db") as conn:
-        return conn.execute(
-            "SELECT m.role, m.content FROM messages m JOIN sessions s ON s.id = m.session_id "
-            "WHERE s.user_key = ? ORDER BY m.id",
-            (f"telegram-{user}",),
-        ).fetchall()
 
 
 async def test_a_follow_up_is_confirmed_while_the_reply_before_it_is_stalled(

@@ -8,34 +8,17 @@ is what each of them was shown and what the session holds.
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 
 from gateway.app import Services
 from gateway.messages import InboundMessage
 from tests.fakes.base import wait_until
 from tests.fakes.openai import FakeOpenAI, Fault
-from tests.gateway.serving import serving
+from tests.gateway.serving import private, serving, stored_rows
 from tests.gateway.sinks import ListSink
 
 
 def message(text: str, user: str = "1", message_id: str | None = None) -> InboundMessage:
-    return InboundMessage(
-        platform="telegram",
-        chat_id=user,
-        chat_type="private",
-        user_id=user,
-        text=text,
-        message_id=message_id,
-    )
-
-
-def stored(services: Services, user: str) -> list[tuple[object, ...]]:
-    with sqlite3.connect(services.config.home / "state.db") as conn:
-        return conn.execute(
-            "SELECT m.role, m.content FROM messages m JOIN sessions s ON s.id = m.session_id "
-            "WHERE s.user_key = ? ORDER BY m.id",
-            (f"telegram-{user}",),
-        ).fetchall()
+    return private(text, user, message_id)
 
 
 class Watched(ListSink):
@@ -74,7 +57,7 @@ async def test_stop_cuts_the_reply_keeps_what_was_shown_and_the_chat_goes_on(
     shown = reply.replies[0]
     assert shown.startswith("Once") and shown.endswith("\n\n(stopped)")
     assert "never ended" not in shown
-    assert stored(services, "1") == [("user", "tell me a story"), ("assistant", shown)]
+    assert stored_rows(services, "1") == [("user", "tell me a story"), ("assistant", shown)]
 
     fake.release()
     await wait_until(lambda: fake.stalled == 0)
