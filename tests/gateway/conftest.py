@@ -9,10 +9,8 @@ from pathlib import Path
 import pytest
 
 from gateway.app import Services, open_services
-from gateway.config import load_config
 from tests.fakes.openai import FakeOpenAI
-
-SKILLS = Path(__file__).resolve().parents[2] / "skills"
+from tests.gateway.serving import config_for
 
 
 @pytest.fixture
@@ -23,10 +21,5 @@ async def fake() -> AsyncIterator[FakeOpenAI]:
 
 @pytest.fixture
 async def services(fake: FakeOpenAI, tmp_path: Path) -> AsyncIterator[Services]:
-    env = {
-        "OPENAI_BASE_URL": fake.url + "/v1",
-        "MNEMO_HOME": str(tmp_path / "data"),
-        "MNEMO_SKILLS_DIR": str(SKILLS),
-    }
-    async with open_services(load_config(None, environ=env)) as opened:
+    async with open_services(config_for(fake.url, tmp_path / "data")) as opened:
         yield opened

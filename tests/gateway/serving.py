@@ -4,13 +4,32 @@ test reads back of one person: their private messages and their stored rows."""
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 
 from gateway.access import AccessPolicy
 from gateway.app import Services, build_conversations
 from gateway.commands.erase import PendingErasures
+from gateway.config import Config, load_config
 from gateway.conversation import Conversations
 from gateway.jobs import BackgroundWork
 from gateway.messages import InboundMessage
+
+SKILLS = Path(__file__).resolve().parents[2] / "skills"
+
+
+def config_for(model_url: str, data: Path, recap_timeout: float | None = None) -> Config:
+    """The bot's configuration for a test: the fake model at `model_url`, data in `data`,
+    the bundled skills; `recap_timeout` shortens the auxiliary model's recap wait."""
+    env = {
+        "OPENAI_BASE_URL": model_url + "/v1",
+        "MNEMO_HOME": str(data),
+        "MNEMO_SKILLS_DIR": str(SKILLS),
+    }
+    config = load_config(None, environ=env)
+    if recap_timeout is None:
+        return config
+    auxiliary = config.auxiliary.model_copy(update={"recap_timeout": recap_timeout})
+    return config.model_copy(update={"auxiliary": auxiliary})
 
 
 def serving(

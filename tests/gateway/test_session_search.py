@@ -15,15 +15,12 @@ from typing import Any
 import pytest
 
 from gateway.app import Services, open_services
-from gateway.config import load_config
 from gateway.conversation import Conversations
 from gateway.messages import InboundMessage
 from memory_core import SearchScope
 from tests.fakes.openai import FakeOpenAI, Fault, RecordedRequest, ToolCall, Turn
-from tests.gateway.serving import serving
+from tests.gateway.serving import config_for, serving
 from tests.gateway.sinks import ListSink
-
-SKILLS = Path(__file__).resolve().parents[2] / "skills"
 
 
 @pytest.fixture
@@ -34,14 +31,8 @@ async def fake() -> AsyncIterator[FakeOpenAI]:
 
 @pytest.fixture
 async def services(fake: FakeOpenAI, tmp_path: Path) -> AsyncIterator[Services]:
-    env = {
-        "OPENAI_BASE_URL": fake.url + "/v1",
-        "MNEMO_HOME": str(tmp_path / "data"),
-        "MNEMO_SKILLS_DIR": str(SKILLS),
-    }
-    config = load_config(None, environ=env)
-    auxiliary = config.auxiliary.model_copy(update={"recap_timeout": 1.0})
-    async with open_services(config.model_copy(update={"auxiliary": auxiliary})) as opened:
+    config = config_for(fake.url, tmp_path / "data", recap_timeout=1.0)
+    async with open_services(config) as opened:
         yield opened
 
 

@@ -18,8 +18,7 @@ from gateway.jobs import BackgroundWork
 from gateway.messages import InboundMessage
 from memory_core import recall_scope
 from tests.fakes.openai import FakeOpenAI
-from tests.gateway.conftest import SKILLS
-from tests.gateway.serving import serving
+from tests.gateway.serving import SKILLS, serving
 from tests.gateway.sinks import ListSink
 
 

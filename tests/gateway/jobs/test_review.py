@@ -8,8 +8,8 @@ from gateway.jobs.review import REVIEW_PROMPT
 from memory_core import recall_scope
 from tests.fakes.base import wait_until
 from tests.fakes.openai import FakeOpenAI, Fault, ToolCall
-from tests.gateway.conftest import SKILLS
 from tests.gateway.jobs.conftest import Bot, bot_config, running_bot, wait_for
+from tests.gateway.serving import SKILLS
 
 NURSE = ToolCall("memory", {"target": "user", "action": "add", "content": "Works as a nurse"})
 
