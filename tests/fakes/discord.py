@@ -302,7 +302,7 @@ class FakeDiscord(FakeServer):
         author = _user(author_id, username, bot=bot)
         if guild:
             channel_id = channel_id or self.guilds[0].channel_id
-            if self._channels.get(channel_id, {}).get("type") not in (0, 11):
+            if self._channels.get(channel_id, {}).get("type") not in (0, 11, 12):
                 raise ValueError(f"no guild text channel {channel_id} in the fake")
         else:
             channel_id = channel_id or self.dm_channel_id(author_id)
@@ -332,16 +332,24 @@ class FakeDiscord(FakeServer):
         return message
 
     async def create_thread(
-        self, name: str = "thread", parent_id: int | None = None, owner_id: int = OWNER_ID
+        self,
+        name: str = "thread",
+        parent_id: int | None = None,
+        owner_id: int = OWNER_ID,
+        private: bool = False,
     ) -> int:
-        """Open a public thread under a guild text channel (THREAD_CREATE); its id."""
+        """Open a public thread (or, with `private`, a private one: channel type 12) under a
+        guild text channel (THREAD_CREATE); its id."""
         ws = self._require_live()
         parent = self._channels[parent_id or self.guilds[0].channel_id]
         tid = self._snowflake()
         metadata = {"archived": False, "auto_archive_duration": 1440,
                     "archive_timestamp": _now(), "locked": False}  # fmt: skip
+        if private:
+            metadata["invitable"] = True
         thread = {
-            "id": str(tid), "type": 11, "guild_id": parent["guild_id"], "name": name,
+            "id": str(tid), "type": 12 if private else 11, "guild_id": parent["guild_id"],
+            "name": name,
             "parent_id": parent["id"], "owner_id": str(owner_id), "last_message_id": None,
             "rate_limit_per_user": 0, "message_count": 0, "member_count": 1, "flags": 0,
             "thread_metadata": metadata,
@@ -528,7 +536,7 @@ class FakeDiscord(FakeServer):
         if not guild:
             return self._channels[channel_id or self.dm_channel_id(user_id)]
         channel = self._channels.get(channel_id or self.guilds[0].channel_id)
-        if channel is None or channel.get("type") not in (0, 11):
+        if channel is None or channel.get("type") not in (0, 11, 12):
             raise ValueError(f"no guild text channel {channel_id} in the fake")
         return channel
 
