@@ -11,9 +11,10 @@ the model receives for those turns, while the channel note is found (so each
 path did search). Back in the thread, `/recall` finds the thread's words.
 
 The "recap posted to the public channel" of the issue is `/recall`'s answer
-(the recaps of `gateway.agent.recall`), covered here; the background jobs
-(review, extraction) post nothing to a channel and write only the person's
-own memory, which is not shown in server channels.
+(the recaps of `gateway.agent.recall`), covered here. The background jobs
+(review, extraction) post nothing to any chat: what they save goes to the
+person's profile, which server channels are not shown unless
+``memory.profile_in_groups`` is set; this module does not cover them.
 
 One `mnemo run` (Discord alone) and its own fakes serve the module; the tests
 run in file order and build on each other.
