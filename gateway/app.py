@@ -38,6 +38,7 @@ from gateway.turns import ToolBox, Turns
 from memory_core import (
     MEMORY_TOOL_SCHEMA,
     SKILL_TOOL_SCHEMAS,
+    ErasureFence,
     FileMemoryStore,
     MemoryManager,
     ProviderError,
@@ -218,7 +219,8 @@ async def open_services(config: Config) -> AsyncIterator[Services]:
     """Open the stores and the model clients for `config`; close them on the way out."""
     persona = read_persona(config.persona_file)
     config.home.mkdir(parents=True, exist_ok=True)
-    sessions = SessionStore(config.home / "state.db")
+    fence = ErasureFence()  # one for every store: an erasure fences them all at once
+    sessions = SessionStore(config.home / "state.db", fence=fence)
     await sessions.open()
     limiter = ModelCallLimiter(config.llm.max_concurrency)  # one for every model call
     model = ModelClient(
@@ -247,12 +249,14 @@ async def open_services(config: Config) -> AsyncIterator[Services]:
                 config.home,
                 memory_char_limit=config.memory.memory_char_limit,
                 user_char_limit=config.memory.user_char_limit,
+                fence=fence,
             ),
             skills=SkillsStore(
                 config.skills.dir,
                 config.home / "skills-manifest.json",
                 private_dir=config.home / "skills-private",
                 archive_dir=config.home / "skills-archive",
+                fence=fence,
             ),
             sessions=sessions,
             new_manager=_manager_factory(config, sessions),
@@ -315,6 +319,7 @@ def _manager_factory(config: Config, sessions: SessionStore) -> ManagerFactory:
             external=external,
             core_tool_names=core_tools,
             prefetch_timeout=config.providers.prefetch_timeout,
+            fence=sessions.fence,
         )
 
     return new_manager

@@ -34,7 +34,7 @@ from gateway.messages import CommandSpec, InboundMessage, MessageIdentity, Reply
 from gateway.session_cache import OpenSessions
 from gateway.session_queue import SessionQueue
 from gateway.turns import Turns
-from memory_core import SessionStoreBusyError, SessionStoreError
+from memory_core import PersonErasedError, SessionStoreBusyError, SessionStoreError, working
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +89,7 @@ class Conversations:
         """
         stored = _Once(on_stored)
         arrived = time.monotonic()
-        with self._tracked():
+        with self._tracked(), working():  # an erasure from now on fences what this writes
             try:
                 if await self._admitted(message, sink):
                     who = MessageIdentity.of(message)
@@ -104,7 +104,7 @@ class Conversations:
         A payload that is forged, used up, expired or offered to someone else is
         refused in one line and changes nothing.
         """
-        with self._tracked():
+        with self._tracked(), working():
             if await self._admitted(message, sink):
                 who = MessageIdentity.of(message)
                 async with self.sessions.locked(who.session_key):
@@ -187,6 +187,9 @@ class Conversations:
         except ModelError as exc:  # upstream detail to the log, a short line to the person
             log.warning("model error in session %s: %s: %s", key, type(exc).__name__, exc)
             await sink.write(fault_notice(exc))
+        except PersonErasedError:  # erased while this was in flight: the store kept nothing
+            log.info("session %s: the person was erased meanwhile; nothing was kept", key)
+            await sink.write(ERASED_LINE)
         except SessionStoreBusyError as exc:  # the message is queued and stored later
             log.warning("session store busy in session %s: %s", key, exc)
             await sink.write(BUSY_LINE)

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
         MissingOldTextError,
         NoMatchError,
         OverBudgetError,
+        PersonErasedError,
         ProviderError,
         ReadTimeoutError,
         SchemaVersionError,
@@ -73,6 +74,7 @@ if TYPE_CHECKING:
         UnreadableMemoryError,
         UnsafeContentError,
     )
+    from memory_core.fence import ErasureFence, current_mark, working
     from memory_core.file_memory import (
         MEMORY_TOOL_SCHEMA,
         TARGETS,
@@ -164,6 +166,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "PersonData",
         "PersonHoldings",
     ),
+    "memory_core.fence": ("ErasureFence", "current_mark", "working"),
     "memory_core.errors": (
         "AmbiguousMatchError",
         "AtomicWriteError",
@@ -184,6 +187,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "MissingOldTextError",
         "NoMatchError",
         "OverBudgetError",
+        "PersonErasedError",
         "ProviderError",
         "ReadTimeoutError",
         "SchemaVersionError",
@@ -322,6 +326,7 @@ __all__ = [
     "DeleteResult",
     "EntryTooLongError",
     "EraseExternal",
+    "ErasureFence",
     "ExportResult",
     "FileMemoryStore",
     "Finding",
@@ -352,6 +357,7 @@ __all__ = [
     "Operation",
     "OverBudgetError",
     "PersonData",
+    "PersonErasedError",
     "PersonHoldings",
     "ProviderError",
     "ProviderFactory",
@@ -407,6 +413,7 @@ __all__ = [
     "append_memory_context",
     "atomic_write_text",
     "check_user_key",
+    "current_mark",
     "decode_arguments",
     "default_registry",
     "make_user_key",
@@ -419,6 +426,7 @@ __all__ = [
     "scrub_context",
     "search_sessions",
     "split_user_key",
+    "working",
     "wrap_memory_context",
 ]
 

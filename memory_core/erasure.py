@@ -10,7 +10,10 @@ whatever the external memory provider keeps. `PersonData` reaches all of
 them through the stores; the chat commands (``/forget all``, ``/export``) and
 the operator CLI (``mnemo users``) share it.
 
-Erasure purges state.db (`SessionStore.delete_user` merges both indexes and
+Erasure first records a tombstone in each store's fence (`memory_core.fence`),
+so that nothing begun before it (a turn still at the model, a queued provider
+write, a review) can write about the person again, then removes under each
+store's own lock. It purges state.db (`SessionStore.delete_user` merges both indexes and
 checkpoints the WAL, with ``secure_delete`` on), so no file, row or index
 segment keeps the person's text. An export is JSON Lines: first one line per
 USER.md entry (``{"user": key, "memory_entry": text}``), then every message in
@@ -37,6 +40,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from memory_core.fence import ErasureFence
 from memory_core.file_memory import FileMemoryStore
 from memory_core.sessions import SessionStore
 from memory_core.skills import SkillsStore
@@ -122,12 +126,13 @@ class PersonData:
         """
         before = await self.holdings(user_key)
         key = before.user_key
+        for fence in {id(f): f for f in self._fences()}.values():
+            fence.erasing(key)  # first: work begun before this writes nothing about them now
         deleted = await self._sessions.delete_user(key, purge=True)
-        for folder in self._folders(key):
-            if folder.is_symlink() or folder.is_file():
-                folder.unlink()
-            elif folder.exists():
-                shutil.rmtree(folder)
+        self._memory.erase_user(key)
+        self._skills.erase_user(key)
+        if self._exports is not None:
+            _remove(self._exports / key)
         failures = await self._erase_external(key) if self._erase_external is not None else []
         return PersonHoldings(
             key,
@@ -217,16 +222,18 @@ class PersonData:
                 keys.update(p.name for p in root.iterdir() if p.is_dir())
         return sorted(keys)
 
-    def _folders(self, key: str) -> list[Path]:
-        folders = [self._memory.path("user", key).parent, self._skills.private_dir / key]
-        if self._skills.archive_dir is not None:
-            folders.append(self._skills.archive_dir / key)
-        if self._exports is not None:
-            folders.append(self._exports / key)
-        return folders
+    def _fences(self) -> list[ErasureFence]:
+        return [self._memory.fence, self._skills.fence, self._sessions.fence]
 
     def _own_skill_names(self, key: str) -> list[str]:
         return [s.name for s in self._skills.skills(key) if s.owner == "user" and s.user_key == key]
+
+
+def _remove(folder: Path) -> None:
+    if folder.is_symlink() or folder.is_file():
+        folder.unlink()
+    elif folder.exists():
+        shutil.rmtree(folder)
 
 
 def _plural(count: int, one: str, many: str) -> str:

@@ -61,6 +61,10 @@ class MemoryCoreError(Exception):
     """Root of every error raised by memory_core."""
 
 
+class PersonErasedError(MemoryCoreError):
+    """A write about a person erased after the writing work began (see `fence`)."""
+
+
 class AtomicWriteError(MemoryCoreError):
     """The file could not be written; the previous content is untouched."""
 

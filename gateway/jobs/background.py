@@ -15,6 +15,9 @@
   keeps them open, or, with `sessions.idle_reset`, ends them (their extraction
   follows). Nothing pending lives only in memory: state.db says which
   sessions are due and how far each extraction got, so a restart loses none.
+- A job runs as work begun when it was scheduled (`memory_core.fence`), so
+  if its person is erased before it starts or while it runs, the stores
+  refuse its writes.
 - `close` cancels reviews, gives running extractions `shutdown_grace` seconds,
   and leaves the rest due for the next start.
 """
@@ -29,6 +32,7 @@ from gateway.jobs.extraction import extract_session
 from gateway.jobs.review import ReviewRequest, review_session
 from gateway.messages import InboundMessage
 from gateway.scheduler import JobInfo, Scheduler
+from memory_core import PersonErasedError, current_mark, working
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +112,8 @@ class BackgroundWork:
         ):
             return
         self._owners[job_id] = message.user_key
-        scheduler.once(job_id, _review, self, job_id, ReviewRequest(session_id, message))
+        request = ReviewRequest(session_id, message)
+        scheduler.once(job_id, _review, self, job_id, request, current_mark())
 
     def session_ended(self, session_id: int, user_key: str) -> None:
         """Extract what the ended session taught (now, in the background)."""
@@ -123,7 +128,7 @@ class BackgroundWork:
         if scheduler.is_running(job_id):
             return  # that run covers it, or the next sweep does
         self._owners[job_id] = user_key
-        scheduler.once(job_id, _extract, self, job_id, session_id, ending)
+        scheduler.once(job_id, _extract, self, job_id, session_id, ending, current_mark())
 
     async def forget_person(self, user_key: str) -> None:
         """Stop every job touching `user_key`'s data (before it is erased), and wait."""
@@ -141,19 +146,30 @@ class BackgroundWork:
 
 
 async def _review(
-    ctx: JobContext, work: BackgroundWork, job_id: str, request: ReviewRequest
+    ctx: JobContext, work: BackgroundWork, job_id: str, request: ReviewRequest, mark: int
 ) -> None:
     try:
-        await review_session(ctx, request)
+        with working(mark):  # begun when it was scheduled: an erasure since fences it
+            await review_session(ctx, request)
+    except PersonErasedError:
+        log.info("review %s wrote nothing: its person was erased meanwhile", job_id)
     finally:
         work.job_done(job_id)
 
 
 async def _extract(
-    ctx: JobContext, work: BackgroundWork, job_id: str, session_id: int, ending: bool
+    ctx: JobContext,
+    work: BackgroundWork,
+    job_id: str,
+    session_id: int,
+    ending: bool,
+    mark: int,
 ) -> None:
     try:
-        await extract_session(ctx, session_id, ending)
+        with working(mark):
+            await extract_session(ctx, session_id, ending)
+    except PersonErasedError:
+        log.info("extraction %s wrote nothing: its person was erased meanwhile", job_id)
     finally:
         work.job_done(job_id)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import shutil
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from memory_core.errors import (
     UndecodableMemoryError,
     UnreadableMemoryError,
 )
+from memory_core.fence import ErasureFence
 from memory_core.file_memory.edits import Operation, apply_operations
 from memory_core.file_memory.entries import file_text, is_canonical, parse_entries, usage
 from memory_core.file_memory.render import (
@@ -86,8 +88,12 @@ class FileMemoryStore:
         memory_char_limit: int = 2200,
         user_char_limit: int = 1375,
         lock_timeout: float = 10.0,
+        fence: ErasureFence | None = None,
     ) -> None:
+        """`fence`: the erasures a write about a person is checked against (see
+        `memory_core.fence`); share one with the other stores."""
         self._root = Path(home) / "memories"
+        self.fence = fence if fence is not None else ErasureFence()
         self._limits: dict[Target, int] = {"memory": memory_char_limit, "user": user_char_limit}
         self._lock_timeout = lock_timeout
 
@@ -121,8 +127,14 @@ class FileMemoryStore:
             raise MemoryFileError("no operations given")
         path = self.path(target, user_key)
         limit = self.limit(target)
+        person = user_key if target == "user" else None
+        if person is not None:
+            self.fence.check(person)  # before creating their folder again
         _make_dirs(path.parent, self._root.parent)
         with self._locked(path):
+            if person is not None and not self.fence.allows(person):
+                _remove_if_only_lock(path)  # erased meanwhile: leave no folder behind
+                self.fence.check(person)
             text = self._read_for_write(path)
             entries = parse_entries(text)
             self._check_drift(path, text, entries, limit)
@@ -131,6 +143,22 @@ class FileMemoryStore:
                 _remove_stale_temps(path)
                 atomic_write_text(path, file_text(outcome.entries))
         return WriteResult(self._state(target, outcome.entries), outcome.changed, outcome.notes)
+
+    def erase_user(self, user_key: str) -> bool:
+        """Remove `user_key`'s folder (USER.md, its lock and backups); whether there was one.
+
+        The folder goes under USER.md's lock, so a write in progress finishes first
+        and one waiting for the lock then meets the fence (call `fence.erasing` first).
+        """
+        folder = self._root / "users" / check_user_key(user_key)  # even one symlinked away
+        if folder.is_symlink() or folder.is_file():
+            folder.unlink()
+            return True
+        if not folder.exists():
+            return False
+        with self._locked(folder / USER_FILE):
+            shutil.rmtree(folder)
+        return True
 
     def snapshot(self, user_key: str | None, include_profile: bool) -> MemorySnapshot:
         """Render the prompt blocks once: MEMORY.md, and the user's USER.md if asked."""
@@ -241,6 +269,14 @@ def _prepare_lock_file(lock_path: Path) -> None:
         os.fchmod(fd, 0o600)
     finally:
         os.close(fd)
+
+
+def _remove_if_only_lock(path: Path) -> None:
+    """Remove `path`'s folder if it holds nothing but `path`'s lock file."""
+    lock = path.with_name(path.name + ".lock")
+    if [p.name for p in path.parent.iterdir()] == [lock.name]:
+        lock.unlink()
+        path.parent.rmdir()
 
 
 def _remove_stale_temps(path: Path) -> None:

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 from memory_core.context import sanitize_context
 from memory_core.errors import ProviderError
+from memory_core.fence import ErasureFence, current_mark
 from memory_core.providers.base import (
     MemoryProvider,
     SessionContext,
@@ -41,7 +42,9 @@ class MemoryManager:
     those names (or one another provider already offers) is ignored with a
     warning. `prefetch_timeout` bounds `prefetch_all`; `call_timeout` bounds
     every other provider call; `drain_timeout` bounds the wait for queued
-    background work at `shutdown`.
+    background work at `shutdown`. A queued write (`sync_all`, `end_session`)
+    whose person was erased after the work that queued it began is dropped
+    (`fence`, shared with the stores).
     """
 
     def __init__(
@@ -54,6 +57,7 @@ class MemoryManager:
         call_timeout: float = 10.0,
         drain_timeout: float = 5.0,
         worker: BackgroundWorker | None = None,
+        fence: ErasureFence | None = None,
     ) -> None:
         self._providers: list[MemoryProvider] = []
         self._external: MemoryProvider | None = None
@@ -62,6 +66,7 @@ class MemoryManager:
         self._call_timeout = call_timeout
         self._drain_timeout = drain_timeout
         self._worker = worker if worker is not None else BackgroundWorker()
+        self._fence = fence if fence is not None else ErasureFence()
         self._session: SessionContext | None = None
         self._routes: dict[str, MemoryProvider] = {}
         self._schemas: list[dict[str, Any]] = []
@@ -255,8 +260,16 @@ class MemoryManager:
             )
             return
         providers = list(self._providers)
+        began = current_mark()  # the job runs later, for the work that queued it
 
         async def job() -> None:
+            if not self._fence.allows(session.user_key, began):
+                log.info(
+                    "memory %s for session %s dropped: the person was erased",
+                    what,
+                    session.session_id,
+                )
+                return
             await self._call_all(what, providers, call, self._call_timeout)
 
         self._worker.submit(session.session_id, f"{what} (session {session.session_id})", job)

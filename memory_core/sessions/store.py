@@ -33,6 +33,7 @@ import memory_core.sessions.jsonl as jsonl
 import memory_core.sessions.reads as session_reads
 import memory_core.sessions.writes as session_writes
 from memory_core.errors import SessionStoreBusyError, SessionStoreError
+from memory_core.fence import ErasureFence, current_mark
 from memory_core.scopes import SearchScope
 from memory_core.sessions.connection import ConnectHook, connect
 from memory_core.sessions.db import open_writer
@@ -72,12 +73,16 @@ class SessionStore:
         on_connect: ConnectHook | None = None,
         writes: WritePolicy = DEFAULT_WRITE_POLICY,
         read_timeout: float | None = READ_TIMEOUT,
+        fence: ErasureFence | None = None,
     ) -> None:
         """No I/O here; `open()` creates or migrates the database.
 
         A read running longer than `read_timeout` seconds is stopped with
-        `ReadTimeoutError` (None: no limit).
+        `ReadTimeoutError` (None: no limit). `fence`: the erasures a write that
+        creates a person's rows is checked against, in the writer thread just
+        before it runs (see `memory_core.fence`).
         """
+        self.fence = fence if fence is not None else ErasureFence()
         self.path = Path(path)
         self._readers = max(1, readers)
         self._clock = clock
@@ -137,13 +142,26 @@ class SessionStore:
 
     # plumbing
     async def _write(
-        self, fn: Callable[..., T], *args: object, count: int = 0, **kwargs: object
+        self,
+        fn: Callable[..., T],
+        *args: object,
+        count: int = 0,
+        person: str | None = None,
+        **kwargs: object,
     ) -> T:
-        """Queue a write; wait for it up to `wait_timeout` (it stays queued after that)."""
+        """Queue a write; wait for it up to `wait_timeout` (it stays queued after that).
+
+        A write about `person` is refused with `PersonErasedError` if they were
+        erased after the current work began: the check runs in the writer thread,
+        in order with the erasure's own delete, so it cannot slip in after it.
+        """
         if self._writer is None:
             raise SessionStoreError("the session store is not open")
+        began = current_mark()
 
         def job(conn: sqlite3.Connection) -> T:
+            if person is not None:
+                self.fence.check(person, began)
             return fn(conn, *args, **kwargs)
 
         done = asyncio.wrap_future(self._writer.submit(job, messages=count))
@@ -203,7 +221,9 @@ class SessionStore:
     # writes
     async def append_message(self, *, origin: SessionOrigin, message: NewMessage) -> AppendResult:
         """Append one message to the open session of `origin`, creating it lazily."""
-        return await self._write(session_writes.append_messages, origin, [message], count=1)
+        return await self._write(
+            session_writes.append_messages, origin, [message], count=1, person=origin.user_key
+        )
 
     async def append_messages(
         self,
@@ -220,7 +240,12 @@ class SessionStore:
         """
         batch = list(messages)
         return await self._write(
-            session_writes.append_messages, origin, batch, counters, count=len(batch)
+            session_writes.append_messages,
+            origin,
+            batch,
+            counters,
+            count=len(batch),
+            person=origin.user_key,
         )
 
     async def set_system_prompt(self, session_id: int, prompt: str) -> str:
@@ -279,7 +304,13 @@ class SessionStore:
     ) -> int:
         """Keep a message for its busy session until its turn stores it (see `inbox`)."""
         return await self._write(
-            session_inbox.queue, session_key, user_key, source, payload, self._clock()
+            session_inbox.queue,
+            session_key,
+            user_key,
+            source,
+            payload,
+            self._clock(),
+            person=user_key,
         )
 
     async def drop_queued(self, queue_id: int) -> None:

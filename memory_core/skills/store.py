@@ -63,6 +63,7 @@ from memory_core.errors import (
     SkillProtectedError,
     SkillStorageError,
 )
+from memory_core.fence import ErasureFence
 from memory_core.safety import check
 from memory_core.skills.cache import LruCache
 from memory_core.skills.changes import (
@@ -155,11 +156,14 @@ class SkillsStore:
         lock_timeout: float = 10.0,
         on_problem: Callable[[SkillProblem], None] | None = None,
         cached_people: int = CACHED_PEOPLE,
+        fence: ErasureFence | None = None,
     ) -> None:
         """`private_dir`: where each person's skills live (default: ``skills-private``
         next to the manifest). `archive_dir`: where deleted skills are copied (None:
         not kept). `on_problem`: told once of each new problem; by default a logged
-        warning. `cached_people`: how many people's scans and views stay cached."""
+        warning. `cached_people`: how many people's scans and views stay cached.
+        `fence`: the erasures a person's write is checked against (`memory_core.fence`)."""
+        self.fence = fence if fence is not None else ErasureFence()
         self.skills_dir = Path(skills_dir)
         self.manifest_path = Path(manifest_path)
         self.private_dir = (
@@ -250,7 +254,7 @@ class SkillsStore:
         root = self._user_root(user_key)
         document = parse_skill(content, name)
         check(content)
-        with self._writing():
+        with self._writing(user_key):
             folder = self._free_folder(name, category, user_key, root)
             made = make_dirs(folder, PRIVATE_DIR_MODE)
             try:
@@ -262,7 +266,7 @@ class SkillsStore:
 
     def edit(self, name: str, content: str, *, user_key: str) -> Skill:
         """Replace the SKILL.md of `user_key`'s skill with a full new text."""
-        with self._writing():
+        with self._writing(user_key):
             found, _ = self._own(name, user_key)
             document = parse_skill(content, found.folder.name)
             check(content)
@@ -280,7 +284,7 @@ class SkillsStore:
         file_path: str | None = None,
     ) -> int:
         """Replace `old_string` (unique unless `replace_all`); return the count replaced."""
-        with self._writing():
+        with self._writing(user_key):
             found, old = self._own(name, user_key)
             if file_path is None or file_path == SKILL_FILE:
                 new, count = apply_patch(old, old_string, new_string, replace_all, SKILL_FILE)
@@ -299,7 +303,7 @@ class SkillsStore:
 
     def write_file(self, name: str, file_path: str, content: str, *, user_key: str) -> None:
         """Create or replace a text support file (not under scripts/) of `user_key`'s skill."""
-        with self._writing():
+        with self._writing(user_key):
             found, _ = self._own(name, user_key)
             check_model_writable(file_path)
             target = resolve_support_path(found.folder, file_path)
@@ -332,6 +336,25 @@ class SkillsStore:
         return archived
 
     # -------------------------------------------------------------- admin
+
+    def erase_user(self, user_key: str) -> int:
+        """Remove `user_key`'s own skills and their archived copies, under the writers'
+        lock (call `fence.erasing` first); how many folders went."""
+        key = check_user_key(user_key)
+        folders = [self.private_dir / key]
+        if self.archive_dir is not None:
+            folders.append(self.archive_dir / key)
+        removed = 0
+        with self._writing():
+            for folder in folders:
+                if folder.is_symlink() or folder.is_file():
+                    folder.unlink()
+                elif folder.exists():
+                    shutil.rmtree(folder)
+                else:
+                    continue
+                removed += 1
+        return removed
 
     def promotion_owner(self, name: str) -> str | None:
         """Whose skill `name` an admin means when they give no user key: None for
@@ -402,9 +425,12 @@ class SkillsStore:
     # ----------------------------------------------------------- internals
 
     @contextlib.contextmanager
-    def _writing(self) -> Iterator[None]:
-        """Hold the writers' lock; OS errors become `SkillStorageError`."""
+    def _writing(self, user_key: str | None = None) -> Iterator[None]:
+        """Hold the writers' lock; OS errors become `SkillStorageError`. A write for
+        `user_key` is refused once that person was erased since the work began."""
         with locked(self.manifest_path, self._lock_timeout):
+            if user_key is not None:
+                self.fence.check(user_key)
             try:
                 yield
             except OSError as exc:
