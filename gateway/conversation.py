@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import TypeVar
 
@@ -88,12 +87,11 @@ class Conversations:
         answered (the process stopped) is answered.
         """
         stored = _Once(on_stored)
-        arrived = time.monotonic()
         with self._tracked(), working():  # an erasure from now on fences what this writes
             try:
                 if await self._admitted(message, sink):
                     who = MessageIdentity.of(message)
-                    await self._handle(who, message, sink, stored, arrived)
+                    await self._handle(who, message, sink, stored)
             finally:
                 stored()
 
@@ -144,7 +142,6 @@ class Conversations:
         message: InboundMessage,
         sink: ReplySink,
         stored: _Once,
-        arrived: float,
     ) -> None:
         key = who.session_key
         if self._background is not None:
@@ -165,7 +162,7 @@ class Conversations:
         async with self.sessions.locked(key):
             if message.unsupported or not message.text.strip():
                 await sink.write(UNSUPPORTED_LINE if message.unsupported else EMPTY_LINE)
-            elif call is None and self.sessions.erased_since(who.user_key, arrived):
+            elif call is None and self.sessions.erased(who.user_key):
                 await sink.write(ERASED_LINE)  # sent before their erasure: it is part of it
                 if queued is not None:
                     await self._queue.drop(queued)

@@ -29,8 +29,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import math
-import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
@@ -225,7 +223,6 @@ class OpenSessions:
         self.cache = SessionCache(max_open)
         self._retiring: set[asyncio.Task[None]] = set()  # evicted sessions shutting down
         self._running: dict[str, RunningTurn] = {}  # routing key -> its turn now
-        self._erased: dict[str, float] = {}  # user key -> when their data was last erased
 
     @contextlib.contextmanager
     def running(self, key: str, user_key: str, task: asyncio.Future[Any]) -> Iterator[RunningTurn]:
@@ -237,10 +234,10 @@ class OpenSessions:
             if self._running.get(key) is turn:
                 del self._running[key]
 
-    def erased_since(self, user_key: str, since: float) -> bool:
-        """Whether `user_key`'s data was erased at or after `since` (`time.monotonic`):
-        work of theirs begun before must keep nothing."""
-        return self._erased.get(user_key, -math.inf) >= since
+    def erased(self, user_key: str) -> bool:
+        """Whether `user_key`'s data was erased after the current work began (their
+        message arrived before it): such work keeps nothing (`memory_core.fence`)."""
+        return not self._store.fence.allows(user_key)
 
     async def stop(self, session_key: str) -> bool:
         """Cancel the turn `session_key` is running (`/stop`); whether there was one."""
@@ -400,7 +397,7 @@ class OpenSessions:
         the person is written after the erasure); the sessions are not ended, since
         their rows are about to go.
         """
-        self._erased[user_key] = time.monotonic()  # the fence: what began before keeps nothing
+        self._store.fence.erasing(user_key)  # what began before keeps nothing from now on
         if self._events is not None:
             await self._events.forget_person(user_key)
         turns = [t for t in self._running.values() if t.user_key == user_key and not t.task.done()]
