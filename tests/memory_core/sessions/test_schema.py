@@ -144,7 +144,7 @@ def test_a_version_5_database_is_reindexed_by_cjk_words(tmp_path: Path) -> None:
     path = tmp_path / "state.db"
     make_v5_database(path)
     with SessionDB(path) as db:
-        assert schema_version(db.conn) == SCHEMA_VERSION == 8
+        assert schema_version(db.conn) == SCHEMA_VERSION == 9
         db.check()  # the rebuilt word index agrees with its view
         me = SearchScope("telegram-1")
         assert [h.session_id for h in db.search("女儿生日礼物", me)] == [1]  # not adjacent
