@@ -30,7 +30,7 @@ it records how far the extraction agent got (`extracted_through`, the id of the 
 message it covered) and whether its session-end extraction is still due
 (`extraction_due`); see `_V5` for what an upgrade marks as already extracted. Since v8 a
 person's message holds the fault line they got instead of an answer (`notice`). Since v9 it
-keeps the memory ledger: changes, staged changes and the archive (see `_V9`). Bulk loads
+says whether it is the person's own words (`own_words`, 0 when forwarded or quoted). Bulk loads
 drop the insert trigger, insert, index the new rows in one statement and put
 the trigger back (`drop_insert_trigger` / `index_rows_after` /
 `create_insert_trigger`), all inside the caller's transaction.
@@ -419,49 +419,9 @@ ALTER TABLE messages ADD COLUMN notice TEXT;
 """
 
 
-# v9: memory people can trust (issue 23). `memory_changes` is every change to a
-# USER.md or MEMORY.md entry, with its before and after and who made it (the
-# origin of an entry is the newest change that wrote its text; an entry with
-# none was written by hand). `memory_pending` holds the changes staged for the
-# person's approval, each pinned to the entry it was made against.
-# `memory_archive` holds entries moved out of a full USER.md. `messages.own_words`
-# is 0 for text that is not the person's own words (forwarded or quoted).
+# v9: whether a person's message is their own words (issue 23): 0 for text they
+# forwarded or quoted, which background learning must not take as theirs.
 _V9 = """
-CREATE TABLE memory_changes (
-    id INTEGER PRIMARY KEY,
-    target TEXT NOT NULL,
-    user_key TEXT,
-    action TEXT NOT NULL,
-    before TEXT,
-    after TEXT,
-    origin TEXT NOT NULL,
-    session_id INTEGER,
-    at REAL NOT NULL,
-    undone_by INTEGER
-);
-CREATE INDEX memory_changes_user ON memory_changes(target, user_key, id);
-CREATE TABLE memory_pending (
-    id INTEGER PRIMARY KEY,
-    user_key TEXT NOT NULL,
-    action TEXT NOT NULL,
-    old_text TEXT,
-    content TEXT,
-    origin TEXT NOT NULL,
-    session_id INTEGER,
-    reason TEXT,
-    created_at REAL NOT NULL,
-    expires_at REAL NOT NULL
-);
-CREATE INDEX memory_pending_user ON memory_pending(user_key, id);
-CREATE TABLE memory_archive (
-    id INTEGER PRIMARY KEY,
-    user_key TEXT NOT NULL,
-    content TEXT NOT NULL,
-    origin TEXT NOT NULL,
-    session_id INTEGER,
-    archived_at REAL NOT NULL
-);
-CREATE INDEX memory_archive_user ON memory_archive(user_key, id);
 ALTER TABLE messages ADD COLUMN own_words INTEGER NOT NULL DEFAULT 1;
 """
 
@@ -496,7 +456,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(6, _V6),
     Migration(7, _V7),  # the queue of messages waiting for a busy session (inbox.py)
     Migration(8, _V8),
-    Migration(9, _V9),  # memory changes, staged changes, the archive, own words
+    Migration(9, _V9),  # own words: forwarded and quoted text is marked
 )
 
 

@@ -303,9 +303,8 @@ def start_child_session(
 
 
 def delete_user(conn: sqlite3.Connection, user_key: str, *, purge: bool = True) -> DeleteResult:
-    """Remove every session and message of one person, their index entries, the
-    messages of theirs still waiting for a session (`inbox`) and their memory
-    ledger (changes, staged changes, archive).
+    """Remove every session and message of one person, their index entries and the
+    messages of theirs still waiting for a session (`inbox`).
 
     With `purge`, the full-text indexes are merged afterwards so the deleted
     words leave the index segments too, and the WAL is checkpointed.
@@ -316,8 +315,6 @@ def delete_user(conn: sqlite3.Connection, user_key: str, *, purge: bool = True) 
             (user_key,),
         ).rowcount
         conn.execute("DELETE FROM inbox WHERE user_key = ?", (user_key,))  # waiting messages
-        for table in ("memory_changes", "memory_pending", "memory_archive"):  # their ledger
-            conn.execute(f"DELETE FROM {table} WHERE user_key = ?", (user_key,))
         conn.execute("UPDATE sessions SET parent_session_id = NULL WHERE user_key = ?", (user_key,))
         sessions = conn.execute("DELETE FROM sessions WHERE user_key = ?", (user_key,)).rowcount
         if purge and sessions:
