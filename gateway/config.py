@@ -109,6 +109,10 @@ class MemoryConfig(_Section):
     profile_in_groups: bool = False
     nudge_interval: int = Field(default=10, ge=0)
     notifications: Literal["off", "on", "verbose"] = "on"
+    # off: write directly; background: the review's and extraction's writes wait for the
+    # person's approval; all: the person's own memory-tool writes in a turn too.
+    write_approval: Literal["off", "background", "all"] = "off"
+    judge: bool = False  # ask the auxiliary model whether each background entry is a fact
 
 
 class SkillsConfig(_Section):
