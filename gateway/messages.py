@@ -35,6 +35,10 @@ class InboundMessage:
     """The bot's own name on the platform (Telegram's @username), when the adapter knows
     it: in a group, "/x@<bot_username>" is addressed to this bot."""
     reply_to_id: str | None = None  # the platform id of the message this one replies to
+    own_words: bool = True
+    """False when the text is not the person's own (a forwarded message): the background
+    jobs never learn about the person from it. Quoted lines ("> ") inside the person's own
+    text stay in it; the learning check leaves them out."""
     unsupported: bool = False
     """The message carried what the bot cannot read (a sticker, voice, a file without
     text): the person gets one line, and nothing reaches the model or the store."""

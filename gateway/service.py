@@ -249,6 +249,7 @@ async def answer_unanswered(
             message_id=stored.platform_message_id,
             user_name=stored.speaker_name,
             thread_id=info.thread_id,
+            own_words=stored.own_words,
         )
         if message.session_key() != info.session_key:
             continue  # sessions are keyed differently now: leave it

@@ -178,6 +178,7 @@ class Turns:
             platform_message_id=message.message_id,
             key=f"{turn_id}:0",
             speaker_name=message.user_name,
+            own_words=message.own_words,
         )
         first = await self._store.append_messages(origin=origin, messages=[asked])
         stored()

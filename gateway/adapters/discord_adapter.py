@@ -359,6 +359,10 @@ class DiscordAdapter:
             self._threads.add(message.channel.id)
         text = _without_mention(message.content, me)
         inbound = self._inbound(message, text)
+        forwarded = _forwarded_text(message)
+        if forwarded is not None:  # the snapshot's text is someone else's words
+            inbound = replace(inbound, text=forwarded, own_words=False)
+            text = forwarded
         if not text:
             if message.attachments or message.stickers:
                 inbound = replace(inbound, unsupported=True)
@@ -484,6 +488,15 @@ def _intents() -> discord.Intents:
     intents.dm_messages = True
     intents.message_content = True
     return intents
+
+
+def _forwarded_text(message: discord.Message) -> str | None:
+    """The text of a forwarded message (its snapshots), or None when it is no forward."""
+    reference = message.reference
+    if reference is None or reference.type is not discord.MessageReferenceType.forward:
+        return None
+    texts = [snapshot.content for snapshot in message.message_snapshots if snapshot.content]
+    return "\n\n".join(texts) or None
 
 
 def _mentions(message: discord.Message, me: discord.ClientUser) -> bool:

@@ -392,6 +392,7 @@ class TelegramAdapter:
             thread_id=str(topic) if topic is not None else None,
             bot_username=me.username,
             reply_to_id=str(reply.message_id) if reply is not None else None,
+            own_words=message.forward_origin is None,  # a forward is someone else's words
         )
 
     def _channel(self, message: InboundMessage) -> TelegramChannel:

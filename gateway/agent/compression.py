@@ -330,4 +330,5 @@ def _copy(message: StoredMessage, parent_id: int) -> NewMessage:
         tool_calls=message.tool_calls,
         tool_call_id=message.tool_call_id,
         speaker_name=message.speaker_name,
+        own_words=message.own_words,
     )

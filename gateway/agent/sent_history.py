@@ -110,4 +110,5 @@ def stored_form(message: NewMessage, message_id: int, session_id: int) -> Stored
         tool_call_id=message.tool_call_id,
         platform_message_id=message.platform_message_id,
         speaker_name=message.speaker_name,
+        own_words=message.own_words,
     )

@@ -14,7 +14,7 @@ import sqlite3
 
 from memory_core.sessions.connection import transaction
 from memory_core.sessions.models import SessionInfo, StoredMessage
-from memory_core.sessions.reads import MESSAGE_COLUMNS, SESSION_COLUMNS
+from memory_core.sessions.reads import MESSAGE_COLUMNS, SESSION_COLUMNS, stored_message
 from memory_core.sessions.writes import end_open_session
 
 _S_COLUMNS = ", ".join(f"s.{c.strip()}" for c in SESSION_COLUMNS.split(","))
@@ -35,7 +35,7 @@ def unanswered(
         (source, since, limit),
     ).fetchall()
     width = len(SESSION_COLUMNS.split(","))
-    return [(SessionInfo(*row[:width]), StoredMessage(*row[width:])) for row in rows]
+    return [(SessionInfo(*row[:width]), stored_message(row[width:])) for row in rows]
 
 
 def migrate_chat(

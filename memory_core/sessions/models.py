@@ -119,6 +119,7 @@ class NewMessage:
     tool_calls: str | None = None
     tool_call_id: str | None = None
     speaker_name: str | None = None
+    own_words: bool = True  # False: forwarded (not the speaker's own words)
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
@@ -181,6 +182,7 @@ class StoredMessage:
     tool_call_id: str | None
     platform_message_id: str | None
     speaker_name: str | None
+    own_words: bool = True  # False: forwarded (not the speaker's own words)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,8 @@ session id alone never opens another person's conversation.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from memory_core.scopes import SearchScope
@@ -19,8 +21,14 @@ SESSION_COLUMNS = (
 )
 MESSAGE_COLUMNS = (
     "m.id, m.session_id, m.role, m.content, m.timestamp, m.tool_name, m.tool_calls, "
-    "m.tool_call_id, m.platform_message_id, m.speaker_name"
+    "m.tool_call_id, m.platform_message_id, m.speaker_name, m.own_words = 1"
 )
+
+
+def stored_message(row: Sequence[Any]) -> StoredMessage:
+    """A message row read with `MESSAGE_COLUMNS`."""
+    *fields, own_words = row
+    return replace(StoredMessage(*fields), own_words=bool(own_words))
 
 
 def _session(row: tuple[Any, ...] | None) -> SessionInfo | None:
@@ -94,7 +102,7 @@ def get_messages(
         f"WHERE {target} AND {where} ORDER BY m.timestamp, m.id",
         (session_id, *params),
     )
-    return [StoredMessage(*row) for row in rows]
+    return [stored_message(row) for row in rows]
 
 
 def list_sessions(

@@ -29,8 +29,8 @@ from memory_core.sessions.schema import optimize_indexes, owner_token
 
 _INSERT_MESSAGE = """
 INSERT OR IGNORE INTO messages(session_id, role, content, tool_name, tool_calls, tool_call_id,
-    timestamp, platform_message_id, speaker_name, dedupe_key)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    timestamp, platform_message_id, speaker_name, dedupe_key, own_words)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 
 
@@ -150,6 +150,7 @@ def _message_row(session_id: int, m: NewMessage) -> tuple[object, ...]:
         m.platform_message_id,
         _clean(m.speaker_name),
         m.key,
+        int(bool(m.own_words)),
     )
 
 
