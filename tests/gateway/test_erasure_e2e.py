@@ -6,7 +6,7 @@ test_telegram_e2e). Alice's work is held at the fake model when she confirms
 group session; the model is then released with a memory write of a new word. Each
 test reads the data directory itself, once the bot has stopped: no file under it holds
 a word of Alice's or her user key in its path (state.db and its WAL included, and
-its full-text indexes asked too), while Bob, who talked in the same group before and
+its word index queried too), while Bob, who talked in the same group before and
 after, keeps all of his. The last test runs `mnemo users erase` beside the running
 bot: it refuses in one line and erases nothing. Each test has its own fakes and its
 own `mnemo run`.
