@@ -24,16 +24,12 @@ that any connection, one without our functions too, can run FTS5's
 integrity check or a 'rebuild'.
 
 One insert, one delete and one update trigger keep both in sync (and the
-per-session message counts). Since v4 a session also holds its system prompt
-and the background review's counters, so it resumes unchanged after a restart. Since v5
-it records how far the extraction agent got (`extracted_through`, the id of the last
-message it covered) and whether its session-end extraction is still due
-(`extraction_due`); see `_V5` for what an upgrade marks as already extracted. Since v8 a
-person's message holds the fault line they got instead of an answer (`notice`). Since v9 it
-says whether it is the person's own words (`own_words`, 0 when forwarded or quoted). Bulk loads
-drop the insert trigger, insert, index the new rows in one statement and put
-the trigger back (`drop_insert_trigger` / `index_rows_after` /
-`create_insert_trigger`), all inside the caller's transaction.
+per-session message counts). What each later version added to the rows (the
+stored prompt and review counters, extraction progress, fault notices, own
+words) is said beside its migration below. Bulk loads drop the insert trigger,
+insert, index the new rows in one statement and put the trigger back
+(`drop_insert_trigger` / `index_rows_after` / `create_insert_trigger`), all
+inside the caller's transaction.
 """
 
 from __future__ import annotations
@@ -419,8 +415,7 @@ ALTER TABLE messages ADD COLUMN notice TEXT;
 """
 
 
-# v9: whether a person's message is their own words (issue 23): 0 for text they
-# forwarded or quoted, which background learning must not take as theirs.
+# v9: 0 for text a person forwarded or quoted: not their own words, not learned from.
 _V9 = """
 ALTER TABLE messages ADD COLUMN own_words INTEGER NOT NULL DEFAULT 1;
 """
