@@ -53,7 +53,7 @@ from gateway.adapters.discord_endpoints import (
     use_discord_endpoints,
 )
 from gateway.config import DiscordConfig
-from gateway.delivery import ChannelLimits, StreamedReply, Throttles
+from gateway.delivery import ChannelLimits, StreamedReply, Throttles, images_as_links
 from gateway.errors import AdapterFailedError, DeliveryError, RateLimitedError
 from gateway.messages import Choice, CommandSpec, InboundMessage, Inbox, ReplySink
 
@@ -117,14 +117,23 @@ class DiscordChannel:
     def __init__(self, client: discord.Client, channel_id: int, edit_interval: float) -> None:
         self.channel_id = channel_id
         self._target = client.get_partial_messageable(channel_id)
+        # The messages this channel sent: an edit through one can set its flags (embeds
+        # suppressed or not), which an edit through a partial message cannot.
+        self._sent: dict[int, discord.Message] = {}
         self.limits = ChannelLimits(
             max_units=MAX_CHARS, units=discord_units, edit_interval=edit_interval, drafts=False
         )
 
     async def send(
-        self, text: str, *, reply_to: str | None = None, choices: Sequence[Choice] = ()
+        self,
+        text: str,
+        *,
+        reply_to: str | None = None,
+        choices: Sequence[Choice] = (),
+        previews: bool = False,
     ) -> str:
-        """Send `text` (Markdown as is; no mention pings); the new message's id."""
+        """Send `text` (Markdown as is but images as links; no mention pings; embeds
+        suppressed unless `previews`); the new message's id."""
         extra: dict[str, Any] = {}
         if reply_to is not None:
             extra["reference"] = discord.MessageReference(
@@ -133,16 +142,25 @@ class DiscordChannel:
             extra["mention_author"] = False
         if choices:
             extra["view"] = choice_view(choices)
-        content = defuse_mentions(text)
+        content = defuse_mentions(images_as_links(text))
         with mapped_errors():
-            message = await self._target.send(content, allowed_mentions=_NO_PINGS, **extra)
+            message = await self._target.send(
+                content, allowed_mentions=_NO_PINGS, suppress_embeds=not previews, **extra
+            )
+        self._sent[message.id] = message
         return str(message.id)
 
-    async def edit(self, message_id: str, text: str) -> None:
+    async def edit(self, message_id: str, text: str, *, previews: bool = False) -> None:
+        """Replace a sent message's text, its embeds suppressed unless `previews`."""
+        content = defuse_mentions(images_as_links(text))
         with mapped_errors():
-            await self._target.get_partial_message(int(message_id)).edit(
-                content=defuse_mentions(text), allowed_mentions=_NO_PINGS
+            message = self._sent.get(int(message_id))
+            if message is None:  # not sent through this channel: read it first
+                message = await self._target.get_partial_message(int(message_id)).fetch()
+            edited = await message.edit(
+                content=content, allowed_mentions=_NO_PINGS, suppress=not previews
             )
+        self._sent[edited.id] = edited
 
     async def draft(self, draft_id: int, text: str) -> None:
         raise DeliveryError("Discord has no message drafts")

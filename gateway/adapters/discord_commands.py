@@ -33,7 +33,7 @@ import discord
 from discord import app_commands
 
 from gateway.config import DiscordConfig
-from gateway.delivery import ChannelLimits, ChatThrottle, StreamedReply
+from gateway.delivery import ChannelLimits, ChatThrottle, StreamedReply, images_as_links
 from gateway.errors import ConfigError, DeliveryError, RateLimitedError
 from gateway.messages import CHOICE_PREFIX, Choice, CommandSpec, InboundMessage, Inbox, ReplySink
 
@@ -97,7 +97,10 @@ class InteractionChannel:
     The first message sent edits the deferred response (`use_original`; a
     button's is the message with the buttons, so clicks start with follow-ups),
     later ones are follow-ups; `ephemeral` makes follow-ups visible only to the
-    person.
+    person. Discord takes the flag that suppresses embeds only when a follow-up is
+    sent: a message whose embeds must stay off is sent as a follow-up (the deferred
+    response deleted first, when it is still free), and an edit that would need the
+    flag on a message sent without it is refused, so the reply sends afresh.
     """
 
     def __init__(
@@ -110,28 +113,50 @@ class InteractionChannel:
     ) -> None:
         self._interaction, self._ephemeral = interaction, ephemeral
         self._original_free = use_original
+        self._suppressed: set[str] = set()  # the messages sent with embeds suppressed
         self.sent = 0  # messages sent (the deferred response counts once edited)
         self.limits = ChannelLimits(max_units=MAX_CHARS, units=len, edit_interval=edit_interval)
 
     async def send(
-        self, text: str, *, reply_to: str | None = None, choices: Sequence[Choice] = ()
+        self,
+        text: str,
+        *,
+        reply_to: str | None = None,
+        choices: Sequence[Choice] = (),
+        previews: bool = False,
     ) -> str:
-        """The deferred response edited to `text` the first time, else a follow-up."""
-        options: dict[str, Any] = {"content": text, "allowed_mentions": NO_PINGS}
+        """The deferred response edited to `text` the first time (unless embeds must stay
+        off), else a follow-up; images as links."""
+        content = images_as_links(text)
+        options: dict[str, Any] = {"content": content, "allowed_mentions": NO_PINGS}
         view = choice_view(choices)
         if view is not None:
             options["view"] = view
-        if self._original_free:
+        if self._original_free and previews:
             self._original_free = False
             await _translated(self._interaction.edit_original_response(**options))
             self.sent += 1
             return ORIGINAL
+        if self._original_free:  # it cannot take the flag: the reply goes as a follow-up
+            self._original_free = False
+            await _translated(self._interaction.delete_original_response())
         followup = self._interaction.followup
-        sent = await _translated(followup.send(wait=True, ephemeral=self._ephemeral, **options))
+        sent = await _translated(
+            followup.send(
+                wait=True, ephemeral=self._ephemeral, suppress_embeds=not previews, **options
+            )
+        )
         self.sent += 1
+        if not previews:
+            self._suppressed.add(str(sent.id))
         return str(sent.id)
 
-    async def edit(self, message_id: str, text: str) -> None:
+    async def edit(self, message_id: str, text: str, *, previews: bool = False) -> None:
+        """Replace a sent message's text; refused when embeds must stay off and the
+        message was sent without their flag (Discord takes it only with a follow-up)."""
+        if not previews and message_id not in self._suppressed:
+            raise DeliveryError("embeds cannot be suppressed in an edit of this message")
+        text = images_as_links(text)
         if message_id == ORIGINAL:
             await _translated(
                 self._interaction.edit_original_response(content=text, allowed_mentions=NO_PINGS)

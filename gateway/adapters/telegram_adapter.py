@@ -44,6 +44,7 @@ from telegram import (
     InlineKeyboardButton,
     InlineKeyboardMarkup,
     InputFile,
+    LinkPreviewOptions,
     Message,
     MessageEntity,
     ReplyParameters,
@@ -56,13 +57,14 @@ from telegram.ext import AIORateLimiter, Application, ExtBot
 from gateway.adapters.telegram_format import MAX_UNITS, render, utf16_units
 from gateway.adapters.telegram_polling import ALLOWED_UPDATES, LongPoll, UpdatesRequest
 from gateway.config import TelegramConfig
-from gateway.delivery import ChannelLimits, StreamedReply, Throttles
+from gateway.delivery import ChannelLimits, StreamedReply, Throttles, images_as_links
 from gateway.errors import AdapterFailedError, DeliveryError, RateLimitedError
 from gateway.messages import Choice, CommandSpec, InboundMessage, Inbox, ReplySink
 
 log = logging.getLogger(__name__)
 
 CLOSE_WAIT = 2.0  # seconds close() gives handler tasks still running
+NO_PREVIEW = LinkPreviewOptions(is_disabled=True)
 TYPING_DELAY = 0.5  # a reply whose first text comes sooner shows no typing (one call less)
 Migrated = Callable[[int, int], Awaitable[None]]
 
@@ -87,10 +89,15 @@ class TelegramChannel:
         )
 
     async def send(
-        self, text: str, *, reply_to: str | None = None, choices: Sequence[Choice] = ()
+        self,
+        text: str,
+        *,
+        reply_to: str | None = None,
+        choices: Sequence[Choice] = (),
+        previews: bool = False,
     ) -> str:
         """Send `text` (Markdown, rendered); the new message's id."""
-        extra: dict[str, Any] = {"message_thread_id": self._thread_id}
+        extra: dict[str, Any] = {"message_thread_id": self._thread_id, **_previews(previews)}
         if reply_to is not None:
             extra["reply_parameters"] = ReplyParameters(
                 int(reply_to), allow_sending_without_reply=True
@@ -100,10 +107,11 @@ class TelegramChannel:
         message = await self._rendered(self._bot.send_message, text, extra)
         return str(message.message_id)
 
-    async def edit(self, message_id: str, text: str) -> None:
+    async def edit(self, message_id: str, text: str, *, previews: bool = False) -> None:
         """Replace a sent message's text; an edit that changes nothing is not an error."""
+        extra = {"message_id": int(message_id), **_previews(previews)}
         try:
-            await self._rendered(self._bot.edit_message_text, text, {"message_id": int(message_id)})
+            await self._rendered(self._bot.edit_message_text, text, extra)
         except DeliveryError as error:
             if "not modified" not in str(error).lower():
                 raise
@@ -135,7 +143,9 @@ class TelegramChannel:
     async def _rendered(
         self, method: Callable[..., Awaitable[Any]], text: str, extra: dict[str, Any]
     ) -> Any:
-        """Send rendered Markdown; as plain text when Telegram refuses the entities."""
+        """Send rendered Markdown (images as links); as plain text when Telegram refuses
+        the entities."""
+        text = images_as_links(text)
         rendered = render(text)
         if rendered.units <= MAX_UNITS and (rendered.entities or rendered.text != text):
             entities = [MessageEntity.de_json(e, None) for e in rendered.entities]
@@ -470,6 +480,11 @@ def _without_mention(message: Message, me: User) -> str:
         units = units[: start * 2] + units[end * 2 :]
     stripped = re.sub(" {2,}", " ", units.decode("utf-16-le", "surrogatepass")).strip()
     return stripped or text
+
+
+def _previews(previews: bool) -> dict[str, Any]:
+    """The call's link preview option: Telegram's default (shown), or none at all."""
+    return {} if previews else {"link_preview_options": NO_PREVIEW}
 
 
 def _keyboard(choices: Sequence[Choice]) -> InlineKeyboardMarkup:

@@ -5,6 +5,7 @@ An adapter implements `Channel` for one chat, keeps a `Throttles` registry (one
 """
 
 from gateway.delivery.channel import Channel, ChannelLimits
+from gateway.delivery.links import LinkSink, images_as_links, previews_allowed, trusted_links
 from gateway.delivery.splitting import split_message, utf16_units
 from gateway.delivery.streaming import StreamedReply
 from gateway.delivery.throttle import ChatThrottle, Throttles, max_per_window
@@ -13,9 +14,13 @@ __all__ = [
     "Channel",
     "ChannelLimits",
     "ChatThrottle",
+    "LinkSink",
     "StreamedReply",
     "Throttles",
+    "images_as_links",
     "max_per_window",
+    "previews_allowed",
     "split_message",
+    "trusted_links",
     "utf16_units",
 ]

@@ -24,8 +24,12 @@ class ChannelLimits:
 class Channel(Protocol):
     """One chat, as each adapter implements it.
 
-    Texts are Markdown source: the adapter renders them, and falls back to plain
-    text itself when the platform rejects the formatting. Every method raises
+    Texts are Markdown source: the adapter renders them (images as links,
+    `links.images_as_links`), and falls back to plain text itself when the
+    platform rejects the formatting. `previews` says whether the message may show
+    link previews or embeds; it is off unless the caller found every link in the
+    text trusted (`links.previews_allowed`), so a caller that never asks sends
+    none. Every method raises
     `RateLimitedError` (with `retry_after`) for flood control and `DeliveryError`
     for any other refusal (blocked, bad request, server errors after the
     adapter's own retries, network).
@@ -34,12 +38,17 @@ class Channel(Protocol):
     limits: ChannelLimits
 
     async def send(
-        self, text: str, *, reply_to: str | None = None, choices: Sequence[Choice] = ()
+        self,
+        text: str,
+        *,
+        reply_to: str | None = None,
+        choices: Sequence[Choice] = (),
+        previews: bool = False,
     ) -> str:
         """A new message (replying to `reply_to`, with `choices` as buttons); its id."""
 
-    async def edit(self, message_id: str, text: str) -> None:
-        """Replace the text of a message this channel sent."""
+    async def edit(self, message_id: str, text: str, *, previews: bool = False) -> None:
+        """Replace the text of a message this channel sent (and whether it shows previews)."""
 
     async def draft(self, draft_id: int, text: str) -> None:
         """Show `text` as the draft `draft_id` (only called when `limits.drafts`)."""

@@ -14,7 +14,10 @@ and the text goes on in a new message, each update taking the chat's throttle.
 stream scrubber), cuts what is left the same way and delivers every part whose
 message does not show it yet: a final edit of its streamed message (a fresh
 message when there is none, or when that edit fails for good), else a new
-message; choices go with the last part. Flood control pauses the chat's interim
+message; choices go with the last part. Each message shows link previews only
+while every link in its text is one the person sent in this session
+(`trust_links`, `links.previews_allowed`); a reply never told shows none.
+Flood control pauses the chat's interim
 updates; the final text waits `retry_after` and retries, a bounded number of
 times. A failure after every fallback is logged once, without the text, and
 never raised to the caller.
@@ -30,11 +33,12 @@ import contextlib
 import logging
 import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from gateway.delivery.channel import Channel
+from gateway.delivery.links import previews_allowed, trusted_links
 from gateway.delivery.splitting import (
     CLOSE_FENCE,
     fitting_prefix,
@@ -68,7 +72,7 @@ class _Part:
 
 
 class StreamedReply:
-    """A `ReplySink` and `ChoiceSink` that streams one reply into `channel`.
+    """A `ReplySink`, `ChoiceSink` and `LinkSink` that streams one reply into `channel`.
 
     Call `start` when the person's message arrives: it shows typing every
     `typing_every` seconds until the first text is shown or the reply finishes
@@ -103,6 +107,7 @@ class StreamedReply:
         self._attempts = max(1, final_attempts)
         self.message_ids: list[str] = []  # the messages of the last finished reply
         self.finished_at: float | None = None
+        self._trusted: frozenset[str] = frozenset()  # links that may keep their previews
         self._begin()
 
     def _begin(self) -> None:
@@ -153,6 +158,13 @@ class StreamedReply:
             if self._pump is None:
                 self._pump = asyncio.create_task(self._run_pump())
             self._changed.set()
+
+    def trust_links(self, texts: Iterable[str]) -> None:
+        """The links in `texts` (what the person sent in this session) keep their previews."""
+        self._trusted = self._trusted | trusted_links(texts)
+
+    def _previews(self, text: str) -> bool:
+        return previews_allowed(text, self._trusted)
 
     async def offer(self, choices: tuple[Choice, ...]) -> None:
         """Show `choices` as buttons with the last part of the reply."""
@@ -217,9 +229,11 @@ class StreamedReply:
                 await self._channel.draft(part.draft_id, text)
             elif part.message_id is None:
                 reply_to = self._reply_to if part is self._first_part() else None
-                part.message_id = await self._channel.send(text, reply_to=reply_to)
+                part.message_id = await self._channel.send(
+                    text, reply_to=reply_to, previews=self._previews(text)
+                )
             else:
-                await self._channel.edit(part.message_id, text)
+                await self._channel.edit(part.message_id, text, previews=self._previews(text))
             part.shown = text
             self._throttle.returned()
         except RateLimitedError as exc:  # the chat is paused; the next view goes after
@@ -385,7 +399,9 @@ class StreamedReply:
             await self._throttle.wait()
             self._throttle.used()
             try:
-                await self._channel.edit(part.message_id, part.text)
+                await self._channel.edit(
+                    part.message_id, part.text, previews=self._previews(part.text)
+                )
                 self._throttle.returned()
                 part.shown = part.text
                 return True
@@ -401,7 +417,9 @@ class StreamedReply:
         """A new message with `text`; raises once flood control outlasts every try."""
         for attempt in range(1, self._attempts + 1):
             try:
-                return await self._channel.send(text, reply_to=reply_to, choices=choices)
+                return await self._channel.send(
+                    text, reply_to=reply_to, choices=choices, previews=self._previews(text)
+                )
             except RateLimitedError as exc:
                 self._throttle.pause(exc.retry_after)
                 if attempt == self._attempts:

@@ -78,6 +78,7 @@ class Call:
     reply_to: str | None = None
     choices: tuple[Choice, ...] = ()
     draft_id: int | None = None
+    previews: bool = False  # whether the call let the message show link previews
 
 
 @dataclass
@@ -90,16 +91,23 @@ class FakeChannel:
     """Per kind, the errors the next calls raise, in order (the call is recorded)."""
 
     async def send(
-        self, text: str, *, reply_to: str | None = None, choices: Sequence[Choice] = ()
+        self,
+        text: str,
+        *,
+        reply_to: str | None = None,
+        choices: Sequence[Choice] = (),
+        previews: bool = False,
     ) -> str:
-        call = Call("send", self.clock(), text, reply_to=reply_to, choices=tuple(choices))
+        call = Call(
+            "send", self.clock(), text, reply_to=reply_to, choices=tuple(choices), previews=previews
+        )
         self._record(call)
         call.message_id = message_id = str(len(self.messages) + 1)
         self.messages[message_id] = text
         return message_id
 
-    async def edit(self, message_id: str, text: str) -> None:
-        self._record(Call("edit", self.clock(), text, message_id=message_id))
+    async def edit(self, message_id: str, text: str, *, previews: bool = False) -> None:
+        self._record(Call("edit", self.clock(), text, message_id=message_id, previews=previews))
         if message_id not in self.messages:
             raise DeliveryError("Message to edit not found")
         if self.messages[message_id] == text:
