@@ -83,6 +83,7 @@ class ToolBox:
                 current_session_id=session.session_id,
                 timeout=self.recap_timeout,
             ),
+            session_id=session.session_id,
         ) + provider_tools(session.manager)
 
 

@@ -31,6 +31,7 @@ from memory_core import (
     FileMemoryStore,
     MemoryManager,
     MemoryTool,
+    Origin,
     ProviderError,
     SkillsStore,
     SkillsTools,
@@ -61,9 +62,12 @@ def build_tools(
     user_key: str,
     is_admin: bool,
     session_search: SessionSearch | None = None,
+    session_id: int | None = None,
 ) -> list[Tool]:
-    """The memory tool, `session_search` (when given) and the skills tools, in that order."""
-    memory_tool = MemoryTool(memory, user_key=user_key, is_admin=is_admin)
+    """The memory tool, `session_search` (when given) and the skills tools, in that order.
+    The memory tool's changes are recorded as the person's own, made in `session_id`."""
+    origin = Origin("person", session_id)
+    memory_tool = MemoryTool(memory, user_key=user_key, is_admin=is_admin, origin=origin)
     tools = [Tool(MEMORY_TOOL_SCHEMA, in_thread(memory_tool.handle))]
     if session_search is not None:  # bound to this person's recall scope by the caller
         tools.append(Tool(SESSION_SEARCH_SCHEMA, session_search.handle, writes=False))

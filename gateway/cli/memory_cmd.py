@@ -17,6 +17,7 @@ import click
 from gateway.cli.base import CliState, json_text, run_command, visible
 from memory_core import check_user_key
 from memory_core.file_memory import (
+    OPERATOR,
     FileMemoryStore,
     MemoryRequest,
     MemoryState,
@@ -55,11 +56,17 @@ def _write(state: CliState, user_key: str | None, shared: bool, operation: Opera
 
     def body() -> None:
         key = check_user_key(user_key) if user_key is not None else None
-        tool = MemoryTool(_store(state), key, is_admin=True)
+        tool = MemoryTool(_store(state), key, is_admin=True, origin=OPERATOR)
         result = tool.execute(MemoryRequest(target, (operation,)))
         count = len(result.state.entries)
         entries = "entry" if count == 1 else "entries"
         click.echo(visible(f"{result.notes[0]} · {result.state.usage_label}, {count} {entries}"))
+        if result.archived:
+            moved = len(result.archived)
+            click.echo(
+                f"moved {moved} older {'entry' if moved == 1 else 'entries'} to the archive "
+                "to make room (mnemo memory history shows it, mnemo memory undo reverts it)"
+            )
 
     run_command(body)
 

@@ -38,6 +38,7 @@ from memory_core import (
     MemoryState,
     NoMatchError,
     Operation,
+    Origin,
 )
 
 log = logging.getLogger(__name__)
@@ -205,7 +206,8 @@ class _Forget:
         """Remove `entry`; the person's open sessions then rebuild their prompts without it."""
         key = ctx.identity.user_key
         try:
-            result = self._memory.apply("user", key, [Operation("remove", old_text=entry)])
+            removal = [Operation("remove", old_text=entry)]
+            result = self._memory.apply("user", key, removal, Origin("person"))
         except NoMatchError:
             return CommandReply("That entry is already gone; nothing else was changed.")
         except MemoryEditError as exc:  # e.g. its neighbours, joined, read as an injection

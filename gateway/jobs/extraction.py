@@ -23,7 +23,7 @@ from gateway.agent.turn import Agent
 from gateway.jobs.context import JobContext
 from gateway.jobs.learning import LearningTools
 from gateway.jobs.records import record_run
-from memory_core import SessionInfo, StoredMessage
+from memory_core import Origin, SessionInfo, StoredMessage
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ async def _extract_chunk(
     ctx: JobContext, info: SessionInfo, chunk: Sequence[StoredMessage]
 ) -> bool:
     """One extraction call over `chunk`; False when the model call failed (logged)."""
-    learning = LearningTools(ctx.memory, ctx.skills, info.user_key)
+    learning = LearningTools(ctx.memory, ctx.skills, info.user_key, Origin("extraction", info.id))
     agent = Agent(ctx.model, learning.tools, max_steps=EXTRACT_MAX_STEPS)
     profile = ctx.memory.read("user", info.user_key).entries
     result = await agent.run_turn(EXTRACTION_SYSTEM, [], _request(profile, chunk), "", _discard)

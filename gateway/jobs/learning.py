@@ -20,6 +20,7 @@ from memory_core import (
     FileMemoryStore,
     MemoryChange,
     MemoryTool,
+    Origin,
     SkillChange,
     SkillsStore,
     SkillsTools,
@@ -39,8 +40,11 @@ _SKILL_PAST = {
 class LearningTools:
     """The memory and skills tools of one background run for `user_key`."""
 
-    def __init__(self, memory: FileMemoryStore, skills: SkillsStore, user_key: str) -> None:
-        self._memory = MemoryTool(memory, user_key, is_admin=False)
+    def __init__(
+        self, memory: FileMemoryStore, skills: SkillsStore, user_key: str, origin: Origin
+    ) -> None:
+        """`origin`: the job and session the memory changes are recorded as learned in."""
+        self._memory = MemoryTool(memory, user_key, is_admin=False, origin=origin)
         self._skills = SkillsTools(skills, role="background", user_key=user_key)
 
     @property

@@ -24,6 +24,7 @@ from gateway.jobs.context import JobContext
 from gateway.jobs.learning import LearningTools, summary_line
 from gateway.jobs.records import record_run
 from gateway.messages import InboundMessage
+from memory_core import Origin
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +69,7 @@ async def review_session(ctx: JobContext, request: ReviewRequest) -> None:
         return
     stored = await ctx.sessions.get_messages(request.session_id, scope, lineage=False)
     history = clip_history([as_sent(m) for m in stored], Budget(ctx.context_chars).message_cap)
-    learning = LearningTools(ctx.memory, ctx.skills, info.user_key)
+    learning = LearningTools(ctx.memory, ctx.skills, info.user_key, Origin("review", info.id))
     agent = Agent(ctx.model, learning.tools, max_steps=REVIEW_MAX_STEPS)
     result = await agent.run_turn(prompt, history, REVIEW_PROMPT, "", _discard)
     await record_run(ctx, "review", info, result)

@@ -24,8 +24,22 @@ from memory_core.errors import (
     UnreadableMemoryError,
 )
 from memory_core.file_memory.edits import Operation
+from memory_core.file_memory.ledger import (
+    ArchivedEntry,
+    EntryOrigin,
+    LedgerChange,
+    UndoRefusedError,
+)
+from memory_core.file_memory.origin import OPERATOR, Origin
 from memory_core.file_memory.render import MemorySnapshot
-from memory_core.file_memory.store import TARGETS, FileMemoryStore, MemoryState, Target, WriteResult
+from memory_core.file_memory.store import (
+    TARGETS,
+    FileMemoryStore,
+    MemoryState,
+    Target,
+    UndoResult,
+    WriteResult,
+)
 from memory_core.file_memory.tool import (
     MEMORY_TOOL_SCHEMA,
     MemoryChange,
@@ -35,13 +49,17 @@ from memory_core.file_memory.tool import (
 
 __all__ = [
     "MEMORY_TOOL_SCHEMA",
+    "OPERATOR",
     "TARGETS",
     "AmbiguousMatchError",
+    "ArchivedEntry",
     "BatchRejectedError",
+    "EntryOrigin",
     "EntryTooLongError",
     "FileMemoryStore",
     "InvalidArgumentsError",
     "InvalidEntryError",
+    "LedgerChange",
     "MemoryChange",
     "MemoryDriftError",
     "MemoryEditError",
@@ -55,9 +73,12 @@ __all__ = [
     "MissingOldTextError",
     "NoMatchError",
     "Operation",
+    "Origin",
     "OverBudgetError",
     "Target",
     "UndecodableMemoryError",
+    "UndoRefusedError",
+    "UndoResult",
     "UnreadableMemoryError",
     "WriteResult",
 ]

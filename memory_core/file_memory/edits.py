@@ -53,12 +53,23 @@ class Operation:
 
 
 @dataclass(frozen=True)
+class EntryChange:
+    """What one operation did to one entry: its text before and after (None: none)."""
+
+    action: Literal["add", "replace", "remove", "consolidate"]
+    before: str | None
+    after: str | None
+
+
+@dataclass(frozen=True)
 class EditOutcome:
-    """The entries after the edits, whether anything changed, and one note per operation."""
+    """The entries after the edits, whether anything changed, one note per operation,
+    and the entry changes made (an operation that changed nothing has none)."""
 
     entries: tuple[str, ...]
     changed: bool
     notes: tuple[str, ...]
+    changes: tuple[EntryChange, ...] = ()
 
 
 def apply_operations(
@@ -68,9 +79,10 @@ def apply_operations(
     current = tuple(entries)
     work = list(current)
     notes: list[str] = []
+    changes: list[EntryChange] = []
     for index, op in enumerate(operations):
         try:
-            notes.append(_apply_one(work, op, current, limit))
+            notes.append(_apply_one(work, op, current, limit, changes))
         except MemoryCoreError as exc:
             if len(operations) == 1:
                 raise
@@ -86,7 +98,7 @@ def apply_operations(
             entries=current,
             limit=limit,
         )
-    return EditOutcome(tuple(work), tuple(work) != current, tuple(notes))
+    return EditOutcome(tuple(work), tuple(work) != current, tuple(notes), tuple(changes))
 
 
 def _windows(entries: Sequence[str]) -> list[tuple[str, ...]]:
@@ -104,7 +116,13 @@ def _check_joins(current: Sequence[str], work: Sequence[str]) -> None:
                 raise UnsafeContentError(findings[0])
 
 
-def _apply_one(work: list[str], op: Operation, current: tuple[str, ...], limit: int) -> str:
+def _apply_one(
+    work: list[str],
+    op: Operation,
+    current: tuple[str, ...],
+    limit: int,
+    changes: list[EntryChange],
+) -> str:
     if op.action not in ACTIONS:
         raise MemoryEditError(f"unknown action {op.action!r}: use add, replace or remove")
     if op.action == "add":
@@ -112,18 +130,24 @@ def _apply_one(work: list[str], op: Operation, current: tuple[str, ...], limit: 
         if entry in work:
             return "already exists"
         work.append(entry)
+        changes.append(EntryChange("add", None, entry))
         return "added"
     index = _find(work, op.old_text, current, limit)
+    old = work[index]
     if op.action == "remove":
         del work[index]
+        changes.append(EntryChange("remove", old, None))
         return "removed"
     if op.content is None or not op.content.strip():
         raise MemoryEditError("replace needs non-empty content; use remove to delete an entry")
     entry = _new_entry(op.content, current, limit)
     if entry in work and work.index(entry) != index:
         del work[index]  # the new text already exists: replacing merges the two
+        changes.append(EntryChange("consolidate", old, entry))
         return "replaced (merged with an identical entry)"
     work[index] = entry
+    if entry != old:
+        changes.append(EntryChange("replace", old, entry))
     return "replaced"
 
 

@@ -30,12 +30,31 @@ from memory_core.errors import (
     MemoryDriftError,
     MemoryFileError,
     MemoryLockError,
+    OverBudgetError,
     UndecodableMemoryError,
     UnreadableMemoryError,
 )
 from memory_core.fence import ErasureFence
 from memory_core.file_memory.edits import Operation, apply_operations
 from memory_core.file_memory.entries import file_text, is_canonical, parse_entries, usage
+from memory_core.file_memory.ledger import (
+    ArchivedEntry,
+    Draft,
+    EntryOrigin,
+    LedgerChange,
+    UndoRefusedError,
+    append_changes,
+    archive_path,
+    entry_origins,
+    fit_by_archiving,
+    history_path,
+    inverse,
+    pick_undo,
+    read_archive,
+    read_changes,
+    write_archive,
+)
+from memory_core.file_memory.origin import OPERATOR, Origin
 from memory_core.file_memory.render import (
     MEMORY_TITLE,
     USER_TITLE,
@@ -76,6 +95,16 @@ class WriteResult:
     state: MemoryState
     changed: bool
     notes: tuple[str, ...]
+    archived: tuple[str, ...] = ()  # entries moved to the archive to make room
+
+
+@dataclass(frozen=True)
+class UndoResult:
+    """The change reverted, the undo change(s) recorded, and the state after."""
+
+    undone: LedgerChange
+    made: tuple[LedgerChange, ...]
+    write: WriteResult
 
 
 class FileMemoryStore:
@@ -120,14 +149,108 @@ class FileMemoryStore:
         return self._state(target, parse_entries(text))
 
     def apply(
-        self, target: Target, user_key: str | None, operations: Sequence[Operation]
+        self,
+        target: Target,
+        user_key: str | None,
+        operations: Sequence[Operation],
+        origin: Origin = OPERATOR,
     ) -> WriteResult:
-        """Apply `operations` to the file all-or-nothing, under its lock."""
+        """Apply `operations` to the file all-or-nothing, under its lock, recording each
+        entry change in its history as made by `origin`. When an add would overflow a
+        USER.md, the oldest entries the person did not write move to its archive first
+        (`ledger.fit_by_archiving`); if only their own entries could go, it is refused."""
         if not operations:
             raise MemoryFileError("no operations given")
         path = self.path(target, user_key)
         limit = self.limit(target)
-        person = user_key if target == "user" else None
+        with self._writing(path, user_key if target == "user" else None):
+            text = self._read_for_write(path)
+            entries = parse_entries(text)
+            self._check_drift(path, text, entries, limit)
+            try:
+                moved: list[EntryOrigin] = []
+                outcome = apply_operations(entries, operations, limit)
+            except OverBudgetError as full:
+                if target != "user":
+                    raise
+                history = read_changes(history_path(path))
+                outcome, moved = fit_by_archiving(entries, operations, limit, history, full)
+            if outcome.changed:
+                _remove_stale_temps(path)
+                atomic_write_text(path, file_text(outcome.entries))
+                drafts = [Draft("archive", m.text, None) for m in moved]
+                drafts += [Draft(c.action, c.before, c.after) for c in outcome.changes]
+                made = append_changes(history_path(path), drafts, origin)
+                if moved:
+                    archived = [
+                        ArchivedEntry(m.text, m.origin, c.at, c.id)
+                        for m, c in zip(moved, made, strict=False)
+                    ]
+                    write_archive(
+                        archive_path(path), [*read_archive(archive_path(path)), *archived]
+                    )
+        state = self._state(target, outcome.entries)
+        return WriteResult(state, outcome.changed, outcome.notes, tuple(m.text for m in moved))
+
+    def undo(
+        self,
+        target: Target,
+        user_key: str | None,
+        change_id: int | None = None,
+        origin: Origin = OPERATOR,
+    ) -> UndoResult:
+        """Revert the latest change still in force, or change `change_id`, as a new change
+        by `origin`; `UndoRefusedError` (one line) when a later change touched its entry,
+        the entry was edited by hand since, or it no longer fits."""
+        path = self.path(target, user_key)
+        if not history_path(path).exists():
+            raise UndoRefusedError("There is no change left to undo.")
+        limit = self.limit(target)
+        with self._writing(path, user_key if target == "user" else None):
+            text = self._read_for_write(path)
+            entries = parse_entries(text)
+            self._check_drift(path, text, entries, limit)
+            change = pick_undo(read_changes(history_path(path)), change_id)
+            archive = read_archive(archive_path(path))
+            if change.action == "archive" and not any(a.change_id == change.id for a in archive):
+                raise UndoRefusedError(f"Change {change.id} can't be undone: the archive lost it.")
+            outcome = apply_operations(entries, [inverse(change, entries)], limit)
+            _remove_stale_temps(path)
+            atomic_write_text(path, file_text(outcome.entries))
+            drafts = [Draft("undo", c.before, c.after, change.id) for c in outcome.changes]
+            made = append_changes(history_path(path), drafts, origin)
+            if change.action == "archive":
+                write_archive(archive_path(path), [a for a in archive if a.change_id != change.id])
+        state = self._state(target, outcome.entries)
+        return UndoResult(change, tuple(made), WriteResult(state, True, outcome.notes))
+
+    def history(
+        self, target: Target, user_key: str | None = None, limit: int = 20
+    ) -> tuple[LedgerChange, ...]:
+        """The latest `limit` changes of `target`, newest first."""
+        changes = read_changes(history_path(self.path(target, user_key)))
+        return tuple(reversed(changes[-limit:])) if limit > 0 else ()
+
+    def origins(self, target: Target, user_key: str | None = None) -> list[EntryOrigin]:
+        """The live entries of `target`, each with who wrote it and when."""
+        path = self.path(target, user_key)
+        return entry_origins(parse_entries(_read_text(path)), read_changes(history_path(path)))
+
+    def archived(self, user_key: str) -> list[ArchivedEntry]:
+        """The entries moved out of `user_key`'s full USER.md, oldest first."""
+        return read_archive(archive_path(self.path("user", user_key)))
+
+    @contextlib.contextmanager
+    def beside_user(self, user_key: str) -> Iterator[Path]:
+        """Hold `user_key`'s USER.md lock and yield their folder, for files kept beside
+        USER.md (erased with it); an erased person is refused as for a write."""
+        path = self.path("user", user_key)
+        with self._writing(path, user_key):
+            yield path.parent
+
+    @contextlib.contextmanager
+    def _writing(self, path: Path, person: str | None) -> Iterator[None]:
+        """Hold `path`'s lock for a write, refusing a person erased before or meanwhile."""
         if person is not None:
             self.fence.check(person)  # before creating their folder again
         _make_dirs(path.parent, self._root.parent)
@@ -135,14 +258,7 @@ class FileMemoryStore:
             if person is not None and not self.fence.allows(person):
                 _remove_if_only_lock(path)  # erased meanwhile: leave no folder behind
                 self.fence.check(person)
-            text = self._read_for_write(path)
-            entries = parse_entries(text)
-            self._check_drift(path, text, entries, limit)
-            outcome = apply_operations(entries, operations, limit)
-            if outcome.changed:
-                _remove_stale_temps(path)
-                atomic_write_text(path, file_text(outcome.entries))
-        return WriteResult(self._state(target, outcome.entries), outcome.changed, outcome.notes)
+            yield
 
     def erase_user(self, user_key: str) -> bool:
         """Remove `user_key`'s folder (USER.md, its lock and backups); whether there was one.

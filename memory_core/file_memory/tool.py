@@ -38,6 +38,7 @@ from memory_core.errors import (
 )
 from memory_core.file_memory.edits import ACTIONS, Operation
 from memory_core.file_memory.entries import usage
+from memory_core.file_memory.origin import OPERATOR, Origin
 from memory_core.file_memory.render import safe_view, usage_label
 from memory_core.file_memory.store import TARGETS, FileMemoryStore, Target, WriteResult
 from memory_core.tool_args import decode_arguments
@@ -129,8 +130,11 @@ class MemoryTool:
         *,
         is_admin: bool,
         max_failures: int = MAX_FAILURES_PER_TURN,
+        origin: Origin = OPERATOR,
     ) -> None:
+        """`origin`: who the changes are recorded as made by (see `FileMemoryStore.apply`)."""
         self._store = store
+        self._origin = origin
         self._user_key = user_key
         self._is_admin = is_admin
         self._max_failures = max_failures
@@ -159,7 +163,11 @@ class MemoryTool:
             )
         if request.target == "user" and self._user_key is None:
             raise MemoryPermissionError("there is no user profile for this caller")
-        return self._store.apply(request.target, self._user_key, request.operations)
+        origin = self._origin
+        if request.target == "memory" and origin.kind == "person":
+            # A person writing the shared notes does so as an admin, and is named.
+            origin = Origin("admin", origin.session_id, by=self._user_key)
+        return self._store.apply(request.target, self._user_key, request.operations, origin)
 
     def handle(self, arguments: Mapping[str, Any] | str) -> str:
         """Run one tool call from the model and return the JSON result it sees."""
@@ -296,6 +304,11 @@ def _success_payload(request: MemoryRequest, result: WriteResult) -> dict[str, A
         message = _NOTE_MESSAGES[result.notes[0]]
     else:
         message = f"Batch of {len(result.notes)} operations applied ({', '.join(result.notes)})."
+    if result.archived:
+        message += (
+            f" To make room, {len(result.archived)} older background "
+            f"{'entry was' if len(result.archived) == 1 else 'entries were'} moved to the archive."
+        )
     return {
         "success": True,
         "done": True,

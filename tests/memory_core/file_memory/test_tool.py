@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 
+from memory_core.file_memory.edits import Operation
 from memory_core.file_memory.entries import file_text
+from memory_core.file_memory.origin import Origin
 from memory_core.file_memory.render import entry_handle
 from memory_core.file_memory.store import FileMemoryStore
 from memory_core.file_memory.tool import MEMORY_TOOL_SCHEMA, MemoryTool
@@ -181,9 +183,9 @@ def test_remove(tool: MemoryTool, store: FileMemoryStore) -> None:
 def test_over_budget_is_refused_with_entries_and_usage(
     tool: MemoryTool, store: FileMemoryStore
 ) -> None:
-    seed(store, "a" * 150)
+    store.apply("user", ALICE, [Operation("add", content="a" * 150)], Origin("person"))
     before = store.path("user", ALICE).read_bytes()
-    result = call(tool, target="user", action="add", content="b" * 60)
+    result = call(tool, target="user", action="add", content="b" * 60)  # only hers could go
     assert result["code"] == "over_budget"
     assert result["current_entries"] == ["a" * 150]
     assert result["usage"] == "75% — 150/200 chars"

@@ -1,0 +1,318 @@
+"""The ledger of a memory file: its change history and (for USER.md) its archive.
+
+Beside each memory file lie ``<name>.history.jsonl`` (``USER.md`` ->
+``USER.history.jsonl``) and, for a person, ``USER.archive.jsonl``. Both are
+mode 0600 and are written only under the memory file's lock, so they live and
+die with the person's folder. A history line is one entry change:
+``{"id", "at", "action", "before", "after", "origin", "undoes"}``, `id`
+increasing per file, `action` one of add, replace, remove, consolidate, undo,
+archive. The history keeps at least the last `HISTORY_LIMIT` changes (it is
+cut back to that many once it holds `HISTORY_SLACK` more), the archive the
+last `ARCHIVE_LIMIT` entries.
+
+An entry's origin is the newest change whose `after` is its text (an undo that
+brings an entry back keeps its first writer); an entry no change explains was
+written by hand on disk and counts as the operator's. The functions here are
+pure or touch only the ledger files; `FileMemoryStore` calls them under the lock.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from memory_core.atomic import atomic_write_text
+from memory_core.errors import MemoryCoreError, MemoryEditError, MemoryFileError, OverBudgetError
+from memory_core.file_memory.edits import EditOutcome, Operation, apply_operations
+from memory_core.file_memory.origin import OPERATOR, Origin
+
+LedgerAction = Literal["add", "replace", "remove", "consolidate", "undo", "archive"]
+HISTORY_LIMIT = 1000
+HISTORY_SLACK = 100
+ARCHIVE_LIMIT = 500
+
+
+class UndoRefusedError(MemoryEditError):
+    """An undo that cannot be done; the message is the one line the person sees."""
+
+
+@dataclass(frozen=True)
+class LedgerChange:
+    """One recorded entry change."""
+
+    id: int
+    at: float
+    action: LedgerAction
+    before: str | None
+    after: str | None
+    origin: Origin
+    undoes: int | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "at": self.at,
+            "action": self.action,
+            "before": self.before,
+            "after": self.after,
+            "origin": self.origin.as_json(),
+            "undoes": self.undoes,
+        }
+
+
+@dataclass(frozen=True)
+class Draft:
+    """A change about to be recorded (the ledger gives it its id and time)."""
+
+    action: LedgerAction
+    before: str | None
+    after: str | None
+    undoes: int | None = None
+
+
+@dataclass(frozen=True)
+class EntryOrigin:
+    """One live entry with who wrote it and when (`at` None: edited by hand on disk)."""
+
+    text: str
+    origin: Origin
+    at: float | None
+
+
+@dataclass(frozen=True)
+class ArchivedEntry:
+    """An entry moved out of a full USER.md: its text, its writer, when, and by which change."""
+
+    text: str
+    origin: Origin
+    at: float
+    change_id: int
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "origin": self.origin.as_json(),
+            "at": self.at,
+            "change_id": self.change_id,
+        }
+
+
+def history_path(memory_file: Path) -> Path:
+    return memory_file.with_name(memory_file.stem + ".history.jsonl")
+
+
+def archive_path(memory_file: Path) -> Path:
+    return memory_file.with_name(memory_file.stem + ".archive.jsonl")
+
+
+def read_changes(path: Path) -> list[LedgerChange]:
+    """The changes in a history file, oldest first (lines that do not parse are skipped)."""
+    changes = []
+    for data in _read_lines(path):
+        change = _change(data)
+        if change is not None:
+            changes.append(change)
+    return changes
+
+
+def append_changes(
+    path: Path, drafts: Sequence[Draft], origin: Origin, now: float | None = None
+) -> list[LedgerChange]:
+    """Record `drafts` as made by `origin`; the changes as recorded."""
+    if not drafts:
+        return []
+    existing = read_changes(path)
+    next_id = existing[-1].id + 1 if existing else 1
+    at = time.time() if now is None else now
+    made = [
+        LedgerChange(next_id + i, at, d.action, d.before, d.after, origin, d.undoes)
+        for i, d in enumerate(drafts)
+    ]
+    if len(existing) + len(made) > HISTORY_LIMIT + HISTORY_SLACK:
+        kept = [*existing, *made][-HISTORY_LIMIT:]
+        _rewrite(path, (c.as_json() for c in kept))
+    else:
+        _append(path, (c.as_json() for c in made))
+    return made
+
+
+def entry_origins(entries: Sequence[str], changes: Sequence[LedgerChange]) -> list[EntryOrigin]:
+    """Each of `entries` with its writer, as the history tells it."""
+    writer: dict[str, LedgerChange] = {}
+    for change in changes:
+        if change.after is None:
+            continue
+        if change.action == "undo" and change.after in writer:
+            continue  # brought back: still its first writer's entry
+        writer[change.after] = change
+    result = []
+    for entry in entries:
+        found = writer.get(entry)
+        if found is None:
+            result.append(EntryOrigin(entry, OPERATOR, None))
+        else:
+            result.append(EntryOrigin(entry, found.origin, found.at))
+    return result
+
+
+def undone_ids(changes: Sequence[LedgerChange]) -> dict[int, int]:
+    """Undone change id -> the id of the undo that reverted it."""
+    return {c.undoes: c.id for c in changes if c.action == "undo" and c.undoes is not None}
+
+
+def pick_undo(changes: Sequence[LedgerChange], change_id: int | None) -> LedgerChange:
+    """The change to revert (the latest one still in force, or `change_id`), or refuse."""
+    undone = undone_ids(changes)
+    if change_id is None:
+        live = [c for c in changes if c.action != "undo" and c.id not in undone]
+        if not live:
+            raise UndoRefusedError("There is no change left to undo.")
+        return live[-1]
+    found = next((c for c in changes if c.id == change_id), None)
+    if found is None:
+        raise UndoRefusedError(f"There is no change {change_id} in the history.")
+    if found.action == "undo":
+        raise UndoRefusedError(
+            f"Change {change_id} is itself an undo (of change {found.undoes}); it can't be undone."
+        )
+    if found.id in undone:
+        raise UndoRefusedError(
+            f"Change {change_id} was already undone (by change {undone[found.id]})."
+        )
+    cancelled = set(undone) | set(undone.values())
+    touched = {t for t in (found.before, found.after) if t is not None}
+    for later in changes:
+        after_it = later.id > found.id and later.id not in cancelled
+        if after_it and touched & {later.before, later.after}:
+            raise UndoRefusedError(
+                f"Change {change_id} can't be undone: change {later.id} changed the same "
+                "entry later (undo that one first)."
+            )
+    return found
+
+
+def inverse(change: LedgerChange, entries: Sequence[str]) -> Operation:
+    """The operation that reverts `change` on the live `entries`, or refuse."""
+    if change.after is not None and change.action != "consolidate":
+        if change.after not in entries:
+            raise UndoRefusedError(
+                f"Change {change.id} can't be undone: the entry it wrote is no longer there "
+                "as it left it (changed by hand?)."
+            )
+        if change.before is None:
+            return Operation("remove", old_text=change.after)
+        return Operation("replace", content=change.before, old_text=change.after)
+    if change.before is None:
+        raise UndoRefusedError(f"Change {change.id} has nothing to undo.")
+    if change.before in entries:
+        raise UndoRefusedError(
+            f"Change {change.id} can't be undone: that entry is already there again."
+        )
+    return Operation("add", content=change.before)
+
+
+def read_archive(path: Path) -> list[ArchivedEntry]:
+    """The archived entries, oldest first."""
+    archived = []
+    for data in _read_lines(path):
+        text, at, change_id = data.get("text"), data.get("at"), data.get("change_id")
+        if isinstance(text, str) and isinstance(at, int | float) and isinstance(change_id, int):
+            archived.append(
+                ArchivedEntry(text, Origin.from_json(data.get("origin")), at, change_id)
+            )
+    return archived
+
+
+def write_archive(path: Path, archived: Iterable[ArchivedEntry]) -> None:
+    """Replace the archive with `archived` (its last `ARCHIVE_LIMIT` entries)."""
+    kept = list(archived)[-ARCHIVE_LIMIT:]
+    if not kept and not path.exists():
+        return
+    _rewrite(path, (a.as_json() for a in kept))
+
+
+def _change(data: dict[str, Any]) -> LedgerChange | None:
+    change_id, at, action = data.get("id"), data.get("at"), data.get("action")
+    before, after, undoes = data.get("before"), data.get("after"), data.get("undoes")
+    if not isinstance(change_id, int) or not isinstance(at, int | float):
+        return None
+    if action not in ("add", "replace", "remove", "consolidate", "undo", "archive"):
+        return None
+    if not all(v is None or isinstance(v, str) for v in (before, after)):
+        return None
+    undone = undoes if isinstance(undoes, int) else None
+    return LedgerChange(
+        change_id, at, action, before, after, Origin.from_json(data.get("origin")), undone
+    )
+
+
+def _read_lines(path: Path) -> list[dict[str, Any]]:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise MemoryFileError(f"cannot read {path.name}: {exc.strerror or exc}") from exc
+    rows = []
+    for line in text.splitlines():
+        try:
+            data = json.loads(line)
+        except ValueError:
+            continue  # a torn last line of a killed writer, or a hand edit
+        if isinstance(data, dict):
+            rows.append(data)
+    return rows
+
+
+def _lines(rows: Iterable[dict[str, Any]]) -> str:
+    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+
+
+def _append(path: Path, rows: Iterable[dict[str, Any]]) -> None:
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags, 0o600)
+        with os.fdopen(fd, "a", encoding="utf-8") as handle:
+            handle.write(_lines(rows))
+            handle.flush()
+            os.fsync(handle.fileno())
+    except OSError as exc:
+        raise MemoryFileError(f"cannot write {path.name}: {exc.strerror or exc}") from exc
+
+
+def _rewrite(path: Path, rows: Iterable[dict[str, Any]]) -> None:
+    atomic_write_text(path, _lines(rows), mode=0o600)
+
+
+def fit_by_archiving(
+    entries: Sequence[str],
+    operations: Sequence[Operation],
+    limit: int,
+    changes: Sequence[LedgerChange],
+    full: OverBudgetError,
+) -> tuple[EditOutcome, list[EntryOrigin]]:
+    """Apply `operations` after moving out the fewest oldest entries the person did not
+    write (and no operation names); the outcome and the entries moved, or raise `full`."""
+    named = [op.old_text.strip() for op in operations if op.old_text and op.old_text.strip()]
+    candidates = [
+        (o.at or 0.0, i, o)
+        for i, o in enumerate(entry_origins(entries, changes))
+        if o.origin.kind != "person" and not any(n in o.text for n in named)
+    ]
+    candidates.sort(key=lambda c: (c[0], c[1]))
+    for count in range(1, len(candidates) + 1):
+        moved = [o for _, _, o in candidates[:count]]
+        gone = {o.text for o in moved}
+        try:
+            outcome = apply_operations([e for e in entries if e not in gone], operations, limit)
+        except OverBudgetError:
+            continue
+        except MemoryCoreError:
+            break  # e.g. the new neighbours read as an injection: keep the plain refusal
+        return outcome, moved
+    raise full
