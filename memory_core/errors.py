@@ -18,6 +18,7 @@ MemoryCoreError
  ├── BatchRejectedError                 one operation of a batch failed; nothing applied
  ├── InvalidArgumentsError              the memory tool's arguments are malformed
  ├── MemoryPermissionError              the caller may not write this memory target
+ ├── StagingLimitError                  a background job staged as many flagged entries as a day allows
  ├── SessionStoreError                  state.db refused or could not do something
  │    ├── SchemaVersionError            state.db was written by a newer Mnemo
  │    ├── IndexIntegrityError           the database or a full-text index is damaged
@@ -171,6 +172,10 @@ class InvalidArgumentsError(MemoryCoreError):
 
 class MemoryPermissionError(MemoryCoreError):
     """The caller may not write this target."""
+
+
+class StagingLimitError(MemoryCoreError):
+    """A background job may stage no more flagged entries for this person today."""
 
 
 # Session store (memory_core.sessions).
