@@ -18,7 +18,7 @@ MemoryCoreError
  ├── BatchRejectedError                 one operation of a batch failed; nothing applied
  ├── InvalidArgumentsError              the memory tool's arguments are malformed
  ├── MemoryPermissionError              the caller may not write this memory target
- ├── StagingLimitError                  a background job staged as many flagged entries as a day allows
+ ├── StagingLimitError                  no more flagged background entries may wait today
  ├── SessionStoreError                  state.db refused or could not do something
  │    ├── SchemaVersionError            state.db was written by a newer Mnemo
  │    ├── IndexIntegrityError           the database or a full-text index is damaged

@@ -23,6 +23,7 @@ from memory_core.errors import (
     UndecodableMemoryError,
     UnreadableMemoryError,
 )
+from memory_core.file_memory.approval import Approval
 from memory_core.file_memory.edits import Operation
 from memory_core.file_memory.ledger import (
     ArchivedEntry,
@@ -31,6 +32,7 @@ from memory_core.file_memory.ledger import (
     UndoRefusedError,
 )
 from memory_core.file_memory.origin import OPERATOR, Origin
+from memory_core.file_memory.pending import Decision, PendingChanges, Proposal, StagedChange
 from memory_core.file_memory.render import MemorySnapshot
 from memory_core.file_memory.store import (
     TARGETS,
@@ -52,8 +54,10 @@ __all__ = [
     "OPERATOR",
     "TARGETS",
     "AmbiguousMatchError",
+    "Approval",
     "ArchivedEntry",
     "BatchRejectedError",
+    "Decision",
     "EntryOrigin",
     "EntryTooLongError",
     "FileMemoryStore",
@@ -75,6 +79,9 @@ __all__ = [
     "Operation",
     "Origin",
     "OverBudgetError",
+    "PendingChanges",
+    "Proposal",
+    "StagedChange",
     "Target",
     "UndecodableMemoryError",
     "UndoRefusedError",

@@ -36,9 +36,11 @@ from memory_core.errors import (
     UnreadableMemoryError,
     UnsafeContentError,
 )
+from memory_core.file_memory.approval import Approval
 from memory_core.file_memory.edits import ACTIONS, Operation
 from memory_core.file_memory.entries import usage
 from memory_core.file_memory.origin import OPERATOR, Origin
+from memory_core.file_memory.pending import StagedChange
 from memory_core.file_memory.render import safe_view, usage_label
 from memory_core.file_memory.store import TARGETS, FileMemoryStore, Target, WriteResult
 from memory_core.tool_args import decode_arguments
@@ -131,9 +133,12 @@ class MemoryTool:
         is_admin: bool,
         max_failures: int = MAX_FAILURES_PER_TURN,
         origin: Origin = OPERATOR,
+        approval: Approval | None = None,
     ) -> None:
-        """`origin`: who the changes are recorded as made by (see `FileMemoryStore.apply`)."""
+        """`origin`: who the changes are recorded as made by (see `FileMemoryStore.apply`);
+        `approval`: which USER.md writes wait for the person's approval (None: none wait)."""
         self._store = store
+        self._approval = approval
         self._origin = origin
         self._user_key = user_key
         self._is_admin = is_admin
@@ -173,17 +178,29 @@ class MemoryTool:
         """Run one tool call from the model and return the JSON result it sees."""
         try:
             request = parse_request(arguments)
-            result = self.execute(request)
+            staged = self._stage(request)
+            result = None if staged else self.execute(request)
         except MemoryCoreError as exc:
             self._failures += 1
             return _dumps(self._error_payload(exc))
         self._failures = 0
+        if result is None:
+            return _dumps(_staged_payload(staged))
         for op, note in zip(request.operations, result.notes, strict=True):
             if note != "already exists":
                 self._changes.append(
                     MemoryChange(request.target, op.action, op.content, op.old_text)
                 )
         return _dumps(_success_payload(request, result))
+
+    def _stage(self, request: MemoryRequest) -> tuple[StagedChange, ...]:
+        """Stage `request` when its writes must wait for the person's approval."""
+        approval = self._approval
+        if approval is None or request.target != "user" or self._user_key is None:
+            return ()
+        entries = self._store.read("user", self._user_key).entries
+        proposals = approval.proposals(entries, request.operations, self._origin)
+        return approval.stage(self._user_key, proposals, self._origin) if proposals else ()
 
     def _error_payload(self, exc: MemoryCoreError) -> dict[str, Any]:
         cause = exc.cause if isinstance(exc, BatchRejectedError) else exc
@@ -320,6 +337,20 @@ def _success_payload(request: MemoryRequest, result: WriteResult) -> dict[str, A
             "Saved to disk; do not repeat this call."
             if result.changed
             else "Nothing needed saving; do not repeat this call."
+        ),
+    }
+
+
+def _staged_payload(staged: Sequence[StagedChange]) -> dict[str, Any]:
+    return {
+        "success": True,
+        "done": True,
+        "saved": False,
+        "staged": [{"id": c.id, "change": c.describe(), "reason": c.reason} for c in staged],
+        "message": (
+            "Not saved yet: the change waits for the person's approval "
+            f"({staged[0].reason}). If you mention it, say it awaits their approval; "
+            "do not repeat this call."
         ),
     }
 
