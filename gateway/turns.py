@@ -24,10 +24,11 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
+from typing import Any
 
-from gateway.agent.compression import Compressor, clip_text, fixed_chars
+from gateway.agent.compression import SUMMARY_PREFIX, Compressor, clip_text, fixed_chars
 from gateway.agent.model_client import ModelClient
 from gateway.agent.recall import Recapper
 from gateway.agent.review_counters import counter_update
@@ -36,6 +37,7 @@ from gateway.agent.session_search import SessionSearch
 from gateway.agent.tools import Tool, build_tools, provider_tools
 from gateway.agent.transcript import as_stored
 from gateway.agent.turn import MESSAGE_TOO_LONG_NOTE, TOO_LONG_NOTE, Agent, fault_notice
+from gateway.delivery import LinkSink
 from gateway.errors import ModelError, RequestTooLargeError
 from gateway.messages import InboundMessage, MessageIdentity, ReplySink
 from gateway.session_cache import OpenSession, OpenSessions
@@ -191,6 +193,7 @@ class Turns:
         tools = self._tools.for_turn(who, session)
         session, history, tools = await self._compress(who, message, session, history, tools)
         earlier, _ = history.earlier()
+        _trust_person_links(sink, earlier, message.text)
         recalled = await session.manager.prefetch_all(message.text)
         agent = Agent(self._model, tools, max_steps=self._max_steps)
         result = await agent.run_turn(
@@ -346,6 +349,22 @@ def _encodable(message: InboundMessage) -> InboundMessage:
     return replace(message, text=text, user_name=name)
 
 
+def _trust_person_links(sink: ReplySink, earlier: list[dict[str, Any]], text: str) -> None:
+    """Tell a sink that keeps link previews which links the person sent in this session:
+    those of their messages in the history and this one (not of a compression summary,
+    which the model wrote). Any other link in the reply shows no preview (item 6)."""
+    if not isinstance(sink, LinkSink):
+        return
+    said = [
+        item["content"]
+        for item in earlier
+        if item.get("role") == "user"
+        and isinstance(item.get("content"), str)
+        and not item["content"].startswith(SUMMARY_PREFIX)
+    ]
+    sink.trust_links([*said, text])
+
+
 class _Shown:
     """A reply sink that remembers the text written to it (what the person was shown)."""
 
@@ -363,3 +382,7 @@ class _Shown:
 
     async def finish(self) -> None:
         await self._sink.finish()
+
+    def trust_links(self, texts: Iterable[str]) -> None:
+        if isinstance(self._sink, LinkSink):
+            self._sink.trust_links(texts)
