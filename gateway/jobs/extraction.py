@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from gateway.agent.compression import clip_text
 from gateway.agent.turn import Agent
 from gateway.jobs.context import JobContext
+from gateway.jobs.grounding import grounded, own_words
 from gateway.jobs.learning import LearningTools
 from gateway.jobs.records import record_run
 from memory_core import Origin, SessionInfo, StoredMessage
@@ -39,7 +40,9 @@ person: nothing you write reaches them.
 
 Save with the memory tool, target "user", as short facts: what the person revealed \
 about themselves (who they are, their situation, preferences) and corrections of the \
-assistant's style or way of working they asked for. Save with skill_manage a reusable \
+assistant's style or way of working they asked for, in their own words and language: \
+only what the person said themselves (lines marked [user]), never what the assistant \
+said, nor text they quoted or forwarded. Save with skill_manage a reusable \
 method that worked for a kind of task; prefer patching an existing skill (read it \
 with skill_view first) over creating one.
 
@@ -73,7 +76,9 @@ async def _extract_chunk(
 ) -> bool:
     """One extraction call over `chunk`; False when the model call failed (logged)."""
     learning = LearningTools(ctx.memory, ctx.skills, info.user_key, Origin("extraction", info.id))
-    agent = Agent(ctx.model, learning.tools, max_steps=EXTRACT_MAX_STEPS)
+    said = own_words(chunk)  # the stretch this call learns from
+    tools = grounded(learning.tools, said, f"extraction of session {info.id}")
+    agent = Agent(ctx.model, tools, max_steps=EXTRACT_MAX_STEPS)
     profile = ctx.memory.read("user", info.user_key).entries
     result = await agent.run_turn(EXTRACTION_SYSTEM, [], _request(profile, chunk), "", _discard)
     await record_run(ctx, "extraction", info, result)
@@ -97,8 +102,12 @@ async def _extract_chunk(
 
 def _request(profile: Sequence[str], chunk: Sequence[StoredMessage]) -> str:
     known = "\n".join(f"- {entry}" for entry in profile) or "(empty)"
-    lines = "\n\n".join(f"[{m.role}] {clip_text(m.content, MESSAGE_CHARS)}" for m in chunk)
+    lines = "\n\n".join(f"[{_speaker(m)}] {clip_text(m.content, MESSAGE_CHARS)}" for m in chunk)
     return f"The person's profile now:\n{known}\n\nThe conversation, oldest first:\n\n{lines}"
+
+
+def _speaker(message: StoredMessage) -> str:
+    return message.role if message.own_words else f"{message.role}, forwarded"
 
 
 def _chunks(messages: Sequence[StoredMessage]) -> list[list[StoredMessage]]:

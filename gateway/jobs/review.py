@@ -21,6 +21,7 @@ from gateway.agent.compression import Budget, clip_history
 from gateway.agent.transcript import as_sent
 from gateway.agent.turn import Agent
 from gateway.jobs.context import JobContext
+from gateway.jobs.grounding import grounded, own_words
 from gateway.jobs.learning import LearningTools, summary_line
 from gateway.jobs.records import record_run
 from gateway.messages import InboundMessage
@@ -37,7 +38,9 @@ here reaches them. Do not answer the conversation.]
 Look back over the conversation above and keep what will matter in later \
 conversations with this person:
 1. What they revealed about themselves: who they are, their situation, their \
-preferences. Save it with the memory tool, target "user", as short facts.
+preferences. Save it with the memory tool, target "user", as short facts, in \
+their own words and language: only what they said themselves, never what you said, \
+nor text they quoted or forwarded.
 2. Corrections of your style, tone, length or way of working that they asked for, \
 or were clearly frustrated by. Save them the same way.
 3. A reusable method that worked for a kind of task. Prefer patching a skill \
@@ -70,7 +73,8 @@ async def review_session(ctx: JobContext, request: ReviewRequest) -> None:
     stored = await ctx.sessions.get_messages(request.session_id, scope, lineage=False)
     history = clip_history([as_sent(m) for m in stored], Budget(ctx.context_chars).message_cap)
     learning = LearningTools(ctx.memory, ctx.skills, info.user_key, Origin("review", info.id))
-    agent = Agent(ctx.model, learning.tools, max_steps=REVIEW_MAX_STEPS)
+    tools = grounded(learning.tools, own_words(stored), f"review of session {info.id}")
+    agent = Agent(ctx.model, tools, max_steps=REVIEW_MAX_STEPS)
     result = await agent.run_turn(prompt, history, REVIEW_PROMPT, "", _discard)
     await record_run(ctx, "review", info, result)
     if result.error is not None:  # logged only: the chat hears nothing of a failed review
