@@ -443,6 +443,7 @@ class FakeDiscord(FakeServer):
         referenced = self._referenced(cid, reference) if reference is not None else None
         message = self._new_message(cid, self.bot_user, content, [], files=call.files)
         message["embeds"] = embeds
+        message["flags"] = int(payload.get("flags") or 0)  # SUPPRESS_EMBEDS is 1 << 2
         message["components"] = payload.get("components") or []  # buttons
         if reference is not None:
             ids = {k: str(v) for k, v in reference.items() if k.endswith("_id") and v is not None}
@@ -466,6 +467,8 @@ class FakeDiscord(FakeServer):
         has_other_parts = bool(embeds or message["attachments"])
         content = _checked_content(payload.get("content", message["content"]), has_other_parts)
         message.update(content=content, embeds=embeds, edited_timestamp=_now())
+        if "flags" in payload:  # Discord keeps a message's flags unless an edit sets them
+            message["flags"] = int(payload["flags"] or 0)
         return json_response(message)
 
     async def _delete(self, call: Call, match: Match) -> web.Response:

@@ -102,6 +102,7 @@ class ChatMessage:
     thread_id: int | None = None
     edits: int = 0
     entities: list[dict[str, Any]] | None = None
+    link_preview_options: dict[str, Any] | None = None  # as the last send or edit gave them
 
 
 def utf16_len(text: str) -> int:
@@ -452,6 +453,7 @@ class FakeTelegram(FakeServer):
         entities = self._entities(text, params)
         message = ChatMessage(chat_id, self._allocate_id(chat_id), text, True)
         message.entities = entities
+        message.link_preview_options = params.get("link_preview_options")
         message.reply_to = int(reply_to) if reply_to else None
         message.reply_markup = params.get("reply_markup")
         message.thread_id = params.get("message_thread_id")
@@ -486,6 +488,7 @@ class FakeTelegram(FakeServer):
                 "of the message",
             )
         message.entities = self._entities(text, params)
+        message.link_preview_options = params.get("link_preview_options")
         message.text, message.reply_markup, message.edits = text, markup, message.edits + 1
         return self._as_dict(message) | {"edit_date": _now()}
 
