@@ -287,6 +287,7 @@ class FakeDiscord(FakeServer):
         attachments: tuple[str, ...] = (),
         bot: bool = False,
         omit: tuple[str, ...] = (),
+        forward_of: str | None = None,
     ) -> dict[str, Any]:
         """Dispatch MESSAGE_CREATE from a user, in a guild text channel or thread, or in
         their DM.
@@ -295,8 +296,10 @@ class FakeDiscord(FakeServer):
         content already holds it) and in ``mentions``, as Discord does. `reply_to` makes it
         a reply to that message of the channel (``referenced_message``, no ping);
         `attachments` are file names attached; `bot` marks the author as a bot; `omit` names
-        fields left out of the event (a malformed one, e.g. without ``type``). Returns the
-        stored message (with the full content, whatever the client's intents).
+        fields left out of the event (a malformed one, e.g. without ``type``); `forward_of`
+        makes it a forward of a message with that text (empty content, a reference of type 1
+        and the text in ``message_snapshots``). Returns the stored message (with the full
+        content, whatever the client's intents).
         """
         ws = self._require_live()
         author = _user(author_id, username, bot=bot)
@@ -320,6 +323,11 @@ class FakeDiscord(FakeServer):
             if "guild_id" in message:
                 reference["guild_id"] = message["guild_id"]
             message.update(type=19, referenced_message=referenced, message_reference=reference)
+        if forward_of is not None:
+            snapshot = {"type": 0, "content": forward_of, "embeds": [], "attachments": []}
+            snapshot.update(timestamp=_now(), edited_timestamp=None)
+            reference = {"type": 1, "message_id": "1", "channel_id": str(channel_id)}
+            message.update(message_reference=reference, message_snapshots=[{"message": snapshot}])
         if guild:
             message["member"] = _member()
             message["mentions"] = [{**m, "member": _member()} for m in mentions]

@@ -485,3 +485,19 @@ async def test_a_malformed_event_fails_alone_and_the_connection_stays(
         "(AttributeError)",
     ]
     assert [bool(r.exc_info) for r in skipped] == [True, False]  # one traceback per type
+
+
+async def test_a_forwarded_message_is_read_and_marked_as_not_the_persons_words(
+    dc: FakeDiscord,
+) -> None:
+    inbox = Inbox()
+    async with running(dc, inbox):
+        await dc.inject_message("", ALICE, guild=False, forward_of="I'm allergic to peanuts")
+        await dc.inject_message("and I'm vegetarian", ALICE, guild=False)
+        dm = dc.dm_channel_id(ALICE)
+        shown = await _texts(dc, dm, count=2)
+    assert [(m.text, m.own_words) for m in inbox.messages] == [
+        ("I'm allergic to peanuts", False),
+        ("and I'm vegetarian", True),
+    ]
+    assert shown == ["echo: I'm allergic to peanuts", "echo: and I'm vegetarian"]
