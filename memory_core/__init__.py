@@ -116,7 +116,7 @@ if TYPE_CHECKING:
         TranscriptMessage,
         default_registry,
     )
-    from memory_core.safety import Finding, scan, scan_all
+    from memory_core.safety import Finding, instruction_reasons, scan, scan_all
     from memory_core.scopes import CHAT_TYPES, ChatType, SearchScope, recall_scope
     from memory_core.sessions import (
         DEFAULT_RANKING,
@@ -267,6 +267,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "memory_core.safety": (
         "Finding",
+        "instruction_reasons",
         "scan",
         "scan_all",
     ),
@@ -455,6 +456,7 @@ __all__ = [
     "current_mark",
     "decode_arguments",
     "default_registry",
+    "instruction_reasons",
     "make_user_key",
     "parse_time_phrase",
     "parse_timestamp",

@@ -3,7 +3,9 @@
 Memory entries and skills end up in the model's prompt, so anything that reads
 like an instruction to the model, a fake piece of prompt markup, a way to leak
 data, a foothold on the host or a secret is refused before it is written, and
-blocked again when rendered.
+blocked again when rendered. `instruction_reasons()` says why an entry the scan
+lets through must still wait for the person's approval (a link, an e-mail
+address, code, an order to the assistant).
 
 `scan()` returns the first `Finding` (or None), `scan_all()` every one, and
 `scan_joined()` what a list of adjacent entries says only together (an
@@ -45,6 +47,7 @@ from memory_core.safety.finding import (
     SECRET,
     Finding,
 )
+from memory_core.safety.instructions import instruction_reasons
 from memory_core.safety.scanner import (
     MAX_SCAN_CHARS,
     all_rules,
@@ -69,6 +72,7 @@ __all__ = [
     "all_rules",
     "check",
     "fold_with_offsets",
+    "instruction_reasons",
     "scan",
     "scan_all",
     "scan_joined",
