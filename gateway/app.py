@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,12 +27,14 @@ from gateway.agent.model_client import ModelClient
 from gateway.commands import CommandResources, SessionControl, builtin_commands
 from gateway.commands.choices import PendingChoices
 from gateway.commands.erase import PendingErasures, person_data
+from gateway.commands.memory_pending import PendingReview, StagedNotices
 from gateway.commands.router import CommandRouter
 from gateway.config import Config
 from gateway.conversation import Conversations
 from gateway.errors import ConfigError
 from gateway.jobs import BackgroundSettings, BackgroundWork, JobContext
-from gateway.messages import Adapter, InboundMessage, Notifier
+from gateway.jobs.context import Announcer
+from gateway.messages import Adapter, InboundMessage, Notifier, ReplySink
 from gateway.session_cache import ManagerFactory, OpenSessions, PromptMaker
 from gateway.session_queue import SessionQueue
 from gateway.turns import ToolBox, Turns
@@ -41,6 +44,7 @@ from memory_core import (
     ErasureFence,
     FileMemoryStore,
     MemoryManager,
+    PendingChanges,
     ProviderError,
     ProviderResources,
     SessionStore,
@@ -82,9 +86,11 @@ class Bot:
 async def open_bot(config: Config, adapters: Sequence[Adapter]) -> AsyncIterator[Bot]:
     """Open the services and build the bot serving `adapters`; close them on the way out."""
     async with open_services(config) as services:
-        background = BackgroundWork(job_context(services, adapter_notifier(adapters)))
+        choices = PendingChoices()  # offered by commands and by the approval notices
+        announce = staged_notices(services, adapters, choices).announce
+        background = BackgroundWork(job_context(services, adapter_notifier(adapters), announce))
         conversations = build_conversations(
-            services, AccessPolicy.from_config(config), background=background
+            services, AccessPolicy.from_config(config), background=background, choices=choices
         )
         yield Bot(services, tuple(adapters), background, conversations)
 
@@ -94,11 +100,13 @@ def build_conversations(
     access: AccessPolicy,
     background: BackgroundWork | None = None,
     erasures: PendingErasures | None = None,
+    choices: PendingChoices | None = None,
 ) -> Conversations:
     """Everything that serves messages, on top of `services`, in one call.
 
     `background`: reviews and extractions (None: the bot never learns on its own);
-    `erasures`: the /forget all requests awaiting confirmation (a clock for tests).
+    `erasures`: the /forget all requests awaiting confirmation (a clock for tests);
+    `choices`: the choices offered and not yet picked (shared with the approval notices).
     """
     config = services.config
     prompts = PromptMaker(
@@ -126,7 +134,8 @@ def build_conversations(
         config.llm.max_tool_steps,
         queue,
     )
-    choices = PendingChoices()  # choices offered by commands, until picked
+    if choices is None:
+        choices = PendingChoices()  # choices offered by commands, until picked
     registry = builtin_commands(command_resources(services, sessions), choices, erasures)
     commands = CommandRouter(registry, choices, access.is_admin)
     return Conversations(
@@ -201,8 +210,27 @@ def adapter_notifier(adapters: Sequence[Adapter]) -> Notifier:
     return notify
 
 
-def job_context(services: Services, notify: Notifier) -> JobContext:
-    """What background jobs work with: the stores, the auxiliary model, the settings."""
+def staged_notices(
+    services: Services, adapters: Sequence[Adapter], choices: PendingChoices
+) -> StagedNotices:
+    """Announces changes staged for a person's approval in their private chat, through the
+    adapter of its platform, with buttons offered through `choices`."""
+
+    def sink_for(message: InboundMessage) -> ReplySink | None:
+        for adapter in adapters:
+            if adapter.platform == message.platform:
+                return adapter.reply_sink(message)
+        return None
+
+    review = PendingReview(PendingChanges(services.memory), choices)
+    return StagedNotices(review, services.sessions, sink_for, time.time)
+
+
+def job_context(
+    services: Services, notify: Notifier, announce: Announcer | None = None
+) -> JobContext:
+    """What background jobs work with: the stores, the auxiliary model, the settings;
+    `announce` tells a person of changes staged for their approval."""
     return JobContext(
         sessions=services.sessions,
         memory=services.memory,
@@ -211,6 +239,7 @@ def job_context(services: Services, notify: Notifier) -> JobContext:
         context_chars=services.config.llm.context_chars,
         settings=BackgroundSettings.from_config(services.config),
         notify=notify,
+        announce=announce,
     )
 
 

@@ -53,11 +53,13 @@ class PendingChoices:
         command: str,
         options: Sequence[tuple[str, str]],
         version: str,
+        ttl: float | None = None,
     ) -> tuple[Choice, ...]:
-        """Record `options` (label, value) for `owner`; the choices to show, payloads set."""
+        """Record `options` (label, value) for `owner`; the choices to show, payloads set.
+        `ttl`: how long they hold, in seconds (by default the table's)."""
         self._purge()
         self._withdraw(owner)
-        expires = self._clock() + self._ttl
+        expires = self._clock() + (self._ttl if ttl is None else ttl)
         tokens: list[str] = []
         choices: list[Choice] = []
         for label, value in options:

@@ -10,14 +10,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from gateway.agent.model_client import ModelClient
 from gateway.config import Config
 from gateway.jobs.learning import Notifications
 from gateway.messages import Notifier
-from memory_core import FileMemoryStore, SessionStore, SkillsStore
+from memory_core import FileMemoryStore, SessionStore, SkillsStore, StagedChange
+
+WriteApproval = Literal["off", "background", "all"]
+Announcer = Callable[[str, str, Sequence[StagedChange]], Awaitable[bool]]
+"""Tell a person of changes staged for them: (platform, user key, changes) -> whether their
+private chat was reached (never a group)."""
 
 SessionEnder = Callable[[str, int, float], Awaitable[None]]
 """End a quiet session: (session key, session id, quiet since); a no-op when the key has
@@ -39,6 +45,8 @@ class BackgroundSettings:
     idle_reset: bool
     sweep_seconds: float  # how often quiet and pending sessions are looked for
     shutdown_grace: float = SHUTDOWN_GRACE_SECONDS  # extractions running at shutdown get this
+    write_approval: WriteApproval = "off"  # which writes wait for the person's approval
+    judge: bool = False  # the auxiliary model judges each background entry (fact or not)
 
     @classmethod
     def from_config(cls, config: Config) -> BackgroundSettings:
@@ -50,6 +58,11 @@ class BackgroundSettings:
             idle_seconds=idle_seconds,
             idle_reset=config.sessions.idle_reset,
             sweep_seconds=min(MAX_SWEEP_SECONDS, max(MIN_SWEEP_SECONDS, idle_seconds / 4)),
+            write_approval=config.memory.write_approval,
+            # Only a model of its own may judge: the chat model judging what it was led
+            # to write would share whatever misled it.
+            judge=config.memory.judge
+            and (config.auxiliary.model is not None or config.auxiliary.base_url is not None),
         )
 
     def review_due(self, turns: int, steps: int) -> bool:
@@ -75,6 +88,7 @@ class JobContext:
     settings: BackgroundSettings
     notify: Notifier
     end_session: SessionEnder = _no_ender
+    announce: Announcer | None = None  # tells a person of changes staged for their approval
     clock: Callable[[], float] = time.time
     _extracting: dict[int, tuple[asyncio.Lock, int]] = field(default_factory=dict)
 

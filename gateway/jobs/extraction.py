@@ -20,9 +20,9 @@ from collections.abc import Sequence
 
 from gateway.agent.compression import clip_text
 from gateway.agent.turn import Agent
+from gateway.jobs.approvals import background_tools, learning_tools, tell
 from gateway.jobs.context import JobContext
-from gateway.jobs.grounding import grounded, own_words
-from gateway.jobs.learning import LearningTools
+from gateway.jobs.grounding import own_words
 from gateway.jobs.records import record_run
 from memory_core import Origin, SessionInfo, StoredMessage
 
@@ -75,13 +75,14 @@ async def _extract_chunk(
     ctx: JobContext, info: SessionInfo, chunk: Sequence[StoredMessage]
 ) -> bool:
     """One extraction call over `chunk`; False when the model call failed (logged)."""
-    learning = LearningTools(ctx.memory, ctx.skills, info.user_key, Origin("extraction", info.id))
+    learning = learning_tools(ctx, info.user_key, Origin("extraction", info.id))
     said = own_words(chunk)  # the stretch this call learns from
-    tools = grounded(learning.tools, said, f"extraction of session {info.id}")
+    tools = background_tools(ctx, learning, said, f"extraction of session {info.id}")
     agent = Agent(ctx.model, tools, max_steps=EXTRACT_MAX_STEPS)
     profile = ctx.memory.read("user", info.user_key).entries
     result = await agent.run_turn(EXTRACTION_SYSTEM, [], _request(profile, chunk), "", _discard)
     await record_run(ctx, "extraction", info, result)
+    await tell(ctx, learning, None, info.user_key)  # what it staged, in their private chat
     if result.error is not None:
         log.warning(
             "extraction of session %d failed: %s: %s",

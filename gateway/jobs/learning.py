@@ -11,12 +11,14 @@ which `summary_line` turns into the one short line a chat sees afterwards.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Literal
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
 
 from gateway.agent.tools import Tool, in_thread, skill_tools
 from memory_core import (
     MEMORY_TOOL_SCHEMA,
+    Approval,
     FileMemoryStore,
     MemoryChange,
     MemoryTool,
@@ -24,6 +26,7 @@ from memory_core import (
     SkillChange,
     SkillsStore,
     SkillsTools,
+    StagedChange,
 )
 
 Notifications = Literal["off", "on", "verbose"]
@@ -41,16 +44,44 @@ class LearningTools:
     """The memory and skills tools of one background run for `user_key`."""
 
     def __init__(
-        self, memory: FileMemoryStore, skills: SkillsStore, user_key: str, origin: Origin
+        self,
+        memory: FileMemoryStore,
+        skills: SkillsStore,
+        user_key: str,
+        origin: Origin,
+        approval: Approval | None = None,
     ) -> None:
-        """`origin`: the job and session the memory changes are recorded as learned in."""
-        self._memory = MemoryTool(memory, user_key, is_admin=False, origin=origin)
+        """`origin`: the job and session the memory changes are recorded as learned in;
+        `approval`: which writes wait for the person's approval (see `Approval`)."""
+        self.approval = approval
+        self._memory = MemoryTool(
+            memory, user_key, is_admin=False, origin=origin, approval=approval
+        )
         self._skills = SkillsTools(skills, role="background", user_key=user_key)
+        self._writing: set[asyncio.Future[str]] = set()
 
     @property
     def tools(self) -> list[Tool]:
-        memory = Tool(MEMORY_TOOL_SCHEMA, in_thread(self._memory.handle))
+        memory = Tool(MEMORY_TOOL_SCHEMA, self.memory_handler)
         return [memory, *skill_tools(self._skills)]
+
+    async def memory_handler(self, arguments: Mapping[str, Any]) -> str:
+        """The memory tool, run in a thread that a cancelled run waits for (`settled`)."""
+        write = asyncio.ensure_future(in_thread(self._memory.handle)(arguments))
+        self._writing.add(write)
+        write.add_done_callback(self._writing.discard)
+        return await asyncio.shield(write)  # a cancelled run does not hide a finished write
+
+    async def settled(self, timeout: float = 10.0) -> None:
+        """Wait for memory writes still in flight (a run cancelled mid-call), so what is
+        reported afterwards is what is on disk or staged."""
+        if self._writing:
+            await asyncio.wait(set(self._writing), timeout=timeout)
+
+    @property
+    def staged(self) -> tuple[StagedChange, ...]:
+        """The changes this run staged for the person's approval, in order."""
+        return () if self.approval is None else tuple(self.approval.staged)
 
     @property
     def memory_changes(self) -> tuple[MemoryChange, ...]:

@@ -9,20 +9,23 @@ priority and writes nothing to the session's transcript (a run that called
 tools is kept apart, as an internal session with source ``review``). When it ends (whatever the
 outcome; not when cancelled by a new message) the session's review counters
 go back to 0, and the chat gets one short line naming what changed, or
-nothing when nothing did.
+nothing when nothing did; a review cancelled by a new message still gets the
+line for what it wrote before (`approvals.tell`). What it staged for the
+person's approval is announced in their private chat only, with buttons.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 
 from gateway.agent.compression import Budget, clip_history
 from gateway.agent.transcript import as_sent
 from gateway.agent.turn import Agent
+from gateway.jobs.approvals import background_tools, learning_tools, tell
 from gateway.jobs.context import JobContext
-from gateway.jobs.grounding import grounded, own_words
-from gateway.jobs.learning import LearningTools, summary_line
+from gateway.jobs.grounding import own_words
 from gateway.jobs.records import record_run
 from gateway.messages import InboundMessage
 from memory_core import Origin
@@ -72,10 +75,14 @@ async def review_session(ctx: JobContext, request: ReviewRequest) -> None:
         return
     stored = await ctx.sessions.get_messages(request.session_id, scope, lineage=False)
     history = clip_history([as_sent(m) for m in stored], Budget(ctx.context_chars).message_cap)
-    learning = LearningTools(ctx.memory, ctx.skills, info.user_key, Origin("review", info.id))
-    tools = grounded(learning.tools, own_words(stored), f"review of session {info.id}")
+    learning = learning_tools(ctx, info.user_key, Origin("review", info.id))
+    tools = background_tools(ctx, learning, own_words(stored), f"review of session {info.id}")
     agent = Agent(ctx.model, tools, max_steps=REVIEW_MAX_STEPS)
-    result = await agent.run_turn(prompt, history, REVIEW_PROMPT, "", _discard)
+    try:
+        result = await agent.run_turn(prompt, history, REVIEW_PROMPT, "", _discard)
+    except asyncio.CancelledError:  # a new message: what was written or staged is still said
+        await tell(ctx, learning, request.message, info.user_key)
+        raise
     await record_run(ctx, "review", info, result)
     if result.error is not None:  # logged only: the chat hears nothing of a failed review
         log.warning(
@@ -85,12 +92,7 @@ async def review_session(ctx: JobContext, request: ReviewRequest) -> None:
             result.error,
         )
     await ctx.sessions.reset_counters(request.session_id)
-    mode = ctx.settings.notifications
-    if mode == "verbose" and request.message.chat_type == "group":
-        mode = "on"  # a group sees that memory changed, never a person's entries
-    line = summary_line(learning.memory_changes, learning.skill_changes, mode)
-    if line is not None:
-        await ctx.notify(request.message, line)
+    await tell(ctx, learning, request.message, info.user_key)
 
 
 async def _discard(piece: str) -> None:

@@ -43,6 +43,8 @@ class Approval:
     """The judge's answer ("fact", or anything else) for each content it was asked about;
     filled by the async caller before the tool runs. Content missing here was not judged."""
     judging: bool = False  # the judge is on: unjudged content counts as unconfirmed
+    forced: str | None = None
+    """A reason every new entry waits for, while set (e.g. the person never said it)."""
     reasons: Callable[[str], tuple[str, ...]] | None = None  # None: the safety rules'
     staged: list[StagedChange] = field(default_factory=list)
 
@@ -96,6 +98,8 @@ class Approval:
         why = list(flags)
         if content is not None and self._unconfirmed(content, op, origin):
             why.append(JUDGE_UNSURE)
+        if content is not None and self.forced:
+            why.append(self.forced)
         if not why and self.everything:
             why.append(EVERYTHING_PERSON if origin.kind == "person" else EVERYTHING_BACKGROUND)
         return Proposal(op.action, content, against, "; ".join(why), flagged=bool(flags))
