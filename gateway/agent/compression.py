@@ -279,6 +279,7 @@ class Compressor:
                 content=summary,
                 timestamp=first.timestamp,  # ordered by (time, id): it comes first
                 key=f"compression:{parent_id}:summary",
+                own_words=False,  # the model's summary: nothing in it was the person's words
             ),
             *(_copy(m, parent_id) for m in [*tail, current]),
         ]

@@ -108,7 +108,7 @@ def _request(profile: Sequence[str], chunk: Sequence[StoredMessage]) -> str:
 
 
 def _speaker(message: StoredMessage) -> str:
-    return message.role if message.own_words else f"{message.role}, forwarded"
+    return message.role if message.own_words else f"{message.role}, not their own words"
 
 
 def _chunks(messages: Sequence[StoredMessage]) -> list[list[StoredMessage]]:

@@ -147,6 +147,8 @@ async def test_a_long_session_continues_in_a_compressed_child(bot: Bot) -> None:
     stored = await bot.messages(child.id)
     assert stored[0].role == "user" and stored[0].content.startswith(SUMMARY_PREFIX)
     assert "number of the day was 222" in stored[0].content
+    # the model's summary is not the person's words (a review may not learn from it)
+    assert not stored[0].own_words and all(m.own_words for m in stored[1:])
     # the parent's extraction covers what the child copied from it; the turn's reply is new
     pending = await bot.services.sessions.pending_extractions()
     assert [entry.session_id for entry in pending] == [parent.id]

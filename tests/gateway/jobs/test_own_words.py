@@ -129,7 +129,7 @@ async def test_the_extraction_takes_nothing_from_a_forwarded_message(
         r.body for r in fake.requests if r.body["messages"][0].get("content") == EXTRACTION_SYSTEM
     ]
     transcript = request["messages"][1]["content"]
-    assert "[user, forwarded] I'm allergic to peanuts" in transcript
+    assert "[user, not their own words] I'm allergic to peanuts" in transcript
     assert "[user] my brother Tom did" in transcript
     assert [m.own_words for m in messages if m.role == "user"] == [True, False, True]
     assert ("user", "I'm allergic to peanuts, can't come to dinner", 0) in stored(
