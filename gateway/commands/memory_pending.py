@@ -123,7 +123,7 @@ class PendingReview:
             VERSION,
             ttl=ttl,
         )
-        days = max(1, math.floor(ttl / 86400))
+        days = max(1, round(ttl / 86400))
         head = (
             "I'd like to remember this about you; it waits for your approval "
             f"(for {days} day{'s' if days != 1 else ''}):"
