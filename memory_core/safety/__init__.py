@@ -20,8 +20,10 @@ How a text is read:
    NFKC, every default-ignorable code point stripped, combining marks dropped,
    look-alike letters mapped to ASCII through Unicode's confusables table, and
    a compact view with spaces and punctuation removed.
-3. The `latin` view is rot13-decoded and scanned again, and base64-looking runs
-   are decoded and scanned like a text of their own (bounded; see `decode`).
+3. The `latin` view is rot13-decoded and scanned again, so is a copy with
+   leetspeak read as letters ("1gn0r3" is "ignore") when the text has any,
+   and base64-looking runs are decoded and scanned like a text of their own
+   (bounded; see `decode`).
 
 Every pattern runs on RE2, which takes time linear in the length of the text.
 A text over `MAX_SCAN_CHARS` characters is not scanned in parts: it is refused
@@ -30,8 +32,9 @@ legitimate caller comes near it: skills cap a file at 100,000 characters and
 a rendered memory entry at 65,536.
 
 Categories: prompt_injection, role_hijack, fake_markup, exfiltration,
-credential_files, persistence (SSH and agent configuration files), secret,
-invisible_unicode, oversized.
+credential_files, persistence (SSH and agent configuration files),
+remote_code (a download piped into a shell), secret, invisible_unicode,
+oversized.
 """
 
 from memory_core.folding import fold_with_offsets
@@ -43,6 +46,7 @@ from memory_core.safety.finding import (
     OVERSIZED,
     PERSISTENCE,
     PROMPT_INJECTION,
+    REMOTE_CODE,
     ROLE_HIJACK,
     SECRET,
     Finding,
@@ -66,6 +70,7 @@ __all__ = [
     "OVERSIZED",
     "PERSISTENCE",
     "PROMPT_INJECTION",
+    "REMOTE_CODE",
     "ROLE_HIJACK",
     "SECRET",
     "Finding",

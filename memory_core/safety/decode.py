@@ -1,4 +1,4 @@
-"""Hidden forms of a text worth a second scan: base64 runs and rot13.
+"""Hidden forms of a text worth a second scan: base64 runs, rot13 and leetspeak.
 
 Both are bounded so a hostile text cannot make the scan slow: at most
 `MAX_BASE64_RUNS` runs of at most `MAX_BASE64_CHARS` characters are decoded,
@@ -30,6 +30,27 @@ def _base64_run() -> re2._Regexp[str]:
 def rot13(text: str) -> str:
     """`text` with ASCII letters rotated by 13."""
     return codecs.encode(text, "rot13")
+
+
+# "1" stands for "i" as often as for "l", so the text is read both ways.
+_LEET = (str.maketrans("013457@$|!", "oieastasli"), str.maketrans("013457@$|!", "oleastasli"))
+
+
+def unleet(text: str) -> tuple[str, ...]:
+    """`text` with leetspeak digits and signs read as letters ("1gn0r3" is "ignore").
+
+    Empty when no such sign stands inside a word, so ordinary numbers cost nothing;
+    two readings when a "1" can be "i" or "l".
+    """
+    if _leet_word().search(text) is None:
+        return ()
+    first = text.translate(_LEET[0])
+    return (first,) if "1" not in text else (first, text.translate(_LEET[1]))
+
+
+@functools.cache
+def _leet_word() -> re2._Regexp[str]:
+    return re2.compile(r"[A-Za-z][013457@$|!]+[A-Za-z]|\b[013457@$|][A-Za-z]{2}")
 
 
 def base64_texts(text: str) -> Iterator[str]:

@@ -13,8 +13,10 @@ from memory_core.errors import UnsafeContentError
 from memory_core.safety.engine import Match, Rule, run
 from memory_core.safety.finding import OVERSIZED, Finding, excerpt
 from memory_core.safety.languages import RULES as LANGUAGE_RULES
+from memory_core.safety.languages_wide import RULES as WIDE_LANGUAGE_RULES
 from memory_core.safety.normalise import Views, invisible_finding, views
 from memory_core.safety.rules import COMPACT, EXFIL, HOST, INJECTION, MARKUP, ROLE
+from memory_core.safety.rules_wide import WIDE
 from memory_core.safety.secrets import OWN as OWN_SECRET_RULES
 from memory_core.safety.secrets import detect_secrets_rules, secret_matches
 
@@ -30,6 +32,8 @@ _TEXT_RULES: tuple[Rule, ...] = (
     *COMPACT,
     *EXFIL,
     *HOST,
+    *WIDE,
+    *WIDE_LANGUAGE_RULES,
 )
 
 
@@ -70,6 +74,9 @@ def _findings(text: str, depth: int = 0, label: str = "") -> Iterator[Finding]:
         yield _finding(match, label)
     for match in run(_rot13_rules(), _rot13_views(forms)):
         yield _finding(match, label + "[rot13] ")
+    for unleeted in decode.unleet(forms.latin):
+        for match in run(_rot13_rules(), views(unleeted)):
+            yield _finding(match, label + "[leet] ")
     if depth < _MAX_DEPTH:
         for hidden in decode.base64_texts(forms.text):
             yield from _findings(hidden, depth + 1, label + "[base64] ")
