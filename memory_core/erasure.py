@@ -1,7 +1,7 @@
 """Everything held about one person: counted, exported as one file, or erased.
 
 A person's data lives in four places: USER.md and its folder
-(``memories/users/<key>/``, with its lock and backup files), their private
+(``memories/users/<key>/``, with its lock, backup, history and archive files), their private
 skills (``skills-private/<key>/``, and deleted ones under the skills archive),
 their exports (``exports/<key>/``),
 their sessions in state.db (messages, both full-text indexes, per-session
@@ -16,8 +16,10 @@ write, a review) can write about the person again, then removes under each
 store's own lock. It purges state.db (`SessionStore.delete_user` merges both indexes and
 checkpoints the WAL, with ``secure_delete`` on), so no file, row or index
 segment keeps the person's text. An export is JSON Lines: first one line per
-USER.md entry (``{"user": key, "memory_entry": text}``), then every message in
-the import format of `memory_core.sessions.jsonl` (drop the ``memory_entry``
+USER.md entry (``{"user": key, "memory_entry": text}``), then one per change in
+its history, oldest first (``{"user": key, "memory_change": {...}}``), one per
+archived entry (``{"user": key, "memory_archived": {...}}``), then every message
+in the import format of `memory_core.sessions.jsonl` (drop the ``memory_*``
 lines to import the rest with ``mnemo sessions import``).
 
 A chat export (`export_for_chat`) is one file per person,
@@ -195,6 +197,10 @@ class PersonData:
         key = check_user_key(user_key)
         entries = self._memory.read("user", key).entries
         lines = [json.dumps({"user": key, "memory_entry": e}, ensure_ascii=False) for e in entries]
+        changes = reversed(self._memory.history("user", key, None))  # oldest first
+        ledger = [{"memory_change": c.as_json()} for c in changes]
+        ledger += [{"memory_archived": a.as_json()} for a in self._memory.archived(key)]
+        lines += [json.dumps({"user": key, **row}, ensure_ascii=False) for row in ledger]
         messages = await self._sessions.export_lines(key)
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".export-", suffix=".tmp")

@@ -4,12 +4,14 @@ Every command goes through `MemoryTool.execute`, the same path as the model's
 `memory` tool, bound to the chosen user (`--user telegram-12345`, the key as
 stored) or to the shared notes (`--shared`). The operator counts as an admin.
 A refusal prints one line (with the pattern id for a safety refusal) and exits
-non-zero.
+non-zero. `history` and `undo` work on a profile (`--user KEY`) or, without
+it, on the shared MEMORY.md: its history is the audit of who changed it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import click
@@ -19,6 +21,7 @@ from memory_core import check_user_key
 from memory_core.file_memory import (
     OPERATOR,
     FileMemoryStore,
+    LedgerChange,
     MemoryRequest,
     MemoryState,
     MemoryTool,
@@ -134,3 +137,52 @@ def replace(
 def remove(state: CliState, user_key: str | None, shared: bool, old_text: str) -> None:
     """Remove the entry containing OLD_TEXT."""
     _write(state, user_key, shared, Operation("remove", old_text=old_text))
+
+
+@memory.command()
+@click.option("--user", "user_key", metavar="KEY", help="A user's profile (default: MEMORY.md).")
+@click.option("--limit", default=50, show_default=True, help="How many changes to show.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON Lines instead of text.")
+@click.pass_obj
+def history(state: CliState, user_key: str | None, limit: int, as_json: bool) -> None:
+    """List the recorded changes of a profile, or of the shared notes (the audit), newest first."""
+    target: Target = "user" if user_key is not None else "memory"
+
+    def body() -> tuple[LedgerChange, ...]:
+        key = check_user_key(user_key) if user_key is not None else None
+        return _store(state).history(target, key, limit)
+
+    changes = run_command(body)
+    if as_json:
+        for change in changes:
+            click.echo(json_text(change.as_json()))
+        return
+    if not changes:
+        click.echo("(no recorded changes)")
+    for change in changes:
+        stamp = datetime.fromtimestamp(change.at, UTC).strftime("%Y-%m-%d %H:%M")
+        by = change.origin.kind + (f" {change.origin.by}" if change.origin.by else "")
+        if change.origin.session_id is not None:
+            by += f", session {change.origin.session_id}"
+        undoes = f" of #{change.undoes}" if change.undoes is not None else ""
+        click.echo(f"#{change.id} {stamp} {change.action}{undoes} by {by}")
+        for sign, text in (("-", change.before), ("+", change.after)):
+            if text is not None:
+                click.echo(f"    {sign} " + visible(text, keep="\n\t").replace("\n", "\n      "))
+
+
+@memory.command()
+@click.argument("change_id", metavar="[N]", required=False, type=int)
+@click.option("--user", "user_key", metavar="KEY", help="A user's profile (default: MEMORY.md).")
+@click.pass_obj
+def undo(state: CliState, change_id: int | None, user_key: str | None) -> None:
+    """Revert the latest change still in force, or change N, as the operator."""
+    target: Target = "user" if user_key is not None else "memory"
+
+    def body() -> None:
+        key = check_user_key(user_key) if user_key is not None else None
+        result = _store(state).undo(target, key, change_id, OPERATOR)
+        made = ", ".join(f"#{c.id}" for c in result.made)
+        click.echo(f"undid #{result.undone.id} ({result.undone.action}) as {made}")
+
+    run_command(body)

@@ -53,8 +53,8 @@ def builtin_commands(
     registry.register(help_command(registry))
     registry.register(new_command(r.open_sessions))
     registry.register(stop_command(r.open_sessions))
-    registry.register(recall_command(r.sessions, r.recapper, r.recall_timeout))
-    registry.register(memory_command(r.memory))
+    registry.register(recall_command(r.sessions, r.recapper, r.recall_timeout, r.memory))
+    registry.register(memory_command(r.memory, r.open_sessions, r.person.discard_export))
     forget = forget_command(r.memory, choices, r.open_sessions, r.person.discard_export)
     registry.register(  # /forget, with /forget all and its button
         forget_with_erasure_command(

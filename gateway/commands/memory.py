@@ -1,7 +1,9 @@
 """/memory and /forget: what the bot keeps about a person, and removing one entry.
 
-`/memory` lists the person's USER.md entries, numbered, with the usage of its
-budget; admins also see MEMORY.md, numbered on its own. `/forget <number>`
+`/memory` lists the person's USER.md entries, numbered, each with who wrote it
+and when, with the usage of its budget; admins also see MEMORY.md, numbered on
+its own. `/memory history`, `/memory undo [N]` and `/memory archive` are in
+`gateway.commands.memory_history`. `/forget <number>`
 removes that entry of USER.md; `/forget <text>` removes the one entry holding
 the text (case-insensitive). When several hold it, they are offered as choices
 (buttons where the platform has them; ``/forget #N`` everywhere) bound to the
@@ -21,6 +23,7 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar, cast
 
+from gateway.commands import memory_history as history
 from gateway.commands.choices import PendingChoices
 from gateway.commands.registry import (
     Command,
@@ -50,6 +53,12 @@ IN_PRIVATE = (
     "chat with me, not in a group."
 )
 MAX_DIGITS = 6  # more than any USER.md holds entries
+HISTORY_SHOWN = 20  # the changes /memory history lists
+MEMORY_USAGE = (
+    "/memory shows what I remember about you; /memory history the latest changes; "
+    "/memory undo (or /memory undo N) reverts one; /memory archive what was moved out "
+    "of a full memory."
+)
 _NUMBER = re.compile(r"(?P<pick>#)?(?P<digits>[0-9]+)")  # ASCII digits only
 TOO_LONG = (
     "That number is far larger than the number of entries I keep, so nothing was removed. "
@@ -78,25 +87,55 @@ def _numbered(state: MemoryState) -> list[str]:
     return [f"{i}. {entry}" for i, entry in enumerate(state.entries, start=1)]
 
 
-def memory_command(memory: FileMemoryStore) -> Command:
-    """/memory over `memory`: the person's USER.md, numbered (admins: MEMORY.md too)."""
+def memory_command(
+    memory: FileMemoryStore,
+    open_sessions: SessionControl | None = None,
+    discard_export: Callable[[str], object] | None = None,
+) -> Command:
+    """/memory over `memory`: the person's USER.md, numbered, each entry with its origin
+    (admins: MEMORY.md too), and its subcommands `history`, `undo [N]` and `archive`
+    (`gateway.commands.memory_history`); after an undo `open_sessions` rebuild the
+    person's prompts and `discard_export(user_key)` drops their pending /export file."""
 
     async def show(ctx: CommandContext) -> CommandReply:
         if ctx.message.chat_type != "private":
             return CommandReply(IN_PRIVATE.format(command="/memory"))
-        state = memory.read("user", ctx.identity.user_key)
-        if state.entries:
-            lines = [f"What I remember about you ({state.usage_label}):", *_numbered(state)]
-            lines.append("Send /forget <number> to remove one.")
-        else:
-            lines = ["I don't remember anything about you yet."]
-        if ctx.is_admin:
-            shared = memory.read("memory")
-            lines += ["", f"Shared memory, MEMORY.md ({shared.usage_label}):"]
-            lines += _numbered(shared) or ["(empty)"]
-        return CommandReply("\n".join(lines))
+        key = ctx.identity.user_key
+        sub, _, rest = ctx.args.strip().partition(" ")
+        sub, rest = sub.casefold(), rest.strip()
+        if sub == "history":
+            return CommandReply(history.history_text(memory.history("user", key, HISTORY_SHOWN)))
+        if sub == "undo":
+            return await history.undo(memory, key, rest, open_sessions, discard_export)
+        if sub == "archive":
+            return CommandReply(history.archive_text(memory.archived(key)))
+        if sub:
+            return CommandReply(MEMORY_USAGE)
+        return CommandReply(_listing(memory, key, ctx.is_admin))
 
-    return Command("memory", "show what I remember about you", _guarded(show))
+    return Command(
+        "memory",
+        "show what I remember about you (/memory history, /memory undo, /memory archive)",
+        _guarded(show),
+        arguments=(CommandArgument("what", "history, undo [N] or archive", False),),
+        needs_session=True,  # an undo rebuilds the person's prompts: not under a running turn
+    )
+
+
+def _listing(memory: FileMemoryStore, key: str, is_admin: bool) -> str:
+    """The person's entries, numbered, each with who wrote it and when (admins: MEMORY.md)."""
+    state = memory.read("user", key)
+    if state.entries:
+        lines = [f"What I remember about you ({state.usage_label}):"]
+        lines += history.entry_lines(memory.origins("user", key))
+        lines.append("Send /forget <number> to remove one, /memory history for the changes.")
+    else:
+        lines = ["I don't remember anything about you yet."]
+    if is_admin:
+        shared = memory.read("memory")
+        lines += ["", f"Shared memory, MEMORY.md ({shared.usage_label}):"]
+        lines += _numbered(shared) or ["(empty)"]
+    return "\n".join(lines)
 
 
 def forget_command(

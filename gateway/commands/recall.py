@@ -7,12 +7,15 @@ the conversation going on now. A time phrase in the text ("last week",
 "yesterday", "in March", "3 days ago", 上周, 昨天, 三月) narrows the window.
 The conversations found are shown newest first, each with its date; when
 none is found the reply says so, with the place and window that were searched.
+In a private chat the entries moved out of the person's full USER.md (its
+archive) that hold every searched word are listed after them.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 from gateway.agent.recall import (
@@ -28,6 +31,8 @@ from gateway.commands.registry import Command, CommandContext, CommandReply
 from gateway.messages import CommandArgument
 from memory_core import (
     STOPWORDS,
+    ArchivedEntry,
+    FileMemoryStore,
     SearchScope,
     SessionStore,
     SessionStoreError,
@@ -47,8 +52,14 @@ _WORD = re.compile(r"\w+")
 _SYNTAX = re.compile(r'[*^():"]|\b(?:AND|OR|NOT|NEAR)\b')
 
 
-def recall_command(sessions: SessionStore, recapper: Recapper, timeout: float) -> Command:
-    """/recall over `sessions`, its recaps written by `recapper` within `timeout` seconds."""
+def recall_command(
+    sessions: SessionStore,
+    recapper: Recapper,
+    timeout: float,
+    memory: FileMemoryStore | None = None,
+) -> Command:
+    """/recall over `sessions`, its recaps written by `recapper` within `timeout` seconds;
+    in a private chat also over the person's archive in `memory` (`archived_matches`)."""
 
     async def recall(ctx: CommandContext) -> CommandReply:
         text = ctx.args.strip()
@@ -75,7 +86,13 @@ def recall_command(sessions: SessionStore, recapper: Recapper, timeout: float) -
             log.warning("/recall failed: %s: %s", type(exc).__name__, exc)
             return CommandReply("I can't read our past conversations right now; try again later.")
         syntax = _SYNTAX.search(text) is not None
-        return CommandReply(_render(result, ctx.identity.scope, syntax=syntax))
+        reply = _render(result, ctx.identity.scope, syntax=syntax)
+        if memory is not None and ctx.message.chat_type == "private":  # USER.md stays private
+            found = archived_matches(memory.archived(ctx.identity.user_key), window.query)
+            if found:
+                lines = "\n".join(f"- {a.text}" for a in found)
+                reply += f"\n\nIn what I moved out of a full memory (/memory archive):\n{lines}"
+        return CommandReply(reply)
 
     return Command(
         "recall",
@@ -83,6 +100,18 @@ def recall_command(sessions: SessionStore, recapper: Recapper, timeout: float) -
         recall,
         arguments=(CommandArgument("what", "what to look for, optionally with a time", True),),
     )
+
+
+def archived_matches(archived: Sequence[ArchivedEntry], query: str) -> list[ArchivedEntry]:
+    """The archived entries holding every word of `query` but the common ones, newest first.
+
+    A plain case-insensitive match of each word inside the entry's text (so a CJK
+    word is found inside a longer run); the archive has no dates to narrow by.
+    """
+    words = [w for w in _WORD.findall(query.casefold()) if w not in STOPWORDS]
+    if not words:
+        return []
+    return [a for a in reversed(archived) if all(w in a.text.casefold() for w in words)]
 
 
 def _refusal(window: TimeWindow) -> str | None:

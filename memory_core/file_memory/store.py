@@ -225,11 +225,12 @@ class FileMemoryStore:
         return UndoResult(change, tuple(made), WriteResult(state, True, outcome.notes))
 
     def history(
-        self, target: Target, user_key: str | None = None, limit: int = 20
+        self, target: Target, user_key: str | None = None, limit: int | None = 20
     ) -> tuple[LedgerChange, ...]:
-        """The latest `limit` changes of `target`, newest first."""
+        """The latest `limit` changes of `target` (None: all it keeps), newest first."""
         changes = read_changes(history_path(self.path(target, user_key)))
-        return tuple(reversed(changes[-limit:])) if limit > 0 else ()
+        kept = changes if limit is None else changes[-limit:] if limit > 0 else []
+        return tuple(reversed(kept))
 
     def origins(self, target: Target, user_key: str | None = None) -> list[EntryOrigin]:
         """The live entries of `target`, each with who wrote it and when."""

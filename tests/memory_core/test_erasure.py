@@ -137,7 +137,11 @@ async def test_export_is_one_private_file_of_entries_and_import_lines(home: Home
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["memory_entry"] for r in records[:3]] == [f"likes {w}" for w in ALICE_WORDS]
     assert {r["user"] for r in records} == {ALICE}
-    assert all(r["role"] == "user" for r in records[3:])
+    changes = [r["memory_change"] for r in records[3:6]]  # then her history, oldest first
+    assert [(c["action"], c["after"]) for c in changes] == [
+        ("add", f"likes {w}") for w in ALICE_WORDS
+    ]
+    assert all(r["role"] == "user" for r in records[6:])
     assert BOB_WORDS[0] not in out.read_text()
 
 
@@ -192,7 +196,12 @@ async def test_a_chat_export_is_one_file_replaced_discarded_and_swept(home: Home
     assert first.path == second.path == person.chat_export_path(ALICE)
     assert [p.name for p in (exports / ALICE).iterdir()] == [second.path.name]  # no temp left
     assert stat.S_IMODE(second.path.stat().st_mode) == 0o600
-    assert f"likes {ALICE_WORDS[0]}" not in second.path.read_text()  # the removed entry is gone
+    records = [json.loads(line) for line in second.path.read_text().splitlines()]
+    entries = [r["memory_entry"] for r in records if "memory_entry" in r]
+    assert f"likes {ALICE_WORDS[0]}" not in entries  # the removed entry is gone from USER.md
+    # but its removal is in the history, undoable, until /forget all
+    changes = [r["memory_change"] for r in records if "memory_change" in r]
+    assert changes[-1]["before"] == f"likes {ALICE_WORDS[0]}"
     assert person.sweep_exports(600) == 0  # fresh: kept
     assert person.sweep_exports(600, now=time.time() + 601) == 1
     assert not second.path.exists()

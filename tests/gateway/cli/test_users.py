@@ -72,7 +72,8 @@ def test_export_writes_one_private_file(home: Path) -> None:
     assert oct(path.stat().st_mode & 0o777) == "0o600"
     records = [json.loads(line) for line in path.read_text().splitlines()]
     assert records[0] == {"user": ADA, "memory_entry": "Ada rows on the xylocarpus lake"}
-    assert [r["content"] for r in records[1:]] == ["the xylocarpus regatta", "more xylocarpus"]
+    assert records[1]["memory_change"]["after"] == "Ada rows on the xylocarpus lake"
+    assert [r["content"] for r in records[2:]] == ["the xylocarpus regatta", "more xylocarpus"]
 
 
 def test_erase_yes_removes_every_byte_of_one_person(home: Path) -> None:

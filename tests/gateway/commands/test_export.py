@@ -68,7 +68,8 @@ async def test_export_writes_the_persons_entries_and_sessions_to_one_private_fil
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
     assert records[0] == {"user": f"telegram-{ADA}", "memory_entry": "Ada likes tea"}
-    assert [(r["role"], r["content"]) for r in records[1:]] == [
+    assert records[1]["memory_change"]["after"] == "Ada likes tea"  # its history
+    assert [(r["role"], r["content"]) for r in records[2:]] == [
         ("user", "I drink oolong"),
         ("assistant", "tea noted"),
     ]
@@ -101,7 +102,7 @@ def test_console_export_names_the_file(
     line = next(x for x in out.getvalue().splitlines() if "deleted in 10 minutes): " in x)
     path = exported_path(line)
     assert path.is_relative_to(home / "exports" / "console-ada")
-    assert json.loads(path.read_text(encoding="utf-8")) == {
+    assert json.loads(path.read_text(encoding="utf-8").splitlines()[0]) == {
         "user": "console-ada",
         "memory_entry": "Ada sails",
     }
@@ -182,7 +183,8 @@ async def test_a_sent_export_names_no_server_path_and_is_deleted_once_sent(
     assert str(services.config.home) not in reply and "/" + "exports" not in reply
     [(name, data)] = sink.sent
     assert name == f"mnemo-telegram-{ADA}.jsonl"
-    assert json.loads(data) == {"user": f"telegram-{ADA}", "memory_entry": "Ada likes tea"}
+    first = json.loads(data.splitlines()[0])  # then its history, one change
+    assert first == {"user": f"telegram-{ADA}", "memory_entry": "Ada likes tea"}
     assert exports(services) == []  # sent, so deleted: no copy stays on the server
 
 
@@ -310,7 +312,7 @@ async def test_telegram_gets_the_file_and_no_path_and_the_server_keeps_no_copy(
             await adapter.close()
     [(chat, name, data)] = tg.documents
     assert (chat, name) == (int(ADA), f"mnemo-telegram-{ADA}.jsonl")
-    assert json.loads(data)["memory_entry"] == "Ada likes tea"
+    assert json.loads(data.splitlines()[0])["memory_entry"] == "Ada likes tea"
     [text, document] = tg.chat_texts(int(ADA))  # the reply, then the file (no text)
     assert document is None
     assert text is not None and "attached" in text

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -57,7 +58,11 @@ async def test_entries_are_numbered_with_usage(services: Services, fake: FakeOpe
     reply = await say(serving(services), "/memory", "42")
     chars = len("Ada lives in Leeds") + len("\n§\n") + len("Ada is vegetarian")
     assert f"What I remember about you (2% — {chars}/1,375 chars)" in reply
-    assert "1. Ada lives in Leeds\n2. Ada is vegetarian" in reply
+    today = datetime.now(UTC).strftime("%-d %b %Y")
+    assert (
+        f"1. Ada lives in Leeds (the operator, {today})\n"
+        f"2. Ada is vegetarian (the operator, {today})"
+    ) in reply
     assert "office" not in reply and "MEMORY.md" not in reply  # not an admin
     assert fake.requests == []
 
