@@ -458,6 +458,9 @@ def _addressed(message: Message, me: User, trigger: str) -> bool:
     return False
 
 
+_QUOTES = (MessageEntity.BLOCKQUOTE, MessageEntity.EXPANDABLE_BLOCKQUOTE)
+
+
 def _entities(message: Message) -> dict[MessageEntity, str]:
     if message.text is not None:
         return message.parse_entities()
@@ -465,19 +468,32 @@ def _entities(message: Message) -> dict[MessageEntity, str]:
 
 
 def _without_mention(message: Message, me: User) -> str:
-    """The text or caption with the bot's @mentions cut out (offsets are UTF-16)."""
+    """The text or caption with the bot's @mentions cut out and each quoted block (a
+    blockquote entity) written as "> " lines, the way Markdown and Discord quote, so the
+    quote is not taken for the person's own words (offsets are UTF-16)."""
     text = message.text if message.text is not None else message.caption or ""
     name = f"@{me.username}".lower()
-    spans = [
+    entities = _entities(message)
+    quotes = [(e.offset, e.offset + e.length) for e in entities if e.type in _QUOTES]
+    cuts = [
         (e.offset, e.offset + e.length)
-        for e, value in _entities(message).items()
-        if e.type == MessageEntity.MENTION and value.lower() == name
+        for e, value in entities.items()
+        if e.type == MessageEntity.MENTION
+        and value.lower() == name
+        and not any(q0 <= e.offset < q1 for q0, q1 in quotes)  # quoted: kept as written
     ]
-    if not spans:
+    if not cuts and not quotes:
         return text
     units = text.encode("utf-16-le", "surrogatepass")
-    for start, end in sorted(spans, reverse=True):
-        units = units[: start * 2] + units[end * 2 :]
+    edits = [(a, b, False) for a, b in cuts] + [(a, b, True) for a, b in quotes]
+    for start, end, quote in sorted(edits, reverse=True):
+        part = b""
+        if quote:
+            block = units[start * 2 : end * 2].decode("utf-16-le", "surrogatepass")
+            part = "\n".join(f"> {line}" for line in block.split("\n")).encode(
+                "utf-16-le", "surrogatepass"
+            )
+        units = units[: start * 2] + part + units[end * 2 :]
     stripped = re.sub(" {2,}", " ", units.decode("utf-16-le", "surrogatepass")).strip()
     return stripped or text
 

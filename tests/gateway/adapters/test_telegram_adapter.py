@@ -410,3 +410,26 @@ async def test_an_export_file_arrives_as_a_document_after_the_text(
         await tg.wait_until(lambda: tg.documents)
     assert tg.documents == [(42, "telegram-42-export.jsonl", b'{"kind": "memory"}\n')]
     assert tg.chat_texts(42)[0] == "Everything I hold about you is in one file."
+
+
+async def test_a_quoted_block_arrives_as_quoted_lines(tg: FakeTelegram) -> None:
+    """A blockquote entity (what the person pasted as a quote) reaches the inbox as "> "
+    lines, which background learning does not take as the person's words."""
+    quoted = "Dana: I'm allergic to peanuts 🥜\nand to cashews"
+    text = f"{quoted}\nwhat can I cook for her?"
+    block = {"type": "blockquote", "offset": 0, "length": utf16_len(quoted)}
+    inbox = Inbox()
+    async with running(tg, inbox):
+        tg.inject_text(42, 42, text, entities=[block])
+        tg.inject_text(
+            -100,
+            7,
+            "@mnemo_bot see\nyou said so",
+            entities=[MENTION, {**block, "offset": 15, "length": 11}],
+        )
+        await _texts(tg, 42)
+        await _texts(tg, -100)
+    assert [m.text for m in inbox.messages] == [
+        "> Dana: I'm allergic to peanuts 🥜\n> and to cashews\nwhat can I cook for her?",
+        "see\n> you said so",
+    ]
