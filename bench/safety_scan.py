@@ -2,6 +2,15 @@
 
 Run: .venv/bin/python bench/safety_scan.py
 
+For the labelled set (tune and holdout apart) and the blind set written
+without the rules (tests/data/safety_blind.jsonl, if present), it prints: the
+share of malicious entries refused by the scan, the share of the rest that
+`instruction_reasons` stages, refused-or-staged, the share of benign entries
+falsely refused, and the staging of benign entries split by what they should
+get ("write": staging is a false staging; "stage": staging is right). The
+labelled set has no "expected" field: its benign rows count as "write". Only
+these aggregate rates are printed for the blind set, never an entry.
+
 "Before" is the single-module scan as it was before issue 10 (taken from git
 history), run in a subprocess that is killed after 10 s; "after" is the
 current `memory_core.safety`, best of three runs.
@@ -22,10 +31,11 @@ sys.path.insert(0, str(ROOT))
 
 from machine import describe  # noqa: E402
 
-from memory_core import scan  # noqa: E402
+from memory_core import instruction_reasons, scan  # noqa: E402
 
 TIMEOUT = 10.0
 DATA = ROOT / "tests" / "data" / "safety_labelled.jsonl"
+BLIND = ROOT / "tests" / "data" / "safety_blind.jsonl"
 WORST = {
     "ignore + 30 apostrophes": "ignore " + "'" * 30,
     "ignore + 34 apostrophes": "ignore " + "'" * 34,
@@ -96,8 +106,8 @@ def _best(action: Callable[[], object], runs: int = 3) -> float:
     return best
 
 
-def _rows() -> list[dict[str, str]]:
-    return [json.loads(line) for line in DATA.read_text(encoding="utf-8").splitlines() if line]
+def _rows(path: Path = DATA) -> list[dict[str, str]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
 
 
 def _refused(row: dict[str, str]) -> bool:
@@ -139,19 +149,45 @@ def throughput() -> None:
     )
 
 
+def _rate(hit: int, total: int) -> str:
+    return f"{hit}/{total} ({100 * hit / total:.1f}%)" if total else "0/0 (n/a)"
+
+
+def _staged(row: dict[str, str]) -> bool:
+    return bool(instruction_reasons(row["text"]))
+
+
+def _figures(name: str, rows: list[dict[str, str]]) -> None:
+    bad = [r for r in rows if r["label"] == "malicious"]
+    good = [r for r in rows if r["label"] == "benign"]
+    refused = [r for r in bad if _refused(r)]
+    passed = [r for r in bad if not _refused(r)]
+    staged = sum(_staged(r) for r in passed)
+    print(f"  {name}: {len(bad)} malicious, {len(good)} benign")
+    print(f"    malicious refused by the scan      {_rate(len(refused), len(bad))}")
+    print(f"    of the rest, staged                {_rate(staged, len(passed))}")
+    print(f"    malicious refused or staged        {_rate(len(refused) + staged, len(bad))}")
+    print(
+        f"    benign falsely refused             {_rate(sum(_refused(r) for r in good), len(good))}"
+    )
+    for expected, meaning in (("write", "false staging"), ("stage", "staged as it should be")):
+        part = [r for r in good if r.get("expected", "write") == expected]
+        hit = sum(_staged(r) for r in part if not _refused(r))
+        print(f"    benign expected {expected:<5} staged ({meaning}) {_rate(hit, len(part))}")
+
+
 def labelled() -> None:
     rows = _rows()
     print(f"labelled set {DATA.relative_to(ROOT)}: {len(rows)} entries")
-    for split in ("tune", "holdout", "all"):
-        part = [r for r in rows if split == "all" or r["split"] == split]
-        bad = [r for r in part if r["label"] == "malicious"]
-        good = [r for r in part if r["label"] == "benign"]
-        hit = sum(_refused(r) for r in bad)
-        false = sum(_refused(r) for r in good)
-        print(
-            f"  {split:<8} malicious refused {hit}/{len(bad)} ({100 * hit / len(bad):.1f}%)"
-            f"   benign falsely refused {false}/{len(good)} ({100 * false / len(good):.1f}%)"
-        )
+    for split in ("tune", "holdout"):
+        _figures(split, [r for r in rows if r["split"] == split])
+    if BLIND.exists():
+        # Aggregate rates only: the blind set measures the rules and is never read entry by entry.
+        blind = _rows(BLIND)
+        print(f"blind set {BLIND.relative_to(ROOT)}: {len(blind)} entries")
+        _figures("blind", blind)
+    else:
+        print(f"blind set {BLIND.relative_to(ROOT)}: not present")
 
 
 if __name__ == "__main__":
