@@ -16,8 +16,11 @@ decided by the inbox, not here.
 Replies go through `gateway.delivery` over a `DiscordChannel`: Markdown passed
 through (Discord renders it), 2,000 characters a message, no mention ever pings
 (``allowed_mentions`` parses none, and ``@everyone``/``@here`` are broken with a
-zero-width space as well). Slash commands and button clicks are handled by
-``discord_commands.DiscordCommands``, which this adapter builds on its client.
+zero-width space as well), Markdown images sent as links, and link embeds
+suppressed (SUPPRESS_EMBEDS, on sends and edits) unless every link in the text is
+one the person sent in the session (`gateway.delivery.links`). Slash commands
+and button clicks are handled by ``discord_commands.DiscordCommands``, which this
+adapter builds on its client.
 
 The client asks for the guilds, guild messages, direct messages and message
 content intents; the last is privileged and must be enabled in the developer

@@ -3,7 +3,9 @@
 It only translates. A private chat's texts and captions, and in groups the
 messages addressed to the bot (an @mention, a reply to the bot, a command;
 everything with ``group_trigger: all``), become `InboundMessage`s for the
-inbox; replies go back through `gateway.delivery` over a `TelegramChannel`.
+inbox; replies go back through `gateway.delivery` over a `TelegramChannel`, with
+link previews off (``link_preview_options``) unless every link in the text is
+one the person sent in the session (`gateway.delivery.links`).
 Other content (stickers, voice, photos without a caption, files) goes to the
 inbox marked `unsupported` (it answers with one line after its access check,
 and nothing reaches the model or the store). Edited messages, channel posts and

@@ -10,9 +10,12 @@ messages): fetching exactly such a link tells its server nothing the person
 did not already send. Any other link, or one whose text differs in any way that
 survives `link_key`, turns the message's previews off.
 
-What counts as a link is deliberately broad (scheme URLs, ``www.`` names and
-bare ``name.tld/...`` forms, which Telegram also links): finding too many only
-turns off a harmless preview, finding too few would let one through.
+What counts as a link is deliberately broad: every whitespace-separated piece
+with a scheme (``https://``), a dot between a word character and two letters
+(``attacker.example/?d=…``, which Telegram links without a scheme) or an IPv4
+address, Markdown around it included. Finding too many only turns off a harmless
+preview; finding too few would let one through. A piece counts whole, so a
+trusted link with anything added (a query, a path, a host before it) is foreign.
 
 `images_as_links` turns Markdown images into links with the same text, so no
 platform shows an image the bot's text points at; Telegram's renderer already
