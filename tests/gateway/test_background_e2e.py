@@ -182,6 +182,50 @@ def test_a_review_after_the_reply_saves_a_fact_and_says_so(chat_factory: Any) ->
     assert counters is not None and counters.turns_since_memory == 0  # the review finished
 
 
+ASSISTANT_ONLY = "Since you are allergic to bee stings, plant ferns rather than lavender."
+
+
+def reviews_done(home: Path, count: int) -> None:
+    """Wait until `count` reviews have ended (their audit records are closed)."""
+    deadline = time.monotonic() + TIMEOUT
+    while time.monotonic() < deadline:
+        ended = [s for s in sessions_quoting(home, "[Background review.") if s.ended_at]
+        if len(ended) >= count:
+            return
+        time.sleep(0.02)  # polling another process's database: no event to wait on
+    raise AssertionError(f"fewer than {count} reviews ended within {TIMEOUT} s")
+
+
+@pytest.mark.slow  # two turns and two reviews of a real `mnemo chat`: 3 to 7 s here
+@pytest.mark.parametrize(
+    "model",
+    [
+        [
+            {"text": ASSISTANT_ONLY},
+            memory_call("Allergic to bee stings"),  # only the assistant said it
+            {"text": "Nothing the person said."},
+            {"text": "Chickens, lovely."},
+            memory_call("Keeps chickens in the garden"),
+            {"text": "Saved."},
+        ]
+    ],
+    indirect=True,
+)
+def test_a_review_saves_nothing_that_only_the_assistant_said(chat_factory: Any) -> None:
+    chat = chat_factory("memory: {nudge_interval: 1}\n")
+    chat.type("What should I plant on my balcony?")
+    chat.read_until(ASSISTANT_ONLY)
+    reviews_done(chat.home, 1)
+    assert chat.profile() == ""
+    chat.type("I keep chickens in the garden too.")
+    notice = chat.read_until(NOTICE)
+    chat.quit()
+
+    assert [line for line in chat.lines if line == NOTICE] == [chat.lines[notice]]  # one
+    assert "Keeps chickens in the garden" in chat.profile()
+    assert "bee" not in chat.profile()
+
+
 async def pending_extractions(home: Path) -> list[int]:
     store = SessionStore(home / "state.db")
     await store.open()
