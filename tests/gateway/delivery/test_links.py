@@ -6,6 +6,8 @@ from __future__ import annotations
 import time
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gateway.delivery import LinkSink, images_as_links, previews_allowed, trusted_links
 from gateway.delivery.links import links_in
@@ -68,6 +70,29 @@ def test_images_become_links_and_code_stays() -> None:
     assert (
         images_as_links("![r][r]\n\n[r]: https://r.example") == "[r][r]\n\n[r]: https://r.example"
     )
+
+
+_PIECES = st.sampled_from(
+    [" ", "\n", "![", "](", ")", "[", "]", "`", "https://", "www.", ".com", "/p?q=1", "a", "é", "."]
+)
+_TEXTS = st.lists(_PIECES, max_size=40).map("".join)
+
+
+@given(_TEXTS, _TEXTS)
+def test_what_the_person_sent_is_trusted_and_anything_added_to_a_link_is_not(
+    person: str, extra: str
+) -> None:
+    assert previews_allowed(person, trusted_links([person]))
+    for link in links_in(person):
+        grown = link + "?d=" + extra.replace(" ", "").replace("\n", "") + "x"
+        assert not previews_allowed(f"see {grown}", trusted_links([person]))
+
+
+@given(_TEXTS)
+def test_images_as_links_never_lengthens_and_leaves_no_image(text: str) -> None:
+    converted = images_as_links(text)
+    assert len(converted) <= len(text)
+    assert images_as_links(converted) == converted  # nothing left to turn into a link
 
 
 async def test_a_streamed_reply_with_a_foreign_link_never_asks_for_previews() -> None:
