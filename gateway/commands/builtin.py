@@ -10,6 +10,7 @@ from gateway.commands.choices import PendingChoices
 from gateway.commands.erase import PendingErasures, export_command, forget_with_erasure_command
 from gateway.commands.info import help_command, skills_command, start_command, status_command
 from gateway.commands.memory import forget_command, memory_command
+from gateway.commands.memory_pending import PendingReview, with_pending
 from gateway.commands.recall import recall_command
 from gateway.commands.registry import (
     Command,
@@ -19,7 +20,7 @@ from gateway.commands.registry import (
     SessionControl,
 )
 from gateway.commands.skills import promote_command
-from memory_core import FileMemoryStore, PersonData, SessionStore, SkillsStore
+from memory_core import FileMemoryStore, PendingChanges, PersonData, SessionStore, SkillsStore
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,9 @@ def builtin_commands(
     registry.register(new_command(r.open_sessions))
     registry.register(stop_command(r.open_sessions))
     registry.register(recall_command(r.sessions, r.recapper, r.recall_timeout, r.memory))
-    registry.register(memory_command(r.memory, r.open_sessions, r.person.discard_export))
+    memory = memory_command(r.memory, r.open_sessions, r.person.discard_export)
+    review = PendingReview(PendingChanges(r.memory), choices, r.open_sessions)
+    registry.register(with_pending(memory, review))  # with /memory pending|approve|reject
     forget = forget_command(r.memory, choices, r.open_sessions, r.person.discard_export)
     registry.register(  # /forget, with /forget all and its button
         forget_with_erasure_command(
