@@ -123,6 +123,7 @@ def build_conversations(
         services.auxiliary,
         config.auxiliary.recap_timeout,
         access.is_admin,
+        approve_all=config.memory.write_approval == "all",
     )
     queue = SessionQueue(services.sessions)  # messages waiting for a busy session
     turns = Turns(

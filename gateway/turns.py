@@ -69,6 +69,7 @@ class ToolBox:
     recapper: Recapper  # the auxiliary model, for session_search recaps
     recap_timeout: float
     is_admin: Callable[[str, str], bool]  # (platform, user id): `AccessPolicy.is_admin`
+    approve_all: bool = False  # memory.write_approval: all: every memory change waits
 
     def for_turn(self, who: MessageIdentity, session: OpenSession) -> list[Tool]:
         """The memory and skills tools as `who` may use them, session_search within their
@@ -86,6 +87,7 @@ class ToolBox:
                 timeout=self.recap_timeout,
             ),
             session_id=session.session_id,
+            approve_all=self.approve_all,
         ) + provider_tools(session.manager)
 
 

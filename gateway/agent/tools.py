@@ -23,15 +23,18 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from secrets import token_hex
 from typing import Any
 
 from gateway.agent.session_search import SESSION_SEARCH_SCHEMA, SessionSearch
 from memory_core import (
     MEMORY_TOOL_SCHEMA,
+    Approval,
     FileMemoryStore,
     MemoryManager,
     MemoryTool,
     Origin,
+    PendingChanges,
     ProviderError,
     SkillsStore,
     SkillsTools,
@@ -63,11 +66,17 @@ def build_tools(
     is_admin: bool,
     session_search: SessionSearch | None = None,
     session_id: int | None = None,
+    approve_all: bool = False,
 ) -> list[Tool]:
     """The memory tool, `session_search` (when given) and the skills tools, in that order.
-    The memory tool's changes are recorded as the person's own, made in `session_id`."""
+    The memory tool's changes are recorded as the person's own, made in `session_id`; an
+    entry that reads as an instruction waits for the person's approval, and with
+    `approve_all` (``memory.write_approval: all``) every change does."""
     origin = Origin("person", session_id)
-    memory_tool = MemoryTool(memory, user_key=user_key, is_admin=is_admin, origin=origin)
+    approval = Approval(PendingChanges(memory), everything=approve_all, batch=token_hex(8))
+    memory_tool = MemoryTool(
+        memory, user_key=user_key, is_admin=is_admin, origin=origin, approval=approval
+    )
     tools = [Tool(MEMORY_TOOL_SCHEMA, in_thread(memory_tool.handle))]
     if session_search is not None:  # bound to this person's recall scope by the caller
         tools.append(Tool(SESSION_SEARCH_SCHEMA, session_search.handle, writes=False))

@@ -20,7 +20,6 @@ person's open sessions rebuild their prompts. Rejecting drops the changes.
 from __future__ import annotations
 
 import logging
-import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace

@@ -349,8 +349,8 @@ def _staged_payload(staged: Sequence[StagedChange]) -> dict[str, Any]:
         "staged": [{"id": c.id, "change": c.describe(), "reason": c.reason} for c in staged],
         "message": (
             "Not saved yet: the change waits for the person's approval "
-            f"({staged[0].reason}). If you mention it, say it awaits their approval; "
-            "do not repeat this call."
+            f"({staged[0].reason}). Tell them it awaits their approval (/memory pending, "
+            f"/memory approve {staged[0].id}), never that it was saved; do not repeat this call."
         ),
     }
 

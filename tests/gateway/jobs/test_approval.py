@@ -144,3 +144,38 @@ async def test_a_review_cancelled_after_writing_still_says_so(
         await wait_until(lambda: bool(bot.notes))
     assert [text for _, text in bot.notes] == ["💾 Memory updated"]
     assert bot.notes[0][0].chat_id == "alice"
+
+
+async def test_in_the_persons_own_turn_a_link_waits_and_the_model_is_told(
+    fake: FakeOpenAI, tmp_path: Path
+) -> None:
+    config = bot_config(fake, tmp_path / "data", memory={"nudge_interval": 0})
+    blog = {"target": "user", "action": "add", "content": "Blog: https://alice.example"}
+    fake.call_tools(ToolCall("memory", blog))
+    fake.say("I'll remember it once you approve.")
+    async with running_bot(config) as bot:
+        await bot.say("remember my blog https://alice.example")
+        staged = PendingChanges(bot.services.memory).list("telegram-alice")
+        assert await bot.user_entries() == ()
+    [change] = staged
+    assert (change.origin.kind, change.reason) == ("person", "it contains a link")
+    told = [m["content"] for m in fake.requests[-1].body["messages"] if m.get("role") == "tool"]
+    assert "awaits their approval" in told[-1] and "never that it was saved" in told[-1]
+
+
+async def test_write_approval_all_stages_a_plain_fact_of_the_persons_turn(
+    fake: FakeOpenAI, tmp_path: Path
+) -> None:
+    config = bot_config(
+        fake, tmp_path / "data", memory={"nudge_interval": 0, "write_approval": "all"}
+    )
+    fake.call_tools(NURSE)
+    fake.say("Noted, once you approve.")
+    async with running_bot(config) as bot:
+        await bot.say(NIGHTS)
+        staged = PendingChanges(bot.services.memory).list("telegram-alice")
+        assert await bot.user_entries() == ()
+        reply = await bot.say("/memory approve all")
+        assert "Saved: add “Works as a nurse”" in reply
+        assert await bot.user_entries() == ("Works as a nurse",)
+    assert [c.reason for c in staged] == ["every memory change waits for your approval"]
