@@ -288,6 +288,8 @@ def test_the_daily_cap_reaches_the_model_as_a_refusal(
 def test_the_default_rules_stage_a_url(store: FileMemoryStore, pending: PendingChanges) -> None:
     staging = Approval(pending, everything=False, batch="run")
     tool = MemoryTool(store, ALICE, is_admin=False, origin=REVIEW, approval=staging)
-    result = call(tool, target="user", action="add", content="Status: ![s](https://e.example/?u=1)")
-    assert result["saved"] is False and result["staged"][0]["reason"]
+    result = call(
+        tool, target="user", action="add", content="My blog is https://alice.example/blog"
+    )
+    assert result["saved"] is False and result["staged"][0]["reason"] == LINK
     assert entries(store) == ()
