@@ -160,3 +160,31 @@ def test_the_installed_script_works_in_a_real_process(home: Path, tmp_path: Path
     )
     assert refused.returncode == 1
     assert "'read_credential_file'" in refused.stderr
+
+
+def test_history_and_undo_for_a_user_and_the_shared_audit(home: Path) -> None:
+    mnemo(home, "add", "--user", ALICE, "Alice prefers tea")
+    mnemo(home, "replace", "--user", ALICE, "tea", "Alice prefers coffee")
+    mnemo(home, "add", "--shared", "Backups run nightly")
+    history = mnemo(home, "history", "--user", ALICE)
+    assert history.exit_code == 0, history.stderr
+    lines = history.stdout.splitlines()
+    assert lines[0].startswith("#2 ") and lines[0].endswith(" replace by operator")
+    assert lines[1:3] == ["    - Alice prefers tea", "    + Alice prefers coffee"]
+    assert "Backups" not in history.stdout  # the shared notes have their own history
+
+    refused = mnemo(home, "undo", "1", "--user", ALICE)
+    assert refused.exit_code == 1 and "change 2 changed the same entry" in refused.stderr
+    undone = mnemo(home, "undo", "--user", ALICE)
+    assert undone.exit_code == 0 and undone.stdout == "undid #2 (replace) as #3\n"
+    assert store(home).read("user", ALICE).entries == ("Alice prefers tea",)
+
+    audit = mnemo(home, "history", "--json")  # no --user: MEMORY.md
+    (change,) = [json.loads(line) for line in audit.stdout.splitlines()]
+    assert (change["action"], change["after"], change["origin"]["kind"]) == (
+        "add",
+        "Backups run nightly",
+        "operator",
+    )
+    assert mnemo(home, "undo").exit_code == 0
+    assert store(home).read("memory").entries == ()

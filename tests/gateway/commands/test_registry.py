@@ -66,7 +66,7 @@ async def test_builtins_are_registered_in_order(services: Services) -> None:
     admin_only = [c.name for c in builtin_registry(services) if c.admin_only]
     assert admin_only == ["promote"]  # hidden from everyone else's /help, refused for them
     waiting = [c.name for c in builtin_registry(services) if c.needs_session]
-    assert waiting == ["new", "memory", "forget"]  # /memory undo rebuilds prompts  # the others answer while a reply is being written
+    assert waiting == ["new", "memory", "forget"]  # the others answer while a reply is written
 
 
 def test_choices_render_as_numbered_text() -> None:
