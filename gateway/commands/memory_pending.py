@@ -128,6 +128,8 @@ class PendingReview:
             f"(for {days} day{'s' if days != 1 else ''}):"
         )
         lines = [head, *(_line(change) for change in staged)]
+        listed = " ".join(str(c.id) for c in staged)
+        lines.append(f"Or send /memory approve {listed} or /memory reject {listed}.")
         return CommandReply("\n".join(lines), choices=offered)
 
     async def _approve(self, user_key: str, ids: Sequence[int] | None) -> CommandReply:
@@ -187,11 +189,9 @@ class StagedNotices:
         if sink is None:
             return False
         reply = self._review.notice(user_key, staged, self._clock())
+        await sink.write(reply.text)  # without buttons (the console) the commands it names
         if isinstance(sink, ChoiceSink):
-            await sink.write(reply.text)
             await sink.offer(reply.choices)
-        else:
-            await sink.write(reply.as_text())
         await sink.finish()
         return True
 
