@@ -22,7 +22,7 @@ import json
 import os
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -139,6 +139,20 @@ def append_changes(
     else:
         _append(path, (c.as_json() for c in made))
     return made
+
+
+def forget_writer(path: Path, user_key: str) -> bool:
+    """Drop `user_key` as the named writer (`by`) of the changes in a history file; the
+    changes stay, as an admin's. Whether any line named them."""
+    changes = read_changes(path)
+    if not any(c.origin.by == user_key for c in changes):
+        return False
+    kept = [
+        replace(c, origin=replace(c.origin, by=None)) if c.origin.by == user_key else c
+        for c in changes
+    ]
+    _rewrite(path, (c.as_json() for c in kept))
+    return True
 
 
 def entry_origins(entries: Sequence[str], changes: Sequence[LedgerChange]) -> list[EntryOrigin]:

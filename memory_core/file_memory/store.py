@@ -47,6 +47,7 @@ from memory_core.file_memory.ledger import (
     archive_path,
     entry_origins,
     fit_by_archiving,
+    forget_writer,
     history_path,
     inverse,
     pick_undo,
@@ -262,12 +263,18 @@ class FileMemoryStore:
             yield
 
     def erase_user(self, user_key: str) -> bool:
-        """Remove `user_key`'s folder (USER.md, its lock and backups); whether there was one.
+        """Remove `user_key`'s folder (USER.md, its lock, backups, history, archive) and
+        their name from MEMORY.md's history (as the admin who wrote there); whether there
+        was a folder.
 
         The folder goes under USER.md's lock, so a write in progress finishes first
         and one waiting for the lock then meets the fence (call `fence.erasing` first).
         """
         folder = self._root / "users" / check_user_key(user_key)  # even one symlinked away
+        shared = self.path("memory")
+        if history_path(shared).exists():
+            with self._locked(shared):
+                forget_writer(history_path(shared), user_key)
         if folder.is_symlink() or folder.is_file():
             folder.unlink()
             return True

@@ -222,3 +222,18 @@ def test_erasing_a_person_erases_their_history_and_archive(store: FileMemoryStor
     assert not folder.exists()
     assert store.history("user", ALICE) == () and store.archived(ALICE) == []
     assert [c.after for c in store.history("user", BOB)] == ["Bob sails"]
+
+
+def test_erasing_an_admin_drops_their_name_from_the_shared_audit(store: FileMemoryStore) -> None:
+    store.apply(
+        "memory", None, [Operation("add", content="Backups run nightly")], Origin("admin", 3, ALICE)
+    )
+    store.apply("memory", None, [Operation("add", content="VPN is down")], Origin("admin", 4, BOB))
+    store.erase_user(ALICE)
+    audit = store.path("memory").with_name("MEMORY.history.jsonl").read_text()
+    assert ALICE not in audit and BOB in audit
+    assert [c.origin for c in reversed(store.history("memory"))] == [
+        Origin("admin", 3),
+        Origin("admin", 4, BOB),
+    ]
+    assert store.read("memory").entries == ("Backups run nightly", "VPN is down")
