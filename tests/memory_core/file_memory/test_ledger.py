@@ -237,3 +237,35 @@ def test_erasing_an_admin_drops_their_name_from_the_shared_audit(store: FileMemo
         Origin("admin", 4, BOB),
     ]
     assert store.read("memory").entries == ("Backups run nightly", "VPN is down")
+
+
+def test_concurrent_writers_never_lose_or_reuse_a_history_line(tmp_path: Path) -> None:
+    """Two writers on Alice's file (one also holding its lock between writes) and Bob's:
+    every change is one line, ids strictly increase, and no line lands in the other file."""
+    import threading
+
+    from memory_core.file_memory.ledger import history_path
+
+    def writer(key: str, prefix: str, count: int, slow: bool) -> None:
+        store = FileMemoryStore(tmp_path)  # its own lock objects, like another process
+        for i in range(count):
+            if slow:  # also holds the lock in between, reading the files beside USER.md
+                with store.beside_user(key) as folder:
+                    sorted(folder.iterdir())
+            store.apply("user", key, [Operation("add", content=f"{prefix} {i}")], ME)
+
+    threads = [
+        threading.Thread(target=writer, args=(ALICE, "alice-a", 25, True)),
+        threading.Thread(target=writer, args=(ALICE, "alice-b", 25, False)),
+        threading.Thread(target=writer, args=(BOB, "bob", 25, False)),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    store = FileMemoryStore(tmp_path)
+    alice = read_changes(history_path(store.path("user", ALICE)))
+    bob = read_changes(history_path(store.path("user", BOB)))
+    assert [c.id for c in alice] == list(range(1, 51))
+    assert {c.after for c in alice} == set(store.read("user", ALICE).entries)
+    assert all(c.after is not None and c.after.startswith("bob") for c in bob) and len(bob) == 25
