@@ -10,9 +10,10 @@ auxiliary model asked "fact or instruction?", see `verdicts`) did not answer
 this writer). One staged operation of a request stages the whole request, each
 operation with its own reason, so a consolidation is approved as it was meant.
 
-Each operation is tried alone on the current entries first, so a request the
-tool would refuse (no match, several matches, the safety scan) is refused the
-same way, and a replace or remove is pinned to the whole entry it matched.
+The operations are first tried in turn on the current entries (the budget
+left for approval time): a request the tool would refuse (no match, several
+matches, the safety scan) is not staged but refused by the tool's own write,
+with its reason, and a replace or remove is pinned to the whole entry it matched.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from memory_core.errors import MemoryCoreError
 from memory_core.file_memory.edits import Operation, apply_operations
 from memory_core.file_memory.entries import normalise_entry
 from memory_core.file_memory.origin import Origin
@@ -54,8 +56,14 @@ class Approval:
         """What to stage for `operations` on `entries`: empty when they may be written now."""
         proposals: list[Proposal] = []
         waits = False
+        work = tuple(entries)
         for op in operations:
-            proposal = self._proposal(entries, op, origin)
+            try:
+                outcome = apply_operations(work, [op], UNLIMITED)  # in turn, as a batch runs
+            except MemoryCoreError:
+                return []  # the tool's own write refuses it the same way, with its reason
+            proposal = self._proposal(work, outcome.entries, op, origin)
+            work = outcome.entries
             if proposal is None:
                 continue  # an identical entry exists: nothing to do
             waits = waits or bool(proposal.reason)
@@ -87,11 +95,12 @@ class Approval:
 
         return instruction_reasons(text)
 
-    def _proposal(self, entries: Sequence[str], op: Operation, origin: Origin) -> Proposal | None:
-        outcome = apply_operations(entries, [op], UNLIMITED)  # raises what the tool would
-        if not outcome.changed:
+    def _proposal(
+        self, entries: Sequence[str], result: Sequence[str], op: Operation, origin: Origin
+    ) -> Proposal | None:
+        if tuple(result) == tuple(entries):
             return None
-        before, after = list(entries), list(outcome.entries)
+        before, after = list(entries), list(result)
         against = None if op.action == "add" else _changed_entry(before, after)
         content = None if op.action == "remove" else normalise_entry(op.content or "")
         flags = self._reasons(content) if content is not None else ()

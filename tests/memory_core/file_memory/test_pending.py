@@ -293,3 +293,17 @@ def test_the_default_rules_stage_a_url(store: FileMemoryStore, pending: PendingC
     )
     assert result["saved"] is False and result["staged"][0]["reason"] == LINK
     assert entries(store) == ()
+
+
+def test_a_batch_whose_second_edit_needs_the_first_is_written_as_before(
+    store: FileMemoryStore, pending: PendingChanges
+) -> None:
+    tool, _ = tool_for(store, pending, PERSON)
+    ops = [
+        {"action": "add", "content": "Likes green tea"},
+        {"action": "replace", "old_text": "green tea", "content": "Likes jasmine tea"},
+    ]
+    result = call(tool, target="user", operations=ops)
+    assert result["success"] and "staged" not in result
+    assert entries(store) == ("Likes jasmine tea",)
+    assert pending.list(ALICE) == ()
