@@ -307,3 +307,14 @@ def test_a_batch_whose_second_edit_needs_the_first_is_written_as_before(
     assert result["success"] and "staged" not in result
     assert entries(store) == ("Likes jasmine tea",)
     assert pending.list(ALICE) == ()
+
+
+def test_erasing_the_person_erases_their_staged_changes(
+    pending: PendingChanges, store: FileMemoryStore
+) -> None:
+    pending.stage(ALICE, [add("Likes tea")], REVIEW, "b1")
+    pending.stage(BOB, [add("Likes coffee")], REVIEW, "b2")
+    assert store.erase_user(ALICE)
+    assert pending.list(ALICE) == ()
+    assert not store.path("user", ALICE).parent.exists()
+    assert [c.content for c in pending.list(BOB)] == ["Likes coffee"]
