@@ -1,5 +1,6 @@
 """
 MemoryCoreError
+ ├── PersonErasedError                  the person was erased after the writing work began
  ├── AtomicWriteError                   a crash-safe write failed; the old file is untouched
  ├── InvalidEntryError                  content cannot be stored as one memory entry
  ├── InvalidUserKeyError                a user key is not a well-formed, path-safe key
