@@ -72,6 +72,7 @@ if TYPE_CHECKING:
         SkillStorageError,
         StagingLimitError,
         UndecodableMemoryError,
+        UndoRefusedError,
         UnreadableMemoryError,
         UnsafeContentError,
     )
@@ -97,7 +98,6 @@ if TYPE_CHECKING:
         Proposal,
         StagedChange,
         Target,
-        UndoRefusedError,
         UndoResult,
         WriteResult,
     )
@@ -222,6 +222,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "SkillSizeError",
         "SkillStorageError",
         "UndecodableMemoryError",
+        "UndoRefusedError",
         "UnreadableMemoryError",
         "UnsafeContentError",
     ),
@@ -246,7 +247,6 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "Operation",
         "Origin",
         "Target",
-        "UndoRefusedError",
         "UndoResult",
         "WriteResult",
     ),

@@ -15,7 +15,8 @@ MemoryCoreError
  │    ├── NoMatchError                  no entry contains old_text
  │    ├── AmbiguousMatchError           several entries contain old_text
  │    ├── EntryTooLongError             one entry is longer than the whole budget
- │    └── OverBudgetError               the final state would exceed the budget
+ │    ├── OverBudgetError               the final state would exceed the budget
+ │    └── UndoRefusedError              an undo that cannot be done (a later change, a hand edit)
  ├── BatchRejectedError                 one operation of a batch failed; nothing applied
  ├── InvalidArgumentsError              the memory tool's arguments are malformed
  ├── MemoryPermissionError              the caller may not write this memory target
@@ -153,6 +154,10 @@ class OverBudgetError(MemoryEditError):
     def __init__(self, message: str, chars_after: int, entries: Sequence[str], limit: int) -> None:
         super().__init__(message, entries, limit)
         self.chars_after = chars_after
+
+
+class UndoRefusedError(MemoryEditError):
+    """An undo that cannot be done; the message is the one line the person sees."""
 
 
 class BatchRejectedError(MemoryCoreError):

@@ -21,6 +21,7 @@ from memory_core.errors import (
     NoMatchError,
     OverBudgetError,
     UndecodableMemoryError,
+    UndoRefusedError,
     UnreadableMemoryError,
 )
 from memory_core.file_memory.approval import Approval
@@ -29,7 +30,6 @@ from memory_core.file_memory.ledger import (
     ArchivedEntry,
     EntryOrigin,
     LedgerChange,
-    UndoRefusedError,
 )
 from memory_core.file_memory.origin import OPERATOR, Origin
 from memory_core.file_memory.pending import Decision, PendingChanges, Proposal, StagedChange

@@ -27,7 +27,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from memory_core.atomic import atomic_write_text
-from memory_core.errors import MemoryCoreError, MemoryEditError, MemoryFileError, OverBudgetError
+from memory_core.errors import (
+    MemoryCoreError,
+    MemoryFileError,
+    OverBudgetError,
+    UndoRefusedError,
+)
 from memory_core.file_memory.edits import EditOutcome, Operation, apply_operations
 from memory_core.file_memory.origin import OPERATOR, Origin
 
@@ -35,10 +40,6 @@ LedgerAction = Literal["add", "replace", "remove", "consolidate", "undo", "archi
 HISTORY_LIMIT = 1000
 HISTORY_SLACK = 100
 ARCHIVE_LIMIT = 500
-
-
-class UndoRefusedError(MemoryEditError):
-    """An undo that cannot be done; the message is the one line the person sees."""
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from memory_core.errors import (
     MemoryLockError,
     OverBudgetError,
     UndecodableMemoryError,
+    UndoRefusedError,
     UnreadableMemoryError,
 )
 from memory_core.fence import ErasureFence
@@ -42,7 +43,6 @@ from memory_core.file_memory.ledger import (
     Draft,
     EntryOrigin,
     LedgerChange,
-    UndoRefusedError,
     append_changes,
     archive_path,
     entry_origins,
