@@ -1,7 +1,8 @@
 """Everything held about one person: counted, exported as one file, or erased.
 
 A person's data lives in four places: USER.md and its folder
-(``memories/users/<key>/``, with its lock, backup, history and archive files), their private
+(``memories/users/<key>/``, with its lock, backup, history, archive and staged
+changes), their private
 skills (``skills-private/<key>/``, and deleted ones under the skills archive),
 their exports (``exports/<key>/``),
 their sessions in state.db (messages, both full-text indexes, per-session
@@ -18,7 +19,10 @@ checkpoints the WAL, with ``secure_delete`` on), so no file, row or index
 segment keeps the person's text. An export is JSON Lines: first one line per
 USER.md entry (``{"user": key, "memory_entry": text}``), then one per change in
 its history, oldest first (``{"user": key, "memory_change": {...}}``), one per
-archived entry (``{"user": key, "memory_archived": {...}}``), then every message
+change staged for their approval and not yet expired (``{"user": key,
+"memory_pending": {...}}``: id, action, content, against, reason, origin,
+created, expires), one per archived entry (``{"user": key,
+"memory_archived": {...}}``), then every message
 in the import format of `memory_core.sessions.jsonl` (drop the ``memory_*``
 lines to import the rest with ``mnemo sessions import``).
 
@@ -43,7 +47,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from memory_core.fence import ErasureFence
-from memory_core.file_memory import FileMemoryStore
+from memory_core.file_memory import FileMemoryStore, PendingChanges, StagedChange
 from memory_core.sessions import SessionStore
 from memory_core.skills import SkillsStore
 from memory_core.user_keys import check_user_key
@@ -192,13 +196,15 @@ class PersonData:
         return self._exports_dir() / key / f"{key}-{stamp}.jsonl"
 
     async def export(self, user_key: str, path: Path) -> ExportResult:
-        """Write `user_key`'s USER.md entries and messages to `path` (mode 0600), replacing
+        """Write `user_key`'s USER.md entries, their history, staged changes and archive, and
+        their messages to `path` (mode 0600), replacing
         any file there at once: a reader sees the old file or the whole new one."""
         key = check_user_key(user_key)
         entries = self._memory.read("user", key).entries
         lines = [json.dumps({"user": key, "memory_entry": e}, ensure_ascii=False) for e in entries]
         changes = reversed(self._memory.history("user", key, None))  # oldest first
         ledger = [{"memory_change": c.as_json()} for c in changes]
+        ledger += [{"memory_pending": _staged(c)} for c in PendingChanges(self._memory).list(key)]
         ledger += [{"memory_archived": a.as_json()} for a in self._memory.archived(key)]
         lines += [json.dumps({"user": key, **row}, ensure_ascii=False) for row in ledger]
         messages = await self._sessions.export_lines(key)
@@ -233,6 +239,13 @@ class PersonData:
 
     def _own_skill_names(self, key: str) -> list[str]:
         return [s.name for s in self._skills.skills(key) if s.owner == "user" and s.user_key == key]
+
+
+def _staged(change: StagedChange) -> dict[str, object]:
+    """A staged change as the person sees it (its batch is only the notice's bookkeeping)."""
+    row = change.as_json()
+    row.pop("batch", None)
+    return row
 
 
 def _remove(folder: Path) -> None:

@@ -18,7 +18,10 @@ from memory_core import (
     MemoryProvider,
     NewMessage,
     Operation,
+    Origin,
+    PendingChanges,
     PersonData,
+    Proposal,
     SearchScope,
     SessionOrigin,
     SessionStore,
@@ -143,6 +146,49 @@ async def test_export_is_one_private_file_of_entries_and_import_lines(home: Home
     ]
     assert all(r["role"] == "user" for r in records[6:])
     assert BOB_WORDS[0] not in out.read_text()
+
+
+async def test_export_lists_the_persons_staged_changes_after_her_history(home: Home) -> None:
+    await fill(home, ALICE, ALICE_WORDS)
+    await fill(home, BOB, BOB_WORDS)
+    pending = PendingChanges(home.memory)
+    review = Origin("review", session_id=7)
+    pending.stage(ALICE, [Proposal("add", "wants zebrawaffle", None, "it waits")], review, "b1")
+    against = f"likes {ALICE_WORDS[1]}"
+    pending.stage(ALICE, [Proposal("remove", None, against, "it waits too")], review, "b2")
+    pending.stage(BOB, [Proposal("add", "wants bobcatpudding", None, "it waits")], review, "b3")
+    out = home.root / "exports" / "alice.jsonl"
+
+    await PersonData(home.memory, home.skills, home.sessions).export(ALICE, out)
+
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    kinds = [next(k for k in r if k != "user") for r in records]
+    first = kinds.index("memory_pending")
+    assert (
+        kinds[first - 1] == "memory_change" and kinds[first : first + 2] == ["memory_pending"] * 2
+    )
+    staged = [r["memory_pending"] for r in records if "memory_pending" in r]
+    assert [(c["id"], c["action"], c["content"], c["against"]) for c in staged] == [
+        (1, "add", "wants zebrawaffle", None),
+        (2, "remove", None, against),
+    ]
+    assert staged[0]["reason"] == "it waits" and staged[0]["origin"]["kind"] == "review"
+    assert staged[0]["created"] < staged[0]["expires"]
+    assert "bobcatpudding" not in out.read_text()
+
+
+async def test_erasing_the_person_erases_her_staged_changes_not_anothers(home: Home) -> None:
+    pending = PendingChanges(home.memory)
+    review = Origin("review")
+    pending.stage(ALICE, [Proposal("add", "wants zebrawaffle", None, "waits")], review, "b1")
+    pending.stage(BOB, [Proposal("add", "wants bobcatpudding", None, "waits")], review, "b2")
+    assert pending.path(ALICE).exists()
+
+    await PersonData(home.memory, home.skills, home.sessions).erase(ALICE)
+
+    assert not pending.path(ALICE).exists() and pending.list(ALICE) == ()
+    assert files_holding(home.root, ("zebrawaffle",)) == []
+    assert [c.content for c in pending.list(BOB)] == ["wants bobcatpudding"]
 
 
 class Keeper(MemoryProvider):

@@ -22,7 +22,16 @@ from gateway.config import load_config
 from gateway.conversation import Conversations
 from gateway.messages import InboundMessage
 from gateway.service import run_console
-from memory_core import FileMemoryStore, MemoryManager, MemoryProvider, Operation, SearchScope
+from memory_core import (
+    FileMemoryStore,
+    MemoryManager,
+    MemoryProvider,
+    Operation,
+    Origin,
+    PendingChanges,
+    Proposal,
+    SearchScope,
+)
 from tests.fakes.base import serving_in_thread, wait_until
 from tests.fakes.openai import FakeOpenAI, Fault, ToolCall
 from tests.gateway.processes import run_mnemo
@@ -140,6 +149,25 @@ async def test_forget_all_then_confirm_erases_one_person_to_the_last_byte(
     # Ada starts afresh
     fake.say("nice to meet you")
     assert (await say(conversations, "hello")).replies[-1] == "nice to meet you"
+
+
+async def test_forget_all_erases_the_changes_staged_for_her_approval(
+    services: Services, fake: FakeOpenAI
+) -> None:
+    conversations = serving(services)
+    pending = PendingChanges(services.memory)
+    for user, word in ((ADA, ADA_WORDS[3]), (BOB, BOB_WORDS[1])):
+        proposal = Proposal("add", f"likes {word}", None, "it contains a link")
+        pending.stage(f"telegram-{user}", [proposal], Origin("review"), pending.new_batch())
+    assert pending.path(f"telegram-{ADA}").exists()
+
+    await say(conversations, "/forget all")
+    done = (await say(conversations, "/forget all confirm")).replies[-1]
+
+    assert "Erased everything I held about you" in done
+    assert not pending.path(f"telegram-{ADA}").exists()
+    assert files_holding(services.config.home, (ADA_WORDS[3],)) == []
+    assert [c.content for c in pending.list(f"telegram-{BOB}")] == [f"likes {BOB_WORDS[1]}"]
 
 
 async def test_the_button_confirms_too(services: Services, fake: FakeOpenAI) -> None:
