@@ -1,0 +1,172 @@
+"""`mnemo run` as a subprocess serving Discord, with ``memory.write_approval: background``.
+
+The real `mnemo` script talks through discord.py to the fake Discord and to the fake
+model, which scripts each reply and the review after it. Alice first greets the bot in
+her DM (so it knows where to reach her in private), then tells it things in the
+server's channel. Each review's write is staged: her USER.md stays as it was, and her
+DM (never the channel) gets one notice with Approve and Reject buttons. Bob pressing
+her Approve changes nothing; hers writes the entry to disk. The next staged change,
+rejected by her, is dropped: not on disk, not in ``/memory pending``.
+
+One `mnemo run` (Discord alone) serves the module; the tests run in file order and
+build on each other.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fakes.openai import ToolCall
+from tests.gateway.processes import run_environment
+from tests.gateway.test_discord_e2e import ALICE, BOB, DC_TOKEN, Fakes, Mnemo
+
+pytestmark = pytest.mark.slow  # a mnemo run of its own
+
+WAITING = "waits for your approval"
+NOTHING = "No memory changes are waiting"
+CELLO = "Plays the cello in an orchestra"
+CAT = "Has a grey cat named Ash"
+
+
+@pytest.fixture(scope="module")
+def fakes() -> Iterator[Fakes]:
+    world = Fakes()
+    try:
+        yield world
+    finally:
+        world.close()
+
+
+@pytest.fixture(scope="module")
+def served(fakes: Fakes, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mnemo]:
+    """`mnemo run` on Discord alone, a review after every reply, background approval on."""
+    workdir = tmp_path_factory.mktemp("approval")
+    dc = fakes.dc
+    (workdir / "mnemo.yaml").write_text(
+        "shutdown_grace: 5\n"
+        "discord:\n"
+        f"  api_base: {dc.api_base}\n"
+        f"  gateway_url: {dc.gateway_url}\n"
+        f'  allowed_users: ["{ALICE}", "{BOB}"]\n'
+        "  edit_interval: 0.05\n"
+        "memory:\n  nudge_interval: 1\n  write_approval: background\n"
+        "skills:\n  creation_nudge_interval: 0\n",
+        encoding="utf-8",
+    )
+    env = run_environment(fakes.model.url, workdir, DISCORD_BOT_TOKEN=DC_TOKEN)
+    process = subprocess.Popen(
+        [str(Path(sys.executable).parent / "mnemo"), "run"], stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, cwd=workdir,
+    )  # fmt: skip
+    mnemo = Mnemo(process, workdir / "data")
+    try:
+        mnemo.wait_line("serving ")
+        fakes.run(fakes.dc.wait_ready)
+        yield mnemo
+    finally:
+        code, err = mnemo.stop()
+    assert code == 0, err
+    for said in ("cello", "Ash"):
+        assert said not in err  # the logs never carry what was learned
+
+
+def user_md(home: Path, user_id: int) -> str:
+    path = home / "memories" / "users" / f"discord-{user_id}" / "USER.md"
+    return path.read_text(encoding="utf-8") if path.exists() else ""
+
+
+def notices(fakes: Fakes, channel: int, about: str) -> list[dict[str, Any]]:
+    """The bot's messages in `channel` that announce a staged change naming `about`
+    (read on the fakes' loop: call it through `fakes.call` or `fakes.wait`)."""
+    bot = str(fakes.dc.bot_id)
+    return [
+        m
+        for m in fakes.dc.channel_messages(channel)
+        if m["author"]["id"] == bot and WAITING in m["content"] and about in m["content"]
+    ]
+
+
+def buttons(message: dict[str, Any]) -> dict[str, str]:
+    rows = message.get("components") or []
+    return {b["label"]: b["custom_id"] for row in rows for b in row.get("components", [])}
+
+
+def review_writes(fakes: Fakes, reply: str, content: str) -> None:
+    """The next reply, then the review after it: one memory add, then its closing text."""
+    fakes.call(fakes.model.say, reply)
+    add = {"target": "user", "action": "add", "content": content}
+    fakes.call(fakes.model.call_tools, ToolCall("memory", add))
+    fakes.call(fakes.model.say, "Saved.")
+
+
+def click(fakes: Fakes, message: dict[str, Any], label: str, user_id: int, shows: str) -> str:
+    """`user_id` presses `label` on `message`; the answer they see holding `shows`."""
+    inject = fakes.dc.inject_button_click
+    pressed = fakes.run(lambda: inject(message, buttons(message)[label], user_id))
+    return fakes.wait(lambda: next((t for t in pressed.texts if shows in t), None))
+
+
+@pytest.fixture(scope="module")
+def places(fakes: Fakes, served: Mnemo) -> tuple[int, int]:
+    """(Alice's DM, the server channel): she greeted the bot in her DM, and its review
+    (which saved nothing) is over."""
+    start = len(fakes.requests())
+    fakes.call(fakes.model.say, "Hello Alice.")
+    fakes.call(fakes.model.say, "Nothing to save.")  # the review after that reply
+    dm = fakes.dm(ALICE, "hello")
+    fakes.reply(dm, 0, "Hello Alice.")
+    fakes.wait(lambda: len(fakes.model.requests) >= start + 2)
+    return dm, fakes.dc.guilds[0].channel_id
+
+
+def test_a_staged_review_write_is_announced_once_in_the_dm_and_only_alice_approves_it(
+    fakes: Fakes, served: Mnemo, places: tuple[int, int]
+) -> None:
+    dm, channel = places
+    review_writes(fakes, "What a lovely instrument.", CELLO)
+    fakes.mention(ALICE, "I play the cello in an orchestra", channel)
+    fakes.reply(channel, 0, "What a lovely instrument.")
+    [notice] = fakes.wait(lambda: notices(fakes, dm, CELLO))
+    assert list(buttons(notice)) == ["Approve", "Reject"]
+    assert user_md(served.home, ALICE) == ""  # staged, not written
+
+    refusal = click(fakes, notice, "Approve", BOB, "someone else")
+    assert "Nothing was changed" in refusal
+    assert user_md(served.home, ALICE) == "" and user_md(served.home, BOB) == ""
+
+    saved = click(fakes, notice, "Approve", ALICE, "Saved:")
+    assert CELLO in saved
+    assert CELLO in user_md(served.home, ALICE)
+
+    assert len(fakes.call(notices, fakes, dm, CELLO)) == 1  # one notice, in her DM
+    channel_messages = fakes.call(fakes.dc.channel_messages, channel)
+    assert fakes.texts(channel) == ["What a lovely instrument."]  # the reply, no notice
+    assert all(not m.get("components") for m in channel_messages)
+
+
+def test_a_staged_change_alice_rejects_is_dropped_and_bob_has_nothing_waiting(
+    fakes: Fakes, served: Mnemo, places: tuple[int, int]
+) -> None:
+    dm, channel = places
+    review_writes(fakes, "Ash is a fine name.", CAT)
+    fakes.mention(ALICE, "I have a grey cat named Ash", channel)
+    fakes.reply(channel, 1, "Ash is a fine name.")
+    [notice] = fakes.wait(lambda: notices(fakes, dm, CAT))
+
+    dropped = click(fakes, notice, "Reject", ALICE, "Dropped:")
+    assert CAT in dropped
+    assert CAT not in user_md(served.home, ALICE) and CELLO in user_md(served.home, ALICE)
+
+    seen = len(fakes.texts(dm))
+    fakes.dm(ALICE, "/memory pending")
+    assert NOTHING in fakes.reply(dm, seen, NOTHING)
+    bob_dm = fakes.dm(BOB, "/memory pending")
+    assert NOTHING in fakes.reply(bob_dm, 0, NOTHING)
+    assert all(WAITING not in t for t in fakes.texts(bob_dm))
+    assert all(WAITING not in t for t in fakes.texts(channel))  # no notice in the channel
