@@ -101,7 +101,7 @@ def review_writes(model: FakeOpenAI, reply: str, content: str) -> None:
     model.say("Saved.")
 
 
-async def found(probe: Callable[[], T | None], timeout: float = 10.0) -> T:
+async def found(probe: Callable[[], T | None], timeout: float = 30.0) -> T:
     result: list[T] = []
 
     def check() -> bool:
