@@ -124,6 +124,7 @@ def build_conversations(
         config.auxiliary.recap_timeout,
         access.is_admin,
         approve_all=config.memory.write_approval == "all",
+        staging=background.turn_staging if background is not None else None,
     )
     queue = SessionQueue(services.sessions)  # messages waiting for a busy session
     turns = Turns(

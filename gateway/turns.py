@@ -34,7 +34,7 @@ from gateway.agent.recall import Recapper
 from gateway.agent.review_counters import counter_update
 from gateway.agent.sent_history import SentHistory, stored_form
 from gateway.agent.session_search import SessionSearch
-from gateway.agent.tools import Tool, build_tools, provider_tools
+from gateway.agent.tools import Tool, TurnStaging, build_tools, provider_tools
 from gateway.agent.transcript import as_stored
 from gateway.agent.turn import MESSAGE_TOO_LONG_NOTE, TOO_LONG_NOTE, Agent, fault_notice
 from gateway.delivery import LinkSink
@@ -70,10 +70,16 @@ class ToolBox:
     recap_timeout: float
     is_admin: Callable[[str, str], bool]  # (platform, user id): `AccessPolicy.is_admin`
     approve_all: bool = False  # memory.write_approval: all: every memory change waits
+    staging: TurnStaging | None = None  # keeps what a turn staged for the notice after it
 
     def for_turn(self, who: MessageIdentity, session: OpenSession) -> list[Tool]:
         """The memory and skills tools as `who` may use them, session_search within their
         recall scope (leaving out this session), and the session's providers' tools."""
+        approval = None
+        if self.staging is not None:
+            approval = self.staging.approval(
+                who.session_key, who.user_key, self.memory, self.approve_all
+            )
         return build_tools(
             self.memory,
             self.skills,
@@ -88,6 +94,7 @@ class ToolBox:
             ),
             session_id=session.session_id,
             approve_all=self.approve_all,
+            approval=approval,
         ) + provider_tools(session.manager)
 
 

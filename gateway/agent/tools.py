@@ -38,6 +38,7 @@ from memory_core import (
     ProviderError,
     SkillsStore,
     SkillsTools,
+    StagedChange,
 )
 
 ToolHandler = Callable[[Mapping[str, Any]], Awaitable[str]]
@@ -67,13 +68,16 @@ def build_tools(
     session_search: SessionSearch | None = None,
     session_id: int | None = None,
     approve_all: bool = False,
+    approval: Approval | None = None,
 ) -> list[Tool]:
     """The memory tool, `session_search` (when given) and the skills tools, in that order.
     The memory tool's changes are recorded as the person's own, made in `session_id`; an
     entry that reads as an instruction waits for the person's approval, and with
-    `approve_all` (``memory.write_approval: all``) every change does."""
+    `approve_all` (``memory.write_approval: all``) every change does. `approval`: the
+    turn's own (from `TurnStaging`, which announces what it staged); None: a fresh one."""
     origin = Origin("person", session_id)
-    approval = Approval(PendingChanges(memory), everything=approve_all, batch=token_hex(8))
+    if approval is None:
+        approval = turn_approval(memory, approve_all)
     memory_tool = MemoryTool(
         memory, user_key=user_key, is_admin=is_admin, origin=origin, approval=approval
     )
@@ -81,6 +85,43 @@ def build_tools(
     if session_search is not None:  # bound to this person's recall scope by the caller
         tools.append(Tool(SESSION_SEARCH_SCHEMA, session_search.handle, writes=False))
     return tools + skill_tools(SkillsTools(skills, role="primary", user_key=user_key))
+
+
+def turn_approval(memory: FileMemoryStore, approve_all: bool) -> Approval:
+    """How one turn's memory tool stages: a batch of its own, everything with `approve_all`."""
+    return Approval(PendingChanges(memory), everything=approve_all, batch=token_hex(8))
+
+
+class TurnStaging:
+    """The approvals of the person's own turns, kept per session and person until the
+    reply is delivered; then `take` gives what they staged, to be announced once.
+
+    A turn that ended without a reply (a fault, /stop) keeps what it staged for
+    the next delivered reply of that session and person. Kept per person, so a
+    group session never hands one person's staged changes to another.
+    """
+
+    def __init__(self) -> None:
+        self._open: dict[tuple[str, str], list[Approval]] = {}
+
+    def approval(
+        self, session_key: str, user_key: str, memory: FileMemoryStore, approve_all: bool
+    ) -> Approval:
+        """A new turn's approval, kept until `take` (earlier ones that staged nothing go)."""
+        approval = turn_approval(memory, approve_all)
+        kept = [a for a in self._open.get((session_key, user_key), []) if a.staged]
+        self._open[(session_key, user_key)] = [*kept, approval]
+        return approval
+
+    def take(self, session_key: str, user_key: str) -> tuple[StagedChange, ...]:
+        """What the person's turns in the session staged and is still waiting (not decided,
+        expired or erased meanwhile: a change is matched by its id and batch)."""
+        approvals = self._open.pop((session_key, user_key), [])
+        staged = [c for a in approvals for c in a.staged]
+        if not staged:
+            return ()
+        waiting = {(c.id, c.batch) for c in approvals[0].pending.list(user_key)}
+        return tuple(c for c in staged if (c.id, c.batch) in waiting)
 
 
 def skill_tools(skills_tools: SkillsTools) -> list[Tool]:

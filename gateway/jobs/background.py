@@ -2,7 +2,9 @@
 
 `BackgroundWork` owns the scheduler and decides what runs when:
 
-- After a reply is delivered, `after_reply` reads the session's counters and,
+- After a reply is delivered, `after_reply` first has what the person's own turn
+  staged for their approval (`turn_staging`) announced once, as a background
+  batch is: in their private chat only. Then it reads the session's counters and,
   when `memory.nudge_interval` turns or `skills.creation_nudge_interval` tool
   steps have passed without a write, schedules a review of that session (one
   per session at a time). `message_arrived` cancels a review in flight: the
@@ -27,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 
+from gateway.agent.tools import TurnStaging
 from gateway.jobs.context import JobContext, SessionEnder
 from gateway.jobs.extraction import extract_session
 from gateway.jobs.review import ReviewRequest, review_session
@@ -55,10 +58,16 @@ class BackgroundWork:
         self._context = context
         self._scheduler: Scheduler[JobContext] | None = None
         self._owners: dict[str, str] = {}  # job id -> the user key whose data it touches
+        self._turn_staging = TurnStaging()
 
     @property
     def context(self) -> JobContext:
         return self._context
+
+    @property
+    def turn_staging(self) -> TurnStaging:
+        """Where the turns' tools keep what they staged, announced after the reply."""
+        return self._turn_staging
 
     def start(self, end_session: SessionEnder) -> None:
         """Start the scheduler (inside the running loop); the first sweep runs now."""
@@ -99,7 +108,11 @@ class BackgroundWork:
             self._owners.pop(job_id, None)
 
     async def after_reply(self, session_key: str, session_id: int, message: InboundMessage) -> None:
-        """Schedule a review of the session when its counters say one is due."""
+        """Announce what the person's turn staged, then schedule a review of the session
+        when its counters say one is due."""
+        staged = self._turn_staging.take(session_key, message.user_key)
+        if staged and self._context.announce is not None:
+            await self._context.announce(message.platform, message.user_key, staged)
         scheduler = self._scheduler
         if scheduler is None:
             return
