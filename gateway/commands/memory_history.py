@@ -111,7 +111,7 @@ async def undo(
         result = memory.undo("user", user_key, change_id, Origin("person"))
     except UndoRefusedError as exc:
         return CommandReply(str(exc))
-    except MemoryEditError as exc:  # e.g. the restored entry no longer fits
+    except MemoryEditError as exc:  # any other refusal of the restored text
         return CommandReply(f"I couldn't undo that, so nothing changed: {exc}")
     if sessions is not None:
         await sessions.refresh_prompts(user_key)  # no stored prompt may keep the old text

@@ -215,7 +215,13 @@ class FileMemoryStore:
             archive = read_archive(archive_path(path))
             if change.action == "archive" and not any(a.change_id == change.id for a in archive):
                 raise UndoRefusedError(f"Change {change.id} can't be undone: the archive lost it.")
-            outcome = apply_operations(entries, [inverse(change, entries)], limit)
+            try:
+                outcome = apply_operations(entries, [inverse(change, entries)], limit)
+            except OverBudgetError as full:  # the budget's text is the model's, not a person's
+                raise UndoRefusedError(
+                    f"Change {change.id} can't be undone: it no longer fits (the memory would "
+                    f"be at {full.chars_after}/{limit} characters); remove an entry first."
+                ) from full
             _remove_stale_temps(path)
             atomic_write_text(path, file_text(outcome.entries))
             drafts = [Draft("undo", c.before, c.after, change.id) for c in outcome.changes]

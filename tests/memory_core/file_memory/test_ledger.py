@@ -194,6 +194,25 @@ def test_an_archive_is_undoable(store: FileMemoryStore) -> None:
     assert store.archived(ALICE) == []
 
 
+def test_an_archive_that_no_longer_fits_is_refused_in_one_line_and_kept(
+    store: FileMemoryStore,
+) -> None:
+    add(store, "r" * 90, REVIEW)
+    add(store, "e" * 90, REVIEW)
+    store.apply("user", ALICE, [Operation("add", content="m" * 90)], ME)
+    archive_id = next(c.id for c in store.history("user", ALICE) if c.action == "archive")
+    before = store.path("user", ALICE).read_bytes()
+    with pytest.raises(UndoRefusedError) as refused:
+        store.undo("user", ALICE, archive_id, ME)
+    assert str(refused.value) == (
+        f"Change {archive_id} can't be undone: it no longer fits (the memory would be at "
+        "276/200 characters); remove an entry first."  # three entries of 90, two delimiters of 3
+    )
+    assert store.path("user", ALICE).read_bytes() == before
+    assert [a.change_id for a in store.archived(ALICE)] == [archive_id]
+    assert store.history("user", ALICE)[0].action == "add"  # no undo was recorded
+
+
 def test_only_the_persons_own_entries_are_never_evicted(store: FileMemoryStore) -> None:
     add(store, "m" * 100, ME)
     add(store, "o" * 50, ME)
