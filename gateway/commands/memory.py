@@ -2,7 +2,8 @@
 
 `/memory` lists the person's USER.md entries, numbered, each with who wrote it
 and when, with the usage of its budget; admins also see MEMORY.md, numbered on
-its own. `/memory history`, `/memory undo [N]` and `/memory archive` are in
+its own, its entries with their origin and date too (an admin's write shows as
+"an admin", never which one). `/memory history`, `/memory undo [N]` and `/memory archive` are in
 `gateway.commands.memory_history`. `/forget <number>`
 removes that entry of USER.md; `/forget <text>` removes the one entry holding
 the text (case-insensitive). When several hold it, they are offered as choices
@@ -83,10 +84,6 @@ def entries_version(entries: tuple[str, ...]) -> str:
     return digest.hexdigest()
 
 
-def _numbered(state: MemoryState) -> list[str]:
-    return [f"{i}. {entry}" for i, entry in enumerate(state.entries, start=1)]
-
-
 def memory_command(
     memory: FileMemoryStore,
     open_sessions: SessionControl | None = None,
@@ -123,7 +120,8 @@ def memory_command(
 
 
 def _listing(memory: FileMemoryStore, key: str, is_admin: bool) -> str:
-    """The person's entries, numbered, each with who wrote it and when (admins: MEMORY.md)."""
+    """The person's entries, numbered, each with who wrote it and when (admins: MEMORY.md's
+    too)."""
     state = memory.read("user", key)
     if state.entries:
         lines = [f"What I remember about you ({state.usage_label}):"]
@@ -134,7 +132,7 @@ def _listing(memory: FileMemoryStore, key: str, is_admin: bool) -> str:
     if is_admin:
         shared = memory.read("memory")
         lines += ["", f"Shared memory, MEMORY.md ({shared.usage_label}):"]
-        lines += _numbered(shared) or ["(empty)"]
+        lines += history.entry_lines(memory.origins("memory")) or ["(empty)"]
     return "\n".join(lines)
 
 

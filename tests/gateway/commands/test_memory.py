@@ -16,7 +16,7 @@ from gateway.messages import InboundMessage
 from gateway.service import run_console
 from memory_core import FileMemoryStore, Operation
 from tests.fakes.base import serving_in_thread
-from tests.fakes.openai import FakeOpenAI
+from tests.fakes.openai import FakeOpenAI, ToolCall
 from tests.gateway.serving import serving
 from tests.gateway.sinks import ListSink
 
@@ -74,7 +74,36 @@ async def test_admins_also_see_shared_memory_numbered_on_its_own(services: Servi
     assert "1. Grace runs the server" in reply
     shared = reply.split("MEMORY.md", 1)[1]
     assert "/2,200 chars" in shared
-    assert "1. The office closes at six\n2. Backups run nightly" in shared
+    today = datetime.now(UTC).strftime("%-d %b %Y")
+    assert (
+        f"1. The office closes at six (the operator, {today})\n"
+        f"2. Backups run nightly (the operator, {today})"
+    ) in shared
+
+
+async def test_admins_see_each_shared_entrys_origin_and_date(
+    services: Services, fake: FakeOpenAI
+) -> None:
+    add(services.memory, "memory", None, "The office closes at six")
+    conversations = serving(services)
+    fake.call_tools(
+        ToolCall("memory", {"target": "memory", "action": "add", "content": "Backups run nightly"})
+    )
+    fake.say("Noted for everyone.")
+    await say(conversations, "backups run nightly, note it for all", ADMIN)
+    path = services.memory.path("memory")
+    path.write_text(path.read_text().rstrip("\n") + "\n§\nThe printer is on floor two\n")
+
+    shared = (await say(conversations, "/memory", ADMIN)).split("MEMORY.md", 1)[1]
+
+    today = datetime.now(UTC).strftime("%-d %b %Y")
+    assert (
+        f"1. The office closes at six (the operator, {today})\n"
+        f"2. Backups run nightly (an admin, {today})\n"
+        "3. The printer is on floor two (the operator, edited by hand on disk)"
+    ) in shared
+    assert f"telegram-{ADMIN}" not in shared  # which admin wrote it is not shown
+    assert "MEMORY.md" not in await say(conversations, "/memory", "42")  # not an admin
 
 
 async def test_nothing_remembered_is_said_plainly(services: Services) -> None:
