@@ -6,7 +6,8 @@ message: the memory tool and the skills tools, both bound to that person's key
 (so they can never write anyone else's file, nor show one person's skills to
 another), and `session_search` over their earlier conversations,
 bound to their recall scope. Built per turn, so the skills tools' per-turn
-write limits hold.
+write limits hold. `TurnStaging` keeps each turn's memory approval, so that what
+the turn staged for the person's approval is announced once its reply is delivered.
 memory_core's tools are synchronous and touch files, so their handlers run in
 a worker thread. `provider_tools` offers the external memory provider's tools,
 routed through the session's `MemoryManager`.
