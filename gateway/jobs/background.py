@@ -112,7 +112,10 @@ class BackgroundWork:
         when its counters say one is due."""
         staged = self._turn_staging.take(session_key, message.user_key)
         if staged and self._context.announce is not None:
-            await self._context.announce(message.platform, message.user_key, staged)
+            try:
+                await self._context.announce(message.platform, message.user_key, staged)
+            except Exception:  # the reply is delivered; the changes stay in /memory pending
+                log.exception("could not announce the changes staged in session %s", session_key)
         scheduler = self._scheduler
         if scheduler is None:
             return
