@@ -206,6 +206,14 @@ class DiscordConfig(_Section):
         return bool(self.token) if self.enabled is None else self.enabled
 
 
+class HealthConfig(_Section):
+    """The HTTP endpoint for supervisors: /healthz and /metrics (on in the image)."""
+
+    enabled: bool = False  # MNEMO_HEALTH_ENABLED; the image sets it
+    listen: str = "127.0.0.1"  # MNEMO_HEALTH_LISTEN; the image listens on 0.0.0.0
+    port: int = Field(default=8080, ge=1, le=65535)
+
+
 class Config(_Section):
     """The whole validated configuration, frozen."""
 
@@ -219,6 +227,7 @@ class Config(_Section):
     providers: ProvidersConfig = ProvidersConfig()
     telegram: TelegramConfig = TelegramConfig()
     discord: DiscordConfig = DiscordConfig()
+    health: HealthConfig = HealthConfig()
     admins: tuple[str, ...] = ()
     shutdown_grace: float = Field(default=20.0, gt=0)  # seconds in-flight turns get at a stop
 
@@ -428,6 +437,10 @@ def _apply_env(raw: dict[str, Any], env: Mapping[str, str]) -> None:
         section("llm")["base_url"] = env["OPENAI_BASE_URL"]
     if env.get("MNEMO_SKILLS_DIR"):
         section("skills")["dir"] = env["MNEMO_SKILLS_DIR"]
+    if env.get("MNEMO_HEALTH_ENABLED"):
+        section("health")["enabled"] = env["MNEMO_HEALTH_ENABLED"]
+    if env.get("MNEMO_HEALTH_LISTEN"):
+        section("health")["listen"] = env["MNEMO_HEALTH_LISTEN"]
     for (name, key), var in _SECRET_KEYS.items():
         if env.get(var):
             section(name)[key] = env[var]
