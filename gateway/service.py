@@ -37,7 +37,7 @@ from filelock import FileLock, Timeout
 from gateway.app import Bot, console_adapter, open_bot, platform_adapters
 from gateway.config import Config
 from gateway.conversation import Conversations
-from gateway.errors import AdapterFailedError, GatewayError, InstanceLockedError
+from gateway.errors import AdapterFailedError, ConfigError, GatewayError, InstanceLockedError
 from gateway.messages import Adapter, CommandSpec, InboundMessage, ReplySink
 from gateway.session_queue import SessionQueue
 from memory_core import SessionStore, split_user_key
@@ -51,11 +51,19 @@ UNANSWERED_WITHIN = 24 * 3600.0  # older unanswered messages are left alone afte
 T = TypeVar("T")
 
 
-def run_bot(config: Config) -> None:
-    """`mnemo run`: every enabled platform adapter, else the console; INFO logs to stderr."""
+def run_bot(config: Config, console: bool = False) -> None:
+    """`mnemo run`: every enabled platform adapter, else the console when stdin is a
+    terminal (`console` adds it in any case); INFO logs to stderr. With neither, one
+    `ConfigError` line: under a supervisor a console on a closed stdin would end at once
+    and exit 0, and a restart policy would loop on it silently."""
     adapters, modes = platform_adapters(config)
+    if console or (not adapters and _stdin_is_terminal()):
+        adapters.append(console_adapter(sys.stdin, sys.stdout))
     if not adapters:
-        adapters = [console_adapter(sys.stdin, sys.stdout)]
+        raise ConfigError(
+            "no platform to serve: set TELEGRAM_BOT_TOKEN or DISCORD_BOT_TOKEN (stdin is "
+            "not a terminal, so there is no console; `mnemo run --console` forces one)"
+        )
     configure_logging(logging.INFO, _secrets(config))
     asyncio.run(Service(config, adapters, modes).run())
 
@@ -333,6 +341,10 @@ def configure_logging(level: int, secrets: Sequence[str] = ()) -> None:
         root.setLevel(level)
     for noisy in ("httpx", "httpcore", "apscheduler", "telegram", "aiohttp"):
         logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
+
+
+def _stdin_is_terminal() -> bool:
+    return sys.stdin is not None and sys.stdin.isatty()
 
 
 def _secrets(config: Config) -> list[str]:

@@ -38,12 +38,16 @@ def main(ctx: click.Context, config_path: Path | None) -> None:
 
 
 @main.command()
+@click.option(
+    "--console", is_flag=True, help="Serve this terminal too (even when stdin is not one)."
+)
 @click.pass_obj
-def run(state: CliState) -> None:
-    """Start every configured adapter (console when no platform token is set)."""
+def run(state: CliState, console: bool) -> None:
+    """Start every configured adapter (the console when no platform token is set and
+    stdin is a terminal)."""
     from gateway.service import run_bot
 
-    run_command(lambda: run_bot(state.config()))
+    run_command(lambda: run_bot(state.config(), console=console))
 
 
 @main.command()

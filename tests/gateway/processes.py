@@ -115,7 +115,7 @@ def run_mnemo(
             env.update(USER=user, LOGNAME=user)
         mnemo = Path(sys.executable).parent / "mnemo"
         return subprocess.run(
-            [str(mnemo), command], input=stdin, env=env, capture_output=True,
+            [str(mnemo), *command.split()], input=stdin, env=env, capture_output=True,
             text=True, timeout=60, cwd=cwd,
         )  # fmt: skip
     finally:

@@ -116,8 +116,8 @@ def test_model_failure_is_reported_and_the_message_kept(fake: FakeOpenAI, tmp_pa
 
 @pytest.mark.slow  # a real mnemo process, start to exit
 def test_mnemo_run_subprocess_uses_the_console_by_default(tmp_path: Path) -> None:
-    """The README's command: no platform token, so `mnemo run` talks on stdin/stdout."""
-    result = run_mnemo("run", "good morning\n", home=tmp_path / "d", cwd=tmp_path)
+    """No platform token and `--console`: `mnemo run` talks on stdin/stdout (a pipe)."""
+    result = run_mnemo("run --console", "good morning\n", home=tmp_path / "d", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "echo: good morning" in result.stdout
     assert (tmp_path / "d" / "state.db").exists()

@@ -58,7 +58,7 @@ def start_mnemo(command: str, fake: FakeOpenAI, home: Path, grace: float) -> sub
         env.pop(name, None)
     mnemo = Path(sys.executable).parent / "mnemo"
     return subprocess.Popen(
-        [str(mnemo), command], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        [str(mnemo), *command.split()], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True, env=env, cwd=home.parent,
     )  # fmt: skip
 
@@ -103,7 +103,7 @@ def test_a_second_instance_on_the_same_home_fails_with_one_line(
     home = tmp_path / "data"
     home.mkdir()
     with FileLock(str(home / "mnemo.lock")):  # as a running `mnemo run` holds it
-        process = start_mnemo("run", fake, home, grace=1)
+        process = start_mnemo("run --console", fake, home, grace=1)
         code, _, err = finish(process)
     assert code == 1
     assert err.splitlines() == [
@@ -148,7 +148,7 @@ def test_sigterm_mid_turn_exits_0_with_the_message_stored_and_the_session_open(
 ) -> None:
     home = tmp_path / "data"
     fake.fail_next(Fault.stall())  # the model never answers
-    process = start_mnemo("run", fake, home, grace=0.3)
+    process = start_mnemo("run --console", fake, home, grace=0.3)
     say(process, "remember the blue door")
     wait_for(lambda: fake.stalled == 1)  # the message is stored before the model is asked
     process.send_signal(signal.SIGTERM)
@@ -163,7 +163,7 @@ def test_sigterm_mid_turn_exits_0_with_the_message_stored_and_the_session_open(
 def test_a_turn_in_flight_finishes_within_the_grace(fake: FakeOpenAI, tmp_path: Path) -> None:
     home = tmp_path / "data"
     fake.say("Blue it is.", delay=0.5)
-    process = start_mnemo("run", fake, home, grace=15)
+    process = start_mnemo("run --console", fake, home, grace=15)
     say(process, "pick a colour")
     wait_for(lambda: len(fake.requests) == 1)
     process.send_signal(signal.SIGTERM)
@@ -175,7 +175,7 @@ def test_a_turn_in_flight_finishes_within_the_grace(fake: FakeOpenAI, tmp_path: 
 def test_a_second_signal_skips_the_rest_of_the_grace(fake: FakeOpenAI, tmp_path: Path) -> None:
     home = tmp_path / "data"
     fake.fail_next(Fault.stall())
-    process = start_mnemo("run", fake, home, grace=60)
+    process = start_mnemo("run --console", fake, home, grace=60)
     say(process, "hello")
     wait_for(lambda: fake.stalled == 1)
     process.send_signal(signal.SIGTERM)
