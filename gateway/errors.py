@@ -12,7 +12,8 @@ GatewayError
  ├── InstanceLockedError    another `mnemo` process serves the same data directory
  ├── AdapterFailedError     a chat platform's adapter could not start, or stopped for good
  ├── RecallArgumentError    session_search or /recall was given arguments it cannot use
- └── ChoiceRefusedError     a picked choice is unknown, used up, expired or someone else's
+ ├── ChoiceRefusedError     a picked choice is unknown, used up, expired or someone else's
+ └── AccessListError        the data dir's access list or a pairing code or id was refused
 """
 
 from __future__ import annotations
@@ -81,3 +82,8 @@ class RecallArgumentError(GatewayError):
 
 class ChoiceRefusedError(GatewayError):
     """A picked choice is forged, replayed, expired, stale or offered to someone else."""
+
+
+class AccessListError(GatewayError):
+    """The data directory's access list cannot be read or written, or a pairing code or
+    person given to it is malformed, unknown, used or expired; the message is one line."""
