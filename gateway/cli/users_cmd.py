@@ -17,7 +17,7 @@ from typing import TypeVar
 
 import click
 
-from gateway.cli.base import CliState, fail, run_command, user_key_option, visible
+from gateway.cli.base import CliState, fail, json_text, run_command, user_key_option, visible
 from gateway.commands.erase import person_data
 from gateway.config import Config
 from gateway.errors import InstanceLockedError
@@ -66,8 +66,9 @@ def users() -> None:
 
 
 @users.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
 @click.pass_obj
-def list_(state: CliState) -> None:
+def list_(state: CliState, as_json: bool) -> None:
     """Every person with memory, skills or sessions, and how much of each."""
 
     async def body(person: PersonData) -> list[PersonHoldings]:
@@ -75,10 +76,23 @@ def list_(state: CliState) -> None:
         return [await person.holdings(key) for key in sorted(keys)]
 
     people = run_command(lambda: _with_person(state.config(), body))
+    if as_json:
+        click.echo(json_text([_holdings_json(held) for held in people], indent=2))
+        return
     if not people:
         click.echo("no data about anyone yet")
     for held in people:
         click.echo(visible(f"{held.user_key}: {held.summary()}"))
+
+
+def _holdings_json(held: PersonHoldings) -> dict[str, object]:
+    return {
+        "user_key": held.user_key,
+        "entries": held.entries,
+        "sessions": held.sessions,
+        "messages": held.messages,
+        "skills": held.skills,
+    }
 
 
 @users.command()
