@@ -55,6 +55,7 @@ from memory_core import (
 log = logging.getLogger(__name__)
 
 MAX_PERSONA_BYTES = 16 * 1024
+CONSOLE_HISTORY_DIR = "console"  # in the data dir: what each console person typed
 
 
 @dataclass(frozen=True)
@@ -138,7 +139,9 @@ def build_conversations(
     )
     if choices is None:
         choices = PendingChoices()  # choices offered by commands, until picked
-    registry = builtin_commands(command_resources(services, sessions), choices, erasures)
+    registry = builtin_commands(
+        command_resources(services, sessions), choices, erasures, access.granted
+    )
     commands = CommandRouter(registry, choices, access.is_admin)
     return Conversations(
         access,
@@ -194,9 +197,13 @@ def platform_adapters(config: Config) -> tuple[list[Adapter], dict[str, str]]:
     return adapters, modes
 
 
-def console_adapter(stdin: TextIO, stdout: TextIO, user_id: str | None = None) -> Adapter:
-    """The console: a person at this terminal (`user_id`, by default the login name)."""
-    return ConsoleAdapter(stdin, stdout, user_id=user_id)
+def console_adapter(
+    stdin: TextIO, stdout: TextIO, user_id: str | None = None, home: Path | None = None
+) -> Adapter:
+    """The console: a person at this terminal (`user_id`, by default the login name); on a
+    terminal, with a history of what they typed in ``<home>/console/`` (0600)."""
+    history = None if home is None else home / CONSOLE_HISTORY_DIR
+    return ConsoleAdapter(stdin, stdout, user_id=user_id, history_dir=history)
 
 
 def adapter_notifier(adapters: Sequence[Adapter]) -> Notifier:
