@@ -4,7 +4,10 @@
 exists), applies the environment overrides, validates everything into frozen
 objects and returns a `Config`. Secrets come from the environment only; a
 secret written into the file, including credentials in a URL
-(``https://user:key@host``), is refused. The file is read defensively: at most
+(``https://user:key@host``), is refused. Relative paths in the file (and the
+default ``data`` and ``skills`` when there is a file) are relative to the file's
+folder; those from the environment, or with no file at all, to the current
+directory. The file is read defensively: at most
 1 MiB of UTF-8, no YAML aliases (no "billion laughs"), bounded nesting and
 node count (PyYAML parses about 10,000 values a second). Any
 problem raises `ConfigError` with one line that names the key and says what is
@@ -17,7 +20,7 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 from urllib.parse import urlsplit
 
 import yaml
@@ -313,13 +316,41 @@ def load_config(path: Path | None = None, environ: Mapping[str, str] | None = No
     defaults to `os.environ`; tests pass their own mapping.
     """
     env = os.environ if environ is None else environ
-    raw = _read_yaml(path)
+    file = path if path is not None or not DEFAULT_CONFIG_FILE.exists() else DEFAULT_CONFIG_FILE
+    raw = _read_yaml(file)
     _refuse_secrets(raw)
+    if file is not None:
+        _anchor_paths(raw, Config, Path(os.path.abspath(file)).parent)
     _apply_env(raw, env)
     try:
         return Config.model_validate(raw)
     except ValidationError as exc:
         raise ConfigError(_describe(exc)) from None
+
+
+def _anchor_paths(raw: dict[str, Any], model: type[BaseModel], base: Path) -> None:
+    """Make every path key of `model` in `raw` relative to `base`, the config file's folder.
+
+    A relative path in a file means the same wherever `mnemo` is started from, and so do
+    the defaults (``data``, ``skills``) once there is a file: they sit beside it. ``~``
+    is the operator's home. Environment overrides are applied afterwards and stay
+    relative to the current directory, as a shell user expects.
+    """
+    for name, field in model.model_fields.items():
+        kind = field.annotation
+        if isinstance(kind, type) and issubclass(kind, BaseModel):
+            current = raw.get(name)
+            section = {} if current is None else current
+            if isinstance(section, dict):  # anything else: validation names the key
+                _anchor_paths(section, kind, base)
+                if section:
+                    raw[name] = section
+        elif kind is Path or Path in get_args(kind):
+            value = raw.get(name)
+            if isinstance(value, str):
+                raw[name] = os.path.normpath(base / Path(value).expanduser())
+            elif name not in raw and isinstance(field.default, Path):
+                raw[name] = os.path.normpath(base / field.default)
 
 
 def _refuse_secrets(raw: dict[str, Any]) -> None:

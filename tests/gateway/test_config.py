@@ -9,7 +9,7 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
-from gateway.config import Config, load_config, redact_url_credentials
+from gateway.config import Config, SkillsConfig, load_config, redact_url_credentials
 from gateway.errors import ConfigError
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "config" / "mnemo.example.yaml"
@@ -61,7 +61,8 @@ def test_example_documents_every_key_with_its_default() -> None:
     documented = _flatten(yaml.safe_load(EXAMPLE.read_text(encoding="utf-8")))
     assert set(documented) == _fields(Config)
     from_example = load_config(EXAMPLE, environ={})
-    assert from_example == Config()
+    beside = EXAMPLE.parent  # the file's relative paths are relative to its folder
+    assert from_example == Config(home=beside / "data", skills=SkillsConfig(dir=beside / "skills"))
 
 
 def test_environment_overrides_file(tmp_path: Path) -> None:
@@ -334,3 +335,54 @@ def test_shared_group_sessions_are_refused_with_one_line(tmp_path: Path) -> None
         line = str(error.value)
         assert "\n" not in line and line.startswith("config error: sessions")
         assert "group_sessions_per_user was removed" in line and "delete the key" in line
+
+
+# ----- paths in a file are relative to the file -------------------------------------------
+
+
+def test_relative_paths_in_a_file_are_relative_to_its_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    deploy, elsewhere = tmp_path / "deploy", tmp_path / "elsewhere"
+    deploy.mkdir()
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    path = write(deploy, "home: state\nskills: {dir: ../shared-skills}\npersona_file: me.txt\n")
+    config = load_config(Path("../deploy/mnemo.yaml"), environ={})
+    assert config.home == deploy / "state"
+    assert config.skills.dir.resolve() == tmp_path / "shared-skills"
+    assert config.persona_file == deploy / "me.txt"
+    assert load_config(path, environ={}) == config  # the same from any directory
+
+
+def test_with_a_file_the_default_paths_sit_beside_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "deploy").mkdir()
+    path = write(tmp_path / "deploy", "skills:\nllm: {model: m}\n")
+    config = load_config(path, environ={})
+    assert config.home == tmp_path / "deploy" / "data"
+    assert config.skills.dir == tmp_path / "deploy" / "skills"
+    assert config.persona_file is None
+
+
+def test_absolute_and_home_relative_paths_are_kept(tmp_path: Path) -> None:
+    path = write(tmp_path, f"home: {tmp_path / 'abs'}\nskills: {{dir: ~/mnemo-skills}}\n")
+    config = load_config(path, environ={})
+    assert config.home == tmp_path / "abs"
+    assert config.skills.dir == Path.home() / "mnemo-skills"
+
+
+def test_paths_from_the_environment_stay_relative_to_the_current_directory(
+    tmp_path: Path,
+) -> None:
+    path = write(tmp_path, "home: state\n")
+    env = {"MNEMO_HOME": "here", "MNEMO_SKILLS_DIR": "my-skills"}
+    config = load_config(path, environ=env)
+    assert config.home == Path("here") and config.skills.dir == Path("my-skills")
+
+
+def test_a_bad_path_section_is_still_named(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"^config error: skills: "):
+        load_config(write(tmp_path, "skills: [a]\n"), environ={})
