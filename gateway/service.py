@@ -58,7 +58,7 @@ def run_bot(config: Config, console: bool = False) -> None:
     and exit 0, and a restart policy would loop on it silently."""
     adapters, modes = platform_adapters(config)
     if console or (not adapters and _stdin_is_terminal()):
-        adapters.append(console_adapter(sys.stdin, sys.stdout))
+        adapters.append(console_adapter(sys.stdin, sys.stdout, home=config.home))
     if not adapters:
         raise ConfigError(
             "no platform to serve: set TELEGRAM_BOT_TOKEN or DISCORD_BOT_TOKEN (stdin is "
@@ -77,7 +77,9 @@ def run_console(
     """`mnemo chat`: the console adapter alone (through the given streams in tests);
     warnings only on stderr. `user_id` names the person, by default the login name."""
     configure_logging(logging.WARNING, _secrets(config))
-    adapter = console_adapter(stdin or sys.stdin, stdout or sys.stdout, user_id=user_id)
+    adapter = console_adapter(
+        stdin or sys.stdin, stdout or sys.stdout, user_id=user_id, home=config.home
+    )
     asyncio.run(Service(config, [adapter]).run())
 
 

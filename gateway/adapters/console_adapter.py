@@ -5,9 +5,13 @@ one message at a time. It reads and writes through the streams it is given, so
 tests drive it with pipes and `mnemo run` with the terminal. End of input or
 ``/quit`` sets `done`, which stops the application.
 
-Lines are read by a daemon thread, one when the adapter asks for it: a read
-blocked on a terminal or an open pipe cannot be interrupted, and must not keep
-the process alive once the application has stopped.
+On a terminal, a `ConsoleTerminal` reads the lines instead (line editing,
+history): Ctrl-C while a reply is written sends ``/stop`` for it, Ctrl-C at an
+empty prompt or Ctrl-D ends the chat, and a notice is printed above the prompt.
+Otherwise (a pipe, a file, a test's streams) lines are read by a daemon
+thread, one when the adapter asks for it: a read blocked on an open pipe cannot
+be interrupted, and must not keep the process alive once the application has
+stopped.
 """
 
 from __future__ import annotations
@@ -18,13 +22,18 @@ import getpass
 import logging
 import threading
 from collections.abc import Sequence
-from typing import TextIO
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
 
 from gateway.messages import CommandSpec, InboundMessage, Inbox, ReplySink
+
+if TYPE_CHECKING:
+    from gateway.adapters.console_terminal import ConsoleTerminal
 
 log = logging.getLogger(__name__)
 
 QUIT_WORDS = frozenset({"/quit", "/exit"})
+STOP_TEXT = "/stop"  # what Ctrl-C during a reply sends
 BANNER = "Mnemo console. Type a message; /help for commands, /quit to leave.\n"
 
 
@@ -48,11 +57,25 @@ class ConsoleAdapter:
 
     platform = "console"
 
-    def __init__(self, stdin: TextIO, stdout: TextIO, user_id: str | None = None) -> None:
+    def __init__(
+        self,
+        stdin: TextIO,
+        stdout: TextIO,
+        user_id: str | None = None,
+        terminal: ConsoleTerminal | None = None,
+        history_dir: Path | None = None,
+    ) -> None:
+        """`terminal`: reads the lines instead of `stdin` and prints where `stdout` does;
+        without one, a terminal `stdin` gets one, with this person's history file in
+        `history_dir` (none is kept without it)."""
         self._in = stdin
         self._out = stdout
         self._user_id = user_id or getpass.getuser() or "operator"
+        if terminal is None and _is_terminal(stdin):
+            terminal = _terminal(history_dir, self._user_id)
+        self._terminal = terminal
         self.done = asyncio.Event()
+        self.ready = asyncio.Event()  # a terminal is connected once it is read
         self._lines: asyncio.Queue[str | None] = asyncio.Queue()
         self._want = threading.Event()  # the reader thread reads one line when set
         self._task: asyncio.Task[None] | None = None
@@ -64,9 +87,11 @@ class ConsoleAdapter:
         (`commands`) is not shown here."""
         self._out.write(BANNER)
         self._out.flush()
-        loop = asyncio.get_running_loop()
-        reader = threading.Thread(target=self._read, args=(loop,), name="console", daemon=True)
-        reader.start()
+        if self._terminal is None:
+            loop = asyncio.get_running_loop()
+            reader = threading.Thread(target=self._read, args=(loop,), name="console", daemon=True)
+            reader.start()
+        self.ready.set()
         self._task = asyncio.create_task(self._serve(inbox), name="console")
 
     async def stop(self) -> None:
@@ -85,9 +110,17 @@ class ConsoleAdapter:
                 await self._task
 
     async def notify(self, message: InboundMessage, text: str) -> None:
-        """A line outside any reply (a background review's summary), set apart by blank lines."""
-        self._out.write(f"{text}\n\n")
-        self._out.flush()
+        """A line outside any reply (a background review's summary), set apart by blank lines
+        (above the prompt, when one is shown)."""
+
+        def write() -> None:
+            self._out.write(f"{text}\n\n")
+            self._out.flush()
+
+        if self._terminal is None:
+            write()
+        else:
+            await self._terminal.print_above(write)
 
     def reply_sink(self, message: InboundMessage) -> ReplySink:
         return ConsoleSink(self._out)
@@ -113,20 +146,44 @@ class ConsoleAdapter:
     async def _serve(self, inbox: Inbox) -> None:
         try:
             while not self._stopped:
-                if self._in.isatty():
-                    self._out.write("> ")
-                    self._out.flush()
-                self._want.set()
-                line = await self._lines.get()
+                line = await self._next_line()
                 if line is None or self._stopped:
                     return
                 text = line.strip()
                 if text in QUIT_WORDS:
                     return
                 if text:
-                    await inbox.handle(self._message(text), ConsoleSink(self._out))
+                    await self._answer(inbox, text)
         finally:
             self.done.set()
+
+    async def _next_line(self) -> str | None:
+        """The next line, or None at the end of the input."""
+        if self._terminal is not None:
+            return await self._terminal.read_line()
+        if self._in.isatty():
+            self._out.write("> ")
+            self._out.flush()
+        self._want.set()
+        return await self._lines.get()
+
+    async def _answer(self, inbox: Inbox, text: str) -> None:
+        """Hand one line to the inbox; on a terminal, Ctrl-C meanwhile sends ``/stop``
+        (once), which the application answers at once, even while the reply is written."""
+        if self._terminal is None:
+            await inbox.handle(self._message(text), ConsoleSink(self._out))
+            return
+        stopping: list[asyncio.Task[None]] = []
+
+        def interrupt() -> None:
+            if not stopping:
+                stop = inbox.handle(self._message(STOP_TEXT), ConsoleSink(self._out))
+                stopping.append(asyncio.create_task(stop, name="console-stop"))
+
+        with self._terminal.watching(interrupt):
+            await inbox.handle(self._message(text), ConsoleSink(self._out))
+            for task in stopping:  # its line ("Stopped.") before the next prompt
+                await task
 
     def _message(self, text: str) -> InboundMessage:
         return InboundMessage(
@@ -138,3 +195,19 @@ class ConsoleAdapter:
             message_id=None,
             user_name=self._user_id,
         )
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except ValueError:  # a closed stream
+        return False
+
+
+def _terminal(history_dir: Path | None, user_id: str) -> ConsoleTerminal:
+    """A terminal for the process's own terminal, with `user_id`'s history if kept."""
+    # imported here: prompt_toolkit is loaded only for a console on a terminal
+    from gateway.adapters.console_terminal import ConsoleTerminal, history_file, private_history
+
+    history = None if history_dir is None else private_history(history_file(history_dir, user_id))
+    return ConsoleTerminal(history)
