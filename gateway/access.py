@@ -3,21 +3,30 @@
 Deny by default. Each platform has an allow-list of user ids
 (`telegram.allowed_users`, `discord.allowed_users`); ``"*"`` serves everyone,
 an empty list nobody. Admins (`admins`, as ``platform:user_id``) are always
-served; so is the console, where the operator sits. A refused person gets one
-line naming their user id (so the operator can add it), at most once per
+served; so is the console, where the operator sits. Beside the configuration's
+lists, the data directory's `gateway.pairing.AccessList` (``<home>/access.json``)
+lets people in without a restart: it is read again whenever it changed. A
+refused person gets one line naming their user id and, with that list, a new
+one-time pairing code (so the operator can let them in with ``mnemo users
+allow CODE`` or an admin with ``/allow CODE``), at most once per
 `REFUSAL_INTERVAL` seconds; nothing of theirs is stored or sent to the model.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from gateway.config import Config
+from gateway.errors import AccessListError
+from gateway.pairing import ACCESS_FILE, CODE_TTL, AccessList
+
+log = logging.getLogger(__name__)
 
 EVERYONE = "*"
-REFUSAL_INTERVAL = 3600.0  # a refused person is told at most this often
+REFUSAL_INTERVAL = CODE_TTL  # a refused person is told (with a new code) at most this often
 MAX_REMEMBERED = 10_000  # refusals remembered; the oldest are forgotten first
 
 
@@ -41,9 +50,12 @@ class AccessPolicy:
         admins: Sequence[str] = (),
         clock: Callable[[], float] = time.monotonic,
         others: Sequence[str] = (),
+        granted: AccessList | None = None,
     ) -> None:
         """`allowed`: platform → user ids (or "*"); `others`: the ids served on a platform
-        not named (by default nobody); ``console`` is always served."""
+        not named (by default nobody); ``console`` is always served; `granted`: the data
+        directory's list, served too (None: no pairing codes)."""
+        self.granted = granted
         self._allowed = {platform: frozenset(ids) for platform, ids in allowed.items()}
         self._others = frozenset(others)
         self._admins = frozenset(admins)
@@ -58,6 +70,7 @@ class AccessPolicy:
                 "discord": config.discord.allowed_users,
             },
             admins=config.admins,
+            granted=AccessList(config.home / ACCESS_FILE),
         )
 
     @classmethod
@@ -71,8 +84,12 @@ class AccessPolicy:
         return platform == "console" or f"{platform}:{user_id}" in self._admins
 
     def allows(self, platform: str, user_id: str) -> bool:
-        if self.is_admin(platform, user_id):
+        if self.is_admin(platform, user_id) or self.configured(platform, user_id):
             return True
+        return self.granted is not None and user_id in self.granted.granted(platform)
+
+    def configured(self, platform: str, user_id: str) -> bool:
+        """Whether the configuration's list serves the person (by id or by "*")."""
         ids = self._allowed.get(platform, self._others)
         return EVERYONE in ids or user_id in ids
 
@@ -89,11 +106,24 @@ class AccessPolicy:
         self._told[key] = now
         while len(self._told) > MAX_REMEMBERED:
             del self._told[next(iter(self._told))]
-        return Decision(False, refusal_line(platform, user_id))
+        return Decision(False, refusal_line(platform, user_id, self._code(platform, user_id)))
+
+    def _code(self, platform: str, user_id: str) -> str | None:
+        """A new pairing code for the person, or None (no list, or it cannot be written)."""
+        if self.granted is None:
+            return None
+        try:
+            return self.granted.issue_code(platform, user_id)
+        except AccessListError as exc:
+            log.warning("no pairing code for %s user %s: %s", platform, user_id, exc)
+            return None
 
 
-def refusal_line(platform: str, user_id: str) -> str:
+def refusal_line(platform: str, user_id: str, code: str | None = None) -> str:
+    line = f"Sorry, this bot is private and doesn't serve you yet. Your {platform} user id is "
+    if code is None:
+        return f"{line}{user_id}; the bot's operator can add it to {platform}.allowed_users."
     return (
-        f"Sorry, this bot is private and doesn't serve you yet. Your {platform} user id is "
-        f"{user_id}; the bot's operator can add it to {platform}.allowed_users."
+        f"{line}{user_id} and your pairing code is {code} (valid for an hour, once): send it "
+        f"to the bot's operator, who can let you in with: mnemo users allow {code}"
     )

@@ -17,6 +17,7 @@ from typing import TypeVar
 
 import click
 
+from gateway.cli.access_cmd import allow, allowed, deny
 from gateway.cli.base import CliState, fail, json_text, run_command, user_key_option, visible
 from gateway.commands.erase import person_data
 from gateway.config import Config
@@ -62,7 +63,7 @@ def _erase_alone(config: Config, user_key: str) -> PersonHoldings:
 
 @click.group()
 def users() -> None:
-    """List the people the bot holds data about; export or erase one."""
+    """List the people the bot holds data about; export or erase one; allow or deny one."""
 
 
 @users.command("list")
@@ -132,3 +133,8 @@ def erase(state: CliState, user_key: str, yes: bool) -> None:
     click.echo(visible(f"erased {erased.summary()} of {user_key}"))
     if erased.provider_failures:
         fail("memory provider could not erase: " + "; ".join(erased.provider_failures))
+
+
+users.add_command(allow)  # allow, deny and allowed: gateway.cli.access_cmd
+users.add_command(deny)
+users.add_command(allowed)

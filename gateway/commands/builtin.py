@@ -1,11 +1,12 @@
 """The built-in commands: /start, /help, /new, /stop, /recall, /memory, /forget, /export,
-/skills, /status and (admins) /promote, each bound to what it works on when built."""
+/skills, /status and (admins) /promote and /allow, each bound to what it works on when built."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from gateway.agent.recall import Recapper
+from gateway.commands.allow import allow_command
 from gateway.commands.choices import PendingChoices
 from gateway.commands.erase import PendingErasures, export_command, forget_with_erasure_command
 from gateway.commands.info import help_command, skills_command, start_command, status_command
@@ -20,6 +21,7 @@ from gateway.commands.registry import (
     SessionControl,
 )
 from gateway.commands.skills import promote_command
+from gateway.pairing import AccessList
 from memory_core import FileMemoryStore, PendingChanges, PersonData, SessionStore, SkillsStore
 
 
@@ -44,10 +46,12 @@ def builtin_commands(
     resources: CommandResources,
     choices: PendingChoices,
     erasures: PendingErasures | None = None,
+    access: AccessList | None = None,
 ) -> CommandRegistry:
     """A registry holding the built-in commands over `resources`; `choices`: the choices
     they offer, until picked; `erasures`: the `/forget all` requests awaiting confirmation
-    (by default a table of its own)."""
+    (by default a table of its own); `access`: the data directory's list, which /allow
+    adds to (None: no /allow)."""
     r = resources
     registry = CommandRegistry()
     registry.register(start_command(registry))
@@ -72,6 +76,8 @@ def builtin_commands(
     registry.register(skills_command(r.skills))
     registry.register(status_command(r.memory, r.sessions, r.model_name))
     registry.register(promote_command(r.skills))
+    if access is not None:
+        registry.register(allow_command(access))
     return registry
 
 

@@ -1,0 +1,295 @@
+"""The data directory's allow list and its pairing codes: access without restarts.
+
+`<home>/access.json` (0600) holds the people let in beside the configuration's
+`allowed_users`, and the pairing code each refused person was given last.
+Every change is read, made and written under ``<home>/access.json.lock`` and
+written atomically, so the running bot and ``mnemo users allow|deny`` in
+another process never lose each other's changes. The bot re-reads the file at
+decision time when its mtime, size or inode changed (one ``stat`` per
+message), so a change takes effect on the next message, without a restart.
+
+A code is `CODE_LENGTH` characters from an alphabet without look-alikes (no
+0/O, 1/I/L), typed in any case, with or without a dash. It is tied to the one
+platform user it was given to, replaces their previous code, expires after
+`CODE_TTL` seconds and works once. The file keeps only its SHA-256; logs show
+only its first two characters.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from filelock import FileLock, Timeout
+
+from gateway.errors import AccessListError
+from memory_core import AtomicWriteError, atomic_write_text
+
+log = logging.getLogger(__name__)
+
+ACCESS_FILE = "access.json"
+ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I/L: read aloud or typed safely
+CODE_LENGTH = 8
+CODE_TTL = 3600.0  # seconds a pairing code stays valid
+MAX_CODES = 1000  # codes kept at once; the oldest go first (a flood of refused accounts)
+_ID = re.compile(r"[0-9]{1,32}")
+
+_Signature = tuple[int, int, int]  # (mtime_ns, size, inode)
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Grant:
+    """A person on the data directory's list: a platform and their user id there."""
+
+    platform: str
+    user_id: str
+
+    def __str__(self) -> str:
+        return f"{self.platform} user {self.user_id}"
+
+
+@dataclass
+class _Code:
+    grant: Grant
+    digest: str
+    expires: float
+
+
+@dataclass
+class _State:
+    allowed: dict[str, set[str]]
+    codes: list[_Code]
+
+
+def normalize_code(text: str) -> str:
+    """`text` as a code is stored: upper case, without spaces or dashes; `AccessListError`
+    when it cannot be a pairing code at all."""
+    code = re.sub(r"[\s-]", "", text).upper()
+    if len(code) != CODE_LENGTH or any(c not in ALPHABET for c in code):
+        raise AccessListError(
+            f"{shown_code(code)} is not a pairing code ({CODE_LENGTH} letters and digits, "
+            "as the bot sent it)"
+        )
+    return code
+
+
+def shown_code(code: str) -> str:
+    """The part of a code that may appear in logs and error lines."""
+    return f"{code[:2]}…" if code else "an empty code"
+
+
+def new_code() -> str:
+    return "".join(secrets.choice(ALPHABET) for _ in range(CODE_LENGTH))
+
+
+def _digest(code: str) -> str:
+    return hashlib.sha256(code.encode("ascii")).hexdigest()
+
+
+class AccessList:
+    """The people let in through the data directory (`path`), and the pairing codes given
+    to refused people; `clock` is wall time (codes outlive a process)."""
+
+    def __init__(
+        self, path: Path, clock: Callable[[], float] = time.time, lock_timeout: float = 5.0
+    ) -> None:
+        self.path = path
+        self._lock = FileLock(str(path.with_name(path.name + ".lock")), timeout=lock_timeout)
+        self._clock = clock
+        self._signature: _Signature | None = None
+        self._allowed: dict[str, frozenset[str]] = {}
+
+    def granted(self, platform: str) -> frozenset[str]:
+        """The user ids of `platform` on the list as the file is now (re-read when it
+        changed). An unreadable file keeps the last list read, with a warning."""
+        try:
+            signature = self._stat()
+            if signature != self._signature:
+                self._signature = signature  # a bad file is warned about once per change
+                state = self._read()
+                self._allowed = {p: frozenset(ids) for p, ids in state.allowed.items()}
+        except AccessListError as exc:
+            log.warning("%s; keeping the access list read before", exc)
+        return self._allowed.get(platform, frozenset())
+
+    def entries(self) -> list[Grant]:
+        """Everyone on the list, by platform and id."""
+        state = self._read()
+        return [Grant(p, uid) for p in sorted(state.allowed) for uid in sorted(state.allowed[p])]
+
+    def issue_code(self, platform: str, user_id: str) -> str:
+        """A new code for this person (their previous one stops working)."""
+        code = new_code()
+        grant = Grant(platform, user_id)
+
+        def change(state: _State) -> None:
+            state.codes = [c for c in state.codes if c.grant != grant]
+            state.codes.append(_Code(grant, _digest(code), self._clock() + CODE_TTL))
+            del state.codes[:-MAX_CODES]
+
+        self._change(change)
+        log.info("pairing code %s given to %s", shown_code(code), grant)
+        return code
+
+    def redeem(self, text: str) -> Grant:
+        """Let in the person `text` (a pairing code) was given to, and use the code up;
+        `AccessListError` in one line for a code that is malformed, unknown, used or
+        expired (nothing changes then)."""
+        code = normalize_code(text)
+        digest = _digest(code)
+
+        def change(state: _State) -> Grant:
+            found = next((c for c in state.codes if secrets.compare_digest(c.digest, digest)), None)
+            if found is None:
+                raise AccessListError(f"pairing code {shown_code(code)} is unknown or already used")
+            state.codes.remove(found)
+            if found.expires <= self._clock():
+                raise AccessListError(
+                    f"pairing code {shown_code(code)} has expired; the person gets a new one "
+                    "when they write to the bot again (within the hour: their id works too)"
+                )
+            state.allowed.setdefault(found.grant.platform, set()).add(found.grant.user_id)
+            return found.grant
+
+        try:
+            grant = self._change(change)
+        except AccessListError:
+            log.info("pairing code %s refused", shown_code(code))
+            raise
+        log.info("pairing code %s let in %s", shown_code(code), grant)
+        return grant
+
+    def allow(self, grant: Grant) -> bool:
+        """Put `grant` on the list (their pending code goes); False if they were on it."""
+
+        def change(state: _State) -> bool:
+            state.codes = [c for c in state.codes if c.grant != grant]
+            ids = state.allowed.setdefault(grant.platform, set())
+            added = grant.user_id not in ids
+            ids.add(grant.user_id)
+            return added
+
+        return self._change(change)
+
+    def deny(self, grant: Grant) -> bool:
+        """Take `grant` off the list (and drop their pending code); False if not on it."""
+
+        def change(state: _State) -> bool:
+            state.codes = [c for c in state.codes if c.grant != grant]
+            ids = state.allowed.get(grant.platform, set())
+            removed = grant.user_id in ids
+            ids.discard(grant.user_id)
+            if not ids:
+                state.allowed.pop(grant.platform, None)
+            return removed
+
+        return self._change(change)
+
+    def _change(self, change: Callable[[_State], T]) -> T:
+        """Read, apply `change`, write: all under the file's lock. A change that raises
+        writes nothing unless it changed the state first (a used-up expired code)."""
+        try:
+            with self._lock:
+                state = self._read()
+                before = _dump(state)
+                try:
+                    result = change(state)
+                finally:
+                    self._prune(state)
+                    if _dump(state) != before:
+                        self._write(state)
+        except Timeout:
+            raise AccessListError(
+                f"{self.path} is locked by another process; try again in a moment"
+            ) from None
+        return result
+
+    def _prune(self, state: _State) -> None:
+        now = self._clock()
+        state.codes = [c for c in state.codes if c.expires > now - CODE_TTL]  # an hour late:
+        # still told "expired", not "unknown"
+
+    def _stat(self) -> _Signature | None:
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise AccessListError(f"cannot read {self.path}: {exc.strerror or exc}") from exc
+        return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+    def _read(self) -> _State:
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return _State({}, [])
+        except (OSError, UnicodeDecodeError) as exc:
+            raise AccessListError(f"cannot read {self.path}: {exc}") from exc
+        try:
+            return _parse(json.loads(text))
+        except (ValueError, TypeError, KeyError) as exc:
+            raise AccessListError(
+                f"{self.path} is not a valid access list ({exc}); fix or remove it"
+            ) from exc
+
+    def _write(self, state: _State) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            atomic_write_text(self.path, _dump(state) + "\n", mode=0o600)
+        except AtomicWriteError as exc:
+            raise AccessListError(str(exc)) from exc
+
+
+def _parse(raw: Any) -> _State:
+    if not isinstance(raw, dict):
+        raise ValueError("not a JSON object")
+    allowed: dict[str, set[str]] = {}
+    for platform, ids in dict(raw.get("allowed", {})).items():
+        if not isinstance(ids, list) or not all(
+            isinstance(i, str) and _ID.fullmatch(i) for i in ids
+        ):
+            raise ValueError(f"allowed.{platform} must be a list of numeric ids as strings")
+        allowed[str(platform)] = set(ids)
+    codes = [
+        _Code(Grant(str(c["platform"]), str(c["user_id"])), str(c["sha256"]), float(c["expires"]))
+        for c in list(raw.get("codes", []))
+    ]
+    return _State(allowed, codes)
+
+
+def _dump(state: _State) -> str:
+    payload = {
+        "allowed": {p: sorted(ids) for p, ids in sorted(state.allowed.items()) if ids},
+        "codes": [
+            {
+                "platform": c.grant.platform,
+                "user_id": c.grant.user_id,
+                "sha256": c.digest,
+                "expires": c.expires,
+            }
+            for c in state.codes
+        ],
+    }
+    return json.dumps(payload, indent=1)
+
+
+def parse_grant(text: str) -> Grant:
+    """``telegram:123`` or ``telegram-123`` (a user key) as a `Grant`; `AccessListError`
+    in one line otherwise."""
+    match = re.fullmatch(r"(telegram|discord)[:-]([0-9]{1,32})", text.strip())
+    if match is None:
+        raise AccessListError(
+            f"{text!r} is not a person: write platform:id (telegram:123, discord:456), "
+            "the id the bot told them"
+        )
+    return Grant(match.group(1), match.group(2))
