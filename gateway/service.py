@@ -39,6 +39,7 @@ from gateway.config import Config
 from gateway.conversation import Conversations
 from gateway.errors import AdapterFailedError, ConfigError, GatewayError, InstanceLockedError
 from gateway.messages import Adapter, CommandSpec, InboundMessage, ReplySink
+from gateway.preflight import check_startup
 from gateway.session_queue import SessionQueue
 from memory_core import SessionStore, split_user_key
 
@@ -55,7 +56,9 @@ def run_bot(config: Config, console: bool = False) -> None:
     """`mnemo run`: every enabled platform adapter, else the console when stdin is a
     terminal (`console` adds it in any case); INFO logs to stderr. With neither, one
     `ConfigError` line: under a supervisor a console on a closed stdin would end at once
-    and exit 0, and a restart policy would loop on it silently."""
+    and exit 0, and a restart policy would loop on it silently. A set-up mistake
+    (`check_startup`) is one `ConfigError` line before anything starts."""
+    check_startup(config)
     adapters, modes = platform_adapters(config)
     if console or (not adapters and _stdin_is_terminal()):
         adapters.append(console_adapter(sys.stdin, sys.stdout, home=config.home))
@@ -135,7 +138,12 @@ class Service:
                         f"the {adapter.platform} adapter failed to start (its error is logged "
                         "above)"
                     )
-            log.info("serving %s with data in %s", self._describe(), self._config.home.resolve())
+            log.info(
+                "serving %s with data in %s and skills in %s",
+                self._describe(),
+                self._config.home.resolve(),
+                self._config.skills.dir.resolve(),
+            )
             gc.freeze()  # what start-up built lives all run: later full collections skip it
             catch_up = asyncio.create_task(self._answer_unanswered(bot))
             ended = await self._wait(started)
