@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from prometheus_client import CollectorRegistry
+
 from gateway.access import AccessPolicy
 from gateway.adapters.console_adapter import ConsoleAdapter
 from gateway.agent.compression import Compressor
@@ -35,6 +37,7 @@ from gateway.errors import ConfigError
 from gateway.jobs import BackgroundSettings, BackgroundWork, JobContext
 from gateway.jobs.context import Announcer
 from gateway.messages import Adapter, InboundMessage, Notifier, ReplySink
+from gateway.metrics import Metrics
 from gateway.session_cache import ManagerFactory, OpenSessions, PromptMaker
 from gateway.session_queue import SessionQueue
 from gateway.turns import ToolBox, Turns
@@ -81,19 +84,28 @@ class Bot:
     adapters: tuple[Adapter, ...]
     background: BackgroundWork
     conversations: Conversations
+    metrics: Metrics
 
 
 @contextlib.asynccontextmanager
-async def open_bot(config: Config, adapters: Sequence[Adapter]) -> AsyncIterator[Bot]:
-    """Open the services and build the bot serving `adapters`; close them on the way out."""
-    async with open_services(config) as services:
+async def open_bot(
+    config: Config, adapters: Sequence[Adapter], registry: CollectorRegistry | None = None
+) -> AsyncIterator[Bot]:
+    """Open the services and build the bot serving `adapters`; close them on the way out.
+    Its metrics go to `registry` (by default one of its own, never the global one)."""
+    metrics = Metrics(registry if registry is not None else CollectorRegistry())
+    async with open_services(config, metrics) as services:
         choices = PendingChoices()  # offered by commands and by the approval notices
         announce = staged_notices(services, adapters, choices).announce
         background = BackgroundWork(job_context(services, adapter_notifier(adapters), announce))
         conversations = build_conversations(
-            services, AccessPolicy.from_config(config), background=background, choices=choices
+            services,
+            AccessPolicy.from_config(config),
+            background=background,
+            choices=choices,
+            metrics=metrics,
         )
-        yield Bot(services, tuple(adapters), background, conversations)
+        yield Bot(services, tuple(adapters), background, conversations, metrics)
 
 
 def build_conversations(
@@ -102,12 +114,14 @@ def build_conversations(
     background: BackgroundWork | None = None,
     erasures: PendingErasures | None = None,
     choices: PendingChoices | None = None,
+    metrics: Metrics | None = None,
 ) -> Conversations:
     """Everything that serves messages, on top of `services`, in one call.
 
     `background`: reviews and extractions (None: the bot never learns on its own);
     `erasures`: the /forget all requests awaiting confirmation (a clock for tests);
-    `choices`: the choices offered and not yet picked (shared with the approval notices).
+    `choices`: the choices offered and not yet picked (shared with the approval notices);
+    `metrics`: where each turn is counted (None: nowhere).
     """
     config = services.config
     prompts = PromptMaker(
@@ -136,6 +150,7 @@ def build_conversations(
         compressor,
         config.llm.max_tool_steps,
         queue,
+        on_turn=metrics.record_turn if metrics is not None else None,
     )
     if choices is None:
         choices = PendingChoices()  # choices offered by commands, until picked
@@ -253,8 +268,9 @@ def job_context(
 
 
 @contextlib.asynccontextmanager
-async def open_services(config: Config) -> AsyncIterator[Services]:
-    """Open the stores and the model clients for `config`; close them on the way out."""
+async def open_services(config: Config, metrics: Metrics | None = None) -> AsyncIterator[Services]:
+    """Open the stores and the model clients for `config`; close them on the way out.
+    `metrics`: where the model clients count their requests (None: nowhere)."""
     persona = read_persona(config.persona_file)
     config.home.mkdir(parents=True, exist_ok=True)
     fence = ErasureFence()  # one for every store: an erasure fences them all at once
@@ -268,6 +284,7 @@ async def open_services(config: Config) -> AsyncIterator[Services]:
         timeout=config.llm.timeout,
         stall_timeout=config.llm.stall_timeout,
         limiter=limiter,
+        on_call=metrics.model_call_recorder("main") if metrics is not None else None,
     )
     auxiliary = ModelClient(  # recaps, compression, review, extraction; unset keys follow llm
         base_url=config.aux_base_url,
@@ -277,6 +294,7 @@ async def open_services(config: Config) -> AsyncIterator[Services]:
         stall_timeout=config.llm.stall_timeout,
         limiter=limiter,
         background=True,  # replies go first
+        on_call=metrics.model_call_recorder("auxiliary") if metrics is not None else None,
     )
     try:
         yield Services(

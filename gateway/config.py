@@ -214,7 +214,7 @@ class HealthConfig(_Section):
 
     enabled: bool = False  # MNEMO_HEALTH_ENABLED; the image sets it
     listen: str = "127.0.0.1"  # MNEMO_HEALTH_LISTEN; the image listens on 0.0.0.0
-    port: int = Field(default=8080, ge=1, le=65535)
+    port: int = Field(default=8080, ge=0, le=65535)  # 0: any free port (tests)
 
 
 class Config(_Section):

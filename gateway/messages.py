@@ -181,11 +181,14 @@ class Adapter(Protocol):
     returns once it runs); `stop` stops taking new updates (messages being
     handled go on); `close` releases the connection, after the application
     drained the work in flight. `done` is set when the adapter ends by itself
-    (the console at end of input), which stops the application.
+    (the console at end of input), which stops the application. `ready` is set
+    while the platform is connected (Telegram answered, Discord sent READY): the
+    application's /healthz reads it.
     """
 
     platform: str
     done: asyncio.Event
+    ready: asyncio.Event
 
     async def start(self, inbox: Inbox, commands: Sequence[CommandSpec]) -> None:
         """Connect and take updates; `commands` are the menu (everyone's commands)."""

@@ -110,9 +110,12 @@ class Turns:
         compressor: Compressor,
         max_tool_steps: int,
         queue: SessionQueue,
+        on_turn: Callable[[str, str, float], None] | None = None,
     ) -> None:
         """`queue`: where messages wait for a busy session; a queued one leaves it once its
-        turn stored it."""
+        turn stored it. `on_turn` is told of each turn that ended: its platform, outcome
+        ("replied", "no_reply", "stopped") and seconds."""
+        self._on_turn = on_turn
         self._model = model
         self._store = store
         self._sessions = sessions
@@ -133,10 +136,13 @@ class Turns:
         was shown of the reply then stays, in the chat and in the session, marked as
         stopped. `queued`: the message's id in the session queue, if it waited there."""
         shown = _Shown(sink)
+        began = time.monotonic()
         task = asyncio.ensure_future(self._from_queue(who, message, shown, stored, queued))
         with self._sessions.running(who.session_key, who.user_key, task) as running:
             try:
-                return await task
+                result = await task
+                self._ended(who.platform, "no_reply" if result is None else "replied", began)
+                return result
             except asyncio.CancelledError:
                 if running.erased:
                     return None  # the person's data is being erased: keep nothing
@@ -144,7 +150,12 @@ class Turns:
                     raise  # the service is stopping, not the person
         await sink.write(("\n\n" if shown.text.strip() else "") + STOPPED_NOTE)
         await self.stopped(who, shown.text)
+        self._ended(who.platform, "stopped", began)
         return None
+
+    def _ended(self, platform: str, outcome: str, began: float) -> None:
+        if self._on_turn is not None:
+            self._on_turn(platform, outcome, time.monotonic() - began)
 
     async def _from_queue(
         self,

@@ -197,7 +197,13 @@ class _Client(discord.Client):
         await self._adapter._setup()
 
     async def on_ready(self) -> None:
-        self._adapter._ready.set()
+        self._adapter.ready.set()
+
+    async def on_resumed(self) -> None:
+        self._adapter.ready.set()
+
+    async def on_disconnect(self) -> None:
+        self._adapter.ready.clear()  # discord.py reconnects; /healthz says so meanwhile
 
     async def on_message(self, message: discord.Message) -> None:
         await self._adapter._on_message(message)
@@ -226,7 +232,7 @@ class DiscordAdapter:
         self._guild_ready_timeout, self._ready_timeout = guild_ready_timeout, ready_timeout
         self._commands_factory = commands_factory
         self.done = asyncio.Event()
-        self._ready = asyncio.Event()
+        self.ready = asyncio.Event()  # READY came (cleared while the gateway is down)
         self._throttles = Throttles(config.edit_interval)
         self._client: _Client | None = None
         self._runner: asyncio.Task[None] | None = None
@@ -259,12 +265,12 @@ class DiscordAdapter:
             self._slash = self._commands_factory(client, inbox, commands, self._config)
         runner = asyncio.create_task(client.start(self._config.token or ""), name="discord")
         self._runner = runner
-        ready = asyncio.create_task(self._ready.wait())
+        ready = asyncio.create_task(self.ready.wait())
         await asyncio.wait(
             {runner, ready}, timeout=self._ready_timeout, return_when=asyncio.FIRST_COMPLETED
         )
         ready.cancel()
-        if self._ready.is_set():
+        if self.ready.is_set():
             runner.add_done_callback(self._ended)
             me = client.user
             log.info("discord: started as %s (%d servers)", me, len(client.guilds))

@@ -195,6 +195,7 @@ class TelegramAdapter:
         self._config, self._poll_timeout, self._clock = config, poll_timeout, clock
         self._backoff, self._overall_max_rate = backoff, overall_max_rate
         self.done = asyncio.Event()
+        self.ready = asyncio.Event()  # Telegram answered getMe and the set-up calls
         self._throttles = Throttles(config.edit_interval)
         self._app: Application[Any, Any, Any, Any, Any, Any] | None = None
         self._inbox: Inbox | None = None
@@ -249,6 +250,7 @@ class TelegramAdapter:
                 backoff=self._backoff,
             )
             self._loop = asyncio.create_task(self._polled(self._poll), name="telegram-poll")
+        self.ready.set()
         log.info(
             "telegram: started as @%s (%s)",
             self._bot_user.username,
@@ -258,6 +260,7 @@ class TelegramAdapter:
     async def stop(self) -> None:
         """Stop taking updates; the messages being handled go on."""
         self._stopping.set()
+        self.ready.clear()
         if self._loop is not None:
             self._loop.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -75,8 +75,11 @@ class ModelClient:
         limiter: ModelCallLimiter | None = None,
         background: bool = False,
         http_client: httpx2.AsyncClient | None = None,
+        on_call: Callable[[float, BaseException | None], None] | None = None,
     ) -> None:
+        """`on_call` is told of each request: its seconds and the error that ended it."""
         self.model = model
+        self._on_call = on_call
         self.background = background
         self._limiter = limiter
         self._timeout = timeout
@@ -175,7 +178,7 @@ class ModelClient:
         while True:
             try:
                 async with self._slot(clock, background):
-                    return await attempt()
+                    return await self._timed(attempt)
             except ModelError as exc:
                 delay = self._retry_delay(exc, tries, passed_text(), clock.elapsed())
                 if delay is None:
@@ -183,6 +186,19 @@ class ModelClient:
                 log.info("model call failed (%s); retry %d in %.1f s", exc, tries + 1, delay)
             await asyncio.sleep(delay)
             tries += 1
+
+    async def _timed(self, attempt: Callable[[], Awaitable[T]]) -> T:
+        """One request, told to `on_call` (a cancelled one is not: it did not end)."""
+        if self._on_call is None:
+            return await attempt()
+        began = time.monotonic()
+        try:
+            result = await attempt()
+        except Exception as exc:  # told, then raised on unchanged
+            self._on_call(time.monotonic() - began, exc)
+            raise
+        self._on_call(time.monotonic() - began, None)
+        return result
 
     @contextlib.asynccontextmanager
     async def _slot(self, clock: _Clock, background: bool) -> AsyncIterator[None]:

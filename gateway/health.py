@@ -1,0 +1,112 @@
+"""`/healthz` and `/metrics` for a supervisor (Docker's HEALTHCHECK, Prometheus).
+
+`HealthServer` is a small aiohttp web server (`health.listen`:`health.port`)
+that `mnemo run` starts before its adapters when `health.enabled` is on (the
+image turns it on). ``GET /healthz`` answers 200 "ready" only when every
+adapter is connected (its `ready` is set and it has not ended) and the data
+directory is writable; otherwise 503 with one line per thing not ready.
+``GET /metrics`` answers the bot's `Metrics` in the Prometheus text format,
+its queue depths read at that moment. Neither shows a message, a person or a
+secret.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from aiohttp import web
+
+from gateway.app import Bot
+from gateway.config import HealthConfig
+from gateway.messages import Adapter
+from gateway.metrics import CONTENT_TYPE
+
+log = logging.getLogger(__name__)
+
+STATE_DB = "state.db"
+
+
+class HealthServer:
+    """Serves /healthz and /metrics for one bot and its adapters."""
+
+    def __init__(self, config: HealthConfig, bot: Bot, adapters: Sequence[Adapter]) -> None:
+        self._config = config
+        self._bot = bot
+        self._adapters = list(adapters)
+        self._runner: web.AppRunner | None = None
+        self.port: int | None = None  # the port listened on, once started (0 picks one)
+
+    async def start(self) -> None:
+        """Listen; an address that cannot be bound is an `OSError` (the caller's line)."""
+        app = web.Application()
+        app.router.add_get("/healthz", self._healthz)
+        app.router.add_get("/metrics", self._metrics)
+        runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=1.0)
+        await runner.setup()
+        site = web.TCPSite(runner, self._config.listen, self._config.port)
+        try:
+            await site.start()
+        except OSError:
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        server = site._server  # aiohttp keeps the bound sockets only there
+        sockets = getattr(server, "sockets", None) or ()
+        self.port = sockets[0].getsockname()[1] if sockets else self._config.port
+        log.info("health: /healthz and /metrics on %s:%d", self._config.listen, self.port)
+
+    async def close(self) -> None:
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()
+
+    async def not_ready(self) -> list[str]:
+        """What is not ready, one line each (empty: ready)."""
+        problems = [
+            f"{a.platform}: not connected" if not a.done.is_set() else f"{a.platform}: ended"
+            for a in self._adapters
+            if a.done.is_set() or not a.ready.is_set()
+        ]
+        home = self._bot.services.config.home
+        problem = await asyncio.to_thread(unwritable, home)
+        if problem is not None:
+            problems.append(f"store: {problem}")
+        return problems
+
+    async def _healthz(self, request: web.Request) -> web.Response:
+        problems = await self.not_ready()
+        if problems:
+            return web.Response(text="not ready\n" + "\n".join(problems) + "\n", status=503)
+        return web.Response(text="ready\n")
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        bot = self._bot
+        queued = []
+        for adapter in self._adapters:
+            waiting = await bot.services.sessions.queued_messages(adapter.platform)
+            queued.append((adapter.platform, len(waiting)))
+        bot.metrics.refresh(
+            queued,
+            (job.running for job in bot.background.jobs()),
+            ((a.platform, a.ready.is_set() and not a.done.is_set()) for a in self._adapters),
+        )
+        return web.Response(body=bot.metrics.text(), headers={"Content-Type": CONTENT_TYPE})
+
+
+def unwritable(home: Path) -> str | None:
+    """Why the data directory (and its state.db) cannot be written, or None when it can:
+    a file is created and removed there, as the store's own writes would."""
+    database = home / STATE_DB
+    if database.exists() and not os.access(database, os.W_OK):
+        return f"{database} is not writable"
+    try:
+        with tempfile.NamedTemporaryFile(dir=home, prefix=".healthz-"):
+            pass
+    except OSError as exc:
+        return f"{home} is not writable ({exc.strerror or exc})"
+    return None
