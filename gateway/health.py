@@ -4,7 +4,8 @@
 that `mnemo run` starts before its adapters when `health.enabled` is on (the
 image turns it on). ``GET /healthz`` answers 200 "ready" only when every
 adapter is connected (its `ready` is set and it has not ended) and the data
-directory is writable; otherwise 503 with one line per thing not ready.
+directory is writable; otherwise (and once the service is stopping) 503 with
+one line per thing not ready.
 ``GET /metrics`` answers the bot's `Metrics` in the Prometheus text format,
 its queue depths read at that moment. Neither shows a message, a person or a
 secret.
@@ -34,8 +35,16 @@ STATE_DB = "state.db"
 class HealthServer:
     """Serves /healthz and /metrics for one bot and its adapters."""
 
-    def __init__(self, config: HealthConfig, bot: Bot, adapters: Sequence[Adapter]) -> None:
+    def __init__(
+        self,
+        config: HealthConfig,
+        bot: Bot,
+        adapters: Sequence[Adapter],
+        stopping: asyncio.Event | None = None,
+    ) -> None:
+        """`stopping`: set once the service is stopping (then it is not ready)."""
         self._config = config
+        self._stopping = stopping if stopping is not None else asyncio.Event()
         self._bot = bot
         self._adapters = list(adapters)
         self._runner: web.AppRunner | None = None
@@ -67,6 +76,8 @@ class HealthServer:
 
     async def not_ready(self) -> list[str]:
         """What is not ready, one line each (empty: ready)."""
+        if self._stopping.is_set():
+            return ["stopping"]
         problems = [
             f"{a.platform}: not connected" if not a.done.is_set() else f"{a.platform}: ended"
             for a in self._adapters

@@ -28,16 +28,18 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TextIO, TypeVar
 
 from filelock import FileLock, Timeout
+from prometheus_client import CollectorRegistry, ProcessCollector
 
 from gateway.app import Bot, console_adapter, open_bot, platform_adapters
 from gateway.config import Config
 from gateway.conversation import Conversations
 from gateway.errors import AdapterFailedError, ConfigError, GatewayError, InstanceLockedError
+from gateway.health import HealthServer
 from gateway.messages import Adapter, CommandSpec, InboundMessage, ReplySink
 from gateway.preflight import check_startup
 from gateway.session_queue import SessionQueue
@@ -68,7 +70,9 @@ def run_bot(config: Config, console: bool = False) -> None:
             "not a terminal, so there is no console; `mnemo run --console` forces one)"
         )
     configure_logging(logging.INFO, _secrets(config))
-    asyncio.run(Service(config, adapters, modes).run())
+    registry = CollectorRegistry()  # this bot's own: /metrics shows it and the process
+    ProcessCollector(registry=registry)
+    asyncio.run(Service(config, adapters, modes, registry=registry).run())
 
 
 def run_console(
@@ -95,10 +99,14 @@ class Service:
         adapters: Sequence[Adapter],
         modes: Mapping[str, str] | None = None,
         signals: Sequence[signal.Signals] = STOP_SIGNALS,
+        registry: CollectorRegistry | None = None,
     ) -> None:
         """`modes`: platform -> how it serves ("polling"), for the start line; `signals`:
-        those that stop the service (installed only in the main thread)."""
+        those that stop the service (installed only in the main thread); `registry`:
+        where the bot's metrics go (None: a registry of its own)."""
         self._config = config
+        self._registry = registry
+        self.health: HealthServer | None = None  # /healthz and /metrics, while serving
         self._adapters = list(adapters)
         self._modes = dict(modes or {})
         self._signals = tuple(signals)
@@ -119,9 +127,35 @@ class Service:
         """Serve until stopped. Raises `InstanceLockedError` when another instance holds
         the data directory, `AdapterFailedError` when an adapter fails."""
         with instance_lock(self._config.home), self._signal_handlers():
-            async with open_bot(self._config, self._adapters) as bot:
+            async with (
+                open_bot(self._config, self._adapters, self._registry) as bot,
+                self._health_server(bot),
+            ):
                 await self._serve(bot)
         log.info("stopped")
+
+    @contextlib.asynccontextmanager
+    async def _health_server(self, bot: Bot) -> AsyncIterator[None]:
+        """/healthz and /metrics from before the adapters start until the bot closes,
+        when `health.enabled`; an address it cannot listen on is one `ConfigError` line."""
+        settings = self._config.health
+        if not settings.enabled:
+            yield
+            return
+        server = HealthServer(settings, bot, self._adapters, self._stopping)
+        try:
+            await server.start()
+        except OSError as exc:
+            raise ConfigError(
+                f"config error: health: cannot listen on {settings.listen}:{settings.port} "
+                f"({exc.strerror or exc})"
+            ) from None
+        self.health = server
+        try:
+            yield
+        finally:
+            self.health = None
+            await server.close()
 
     async def _serve(self, bot: Bot) -> None:
         conversations = bot.conversations
