@@ -1,86 +1,65 @@
-"""`mnemo doctor`: check that this installation can run.
+"""`mnemo doctor`: check that this installation can run turns.
 
-Each check prints one line, ``ok`` or ``FAIL`` with the reason; the result is
-False when any check failed. Credentials in a URL (``OPENAI_BASE_URL`` may hold
+The checks (`gateway.doctor_checks`) cover the configuration, the data dir,
+the skills folder, SQLite, the model endpoints, Telegram and Discord. Each one
+prints one line, ``ok`` or ``FAIL`` with the reason, or, as JSON, one object
+``{name, ok, detail}`` of a list; the result is False when any check failed.
+Secrets never appear: credentials in a URL (``OPENAI_BASE_URL`` may hold
 ``https://user:key@host/v1``) are masked in every line, including error text
-from the client that repeats the URL.
+from a client that repeats the URL, and so are the API key and bot tokens.
 """
 
 from __future__ import annotations
 
 import asyncio
-import sqlite3
-import tempfile
 from collections.abc import Callable
-from pathlib import Path
+from dataclasses import asdict
 
-from gateway.agent.model_client import ModelClient
 from gateway.config import Config, redact_url_credentials
+from gateway.doctor_checks import (
+    Check,
+    check_data_dir,
+    check_skills_dir,
+    check_sqlite,
+    network_checks,
+)
 
 
-def run_doctor(config: Config, timeout: float, echo: Callable[[str], None]) -> bool:
-    """Run every check, print one line per check, return True if all passed."""
-
-    def say(line: str) -> None:
-        echo(redact_url_credentials(line))
-
-    results = [
-        ("config", True, "valid"),
-        ("data dir", *check_data_dir(config.home)),
-        ("sqlite", *check_sqlite()),
-        ("model", *asyncio.run(check_model(config, timeout))),
+def run_checks(config: Config, timeout: float, spend: bool = True) -> list[Check]:
+    """Every check, in the order they are printed, with secrets masked in each detail."""
+    checks = [
+        Check("config", True, "valid"),
+        check_data_dir(config.home),
+        check_skills_dir(config.skills.dir, promotable=bool(config.admins)),
+        check_sqlite(),
+        *asyncio.run(network_checks(config, timeout, spend)),
     ]
-    for name, ok, detail in results:
-        say(f"{'ok  ' if ok else 'FAIL'} {name}: {detail}")
-    for name, section in (("telegram", config.telegram), ("discord", config.discord)):
-        if section.active and not section.token:
-            say(f"FAIL {name}: enabled but its token variable is not set")
-            results.append((name, False, ""))
-        else:
-            say(f"ok   {name}: {'enabled' if section.active else 'off'}")
-    return all(ok for _, ok, _ in results)
+    given = (config.llm.api_key, config.telegram.token, config.discord.token)
+    secrets = [s for s in given if s and len(s) >= 6]  # a shorter one would mangle words
+    return [Check(c.name, c.ok, _masked(c.detail, secrets)) for c in checks]
 
 
-def check_data_dir(home: Path) -> tuple[bool, str]:
-    try:
-        home.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=home, prefix=".doctor-"):
-            pass
-    except OSError as exc:
-        return False, f"{home}: {exc.strerror or exc}"
-    return True, f"{home.resolve()} is writable"
+def run_doctor(
+    config: Config,
+    timeout: float,
+    echo: Callable[[str], None],
+    spend: bool = True,
+    as_json: Callable[[object], str] | None = None,
+) -> bool:
+    """Run every check and print them, a line each (or, given `as_json`, the list it
+    renders); return True if all passed. `spend` False lists the models instead of
+    asking for a one-token completion."""
+    checks = run_checks(config, timeout, spend)
+    if as_json is not None:
+        echo(as_json([asdict(c) for c in checks]))
+    else:
+        for check in checks:
+            echo(f"{'ok  ' if check.ok else 'FAIL'} {check.name}: {check.detail}")
+    return all(check.ok for check in checks)
 
 
-def check_sqlite() -> tuple[bool, str]:
-    version = sqlite3.sqlite_version
-    conn = sqlite3.connect(":memory:")
-    try:
-        conn.execute("CREATE VIRTUAL TABLE w USING fts5(t, tokenize='unicode61')")
-    except sqlite3.OperationalError as exc:
-        return False, f"SQLite {version} has no FTS5 ({exc})"
-    try:
-        conn.execute("CREATE VIRTUAL TABLE g USING fts5(t, tokenize='trigram')")
-        conn.execute("INSERT INTO g(t) VALUES ('服务器重启')")
-        hits = conn.execute("SELECT count(*) FROM g WHERE g MATCH '服务器'").fetchone()[0]
-    except sqlite3.OperationalError as exc:
-        return False, f"SQLite {version} has no trigram tokenizer ({exc})"
-    finally:
-        conn.close()
-    if hits != 1:
-        return False, f"SQLite {version}: trigram tokenizer returned {hits} rows, expected 1"
-    return True, f"SQLite {version} with FTS5 and trigram"
-
-
-async def check_model(config: Config, timeout: float) -> tuple[bool, str]:
-    client = ModelClient(
-        base_url=config.llm.base_url,
-        api_key=config.llm.api_key,
-        model=config.llm.model,
-        timeout=timeout,
-        max_retries=0,
-    )
-    try:
-        result = await client.ping()
-    finally:
-        await client.close()
-    return result.ok, f"{config.llm.base_url}: {result.detail}"
+def _masked(text: str, secrets: list[str]) -> str:
+    text = redact_url_credentials(text)
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    return text

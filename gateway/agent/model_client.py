@@ -14,13 +14,13 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import openai
 
 from gateway.agent.limits import ModelCallLimiter
 from gateway.agent.wire import Completion, StreamAccumulator, create_arguments, stream_body
+from gateway.config import redact_url_credentials
 from gateway.errors import (
     ModelAuthError,
     ModelCutOffError,
@@ -38,12 +38,6 @@ T = TypeVar("T")
 
 
 TextSink = Callable[[str], Awaitable[None]]
-
-
-@dataclass(frozen=True)
-class PingResult:
-    ok: bool
-    detail: str
 
 
 class ModelClient:
@@ -99,26 +93,16 @@ class ModelClient:
         """The limit on model calls in flight this client shares (None: unlimited)."""
         return self._limiter
 
-    async def ping(self) -> PingResult:
-        """Ask the endpoint for its model list: does it answer, and accept us?"""
+    async def served_models(self) -> list[str]:
+        """The model ids the endpoint lists (``GET /models``, with the key).
+
+        Failures raise `ModelError` or a subclass, as a chat call's do.
+        """
         try:
             page = await self._client.models.list()
-        except openai.AuthenticationError as exc:
-            return PingResult(False, f"answers but rejected the API key (HTTP {exc.status_code})")
-        except openai.NotFoundError:
-            return PingResult(True, "answers (no /models endpoint)")
-        except openai.APIStatusError as exc:
-            return PingResult(False, f"answered HTTP {exc.status_code}")
-        except openai.APITimeoutError:
-            return PingResult(False, "timed out")
-        except openai.APIConnectionError as exc:
-            return PingResult(False, f"unreachable ({exc.__cause__ or exc})")
-        except openai.OpenAIError as exc:
-            return PingResult(False, f"failed ({exc})")
-        names = [m.id for m in page.data]
-        if self.model in names:
-            return PingResult(True, f"answers; model {self.model!r} is listed")
-        return PingResult(True, f"answers; model {self.model!r} not in its list of {len(names)}")
+        except openai.APIError as exc:
+            raise _model_error(exc, False, self._timeout) from exc
+        return [m.id for m in page.data]
 
     async def stream_chat(
         self,
@@ -313,6 +297,8 @@ def _model_error(exc: openai.APIError, started: bool, timeout: float) -> ModelEr
     if isinstance(exc, openai.APIStatusError):
         status = exc.status_code
         detail = f"model API error: HTTP {status}: {exc.message}"
+        if status == 404:  # most often a base URL without /v1: say where the request went
+            detail = f"model API error: HTTP 404 from {_request_line(exc)}: {exc.message}"
         if status in (401, 403):
             return ModelAuthError(detail, status=status)
         if status == 413 or (status == 400 and _says_too_long(exc)):
@@ -328,6 +314,12 @@ def _model_error(exc: openai.APIError, started: bool, timeout: float) -> ModelEr
     # An error event inside the stream.
     where = "mid-stream" if started else "before the reply"
     return (ModelCutOffError if started else ModelError)(f"model API error {where}: {exc.message}")
+
+
+def _request_line(exc: openai.APIStatusError) -> str:
+    """``POST https://host/path`` of the request that failed, URL credentials masked."""
+    request = exc.response.request
+    return redact_url_credentials(f"{request.method} {request.url}")
 
 
 def _says_too_long(exc: openai.APIStatusError) -> bool:

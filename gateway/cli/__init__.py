@@ -60,16 +60,29 @@ def chat(state: CliState) -> None:
 
 
 @main.command()
-@click.option("--timeout", default=3.0, show_default=True, help="Seconds to wait for the model.")
+@click.option("--timeout", default=3.0, show_default=True, help="Seconds to wait for each service.")
+@click.option(
+    "--no-spend", is_flag=True, help="Ask the model endpoint for its model list, not a token."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the checks as a JSON list.")
 @click.pass_obj
-def doctor(state: CliState, timeout: float) -> None:
-    """Check the configuration, data directory, SQLite and model endpoint."""
+def doctor(state: CliState, timeout: float, no_spend: bool, as_json: bool) -> None:
+    """Check what turns need: config, data dir, skills, SQLite, models, Telegram, Discord."""
+    from gateway.cli.base import json_text
     from gateway.doctor import run_doctor
 
     def echo(line: str) -> None:
-        click.echo(visible(line))
+        click.echo(line if as_json else visible(line))
 
-    ok = run_command(lambda: run_doctor(state.config(), timeout=timeout, echo=echo))
+    ok = run_command(
+        lambda: run_doctor(
+            state.config(),
+            timeout=timeout,
+            echo=echo,
+            spend=not no_spend,
+            as_json=(lambda checks: json_text(checks, indent=2)) if as_json else None,
+        )
+    )
     if not ok:
         raise SystemExit(1)
 

@@ -4,8 +4,10 @@ Tests queue scripted turns (`say`, `call_tools`, `add_turn`) and faults
 (`fail_next`, or `Turn.fault`); the fake answers ``POST /v1/chat/completions``
 with them, as one ``chat.completion`` object or as the SSE stream the real
 API sends (wire shapes in TESTING-NOTES.md §3), and ``GET /v1/models`` with
-`model_ids`. Every request is recorded in `requests`. Clients use
-``fake.url + "/v1"`` as their base URL. Standalone:
+`model_ids` (a completion for another model gets OpenAI's 404 when
+`listed_only`); with `api_key` set, any other bearer token gets a 401. Every
+request is recorded in `requests`. Clients use ``fake.url + "/v1"`` as their
+base URL. Standalone:
 ``python -m tests.fakes.openai --port N [--script FILE]`` serves the turns of
 the JSON script FILE in request order (`load_script`), then echoes the last
 user message whenever no turn is queued.
@@ -104,6 +106,7 @@ class RecordedRequest:
         return self.headers.get("authorization")
 
 
+_NOT_SERVED = "The model `{}` does not exist or you do not have access to it."
 _ERROR_TYPES = {400: "invalid_request_error", 401: "invalid_request_error", 429: "requests"}
 
 
@@ -116,9 +119,11 @@ class FakeOpenAI(FakeServer):
         chunk_size: int = 3,
         echo_when_idle: bool = False,
         api_key: str | None = None,
+        listed_only: bool = False,
     ) -> None:
         super().__init__()
         self.model_ids = model_ids
+        self.listed_only = listed_only  # a completion for a model not in model_ids gets a 404
         self.chunk_size = chunk_size
         self.echo_when_idle = echo_when_idle  # else an unscripted request gets a 500
         self.api_key = api_key  # when set, any other bearer token gets a 401
@@ -187,6 +192,8 @@ class FakeOpenAI(FakeServer):
             return refused
         if not isinstance(body, dict):
             return _error(400, "fake OpenAI: the request body is not a JSON object")
+        if self.listed_only and body.get("model") not in self.model_ids:
+            return _error(404, _NOT_SERVED.format(body.get("model")), code="model_not_found")
         if self._turns:
             turn = self._turns.popleft()
         elif self.echo_when_idle:

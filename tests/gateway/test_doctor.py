@@ -32,7 +32,7 @@ def in_tmp_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def fake() -> Iterator[FakeOpenAI]:
-    with serving_in_thread(FakeOpenAI()) as server:
+    with serving_in_thread(FakeOpenAI(echo_when_idle=True)) as server:
         yield server
 
 
@@ -44,8 +44,22 @@ def closed_port() -> int:
 
 
 def doctor(base_url: str, home: Path, *args: str, **env: str) -> Result:
-    environment = {"OPENAI_BASE_URL": base_url, "MNEMO_HOME": str(home), **env}
-    return CliRunner().invoke(main, [*args, "doctor", "--timeout", "2"], env=environment)
+    """`mnemo [args] doctor` with a skills folder beside `home` (MNEMO_SKILLS_DIR in `env`
+    replaces it); arguments after ``--`` in `args` go to doctor."""
+    skills = home.parent / "skills"
+    skills.mkdir(parents=True, exist_ok=True)
+    environment = {
+        "OPENAI_BASE_URL": base_url,
+        "MNEMO_HOME": str(home),
+        "MNEMO_SKILLS_DIR": str(skills),
+        "OPENAI_API_KEY": "",  # not the developer's own
+        "TELEGRAM_BOT_TOKEN": "",
+        "DISCORD_BOT_TOKEN": "",
+        **env,
+    }
+    cut = args.index("--") if "--" in args else len(args)
+    command = [*args[:cut], "doctor", "--timeout", "2", *args[cut + 1 :]]
+    return CliRunner().invoke(main, command, env=environment)
 
 
 def lines(text: str) -> list[str]:
@@ -56,11 +70,24 @@ def test_doctor_passes_against_the_fake(fake: FakeOpenAI, tmp_path: Path) -> Non
     result = doctor(fake.url + "/v1", tmp_path / "data")
     assert result.exit_code == 0, result.output
     model_line = next(line for line in lines(result.stdout) if "model:" in line)
-    assert model_line.startswith("ok   model: " + fake.url + "/v1")
-    assert "'gpt-4o-mini' is listed" in model_line
+    assert model_line == (
+        f"ok   model: {fake.url}/v1: model 'gpt-4o-mini' answered a one-token chat completion"
+    )
     assert all(line.startswith("ok ") for line in lines(result.stdout))
-    assert [(r.method, r.path) for r in fake.requests] == [("GET", "/v1/models")]
+    (request,) = fake.requests  # a turn's call, as small as it gets
+    assert (request.method, request.path) == ("POST", "/v1/chat/completions")
+    assert request.body["model"] == "gpt-4o-mini" and request.body["max_tokens"] == 1
     assert (tmp_path / "data").is_dir()
+
+
+def test_doctor_with_no_spend_only_lists_the_models(fake: FakeOpenAI, tmp_path: Path) -> None:
+    result = doctor(fake.url + "/v1", tmp_path / "data", "--", "--no-spend")
+    assert result.exit_code == 0, result.output
+    assert (
+        f"ok   model: {fake.url}/v1: answers with the key; model 'gpt-4o-mini' is listed"
+        in lines(result.stdout)
+    )
+    assert [(r.method, r.path) for r in fake.requests] == [("GET", "/v1/models")]
 
 
 def test_doctor_fails_when_the_endpoint_is_a_closed_port(tmp_path: Path) -> None:
@@ -83,15 +110,19 @@ def test_doctor_fails_when_the_key_is_rejected(tmp_path: Path) -> None:
 
 def test_doctor_fails_when_the_endpoint_stalls(fake: FakeOpenAI, tmp_path: Path) -> None:
     fake.fail_next(Fault.stall())
-    env = {"OPENAI_BASE_URL": fake.url + "/v1", "MNEMO_HOME": str(tmp_path / "data")}
-    result = CliRunner().invoke(main, ["doctor", "--timeout", "0.3"], env=env)
+    result = doctor(fake.url + "/v1", tmp_path / "data", "--", "--timeout", "0.3")
     assert result.exit_code == 1
-    assert "FAIL model:" in result.stdout and "timed out" in result.stdout
+    assert "FAIL model:" in result.stdout and "(timed out)" in result.stdout
 
 
 @pytest.mark.slow  # a real mnemo process, start to exit
 def test_doctor_as_a_subprocess(fake: FakeOpenAI, tmp_path: Path) -> None:
-    env = {"OPENAI_BASE_URL": fake.url + "/v1", "MNEMO_HOME": str(tmp_path / "data")}
+    (tmp_path / "skills").mkdir()
+    env = {
+        "OPENAI_BASE_URL": fake.url + "/v1",
+        "MNEMO_HOME": str(tmp_path / "data"),
+        "MNEMO_SKILLS_DIR": str(tmp_path / "skills"),
+    }
     proc = run_mnemo(["doctor"], tmp_path, env)
     assert proc.returncode == 0, proc.stderr
     assert "ok   model: " + fake.url + "/v1" in proc.stdout
