@@ -142,7 +142,7 @@ def remove(state: CliState, user_key: str | None, shared: bool, old_text: str) -
 @memory.command()
 @click.option("--user", "user_key", metavar="KEY", help="A user's profile (default: MEMORY.md).")
 @click.option("--limit", default=50, show_default=True, help="How many changes to show.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON Lines instead of text.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list instead of text.")
 @click.pass_obj
 def history(state: CliState, user_key: str | None, limit: int, as_json: bool) -> None:
     """List the recorded changes of a profile, or of the shared notes (the audit), newest first."""
@@ -154,8 +154,7 @@ def history(state: CliState, user_key: str | None, limit: int, as_json: bool) ->
 
     changes = run_command(body)
     if as_json:
-        for change in changes:
-            click.echo(json_text(change.as_json()))
+        click.echo(json_text([change.as_json() for change in changes], indent=2))
         return
     if not changes:
         click.echo("(no recorded changes)")

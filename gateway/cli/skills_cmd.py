@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import click
 
-from gateway.cli.base import CliState, fail, run_command, visible
+from gateway.cli.base import CliState, fail, json_text, run_command, visible
 from memory_core.skills import GENERAL, Skill, SkillNotFoundError, SkillProblem, SkillsStore
 
 MANIFEST_NAME = "skills-manifest.json"
@@ -46,15 +46,18 @@ def skills() -> None:
 
 
 @skills.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
 @click.pass_obj
-def list_skills(state: CliState) -> None:
+def list_skills(state: CliState, as_json: bool) -> None:
     """List every valid skill, shared and each person's: name, category, owner, description."""
 
     def body() -> None:
         skipped: list[SkillProblem] = []
         store = open_store(state, skipped)
         found = store.every_skill()
-        if not found:
+        if as_json:
+            click.echo(json_text([_skill_json(s) for s in found], indent=2))
+        elif not found:
             click.echo(f"No skills in {store.skills_dir}.")
         else:
             table = [("NAME", "CATEGORY", "OWNER", "DESCRIPTION")]
@@ -72,6 +75,17 @@ def list_skills(state: CliState) -> None:
             )
 
     run_command(body)
+
+
+def _skill_json(skill: Skill) -> dict[str, object]:
+    return {
+        "name": skill.name,
+        "category": skill.category or GENERAL,
+        "owner": skill.owner,
+        "user_key": skill.user_key,
+        "description": skill.description,
+        "folder": str(skill.folder),
+    }
 
 
 @skills.command("show")
@@ -99,8 +113,9 @@ def show_skill(state: CliState, name: str, user_key: str | None) -> None:
 
 
 @skills.command("check")
+@click.option("--json", "as_json", is_flag=True, help="Print the problems as JSON.")
 @click.pass_obj
-def check_skills(state: CliState) -> None:
+def check_skills(state: CliState, as_json: bool) -> None:
     """Validate every skill (shared and each person's); exit non-zero listing each problem."""
 
     def body() -> None:
@@ -110,12 +125,18 @@ def check_skills(state: CliState) -> None:
             fail(f"skills directory {store.skills_dir} does not exist")
         count = len(store.every_skill())
         problems = store.problems()
-        for problem in problems:
-            click.echo(visible(str(problem)))
+        if as_json:
+            listed = [{"path": str(p.path), "message": p.message} for p in problems]
+            payload = {"dir": str(store.skills_dir), "valid": count, "problems": listed}
+            click.echo(json_text(payload, indent=2))
+        else:
+            for problem in problems:
+                click.echo(visible(str(problem)))
         if problems:
             n = len(problems)
             fail(f"{n} problem{'s' if n != 1 else ''} in {store.skills_dir}")
-        click.echo(f"OK: {count} skill{'s' if count != 1 else ''} valid in {store.skills_dir}")
+        if not as_json:
+            click.echo(f"OK: {count} skill{'s' if count != 1 else ''} valid in {store.skills_dir}")
 
     run_command(body)
 

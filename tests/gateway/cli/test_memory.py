@@ -180,7 +180,7 @@ def test_history_and_undo_for_a_user_and_the_shared_audit(home: Path) -> None:
     assert store(home).read("user", ALICE).entries == ("Alice prefers tea",)
 
     audit = mnemo(home, "history", "--json")  # no --user: MEMORY.md
-    (change,) = [json.loads(line) for line in audit.stdout.splitlines()]
+    (change,) = json.loads(audit.stdout)  # one JSON list
     assert (change["action"], change["after"], change["origin"]["kind"]) == (
         "add",
         "Backups run nightly",
