@@ -45,7 +45,10 @@ def main(ctx: click.Context, config_path: Path | None) -> None:
 def run(state: CliState, console: bool) -> None:
     """Start every configured adapter (the console when no platform token is set and
     stdin is a terminal)."""
-    from gateway.service import run_bot
+    from gateway.preflight import check_startup
+
+    run_command(lambda: check_startup(state.config()))  # a mistake: one line, in a blink
+    from gateway.service import run_bot  # seconds of imports (the model client)
 
     run_command(lambda: run_bot(state.config(), console=console))
 
