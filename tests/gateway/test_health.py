@@ -1,0 +1,168 @@
+"""/healthz and /metrics of `mnemo run` (an in-process `Service`) against the fake
+Telegram and the fake model: ready only once Telegram answered, and the turns of the
+run counted in the Prometheus text format."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from prometheus_client import CollectorRegistry
+from prometheus_client.parser import text_string_to_metric_families
+
+from gateway.adapters.telegram_adapter import TelegramAdapter
+from gateway.config import Config, HealthConfig, TelegramConfig
+from gateway.errors import ConfigError
+from gateway.service import Service
+from tests.fakes.base import wait_until
+from tests.fakes.openai import FakeOpenAI, Fault
+from tests.fakes.telegram import FakeTelegram
+from tests.gateway.serving import config_for
+
+TOKEN = "123:ABC"
+ALICE, BOB = 1001, 1002
+
+
+class HeldTelegram(FakeTelegram):
+    """The fake Bot API, whose getMe waits until the test lets it answer."""
+
+    def __init__(self) -> None:
+        super().__init__(token=TOKEN)
+        self.asked = asyncio.Event()  # getMe came in (and waits)
+        self.answer_get_me = asyncio.Event()
+
+    async def _api_getMe(self, params: dict[str, Any]) -> dict[str, Any]:
+        self.asked.set()
+        await self.answer_get_me.wait()
+        return await super()._api_getMe(params)
+
+
+def configured(model: FakeOpenAI, tg: FakeTelegram, home: Path) -> Config:
+    base = config_for(model.url, home)
+    telegram = TelegramConfig(
+        token=TOKEN,
+        base_url=tg.url + "/bot",
+        base_file_url=tg.url + "/file/bot",
+        edit_interval=0.05,
+        allowed_users=(str(ALICE), str(BOB)),
+    )
+    health = HealthConfig(enabled=True, listen="127.0.0.1", port=0)
+    return base.model_copy(update={"telegram": telegram, "health": health})
+
+
+@contextlib.asynccontextmanager
+async def running(service: Service) -> AsyncIterator[asyncio.Task[None]]:
+    task = asyncio.create_task(service.run())
+    try:
+        yield task
+    finally:
+        service.request_stop("test over")
+        await asyncio.wait_for(task, 30)
+
+
+async def get(port: int, path: str) -> tuple[int, str]:
+    async with (
+        aiohttp.ClientSession() as http,
+        http.get(f"http://127.0.0.1:{port}{path}") as response,
+    ):
+        return response.status, await response.text()
+
+
+async def health_port(service: Service, task: asyncio.Task[None]) -> int:
+    await wait_until(lambda: service.health is not None or task.done(), 10)
+    assert service.health is not None and service.health.port, task
+    return service.health.port
+
+
+def samples(text: str, name: str) -> dict[tuple[tuple[str, str], ...], float]:
+    """The samples called `name` in the exposition `text`, by their labels."""
+    found = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name:
+                found[tuple(sorted(sample.labels.items()))] = sample.value
+    return found
+
+
+async def test_healthz_is_ready_only_after_telegram_answered(tmp_path: Path) -> None:
+    async with FakeOpenAI(chunk_size=8) as model, HeldTelegram() as tg:
+        config = configured(model, tg, tmp_path / "data")
+        adapter = TelegramAdapter(config.telegram)
+        service = Service(config, [adapter], signals=(), registry=CollectorRegistry())
+        async with running(service) as task:
+            port = await health_port(service, task)
+            await wait_until(lambda: tg.asked.is_set() or task.done(), 10)
+            status, body = await get(port, "/healthz")
+            assert (status, body) == (503, "not ready\ntelegram: not connected\n")
+            assert tg.calls_to("getMe") == []  # nothing has answered yet
+            tg.answer_get_me.set()
+            await tg.wait_until(lambda: tg.calls_to("deleteWebhook") != [], 10)
+            await wait_until(lambda: task.done() or adapter.ready.is_set(), 10)
+            assert (await get(port, "/healthz")) == (200, "ready\n")
+        with pytest.raises(aiohttp.ClientConnectionError):
+            await get(port, "/healthz")  # the bot stopped: nothing answers any more
+
+
+async def test_metrics_count_the_turns_of_the_run(tmp_path: Path) -> None:
+    async with FakeOpenAI(chunk_size=8) as model, FakeTelegram(token=TOKEN) as tg:
+        config = configured(model, tg, tmp_path / "data")
+        registry = CollectorRegistry()
+        adapter = TelegramAdapter(config.telegram)
+        service = Service(config, [adapter], signals=(), registry=registry)
+        async with running(service) as task:
+            port = await health_port(service, task)
+            await wait_until(lambda: task.done() or adapter.ready.is_set(), 10)
+            model.say("Good morning, Alice.")
+            tg.inject_text(ALICE, ALICE, "good morning")
+            await tg.wait_until(lambda: _shown(tg, ALICE, "Good morning, Alice."), 10)
+            model.fail_next(Fault.http(400))  # Bob's turn fails: no reply, one model error
+            tg.inject_text(BOB, BOB, "hello there")
+            await wait_until(lambda: _turns(registry, "no_reply") >= 1, 10)
+            model.say("Hello again.")
+            tg.inject_text(ALICE, ALICE, "and again")
+            await tg.wait_until(lambda: _shown(tg, ALICE, "Hello again."), 10)
+            await wait_until(lambda: _turns(registry, "replied") >= 2, 10)
+            status, text = await get(port, "/metrics")
+        assert status == 200
+        turns = samples(text, "mnemo_turns_total")
+        assert turns == {
+            (("outcome", "replied"), ("platform", "telegram")): 2.0,
+            (("outcome", "no_reply"), ("platform", "telegram")): 1.0,
+        }
+        latency = samples(text, "mnemo_turn_seconds_count")
+        assert latency == {(("platform", "telegram"),): 3.0}
+        assert samples(text, "mnemo_model_calls_total") == {(("client", "main"),): 3.0}
+        errors = samples(text, "mnemo_model_errors_total")
+        assert errors == {(("client", "main"), ("error", "ModelError")): 1.0}
+        assert samples(text, "mnemo_model_call_seconds_count") == {(("client", "main"),): 3.0}
+        assert samples(text, "mnemo_session_queue_depth") == {(("platform", "telegram"),): 0.0}
+        assert samples(text, "mnemo_adapter_ready") == {(("platform", "telegram"),): 1.0}
+        jobs = samples(text, "mnemo_background_jobs")
+        assert set(jobs) == {(("state", "running"),), (("state", "scheduled"),)}
+
+
+def _turns(registry: CollectorRegistry, outcome: str) -> float:
+    value = registry.get_sample_value(
+        "mnemo_turns_total", {"platform": "telegram", "outcome": outcome}
+    )
+    return value or 0.0
+
+
+def _shown(tg: FakeTelegram, chat_id: int, text: str) -> bool:
+    return text in tg.chat_texts(chat_id)
+
+
+async def test_a_health_port_in_use_is_one_line(tmp_path: Path) -> None:
+    async with FakeOpenAI(chunk_size=8) as model, FakeTelegram(token=TOKEN) as tg:
+        config = configured(model, tg, tmp_path / "data")
+        health = HealthConfig(enabled=True, listen="127.0.0.1", port=tg.port or 0)
+        config = config.model_copy(update={"health": health})  # the fake holds that port
+        service = Service(config, [TelegramAdapter(config.telegram)], signals=())
+        with pytest.raises(ConfigError, match=r"^config error: health: cannot listen on 127"):
+            await asyncio.wait_for(service.run(), 10)
+        assert tg.calls == []  # it stopped before connecting anything
