@@ -7,6 +7,7 @@ the installed `mnemo` console script as a real subprocess.
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
@@ -19,7 +20,9 @@ from click.testing import CliRunner, Result
 
 from gateway.cli import main
 from tests.fakes.base import serving_in_thread
+from tests.fakes.discord import FakeDiscord
 from tests.fakes.openai import FakeOpenAI, Fault
+from tests.fakes.telegram import FakeTelegram
 
 MNEMO = Path(sys.executable).parent / "mnemo"
 
@@ -46,8 +49,9 @@ def closed_port() -> int:
 def doctor(base_url: str, home: Path, *args: str, **env: str) -> Result:
     """`mnemo [args] doctor` with a skills folder beside `home` (MNEMO_SKILLS_DIR in `env`
     replaces it); arguments after ``--`` in `args` go to doctor."""
-    skills = home.parent / "skills"
-    skills.mkdir(parents=True, exist_ok=True)
+    skills = Path(env.get("MNEMO_SKILLS_DIR") or home.parent / "skills")
+    if "MNEMO_SKILLS_DIR" not in env:
+        skills.mkdir(parents=True, exist_ok=True)
     environment = {
         "OPENAI_BASE_URL": base_url,
         "MNEMO_HOME": str(home),
@@ -287,3 +291,202 @@ def test_doctor_never_prints_url_credentials_of_a_malformed_url(tmp_path: Path) 
     assert result.exit_code == 2
     assert "sk-abc123" not in result.output
     assert result.stderr.startswith("mnemo: config error: llm.base_url:")
+
+
+# ----- each broken set-up gives its line (issue 24 item 1) ------------------------------
+
+
+def failed(result: Result) -> list[str]:
+    return [line for line in lines(result.stdout) if line.startswith("FAIL")]
+
+
+@pytest.mark.parametrize("spend", [True, False], ids=["completion", "no-spend"])
+def test_a_base_url_without_v1_names_the_url_and_suggests_v1(
+    fake: FakeOpenAI, tmp_path: Path, spend: bool
+) -> None:
+    flags = () if spend else ("--", "--no-spend")
+    result = doctor(fake.url, tmp_path / "data", *flags)
+    assert result.exit_code == 1
+    path = "/chat/completions" if spend else "/models"
+    assert failed(result) == [
+        f"FAIL model: {fake.url}: HTTP 404 from {fake.url}{path}: "
+        f"most endpoints need /v1: try {fake.url}/v1"
+    ]
+
+
+def test_a_wrong_key_is_refused_in_one_line_that_does_not_repeat_it(tmp_path: Path) -> None:
+    with serving_in_thread(FakeOpenAI(api_key="sk-right-key")) as fake:
+        result = doctor(fake.url + "/v1", tmp_path / "data", OPENAI_API_KEY="sk-wrong-key")
+    assert result.exit_code == 1
+    assert failed(result) == [
+        f"FAIL model: {fake.url}/v1: rejected the API key (HTTP 401): check OPENAI_API_KEY"
+    ]
+    assert "sk-wrong-key" not in result.output
+
+
+def test_a_missing_key_says_to_set_one(tmp_path: Path) -> None:
+    with serving_in_thread(FakeOpenAI(api_key="sk-right-key")) as fake:
+        result = doctor(fake.url + "/v1", tmp_path / "data", "--", "--no-spend")
+    assert result.exit_code == 1
+    assert failed(result) == [
+        f"FAIL model: {fake.url}/v1: wants an API key (HTTP 401) and none is set: "
+        "set OPENAI_API_KEY"
+    ]
+
+
+@pytest.mark.parametrize("spend", [True, False], ids=["completion", "no-spend"])
+def test_a_model_not_served_lists_what_is(tmp_path: Path, spend: bool) -> None:
+    served = FakeOpenAI(model_ids=("llama3.1:8b", "qwen2.5"), listed_only=True)
+    flags = () if spend else ("--", "--no-spend")
+    with serving_in_thread(served) as fake:
+        result = doctor(fake.url + "/v1", tmp_path / "data", *flags)
+    assert result.exit_code == 1
+    assert failed(result) == [
+        f"FAIL model: {fake.url}/v1: model 'gpt-4o-mini' is not served; "
+        "it serves llama3.1:8b, qwen2.5 (llm.model)"
+    ]
+
+
+def test_the_auxiliary_model_is_checked_when_configured_apart(tmp_path: Path) -> None:
+    config = tmp_path / "mnemo.yaml"
+    config.write_text("auxiliary:\n  model: gpt-4.1-nano\n", encoding="utf-8")
+    with serving_in_thread(FakeOpenAI(echo_when_idle=True, listed_only=True)) as fake:
+        result = doctor(fake.url + "/v1", tmp_path / "data", "--config", str(config))
+    assert result.exit_code == 1
+    assert f"ok   model: {fake.url}/v1: model 'gpt-4o-mini' answered" in result.stdout
+    assert failed(result) == [
+        f"FAIL auxiliary model: {fake.url}/v1: model 'gpt-4.1-nano' is not served; "
+        "it serves gpt-4o-mini, gpt-4o (llm.model)"
+    ]
+
+
+def test_one_model_line_when_the_auxiliary_model_is_the_main_one(
+    fake: FakeOpenAI, tmp_path: Path
+) -> None:
+    result = doctor(fake.url + "/v1", tmp_path / "data")
+    assert result.exit_code == 0, result.output
+    assert [line.split(":")[0] for line in lines(result.stdout)] == [
+        "ok   config", "ok   data dir", "ok   skills", "ok   sqlite", "ok   model",
+        "ok   telegram", "ok   discord",
+    ]  # fmt: skip
+    assert len(fake.requests) == 1
+
+
+def platform_config(tmp_path: Path, telegram: FakeTelegram, discord: FakeDiscord) -> Path:
+    config = tmp_path / "mnemo.yaml"
+    config.write_text(
+        f"telegram:\n  base_url: {telegram.url}/bot\n  base_file_url: {telegram.url}/file/bot\n"
+        f"discord:\n  api_base: {discord.api_base}\n",
+        encoding="utf-8",
+    )
+    return config
+
+
+@pytest.fixture
+def platforms() -> Iterator[tuple[FakeTelegram, FakeDiscord]]:
+    with (
+        serving_in_thread(FakeTelegram(token="123:RIGHT")) as telegram,
+        serving_in_thread(FakeDiscord(token="discord-right-token")) as discord,
+    ):
+        yield telegram, discord
+
+
+def test_telegram_and_discord_answer_with_their_tokens(
+    fake: FakeOpenAI, tmp_path: Path, platforms: tuple[FakeTelegram, FakeDiscord]
+) -> None:
+    config = platform_config(tmp_path, *platforms)
+    tokens = {"TELEGRAM_BOT_TOKEN": "123:RIGHT", "DISCORD_BOT_TOKEN": "discord-right-token"}
+    result = doctor(fake.url + "/v1", tmp_path / "data", "--config", str(config), **tokens)
+    assert result.exit_code == 0, result.output
+    assert "ok   telegram: @mnemo_bot (getMe answered)" in lines(result.stdout)
+    assert "ok   discord: mnemo (/users/@me answered)" in lines(result.stdout)
+    assert [c.route for c in platforms[1].calls] == ["GET /users/@me"]
+
+
+def test_refused_platform_tokens_fail_with_one_line_each(
+    fake: FakeOpenAI, tmp_path: Path, platforms: tuple[FakeTelegram, FakeDiscord]
+) -> None:
+    config = platform_config(tmp_path, *platforms)
+    tokens = {"TELEGRAM_BOT_TOKEN": "123:WRONG-TOKEN", "DISCORD_BOT_TOKEN": "discord-wrong"}
+    result = doctor(fake.url + "/v1", tmp_path / "data", "--config", str(config), **tokens)
+    assert result.exit_code == 1
+    assert failed(result) == [
+        "FAIL telegram: Telegram refused the token: check TELEGRAM_BOT_TOKEN",
+        "FAIL discord: Discord refused the token: check DISCORD_BOT_TOKEN",
+    ]
+    assert "WRONG-TOKEN" not in result.output and "discord-wrong" not in result.output
+
+
+def test_an_enabled_platform_without_its_token_fails(fake: FakeOpenAI, tmp_path: Path) -> None:
+    config = tmp_path / "mnemo.yaml"
+    config.write_text("discord:\n  enabled: true\n", encoding="utf-8")
+    result = doctor(fake.url + "/v1", tmp_path / "data", "--config", str(config))
+    assert result.exit_code == 1
+    assert failed(result) == ["FAIL discord: enabled but DISCORD_BOT_TOKEN is not set"]
+
+
+def test_an_unreachable_telegram_names_the_host_not_the_token(
+    fake: FakeOpenAI, tmp_path: Path
+) -> None:
+    config = tmp_path / "mnemo.yaml"
+    config.write_text(f"telegram:\n  base_url: http://127.0.0.1:{closed_port()}/bot\n")
+    env = {"TELEGRAM_BOT_TOKEN": "123:SECRET-TOKEN"}
+    result = doctor(fake.url + "/v1", tmp_path / "data", "--config", str(config), **env)
+    assert result.exit_code == 1
+    (line,) = failed(result)
+    assert line.startswith("FAIL telegram: http://127.0.0.1:") and ": unreachable (" in line
+    assert "SECRET-TOKEN" not in result.output
+
+
+def test_a_missing_skills_folder_fails(fake: FakeOpenAI, tmp_path: Path) -> None:
+    missing = tmp_path / "no-skills-here"
+    result = doctor(fake.url + "/v1", tmp_path / "data", MNEMO_SKILLS_DIR=str(missing))
+    assert result.exit_code == 1
+    assert failed(result) == [
+        f"FAIL skills: {missing} does not exist (skills.dir, MNEMO_SKILLS_DIR)"
+    ]
+
+
+def test_a_skills_folder_is_checked_writable_when_admins_may_promote(
+    fake: FakeOpenAI, tmp_path: Path
+) -> None:
+    skills = tmp_path / "skills"
+    (skills / "deploy").mkdir(parents=True)
+    (skills / "deploy" / "SKILL.md").write_text("---\nname: deploy\n---\n", encoding="utf-8")
+    config = tmp_path / "mnemo.yaml"
+    config.write_text("admins: ['telegram:42']\n", encoding="utf-8")
+    result = doctor(fake.url + "/v1", tmp_path / "data", "--config", str(config))
+    assert result.exit_code == 0, result.output
+    assert f"ok   skills: {skills}: 1 skill, readable and writable (admins may /promote)" in lines(
+        result.stdout
+    )
+    assert sorted(p.name for p in skills.iterdir()) == ["deploy"]  # the probe file is gone
+
+
+def test_a_data_dir_that_cannot_be_written_fails(fake: FakeOpenAI, tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder", encoding="utf-8")
+    (tmp_path / "skills").mkdir()
+    skills = {"MNEMO_SKILLS_DIR": str(tmp_path / "skills")}
+    result = doctor(fake.url + "/v1", blocker / "data", **skills)
+    assert result.exit_code == 1
+    assert failed(result) == [f"FAIL data dir: {blocker / 'data'}: not writable: Not a directory"]
+
+
+def test_json_lists_the_same_checks(fake: FakeOpenAI, tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere"
+    result = doctor(
+        fake.url + "/v1", tmp_path / "data", "--", "--json", MNEMO_SKILLS_DIR=str(missing)
+    )
+    assert result.exit_code == 1
+    checks = json.loads(result.stdout)
+    assert [c["name"] for c in checks] == [
+        "config", "data dir", "skills", "sqlite", "model", "telegram", "discord",
+    ]  # fmt: skip
+    assert all(set(c) == {"name", "ok", "detail"} for c in checks)
+    assert [c["name"] for c in checks if not c["ok"]] == ["skills"]
+    assert checks[2]["detail"] == f"{missing} does not exist (skills.dir, MNEMO_SKILLS_DIR)"
+    text = doctor(fake.url + "/v1", tmp_path / "data", MNEMO_SKILLS_DIR=str(missing)).stdout
+    assert lines(text) == [
+        f"{'ok  ' if c['ok'] else 'FAIL'} {c['name']}: {c['detail']}" for c in checks
+    ]
