@@ -55,7 +55,7 @@ def sessions() -> None:
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.pass_obj
 def import_(state: CliState, file: Path) -> None:
-    """Import FILE (JSON Lines, one message per line): all of it, or nothing.
+    """Import FILE (JSON Lines, one message per line; see docs/formats.md): all of it, or nothing.
 
     A bad line stops the import with its number (exit code 2). The bot keeps
     writing while an import runs: rows go in short transactions and become
