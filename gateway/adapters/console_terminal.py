@@ -22,7 +22,7 @@ from prompt_toolkit import PromptSession
 from prompt_toolkit.application import run_in_terminal
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.input import Input
-from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.key_binding import KeyBindings, KeyPress, KeyPressEvent
 from prompt_toolkit.keys import Keys
 from prompt_toolkit.output import Output
 
@@ -62,28 +62,39 @@ class ConsoleTerminal:
             input=input,
             output=output,
         )
+        self._typed_ahead: list[KeyPress] = []  # keys typed during a reply, for the prompt
 
     async def read_line(self) -> str | None:
         """The next line typed, or None when the person ended the input (Ctrl-D, or
         Ctrl-C at an empty prompt)."""
         try:
-            return await self._session.prompt_async()
+            return await self._session.prompt_async(pre_run=self._replay)
         except (EOFError, KeyboardInterrupt):
             return None
 
     @contextlib.contextmanager
     def watching(self, on_interrupt: Callable[[], None]) -> Iterator[None]:
         """For the block (a reply being written), call `on_interrupt` at each Ctrl-C; the
-        other keys typed meanwhile are dropped (the terminal does not echo them)."""
+        other keys typed meanwhile go to the next prompt, as a shell's typing ahead."""
         keys = self._session.input
 
         def ready() -> None:
             for press in keys.read_keys():
                 if press.key == Keys.ControlC:
                     on_interrupt()
+                else:
+                    self._typed_ahead.append(press)
 
         with keys.raw_mode(), keys.attach(ready):
             yield
+
+    def _replay(self) -> None:
+        """Hand the keys typed ahead to the prompt that starts."""
+        presses, self._typed_ahead = self._typed_ahead, []
+        if presses:
+            processor = self._session.app.key_processor
+            processor.feed_multiple(presses)
+            processor.process_keys()
 
     async def print_above(self, write: Callable[[], None]) -> None:
         """Run `write` (it prints a notice) above the prompt when one is shown: the prompt
