@@ -209,6 +209,12 @@ class DiscordConfig(_Section):
         return bool(self.token) if self.enabled is None else self.enabled
 
 
+class LoggingConfig(_Section):
+    """How log lines are written to stderr."""
+
+    format: Literal["text", "json"] = "text"  # json: one object per line, for log shippers
+
+
 class HealthConfig(_Section):
     """The HTTP endpoint for supervisors: /healthz and /metrics (on in the image)."""
 
@@ -231,6 +237,7 @@ class Config(_Section):
     telegram: TelegramConfig = TelegramConfig()
     discord: DiscordConfig = DiscordConfig()
     health: HealthConfig = HealthConfig()
+    logging: LoggingConfig = LoggingConfig()
     admins: tuple[str, ...] = ()
     shutdown_grace: float = Field(default=20.0, gt=0)  # seconds in-flight turns get at a stop
 

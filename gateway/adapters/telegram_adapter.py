@@ -258,7 +258,9 @@ class TelegramAdapter:
         )
 
     async def stop(self) -> None:
-        """Stop taking updates; the messages being handled go on."""
+        """Stop taking updates; the messages being handled go on. Logged once (`close`
+        stops again)."""
+        already = self._stopping.is_set()
         self._stopping.set()
         self.ready.clear()
         if self._loop is not None:
@@ -267,7 +269,8 @@ class TelegramAdapter:
                 await self._loop
         if self._app is not None and self._app.updater is not None and self._app.updater.running:
             await self._app.updater.stop()
-        log.info("telegram: stopped taking updates")
+        if not already:
+            log.info("telegram: stopped taking updates")
 
     async def close(self) -> None:
         """Wait briefly for the handlers still running, confirm what was stored, disconnect."""
