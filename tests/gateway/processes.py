@@ -111,6 +111,7 @@ def run_mnemo(
         assert fake.stdout is not None
         url = fake.stdout.readline().split()[-1]
         env = {**os.environ, "OPENAI_BASE_URL": url + "/v1", "MNEMO_HOME": str(home)}
+        env["MNEMO_SKILLS_DIR"] = str(ROOT / "skills")  # `mnemo run` refuses a missing folder
         if user is not None:
             env.update(USER=user, LOGNAME=user)
         mnemo = Path(sys.executable).parent / "mnemo"
