@@ -40,6 +40,7 @@ from gateway.config import Config
 from gateway.conversation import Conversations
 from gateway.errors import AdapterFailedError, ConfigError, GatewayError, InstanceLockedError
 from gateway.health import HealthServer
+from gateway.logs import configure_logging
 from gateway.messages import Adapter, CommandSpec, InboundMessage, ReplySink
 from gateway.preflight import check_startup
 from gateway.session_queue import SessionQueue
@@ -69,7 +70,7 @@ def run_bot(config: Config, console: bool = False) -> None:
             "no platform to serve: set TELEGRAM_BOT_TOKEN or DISCORD_BOT_TOKEN (stdin is "
             "not a terminal, so there is no console; `mnemo run --console` forces one)"
         )
-    configure_logging(logging.INFO, _secrets(config))
+    configure_logging(logging.INFO, _secrets(config), config.logging.format)
     registry = CollectorRegistry()  # this bot's own: /metrics shows it and the process
     ProcessCollector(registry=registry)
     asyncio.run(Service(config, adapters, modes, registry=registry).run())
@@ -83,7 +84,7 @@ def run_console(
 ) -> None:
     """`mnemo chat`: the console adapter alone (through the given streams in tests);
     warnings only on stderr. `user_id` names the person, by default the login name."""
-    configure_logging(logging.WARNING, _secrets(config))
+    configure_logging(logging.WARNING, _secrets(config), config.logging.format)
     adapter = console_adapter(
         stdin or sys.stdin, stdout or sys.stdout, user_id=user_id, home=config.home
     )
@@ -358,33 +359,6 @@ def instance_lock(home: Path) -> Iterator[None]:
         yield
     finally:
         lock.release()
-
-
-class _Masking(logging.Formatter):
-    """A formatter that writes each secret as ``***`` (in tracebacks too)."""
-
-    def __init__(self, fmt: str, secrets: Sequence[str]) -> None:
-        super().__init__(fmt)
-        self._secrets = [s for s in secrets if s]
-
-    def format(self, record: logging.LogRecord) -> str:
-        text = super().format(record)
-        for secret in self._secrets:
-            text = text.replace(secret, "***")
-        return text
-
-
-def configure_logging(level: int, secrets: Sequence[str] = ()) -> None:
-    """Logs to stderr at `level` (stdout belongs to the console), secrets masked; the
-    libraries' per-request lines (which carry the bot token in URLs) are kept out."""
-    root = logging.getLogger()
-    if not root.handlers:  # the first run of this process (tests install their own)
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(_Masking("%(asctime)s %(levelname)s %(name)s: %(message)s", secrets))
-        root.addHandler(handler)
-        root.setLevel(level)
-    for noisy in ("httpx", "httpcore", "apscheduler", "telegram", "aiohttp"):
-        logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
 
 
 def _stdin_is_terminal() -> bool:
