@@ -9,7 +9,8 @@ lets people in without a restart: it is read again whenever it changed. A
 refused person gets one line naming their user id and, with that list, a new
 one-time pairing code (so the operator can let them in with ``mnemo users
 allow CODE`` or an admin with ``/allow CODE``), at most once per
-`REFUSAL_INTERVAL` seconds; nothing of theirs is stored or sent to the model.
+`REFUSAL_INTERVAL` seconds; nothing of theirs is stored (but their id beside their
+code's hash, until it expired) or sent to the model.
 """
 
 from __future__ import annotations
