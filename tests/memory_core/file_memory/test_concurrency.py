@@ -47,6 +47,7 @@ def test_four_processes_adding_100_entries_each_lose_nothing(tmp_path: Path) -> 
         assert mine == [f"p{n} entry {i}" for i in range(100)]
 
 
+@pytest.mark.timeout(240)  # 25 child processes: about 15 s alone, far more on a busy machine
 def test_sigkill_at_random_moments_never_tears_the_file(tmp_path: Path) -> None:
     # A forkserver with the store preloaded makes each of the 25 children cheap.
     ctx = multiprocessing.get_context("forkserver")
