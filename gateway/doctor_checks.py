@@ -162,7 +162,7 @@ async def _model_failure(
     if isinstance(exc, ModelAuthError):
         return _credentials(exc.status, target.api_key)
     if exc.status is None:
-        return f"unreachable ({exc})"
+        return f"unreachable ({str(exc).removeprefix('model API unreachable: ')})"
     if spend and exc.status in (400, 404):
         try:
             served = await client.served_models()
