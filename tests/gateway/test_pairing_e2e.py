@@ -91,7 +91,8 @@ async def test_bob_cannot_get_in_with_alices_code(fake: FakeOpenAI, services: Se
     assert await say(conversations, BOB, "let me in") == ""  # her code admitted only her
     fake.say("Hello.")
     assert await say(conversations, ALICE, "hi") == "Hello."
-    assert fake.requests and all(BOB not in str(r) for r in fake.requests)
+    bodies = [str(r.body) for r in fake.requests]
+    assert len(bodies) == 1 and "let me in" not in bodies[0] and alice_code not in bodies[0]
     assert stored_rows(services, BOB) == []
     # Bob's own code still works, for Bob only
     assert mnemo(services.config.home, "users", "allow", bob_code).exit_code == 0
