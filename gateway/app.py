@@ -28,7 +28,7 @@ from gateway.agent.limits import ModelCallLimiter
 from gateway.agent.model_client import ModelClient
 from gateway.commands import CommandResources, SessionControl, builtin_commands
 from gateway.commands.choices import PendingChoices
-from gateway.commands.erase import PendingErasures, person_data
+from gateway.commands.erase import CONSOLE_HISTORY_FOLDER, PendingErasures, person_data
 from gateway.commands.memory_pending import PendingReview, StagedNotices
 from gateway.commands.router import CommandRouter
 from gateway.config import Config
@@ -58,7 +58,6 @@ from memory_core import (
 log = logging.getLogger(__name__)
 
 MAX_PERSONA_BYTES = 16 * 1024
-CONSOLE_HISTORY_DIR = "console"  # in the data dir: what each console person typed
 
 
 @dataclass(frozen=True)
@@ -217,7 +216,7 @@ def console_adapter(
 ) -> Adapter:
     """The console: a person at this terminal (`user_id`, by default the login name); on a
     terminal, with a history of what they typed in ``<home>/console/`` (0600)."""
-    history = None if home is None else home / CONSOLE_HISTORY_DIR
+    history = None if home is None else home / CONSOLE_HISTORY_FOLDER
     return ConsoleAdapter(stdin, stdout, user_id=user_id, history_dir=history)
 
 

@@ -41,7 +41,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -103,10 +103,14 @@ class PersonData:
         sessions: SessionStore,
         erase_external: EraseExternal | None = None,
         exports_dir: Path | None = None,
+        person_files: Callable[[str], Sequence[Path]] | None = None,
     ) -> None:
         """`erase_external` erases the person in the memory providers (None: none
-        configured); `exports_dir` holds exports, one folder per person (erased too)."""
+        configured); `exports_dir` holds exports, one folder per person (erased too);
+        `person_files` names other files holding a person's data (the console's history
+        of what they typed), removed at erasure."""
         self._exports = exports_dir
+        self._person_files = person_files
         self._memory = memory
         self._skills = skills
         self._sessions = sessions
@@ -139,6 +143,8 @@ class PersonData:
         self._skills.erase_user(key)
         if self._exports is not None:
             _remove(self._exports / key)
+        for path in self._person_files(key) if self._person_files is not None else ():
+            _remove(path)
         failures = await self._erase_external(key) if self._erase_external is not None else []
         return PersonHoldings(
             key,

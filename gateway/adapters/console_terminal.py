@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -26,13 +25,15 @@ from prompt_toolkit.key_binding import KeyBindings, KeyPress, KeyPressEvent
 from prompt_toolkit.keys import Keys
 from prompt_toolkit.output import Output
 
+from memory_core import make_user_key
+
 PROMPT = "> "
-_UNSAFE_IN_NAME = re.compile(r"[^A-Za-z0-9._-]")
 
 
 def history_file(folder: Path, user_id: str) -> Path:
-    """Where `user_id`'s console history is kept in `folder`: one file per person."""
-    return folder / f"{_UNSAFE_IN_NAME.sub('_', user_id).lstrip('.') or 'operator'}.history"
+    """Where `user_id`'s console history is kept in `folder`: one file per person, named
+    by their user key (``console-ada.history``), so erasing the person removes it."""
+    return folder / f"{make_user_key('console', user_id or 'operator')}.history"
 
 
 def private_history(path: Path) -> History:

@@ -52,6 +52,7 @@ from memory_core import (
 log = logging.getLogger(__name__)
 
 EXPORTS_FOLDER = "exports"
+CONSOLE_HISTORY_FOLDER = "console"  # in the data dir: `<user key>.history`, what they typed
 CONFIRM_TTL = 600.0  # ten minutes
 EXPORT_INTERVAL = 60.0  # at most one /export a minute per person
 EXPORT_KEPT = 600.0  # an export not sent (the console's) is deleted ten minutes on
@@ -85,8 +86,16 @@ def person_data(
         finally:
             await manager.shutdown()
 
+    def console_history(key: str) -> list[Path]:
+        return [home / CONSOLE_HISTORY_FOLDER / f"{key}.history"]
+
     person = PersonData(
-        memory, skills, sessions, erase_in_providers, exports_dir=home / EXPORTS_FOLDER
+        memory,
+        skills,
+        sessions,
+        erase_in_providers,
+        exports_dir=home / EXPORTS_FOLDER,
+        person_files=console_history,
     )
     person.sweep_exports(EXPORT_KEPT)  # exports left behind when the bot last stopped
     return person

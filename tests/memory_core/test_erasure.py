@@ -253,3 +253,18 @@ async def test_a_chat_export_is_one_file_replaced_discarded_and_swept(home: Home
     assert not second.path.exists()
     await person.export_for_chat(ALICE)
     assert person.discard_export(ALICE) and not person.discard_export(ALICE)
+
+
+async def test_the_persons_other_files_go_with_them_and_the_others_stay(home: Home) -> None:
+    """`person_files` (the console's history of what each person typed) are erased too."""
+    folder = home.root / "console"
+    folder.mkdir()
+    for key in (ALICE, BOB):
+        (folder / f"{key}.history").write_text(f"+typed by {key}\n")
+
+    def histories(key: str) -> list[Path]:
+        return [folder / f"{key}.history"]
+
+    person = PersonData(home.memory, home.skills, home.sessions, person_files=histories)
+    await person.erase(ALICE)
+    assert sorted(p.name for p in folder.iterdir()) == [f"{BOB}.history"]
