@@ -3,7 +3,7 @@
 `run_mnemo` starts the standalone fake model in a process of its own;
 `FakesThread` serves in-process fakes on one event loop in a daemon thread, for
 tests that inject messages into them and read their state while `mnemo run`
-runs as a subprocess.
+runs as a subprocess (`mnemo_run`).
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 ROOT = Path(__file__).resolve().parents[2]
+MNEMO = Path(sys.executable).parent / "mnemo"
+"""The `mnemo` script of this environment."""
 T = TypeVar("T")
 
 
@@ -93,6 +95,18 @@ def run_environment(model_url: str, workdir: Path, **tokens: str) -> dict[str, s
     return env
 
 
+def mnemo_run(
+    model_url: str, workdir: Path, *, stdout: int = subprocess.PIPE, **tokens: str
+) -> subprocess.Popen[str]:
+    """`mnemo run` started in `workdir` with `run_environment(model_url, workdir, **tokens)`:
+    no stdin, its stderr piped, its stdout piped unless `stdout` says otherwise."""
+    env = run_environment(model_url, workdir, **tokens)
+    return subprocess.Popen(
+        [str(MNEMO), "run"], stdin=subprocess.DEVNULL,
+        stdout=stdout, stderr=subprocess.PIPE, text=True, env=env, cwd=workdir,
+    )  # fmt: skip
+
+
 def run_mnemo(
     command: str, stdin: str, *, home: Path, cwd: Path, user: str | None = None
 ) -> subprocess.CompletedProcess[str]:
@@ -114,9 +128,8 @@ def run_mnemo(
         env["MNEMO_SKILLS_DIR"] = str(ROOT / "skills")  # `mnemo run` refuses a missing folder
         if user is not None:
             env.update(USER=user, LOGNAME=user)
-        mnemo = Path(sys.executable).parent / "mnemo"
         return subprocess.run(
-            [str(mnemo), *command.split()], input=stdin, env=env, capture_output=True,
+            [str(MNEMO), *command.split()], input=stdin, env=env, capture_output=True,
             text=True, timeout=60, cwd=cwd,
         )  # fmt: skip
     finally:

@@ -15,65 +15,52 @@ build on each other.
 from __future__ import annotations
 
 import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.fakes.openai import ToolCall
-from tests.gateway.processes import run_environment
+from tests.gateway.e2e_support import (
+    NOTHING_WAITING as NOTHING,
+)
+from tests.gateway.e2e_support import (
+    WAITING,
+    discord_ready,
+    discord_section,
+    fakes_fixture,
+    learning_section,
+    served_fixture,
+    write_config,
+)
+from tests.gateway.processes import mnemo_run
 from tests.gateway.test_discord_e2e import ALICE, BOB, DC_TOKEN, Fakes, Mnemo
 
 pytestmark = pytest.mark.slow  # a mnemo run of its own
 
-WAITING = "waits for your approval"
-NOTHING = "No memory changes are waiting"
 CELLO = "Plays the cello in an orchestra"
 CAT = "Has a grey cat named Ash"
 
 
-@pytest.fixture(scope="module")
-def fakes() -> Iterator[Fakes]:
-    world = Fakes()
-    try:
-        yield world
-    finally:
-        world.close()
-
-
-@pytest.fixture(scope="module")
-def served(fakes: Fakes, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mnemo]:
+def launch(fakes: Fakes, workdir: Path) -> Mnemo:
     """`mnemo run` on Discord alone, a review after every reply, background approval on."""
-    workdir = tmp_path_factory.mktemp("approval")
     dc = fakes.dc
-    (workdir / "mnemo.yaml").write_text(
+    write_config(
+        workdir,
         "shutdown_grace: 5\n"
-        "discord:\n"
-        f"  api_base: {dc.api_base}\n"
-        f"  gateway_url: {dc.gateway_url}\n"
-        f'  allowed_users: ["{ALICE}", "{BOB}"]\n'
-        "  edit_interval: 0.05\n"
-        "memory:\n  nudge_interval: 1\n  write_approval: background\n"
-        "skills:\n  creation_nudge_interval: 0\n",
-        encoding="utf-8",
+        + discord_section(dc.api_base, dc.gateway_url, (ALICE, BOB))
+        + learning_section(nudge=1, creation_nudge=0, write_approval="background"),
     )
-    env = run_environment(fakes.model.url, workdir, DISCORD_BOT_TOKEN=DC_TOKEN)
-    process = subprocess.Popen(
-        [str(Path(sys.executable).parent / "mnemo"), "run"], stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, cwd=workdir,
-    )  # fmt: skip
-    mnemo = Mnemo(process, workdir / "data")
-    try:
-        mnemo.wait_line("serving ")
-        fakes.run(fakes.dc.wait_ready)
-        yield mnemo
-    finally:
-        code, err = mnemo.stop()
-    assert code == 0, err
-    for said in ("cello", "Ash"):
-        assert said not in err  # the logs never carry what was learned
+    process = mnemo_run(
+        fakes.model.url, workdir, stdout=subprocess.DEVNULL, DISCORD_BOT_TOKEN=DC_TOKEN
+    )
+    return Mnemo(process, workdir / "data")
+
+
+fakes = fakes_fixture(Fakes)
+served = served_fixture(
+    launch, "approval", ready=discord_ready, never_logged=("cello", "Ash")
+)  # the logs never carry what was learned
 
 
 def user_md(home: Path, user_id: int) -> str:

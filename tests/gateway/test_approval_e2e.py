@@ -22,19 +22,20 @@ from typing import Any, TypeVar
 from gateway.adapters.discord_adapter import DiscordAdapter
 from gateway.adapters.telegram_adapter import TelegramAdapter
 from gateway.config import Config, DiscordConfig, TelegramConfig
+from gateway.messages import Adapter
 from gateway.service import Service
 from memory_core import FileMemoryStore, PendingChanges
 from tests.fakes.base import wait_until
 from tests.fakes.discord import DEFAULT_TOKEN, FakeDiscord
 from tests.fakes.openai import FakeOpenAI, ToolCall
 from tests.fakes.telegram import ChatMessage, FakeTelegram
+from tests.gateway.e2e_support import WAITING
 from tests.gateway.serving import config_for
 
 TOKEN = "4242:approval-token"
 ALICE, BOB = 111, 222
 GROUP = -1001
 MENTION = {"type": "mention", "offset": 0, "length": len("@mnemo_bot")}
-WAITING = "waits for your approval"
 T = TypeVar("T")
 
 
@@ -49,7 +50,9 @@ class World:
         return self.memory.read("user", key).entries
 
 
-def configured(base: Config, tg: FakeTelegram, dc: FakeDiscord, approval: str) -> Config:
+def configured(
+    base: Config, tg: FakeTelegram, dc: FakeDiscord, approval: str, nudge_interval: int = 1
+) -> Config:
     telegram = TelegramConfig(
         token=TOKEN,
         base_url=tg.url + "/bot",
@@ -64,7 +67,9 @@ def configured(base: Config, tg: FakeTelegram, dc: FakeDiscord, approval: str) -
         edit_interval=0.05,
         allowed_users=("*",),
     )
-    memory = base.memory.model_copy(update={"nudge_interval": 1, "write_approval": approval})
+    memory = base.memory.model_copy(
+        update={"nudge_interval": nudge_interval, "write_approval": approval}
+    )
     skills = base.skills.model_copy(update={"creation_nudge_interval": 0})
     return base.model_copy(
         update={"telegram": telegram, "discord": discord, "memory": memory, "skills": skills}
@@ -72,22 +77,30 @@ def configured(base: Config, tg: FakeTelegram, dc: FakeDiscord, approval: str) -
 
 
 @contextlib.asynccontextmanager
-async def served(tmp_path: Path, approval: str) -> AsyncIterator[World]:
+async def served(
+    tmp_path: Path, approval: str, nudge_interval: int = 1, discord: bool = True
+) -> AsyncIterator[World]:
+    """The service with `approval` as ``memory.write_approval``, a review after every
+    `nudge_interval` replies (0: none), on Telegram, and on Discord unless told not to
+    (the fake Discord serves either way)."""
     async with (
         FakeTelegram(token=TOKEN) as tg,
         FakeDiscord() as dc,
         FakeOpenAI(echo_when_idle=True) as model,
     ):
-        config = configured(config_for(model.url, tmp_path / "data"), tg, dc, approval)
-        adapters = [
-            TelegramAdapter(config.telegram),
-            DiscordAdapter(config.discord, guild_ready_timeout=0.05, ready_timeout=5),
-        ]
+        base = config_for(model.url, tmp_path / "data")
+        config = configured(base, tg, dc, approval, nudge_interval)
+        adapters: list[Adapter] = [TelegramAdapter(config.telegram)]
+        if discord:
+            adapters.append(
+                DiscordAdapter(config.discord, guild_ready_timeout=0.05, ready_timeout=5)
+            )
         service = Service(config, adapters, signals=())
         running = asyncio.create_task(service.run())
         try:
             await wait_until(lambda: tg.calls_to("deleteWebhook") != [] or running.done(), 10)
-            await dc.wait_ready(10)
+            if discord:
+                await dc.wait_ready(10)
             yield World(tg, dc, model, FileMemoryStore(config.home))
         finally:
             service.request_stop("test over")
@@ -128,6 +141,19 @@ def tg_texts(tg: FakeTelegram, chat: int) -> list[str]:
     return [m.text or "" for m in tg.chat_messages(chat)]
 
 
+async def tg_text(tg: FakeTelegram, chat: int, contains: str, after: int = 0) -> str:
+    """The first text in `chat` past its first `after` messages holding `contains`
+    (waits for it)."""
+    return await found(lambda: next((t for t in tg_texts(tg, chat)[after:] if contains in t), None))
+
+
+async def alice_says_hello(w: World) -> None:
+    """Alice talks to the bot in a private chat first: it can reach her there."""
+    w.model.say("Hello Alice.")
+    w.tg.inject_text(ALICE, ALICE, "hello")
+    await tg_text(w.tg, ALICE, "Hello")
+
+
 async def test_telegram_a_staged_review_write_is_approved_by_button_and_bob_cannot(
     tmp_path: Path,
 ) -> None:
@@ -144,17 +170,13 @@ async def test_telegram_a_staged_review_write_is_approved_by_button_and_bob_cann
 
         seen = len(w.tg.chat_messages(ALICE))
         w.tg.inject_callback_query(ALICE, BOB, buttons["Approve"], notice.message_id)
-        refusal = await found(
-            lambda: next((t for t in tg_texts(w.tg, ALICE)[seen:] if "someone else" in t), None)
-        )
+        refusal = await tg_text(w.tg, ALICE, "someone else", seen)
         assert "Nothing was changed" in refusal
         assert w.entries("telegram-111") == ()
 
         seen = len(w.tg.chat_messages(ALICE))
         w.tg.inject_callback_query(ALICE, ALICE, buttons["Approve"], notice.message_id)
-        saved = await found(
-            lambda: next((t for t in tg_texts(w.tg, ALICE)[seen:] if "Saved:" in t), None)
-        )
+        saved = await tg_text(w.tg, ALICE, "Saved:", seen)
         assert "Loves hiking in the Alps" in saved
         assert w.entries("telegram-111") == ("Loves hiking in the Alps",)
         assert w.entries("telegram-222") == ()
@@ -164,9 +186,7 @@ async def test_telegram_reject_drops_and_a_group_review_is_announced_only_in_pri
     tmp_path: Path,
 ) -> None:
     async with served(tmp_path, "background") as w:
-        w.model.say("Hello Alice.")  # a private chat first: the bot can reach her there
-        w.tg.inject_text(ALICE, ALICE, "hello")
-        await found(lambda: next((t for t in tg_texts(w.tg, ALICE) if "Hello" in t), None))
+        await alice_says_hello(w)
         w.model.say("Saved nothing.")  # the review after that reply writes nothing
         await wait_until(lambda: len(w.model.requests) >= 2)
         seen = len(w.tg.chat_messages(ALICE))
@@ -179,9 +199,7 @@ async def test_telegram_reject_drops_and_a_group_review_is_announced_only_in_pri
 
         after = len(w.tg.chat_messages(ALICE))
         w.tg.inject_callback_query(ALICE, ALICE, tg_buttons(notice)["Reject"], notice.message_id)
-        dropped = await found(
-            lambda: next((t for t in tg_texts(w.tg, ALICE)[after:] if "Dropped:" in t), None)
-        )
+        dropped = await tg_text(w.tg, ALICE, "Dropped:", after)
         assert "Keeps bees on the roof" in dropped
         assert w.entries("telegram-111") == ()
         assert PendingChanges(w.memory).list("telegram-111") == ()
@@ -198,9 +216,7 @@ async def test_telegram_a_link_is_staged_with_its_reason_even_with_approval_off(
         assert w.entries("telegram-111") == ()
         seen = len(w.tg.chat_messages(ALICE))
         w.tg.inject_command(ALICE, ALICE, "/memory pending")
-        listing = await found(
-            lambda: next((t for t in tg_texts(w.tg, ALICE)[seen:] if "Waiting" in t), None)
-        )
+        listing = await tg_text(w.tg, ALICE, "Waiting", seen)
         assert "alice.example" in listing and "link" in listing
         w.tg.inject_command(BOB, BOB, "/memory pending")  # Bob, in his own chat
         bob = await found(lambda: next(iter(tg_texts(w.tg, BOB)), None))

@@ -16,10 +16,9 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -28,7 +27,16 @@ import pytest
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.openai import FakeOpenAI, ToolCall
 from tests.fakes.telegram import FakeTelegram
-from tests.gateway.processes import FakesThread, dump_state, run_environment
+from tests.gateway.e2e_support import (
+    discord_ready,
+    discord_section,
+    fakes_fixture,
+    learning_section,
+    served_fixture,
+    telegram_section,
+    write_config,
+)
+from tests.gateway.processes import FakesThread, dump_state, mnemo_run
 
 DC_TOKEN = "fake-discord-e2e-token-0123456789"
 TG_TOKEN = "4242:e2e-secret-token"
@@ -125,57 +133,37 @@ class Mnemo:
 def launch(fakes: Fakes, workdir: Path, telegram: bool = True) -> Mnemo:
     """`mnemo run` in `workdir` (its mnemo.yaml), data in `workdir`/data: Discord, and
     Telegram unless told not to (two bots polling the fake take each other's updates)."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    tg, dc = fakes.tg.url, fakes.dc
-    (workdir / "mnemo.yaml").write_text(
+    dc = fakes.dc
+    write_config(
+        workdir,
         "shutdown_grace: 5\n"
-        "telegram:\n"
-        f"  base_url: {tg}/bot\n"
-        f"  base_file_url: {tg}/file/bot\n"
-        f'  allowed_users: ["{ALICE}"]\n'
-        "  edit_interval: 0.05\n"
-        "discord:\n"
-        f"  api_base: {dc.api_base}\n"
-        f"  gateway_url: {dc.gateway_url}\n"
-        f'  allowed_users: ["{ALICE}", "{BOB}"]\n'
-        "  edit_interval: 0.05\n"
-        "memory:\n  nudge_interval: 1000\n"  # no background reviews: the script stays in order
-        "skills:\n  creation_nudge_interval: 1000\n",
-        encoding="utf-8",
+        + telegram_section(fakes.tg.url, (ALICE,))
+        + discord_section(dc.api_base, dc.gateway_url, (ALICE, BOB))
+        # no background reviews: the script stays in order
+        + learning_section(nudge=1000, creation_nudge=1000),
     )
     tokens = {"DISCORD_BOT_TOKEN": DC_TOKEN}
     if telegram:
         tokens["TELEGRAM_BOT_TOKEN"] = TG_TOKEN
-    env = run_environment(fakes.model.url, workdir, **tokens)
-    process = subprocess.Popen(
-        [str(Path(sys.executable).parent / "mnemo"), "run"], stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, cwd=workdir,
-    )  # fmt: skip
+    process = mnemo_run(fakes.model.url, workdir, stdout=subprocess.DEVNULL, **tokens)
     return Mnemo(process, workdir / "data")
 
 
-@pytest.fixture(scope="module")
-def fakes() -> Iterator[Fakes]:
-    world = Fakes()
-    try:
-        yield world
-    finally:
-        world.close()
-
-
-@pytest.fixture(scope="module")
-def served(fakes: Fakes, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mnemo]:
-    mnemo = launch(fakes, tmp_path_factory.mktemp("served"))
-    try:
-        mnemo.wait_line("serving ")
-        fakes.run(fakes.dc.wait_ready)
-        yield mnemo
-    finally:
-        code, err = mnemo.stop()
-    assert code == 0, err
-    for said in ("bees", "carol's secret", "value_0042", "the long one", "ping them"):
-        assert said not in err  # the logs never carry what people or the model wrote
-    assert DC_TOKEN not in err and TG_TOKEN not in err
+fakes = fakes_fixture(Fakes)
+served = served_fixture(
+    launch,
+    "served",
+    ready=discord_ready,
+    never_logged=(
+        "bees",
+        "carol's secret",
+        "value_0042",
+        "the long one",
+        "ping them",
+        DC_TOKEN,
+        TG_TOKEN,
+    ),
+)
 
 
 def user_dir(home: Path, platform: str, user_id: int) -> Path:

@@ -23,12 +23,13 @@ run in file order and build on each other.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 import pytest
 
 from tests.fakes.openai import ToolCall
+from tests.gateway.e2e_support import discord_ready, fakes_fixture, served_fixture
 from tests.gateway.test_discord_e2e import ALICE, BOB, Fakes, Mnemo, launch
 
 pytestmark = pytest.mark.slow  # a mnemo run of its own
@@ -39,26 +40,10 @@ NOTE = "CHANNEL-NOTE: the vault needs a new code lock before Friday"
 CHANNEL_RECAP = "The channel wants a new code lock for the vault."
 
 
-@pytest.fixture(scope="module")
-def fakes() -> Iterator[Fakes]:
-    world = Fakes()
-    try:
-        yield world
-    finally:
-        world.close()
-
-
-@pytest.fixture(scope="module")
-def served(fakes: Fakes, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mnemo]:
-    mnemo = launch(fakes, tmp_path_factory.mktemp("thread"), telegram=False)
-    try:
-        mnemo.wait_line("serving ")
-        fakes.run(fakes.dc.wait_ready)
-        yield mnemo
-    finally:
-        code, err = mnemo.stop()
-    assert code == 0, err
-    assert "4417" not in err  # the logs never carry what people said
+fakes = fakes_fixture(Fakes)
+served = served_fixture(
+    partial(launch, telegram=False), "thread", ready=discord_ready, never_logged=("4417",)
+)  # the logs never carry what people said
 
 
 @pytest.fixture(scope="module")

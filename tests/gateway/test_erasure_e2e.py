@@ -16,15 +16,14 @@ from __future__ import annotations
 
 import sqlite3
 import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.fakes.openai import Fault, ToolCall, Turn
-from tests.gateway.processes import dump_state, run_environment
-from tests.gateway.test_telegram_e2e import ALICE, BOB, GROUP, MENTION, TOKEN, Fakes, Mnemo
+from tests.gateway.e2e_support import fakes_fixture, learning_section
+from tests.gateway.processes import MNEMO, dump_state, run_environment
+from tests.gateway.test_telegram_e2e import ALICE, BOB, GROUP, MENTION, Fakes, Mnemo, start_mnemo
 
 pytestmark = pytest.mark.slow  # a mnemo run of its own per test
 
@@ -37,40 +36,14 @@ REVIEW_PROMPT_START = "[Background review."
 ERASED_LINE = "(everything I held about you was just erased, this message with it)"
 
 
-@pytest.fixture
-def fakes() -> Iterator[Fakes]:
-    world = Fakes()
-    try:
-        yield world
-    finally:
-        world.close()
+fakes = fakes_fixture(Fakes, scope="function")
 
 
 def start_bot(fakes: Fakes, workdir: Path, nudge: int = 1000) -> Mnemo:
     """`mnemo run` in `workdir` (data in `workdir`/data), a review after every `nudge`
     turns without a memory write; waits until it is about to poll Telegram."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    tg = fakes.tg.url
-    (workdir / "mnemo.yaml").write_text(
-        "shutdown_grace: 10\n"
-        f"telegram:\n  base_url: {tg}/bot\n  base_file_url: {tg}/file/bot\n"
-        f'  allowed_users: ["{ALICE}", "{BOB}"]\n  edit_interval: 0.05\n'
-        f"memory:\n  nudge_interval: {nudge}\n"
-        "skills:\n  creation_nudge_interval: 1000\n",
-        encoding="utf-8",
-    )
-    started = fakes.call(lambda: len(fakes.tg.calls_to("deleteWebhook")))
-    process = subprocess.Popen(
-        [str(Path(sys.executable).parent / "mnemo"), "run"], stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=workdir,
-        env=run_environment(fakes.model.url, workdir, TELEGRAM_BOT_TOKEN=TOKEN),
-    )  # fmt: skip
-    try:
-        fakes.wait(lambda: len(fakes.tg.calls_to("deleteWebhook")) > started)
-    except TimeoutError:
-        process.kill()
-        raise AssertionError(f"mnemo run did not start: {process.communicate()[1]}") from None
-    return Mnemo(process, workdir / "data")
+    learning = learning_section(nudge=nudge, creation_nudge=1000)
+    return start_mnemo(fakes, workdir, grace=10, learning=learning)
 
 
 def remember(fakes: Fakes, chat: int, user: int, fact: str, said: str, answer: str) -> None:
@@ -81,6 +54,15 @@ def remember(fakes: Fakes, chat: int, user: int, fact: str, said: str, answer: s
     fakes.call(fakes.model.say, answer)
     fakes.text(chat, user, said, **({"entities": [MENTION]} if chat == GROUP else {}))
     fakes.reply(chat, seen, answer)
+
+
+def bob_then_alice_remember(fakes: Fakes) -> None:
+    """Bob, then Alice, each tell the bot a fact in private: the model writes it down."""
+    remember(fakes, BOB, BOB, "Bob grows quinceberries", "I grow quinceberries", "Noted, Bob.")
+    remember(
+        fakes, ALICE, ALICE, "Alice rows on the xylocarpus lake",
+        "I row on the xylocarpus lake", "Noted, Alice.",
+    )  # fmt: skip
 
 
 def in_group(fakes: Fakes, user: int, said: str) -> str:
@@ -152,11 +134,7 @@ def test_a_group_turn_held_at_the_model_keeps_nothing_once_its_person_is_erased(
 ) -> None:
     mnemo = start_bot(fakes, tmp_path / "bot")
     try:
-        remember(fakes, BOB, BOB, "Bob grows quinceberries", "I grow quinceberries", "Noted, Bob.")
-        remember(
-            fakes, ALICE, ALICE, "Alice rows on the xylocarpus lake",
-            "I row on the xylocarpus lake", "Noted, Alice.",
-        )  # fmt: skip
+        bob_then_alice_remember(fakes)
         assert (mnemo.home / "memories" / "users" / ALICE_KEY / "USER.md").exists()
         assert in_group(fakes, BOB, "bob before: marmalade") == "echo: bob before: marmalade"
 
@@ -185,11 +163,7 @@ def test_a_review_held_at_the_model_writes_nothing_once_its_person_is_erased(
 ) -> None:
     mnemo = start_bot(fakes, tmp_path / "bot", nudge=1)  # a review after each plain reply
     try:
-        remember(fakes, BOB, BOB, "Bob grows quinceberries", "I grow quinceberries", "Noted, Bob.")
-        remember(
-            fakes, ALICE, ALICE, "Alice rows on the xylocarpus lake",
-            "I row on the xylocarpus lake", "Noted, Alice.",
-        )  # fmt: skip
+        bob_then_alice_remember(fakes)
         in_group(fakes, BOB, "bob before: marmalade")
         fakes.wait(lambda: review_requests(fakes, "marmalade") == 1)  # Bob's: echoed, no write
 
@@ -228,17 +202,13 @@ def test_mnemo_users_erase_beside_a_running_bot_refuses_in_one_line_and_erases_n
 
     def erase() -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [str(Path(sys.executable).parent / "mnemo"), "users", "erase", ALICE_KEY, "--yes"],
+            [str(MNEMO), "users", "erase", ALICE_KEY, "--yes"],
             capture_output=True, text=True, timeout=60, cwd=workdir,
             env=run_environment(fakes.model.url, workdir),
         )  # fmt: skip
 
     try:
-        remember(fakes, BOB, BOB, "Bob grows quinceberries", "I grow quinceberries", "Noted, Bob.")
-        remember(
-            fakes, ALICE, ALICE, "Alice rows on the xylocarpus lake",
-            "I row on the xylocarpus lake", "Noted, Alice.",
-        )  # fmt: skip
+        bob_then_alice_remember(fakes)
         refused = erase()
         assert refused.returncode == 1, refused
         [line] = (refused.stdout + refused.stderr).strip().splitlines()

@@ -12,13 +12,14 @@ file order.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 import pytest
 
 from tests.fakes.discord import Call
 from tests.fakes.openai import Fault
+from tests.gateway.e2e_support import discord_ready, fakes_fixture, served_fixture
 from tests.gateway.test_discord_e2e import ALICE, BOB, Fakes, Mnemo, launch
 
 pytestmark = pytest.mark.slow  # a mnemo run of its own
@@ -28,26 +29,10 @@ OWN = "https://example.com/menu?day=friday"
 ATTACKER = "https://attacker.example/?d=secret"
 
 
-@pytest.fixture(scope="module")
-def fakes() -> Iterator[Fakes]:
-    world = Fakes()
-    try:
-        yield world
-    finally:
-        world.close()
-
-
-@pytest.fixture(scope="module")
-def served(fakes: Fakes, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mnemo]:
-    mnemo = launch(fakes, tmp_path_factory.mktemp("embeds"), telegram=False)
-    try:
-        mnemo.wait_line("serving ")
-        fakes.run(fakes.dc.wait_ready)
-        yield mnemo
-    finally:
-        code, err = mnemo.stop()
-    assert code == 0, err
-    assert "d=secret" not in err  # the logs never carry what the model wrote
+fakes = fakes_fixture(Fakes)
+served = served_fixture(
+    partial(launch, telegram=False), "embeds", ready=discord_ready, never_logged=("d=secret",)
+)  # the logs never carry what the model wrote
 
 
 def answer(

@@ -10,11 +10,10 @@ another person; a Markdown image is shown as a text link, never as an image.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
-from tests.fakes.telegram import ChatMessage
+from tests.gateway.adapters.test_link_previews import shown  # text, (type, text, url)s
+from tests.gateway.e2e_support import fakes_fixture, served_fixture
 from tests.gateway.test_telegram_e2e import ALICE, BOB, Fakes, Mnemo, start_mnemo
 from tests.gateway.test_telegram_shown_e2e import reply_to
 
@@ -25,36 +24,8 @@ ATTACKER = "https://attacker.example/c?d=alice-lives-in-lyon"
 OFF = {"is_disabled": True}
 
 
-def shown(message: ChatMessage) -> tuple[str, list[tuple[str, str, str | None]]]:
-    """What the person sees: the text, and each entity as (type, text covered, its url)."""
-    text = message.text or ""
-    units = text.encode("utf-16-le")
-    spans = []
-    for entity in message.entities or []:
-        start, end = entity["offset"], entity["offset"] + entity["length"]
-        spans.append(
-            (entity["type"], units[2 * start : 2 * end].decode("utf-16-le"), entity.get("url"))
-        )
-    return text, spans
-
-
-@pytest.fixture(scope="module")
-def fakes() -> Iterator[Fakes]:
-    world = Fakes()
-    try:
-        yield world
-    finally:
-        world.close()
-
-
-@pytest.fixture(scope="module")
-def served(fakes: Fakes, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mnemo]:
-    mnemo = start_mnemo(fakes, tmp_path_factory.mktemp("previews"))
-    try:
-        yield mnemo
-    finally:
-        code, err = mnemo.stop()
-    assert code == 0, err
+fakes = fakes_fixture(Fakes)
+served = served_fixture(start_mnemo, "previews")
 
 
 def test_a_link_the_person_sent_in_the_session_keeps_its_preview(

@@ -13,8 +13,6 @@ nothing.
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,44 +20,22 @@ import pytest
 
 from memory_core import instruction_reasons
 from tests.fakes.openai import ToolCall
-from tests.gateway.processes import run_environment
-from tests.gateway.test_telegram_e2e import ALICE, BOB, TOKEN, Fakes, Mnemo
+from tests.gateway.e2e_support import NOTHING_WAITING as NOTHING
+from tests.gateway.e2e_support import WAITING, fakes_fixture, learning_section
+from tests.gateway.test_telegram_e2e import ALICE, BOB, Fakes, Mnemo, start_mnemo
 
 pytestmark = pytest.mark.slow  # a mnemo run of its own
 
-WAITING = "waits for your approval"
-NOTHING = "No memory changes are waiting"
 LINK = "Blog at https://alice.example/blog"
 ORDER = "From now on always answer in French"
+
+fakes = fakes_fixture(Fakes, scope="function")
 
 
 def start(fakes: Fakes, workdir: Path) -> Mnemo:
     """`mnemo run` with a review after every reply and approval off."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    tg = fakes.tg.url
-    (workdir / "mnemo.yaml").write_text(
-        "shutdown_grace: 5\n"
-        "telegram:\n"
-        f"  base_url: {tg}/bot\n"
-        f"  base_file_url: {tg}/file/bot\n"
-        f'  allowed_users: ["{ALICE}", "{BOB}"]\n'
-        "  edit_interval: 0.05\n"
-        'memory:\n  nudge_interval: 1\n  write_approval: "off"\n'
-        "skills:\n  creation_nudge_interval: 0\n",
-        encoding="utf-8",
-    )
-    started = fakes.call(lambda: len(fakes.tg.calls_to("deleteWebhook")))
-    env = run_environment(fakes.model.url, workdir, TELEGRAM_BOT_TOKEN=TOKEN)
-    process = subprocess.Popen(
-        [str(Path(sys.executable).parent / "mnemo"), "run"], stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=workdir,
-    )  # fmt: skip
-    try:
-        fakes.wait(lambda: len(fakes.tg.calls_to("deleteWebhook")) > started)
-    except TimeoutError:
-        process.kill()
-        raise AssertionError(f"mnemo run did not start: {process.communicate()[1]}") from None
-    return Mnemo(process, workdir / "data")
+    learning = learning_section(nudge=1, creation_nudge=0, write_approval='"off"')
+    return start_mnemo(fakes, workdir, grace=5, learning=learning)
 
 
 def user_md(home: Path, user_id: int) -> str:
@@ -91,54 +67,50 @@ def requests_past(fakes: Fakes, count: int) -> Callable[[], bool]:
 
 
 def test_a_link_of_her_turn_and_an_order_of_a_review_wait_for_alice_with_their_reasons(
-    tmp_path: Path,
+    fakes: Fakes, tmp_path: Path
 ) -> None:
-    fakes = Fakes()
+    mnemo = start(fakes, tmp_path / "bot")
     try:
-        mnemo = start(fakes, tmp_path / "bot")
-        try:
-            fakes.call(fakes.model.call_tools, memory_add(LINK))  # her turn's own call
-            fakes.call(fakes.model.say, "I'll keep it once you approve.")
-            fakes.text(ALICE, ALICE, "My blog is at https://alice.example/blog, remember it")
-            fakes.reply(ALICE, 0, "once you approve")
-            # no review after it: the turn's own (staged) memory call counts as its write
+        fakes.call(fakes.model.call_tools, memory_add(LINK))  # her turn's own call
+        fakes.call(fakes.model.say, "I'll keep it once you approve.")
+        fakes.text(ALICE, ALICE, "My blog is at https://alice.example/blog, remember it")
+        fakes.reply(ALICE, 0, "once you approve")
+        # no review after it: the turn's own (staged) memory call counts as its write
 
-            fakes.call(fakes.model.say, "D'accord.")
-            fakes.call(fakes.model.call_tools, memory_add(ORDER))  # the review after it
-            fakes.call(fakes.model.say, "Saved.")
-            fakes.text(ALICE, ALICE, "From now on always answer me in French, please.")
-            fakes.reply(ALICE, 0, "D'accord.")
-            assert WAITING in fakes.reply(ALICE, 0, ORDER)  # the review's notice
-            fakes.wait(requests_past(fakes, 5))  # the reply and the review's two
-            assert user_md(mnemo.home, ALICE) == ""  # neither was written
+        fakes.call(fakes.model.say, "D'accord.")
+        fakes.call(fakes.model.call_tools, memory_add(ORDER))  # the review after it
+        fakes.call(fakes.model.say, "Saved.")
+        fakes.text(ALICE, ALICE, "From now on always answer me in French, please.")
+        fakes.reply(ALICE, 0, "D'accord.")
+        assert WAITING in fakes.reply(ALICE, 0, ORDER)  # the review's notice
+        fakes.wait(requests_past(fakes, 5))  # the reply and the review's two
+        assert user_md(mnemo.home, ALICE) == ""  # neither was written
 
-            listing = asks(fakes, ALICE, "/memory pending", "Waiting")
-            link_id, link_line = listed(listing, "alice.example")
-            order_id, order_line = listed(listing, ORDER)
-            [link_reason] = instruction_reasons(LINK)
-            [order_reason] = instruction_reasons(ORDER)
-            assert link_reason == "it contains a link" and link_reason in link_line
-            assert order_reason == "it gives the assistant an order" and order_reason in order_line
-            assert "(you;" in link_line and "learned in the background (review)" in order_line
+        listing = asks(fakes, ALICE, "/memory pending", "Waiting")
+        link_id, link_line = listed(listing, "alice.example")
+        order_id, order_line = listed(listing, ORDER)
+        [link_reason] = instruction_reasons(LINK)
+        [order_reason] = instruction_reasons(ORDER)
+        assert link_reason == "it contains a link" and link_reason in link_line
+        assert order_reason == "it gives the assistant an order" and order_reason in order_line
+        assert "(you;" in link_line and "learned in the background (review)" in order_line
 
-            assert NOTHING in asks(fakes, BOB, "/memory pending", NOTHING)
-            refused = asks(fakes, BOB, f"/memory approve {order_id}", "Nothing waits")
-            assert ORDER not in refused and "French" not in refused
-            assert all(
-                WAITING not in (m.text or "") and "alice" not in (m.text or "")
-                for m in fakes.bot_messages(BOB)
-            )
+        assert NOTHING in asks(fakes, BOB, "/memory pending", NOTHING)
+        refused = asks(fakes, BOB, f"/memory approve {order_id}", "Nothing waits")
+        assert ORDER not in refused and "French" not in refused
+        assert all(
+            WAITING not in (m.text or "") and "alice" not in (m.text or "")
+            for m in fakes.bot_messages(BOB)
+        )
 
-            saved = asks(fakes, ALICE, f"/memory approve {link_id}", "Saved:")
-            assert "alice.example" in saved
-            assert LINK in user_md(mnemo.home, ALICE) and ORDER not in user_md(mnemo.home, ALICE)
-            listing = asks(fakes, ALICE, "/memory pending", "Waiting")
-            assert ORDER in listing and "alice.example" not in listing
-        finally:
-            code, err = mnemo.stop()
-        assert code == 0, err
+        saved = asks(fakes, ALICE, f"/memory approve {link_id}", "Saved:")
+        assert "alice.example" in saved
         assert LINK in user_md(mnemo.home, ALICE) and ORDER not in user_md(mnemo.home, ALICE)
-        assert user_md(mnemo.home, BOB) == ""
-        assert "alice.example" not in err and "French" not in err  # nor the logs
+        listing = asks(fakes, ALICE, "/memory pending", "Waiting")
+        assert ORDER in listing and "alice.example" not in listing
     finally:
-        fakes.close()
+        code, err = mnemo.stop()
+    assert code == 0, err
+    assert LINK in user_md(mnemo.home, ALICE) and ORDER not in user_md(mnemo.home, ALICE)
+    assert user_md(mnemo.home, BOB) == ""
+    assert "alice.example" not in err and "French" not in err  # nor the logs

@@ -15,8 +15,6 @@ import json
 import signal
 import sqlite3
 import subprocess
-import sys
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -25,7 +23,14 @@ import pytest
 
 from tests.fakes.openai import FakeOpenAI, Fault, ToolCall
 from tests.fakes.telegram import ChatMessage, FakeTelegram
-from tests.gateway.processes import FakesThread, dump_state, run_environment
+from tests.gateway.e2e_support import (
+    fakes_fixture,
+    learning_section,
+    served_fixture,
+    telegram_section,
+    write_config,
+)
+from tests.gateway.processes import FakesThread, dump_state, mnemo_run
 
 TOKEN = "4242:e2e-secret-token"
 ALICE, BOB, CAROL = 111, 222, 333  # Carol is not on the allow-list
@@ -82,41 +87,28 @@ class Mnemo:
         return self.process.returncode, err
 
 
-@pytest.fixture(scope="module")
-def fakes() -> Iterator[Fakes]:
-    world = Fakes()
-    try:
-        yield world
-    finally:
-        world.close()
+fakes = fakes_fixture(Fakes)
+
+IN_ORDER = learning_section(nudge=1000, creation_nudge=1000)
+"""No background reviews or skill nudges: the fake model's script stays in order."""
 
 
-def launch(fakes: Fakes, workdir: Path, grace: float, token: str) -> subprocess.Popen[str]:
-    """`mnemo run` in `workdir` (its mnemo.yaml), data in `workdir`/data."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    tg = fakes.tg.url
-    (workdir / "mnemo.yaml").write_text(
-        f"shutdown_grace: {grace}\n"
-        "telegram:\n"
-        f"  base_url: {tg}/bot\n"
-        f"  base_file_url: {tg}/file/bot\n"
-        f'  allowed_users: ["{ALICE}", "{BOB}"]\n'
-        "  edit_interval: 0.05\n"
-        "memory:\n  nudge_interval: 1000\n"  # no background reviews: the script stays in order
-        "skills:\n  creation_nudge_interval: 1000\n",
-        encoding="utf-8",
-    )
-    env = run_environment(fakes.model.url, workdir, TELEGRAM_BOT_TOKEN=token)
-    return subprocess.Popen(
-        [str(Path(sys.executable).parent / "mnemo"), "run"], stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=workdir,
-    )  # fmt: skip
+def launch(
+    fakes: Fakes, workdir: Path, grace: float, token: str, learning: str = IN_ORDER
+) -> subprocess.Popen[str]:
+    """`mnemo run` in `workdir` (its mnemo.yaml: Alice and Bob allowed, `learning` its
+    memory and skills sections), data in `workdir`/data."""
+    config = f"shutdown_grace: {grace}\n" + telegram_section(fakes.tg.url, (ALICE, BOB))
+    write_config(workdir, config + learning)
+    return mnemo_run(fakes.model.url, workdir, TELEGRAM_BOT_TOKEN=token)
 
 
-def start_mnemo(fakes: Fakes, workdir: Path, grace: float = 10.0) -> Mnemo:
+def start_mnemo(
+    fakes: Fakes, workdir: Path, grace: float = 10.0, learning: str = IN_ORDER
+) -> Mnemo:
     """`mnemo run` with the right token; waits until it is about to poll Telegram."""
     started = fakes.call(lambda: len(fakes.tg.calls_to("deleteWebhook")))
-    process = launch(fakes, workdir, grace, TOKEN)
+    process = launch(fakes, workdir, grace, TOKEN, learning)
     try:
         # deleteWebhook comes last before polling (a held poll is recorded only when it ends)
         fakes.wait(lambda: len(fakes.tg.calls_to("deleteWebhook")) > started)
@@ -126,18 +118,12 @@ def start_mnemo(fakes: Fakes, workdir: Path, grace: float = 10.0) -> Mnemo:
     return Mnemo(process, workdir / "data")
 
 
-@pytest.fixture(scope="module")
-def served(fakes: Fakes, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mnemo]:
-    mnemo = start_mnemo(fakes, tmp_path_factory.mktemp("served"))
-    try:
-        yield mnemo
-    finally:
-        code, err = mnemo.stop()
-    assert code == 0, err
-    assert "serving telegram (polling) with data in" in err
-    for said in ("tango", "carol's secret", "word42", "value_0042", "the long one"):
-        assert said not in err  # the logs never carry what people or the model wrote
-    assert TOKEN not in err
+served = served_fixture(
+    start_mnemo,
+    "served",
+    logged=("serving telegram (polling) with data in",),
+    never_logged=("tango", "carol's secret", "word42", "value_0042", "the long one", TOKEN),
+)
 
 
 # ----- failing and restarting ------------------------------------------------------------

@@ -12,12 +12,12 @@ One `mnemo run` (and its own fakes) serves the module.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 import pytest
 
 from tests.fakes.openai import ToolCall
 from tests.fakes.telegram import ChatMessage
+from tests.gateway.e2e_support import fakes_fixture, served_fixture
 from tests.gateway.test_telegram_e2e import ALICE, GROUP, MENTION, Fakes, Mnemo, start_mnemo
 
 pytestmark = pytest.mark.slow  # a mnemo run of its own
@@ -51,23 +51,8 @@ def shown(message: ChatMessage) -> tuple[str, list[tuple[str, str]]]:
     return text, spans
 
 
-@pytest.fixture(scope="module")
-def fakes() -> Iterator[Fakes]:
-    world = Fakes()
-    try:
-        yield world
-    finally:
-        world.close()
-
-
-@pytest.fixture(scope="module")
-def served(fakes: Fakes, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mnemo]:
-    mnemo = start_mnemo(fakes, tmp_path_factory.mktemp("shown"))
-    try:
-        yield mnemo
-    finally:
-        code, err = mnemo.stop()
-    assert code == 0, err
+fakes = fakes_fixture(Fakes)
+served = served_fixture(start_mnemo, "shown")
 
 
 def reply_to(fakes: Fakes, chat: int, text: str, **fields: object) -> ChatMessage:

@@ -13,55 +13,34 @@ reply is the turn's.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-from collections.abc import AsyncIterator
 from pathlib import Path
 
-from gateway.adapters.telegram_adapter import TelegramAdapter
-from gateway.service import Service
-from memory_core import FileMemoryStore, PendingChanges
+from memory_core import PendingChanges
 from tests.fakes.base import wait_until
-from tests.fakes.discord import FakeDiscord
 from tests.fakes.openai import FakeOpenAI, ToolCall
-from tests.fakes.telegram import FakeTelegram
-from tests.gateway.serving import config_for
 from tests.gateway.test_approval_e2e import (
     ALICE,
     BOB,
     GROUP,
     MENTION,
-    TOKEN,
     WAITING,
     World,
-    configured,
+    alice_says_hello,
     found,
     tg_buttons,
     tg_notice,
+    tg_text,
     tg_texts,
 )
+from tests.gateway.test_approval_e2e import served as serving
 
 BLOG = "Blog at https://alice.example/blog"
 
 
-@contextlib.asynccontextmanager
-async def served(tmp_path: Path, approval: str) -> AsyncIterator[World]:
-    async with (
-        FakeTelegram(token=TOKEN) as tg,
-        FakeDiscord() as dc,
-        FakeOpenAI(echo_when_idle=True) as model,
-    ):
-        config = configured(config_for(model.url, tmp_path / "data"), tg, dc, approval)
-        memory = config.memory.model_copy(update={"nudge_interval": 0})  # no review
-        config = config.model_copy(update={"memory": memory})
-        service = Service(config, [TelegramAdapter(config.telegram)], signals=())
-        running = asyncio.create_task(service.run())
-        try:
-            await wait_until(lambda: tg.calls_to("deleteWebhook") != [] or running.done(), 10)
-            yield World(tg, dc, model, FileMemoryStore(config.home))
-        finally:
-            service.request_stop("test over")
-            await asyncio.wait_for(running, 30)
+def served(tmp_path: Path, approval: str) -> contextlib.AbstractAsyncContextManager[World]:
+    """The service on Telegram alone, with no review (its nudges are off)."""
+    return serving(tmp_path, approval, nudge_interval=0, discord=False)
 
 
 def turn_writes(model: FakeOpenAI, content: str, reply: str) -> None:
@@ -89,9 +68,7 @@ async def test_a_link_staged_in_alices_own_turn_is_announced_after_the_reply_wit
 
         seen = len(w.tg.chat_messages(ALICE))
         w.tg.inject_callback_query(ALICE, BOB, buttons["Approve"], notice.message_id)
-        refusal = await found(
-            lambda: next((t for t in tg_texts(w.tg, ALICE)[seen:] if "someone else" in t), None)
-        )
+        refusal = await tg_text(w.tg, ALICE, "someone else", seen)
         assert "Nothing was changed" in refusal
         assert w.entries("telegram-111") == () and w.entries("telegram-222") == ()
         assert [c.content for c in PendingChanges(w.memory).list("telegram-111")] == [BLOG]
@@ -99,9 +76,7 @@ async def test_a_link_staged_in_alices_own_turn_is_announced_after_the_reply_wit
 
         seen = len(w.tg.chat_messages(ALICE))
         w.tg.inject_callback_query(ALICE, ALICE, buttons["Approve"], notice.message_id)
-        saved = await found(
-            lambda: next((t for t in tg_texts(w.tg, ALICE)[seen:] if "Saved:" in t), None)
-        )
+        saved = await tg_text(w.tg, ALICE, "Saved:", seen)
         assert BLOG in saved
         assert w.entries("telegram-111") == (BLOG,)
         assert [o.origin.kind for o in w.memory.origins("user", "telegram-111")] == ["person"]
@@ -117,9 +92,7 @@ async def test_in_a_group_the_notice_goes_to_the_private_chat_or_only_to_memory_
     tmp_path: Path,
 ) -> None:
     async with served(tmp_path, "all") as w:
-        w.model.say("Hello Alice.")  # a private chat first: the bot can reach her there
-        w.tg.inject_text(ALICE, ALICE, "hello")
-        await found(lambda: next((t for t in tg_texts(w.tg, ALICE) if "Hello" in t), None))
+        await alice_says_hello(w)
 
         turn_writes(w.model, "Keeps bees on the roof", "Bees, lovely.")
         w.tg.inject_text(GROUP, ALICE, "@mnemo_bot I keep bees on the roof", entities=[MENTION])
