@@ -16,6 +16,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TextIO
 
@@ -53,6 +54,7 @@ from memory_core import (
     SessionStore,
     SkillsStore,
     default_registry,
+    make_user_key,
 )
 
 log = logging.getLogger(__name__)
@@ -216,8 +218,15 @@ def console_adapter(
 ) -> Adapter:
     """The console: a person at this terminal (`user_id`, by default the login name); on a
     terminal, with a history of what they typed in ``<home>/console/`` (0600)."""
-    history = None if home is None else home / CONSOLE_HISTORY_FOLDER
-    return ConsoleAdapter(stdin, stdout, user_id=user_id, history_dir=history)
+    history = None if home is None else partial(console_history_file, home)
+    return ConsoleAdapter(stdin, stdout, user_id=user_id, history=history)
+
+
+def console_history_file(home: Path, user_id: str) -> Path:
+    """Where what console person `user_id` types is kept: ``<home>/console/<user key>.history``,
+    named by their user key so that erasing them removes it (`person_data`)."""
+    key = make_user_key("console", user_id or "operator")
+    return home / CONSOLE_HISTORY_FOLDER / f"{key}.history"
 
 
 def adapter_notifier(adapters: Sequence[Adapter]) -> Notifier:

@@ -20,7 +20,7 @@ import aiohttp
 
 from gateway.agent.model_client import ModelClient
 from gateway.config import Config, DiscordConfig, TelegramConfig
-from gateway.errors import ModelAuthError, ModelError, ModelStalledError
+from gateway.errors import ModelAuthError, ModelError, ModelNotServedError, ModelStalledError
 
 MAX_NAMES_SHOWN = 10  # served model ids a "not served" line lists
 
@@ -138,16 +138,8 @@ async def _one_token(client: ModelClient, target: ModelTarget) -> str:
 async def _listed(client: ModelClient, target: ModelTarget) -> str:
     served = await client.served_models()
     if target.model not in served:
-        raise _NotServedError(served)
+        raise ModelNotServedError(served)
     return f"answers with the key; model {target.model!r} is listed"
-
-
-class _NotServedError(ModelError):
-    """The model list came back without the configured model."""
-
-    def __init__(self, served: list[str]) -> None:
-        super().__init__("model not served")
-        self.served = served
 
 
 async def _model_failure(
@@ -155,7 +147,7 @@ async def _model_failure(
 ) -> str:
     """The one-line reason for `exc`; a completion refused with 400/404 asks the model
     list whether the model is the problem (else the URL is)."""
-    if isinstance(exc, _NotServedError):
+    if isinstance(exc, ModelNotServedError):
         return _not_served(target.model, exc.served)
     if isinstance(exc, ModelStalledError):
         return f"timed out ({exc})"

@@ -6,7 +6,8 @@ GatewayError
  │    ├── ModelStalledError     no data from the model for `llm.stall_timeout` seconds
  │    ├── ModelCutOffError      the reply stream broke off before it was finished
  │    ├── ModelAuthError        the endpoint rejected our credentials (HTTP 401/403)
- │    └── RequestTooLargeError  the endpoint refused the request as too long
+ │    ├── RequestTooLargeError  the endpoint refused the request as too long
+ │    └── ModelNotServedError   the endpoint's model list lacks the configured model
  ├── RateLimitedError       a platform asked us to wait `retry_after` seconds
  ├── DeliveryError          a platform refused a send or edit for good
  ├── InstanceLockedError    another `mnemo` process serves the same data directory
@@ -52,6 +53,14 @@ class ModelAuthError(ModelError):
 
 class RequestTooLargeError(ModelError):
     """The endpoint refused the request as larger than the model's context (400 or 413)."""
+
+
+class ModelNotServedError(ModelError):
+    """The model list came back without the configured model; `served` is what it lists."""
+
+    def __init__(self, served: list[str]) -> None:
+        super().__init__("model not served")
+        self.served = served
 
 
 class RateLimitedError(GatewayError):

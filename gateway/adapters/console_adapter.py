@@ -21,7 +21,7 @@ import contextlib
 import getpass
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -63,16 +63,16 @@ class ConsoleAdapter:
         stdout: TextIO,
         user_id: str | None = None,
         terminal: ConsoleTerminal | None = None,
-        history_dir: Path | None = None,
+        history: Callable[[str], Path] | None = None,
     ) -> None:
         """`terminal`: reads the lines instead of `stdin` and prints where `stdout` does;
-        without one, a terminal `stdin` gets one, with this person's history file in
-        `history_dir` (none is kept without it)."""
+        without one, a terminal `stdin` gets one, keeping what this person types in the
+        file `history(user_id)` names (none is kept without it)."""
         self._in = stdin
         self._out = stdout
         self._user_id = user_id or getpass.getuser() or "operator"
         if terminal is None and _is_terminal(stdin):
-            terminal = _terminal(history_dir, self._user_id)
+            terminal = _terminal(history, self._user_id)
         self._terminal = terminal
         self.done = asyncio.Event()
         self.ready = asyncio.Event()  # a terminal is connected once it is read
@@ -204,10 +204,9 @@ def _is_terminal(stream: TextIO) -> bool:
         return False
 
 
-def _terminal(history_dir: Path | None, user_id: str) -> ConsoleTerminal:
+def _terminal(history: Callable[[str], Path] | None, user_id: str) -> ConsoleTerminal:
     """A terminal for the process's own terminal, with `user_id`'s history if kept."""
     # imported here: prompt_toolkit is loaded only for a console on a terminal
-    from gateway.adapters.console_terminal import ConsoleTerminal, history_file, private_history
+    from gateway.adapters.console_terminal import ConsoleTerminal, private_history
 
-    history = None if history_dir is None else private_history(history_file(history_dir, user_id))
-    return ConsoleTerminal(history)
+    return ConsoleTerminal(None if history is None else private_history(history(user_id)))

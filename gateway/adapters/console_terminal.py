@@ -25,15 +25,7 @@ from prompt_toolkit.key_binding import KeyBindings, KeyPress, KeyPressEvent
 from prompt_toolkit.keys import Keys
 from prompt_toolkit.output import Output
 
-from memory_core import make_user_key
-
 PROMPT = "> "
-
-
-def history_file(folder: Path, user_id: str) -> Path:
-    """Where `user_id`'s console history is kept in `folder`: one file per person, named
-    by their user key (``console-ada.history``), so erasing the person removes it."""
-    return folder / f"{make_user_key('console', user_id or 'operator')}.history"
 
 
 def private_history(path: Path) -> History:

@@ -21,7 +21,8 @@ from prompt_toolkit.input import PipeInput, create_pipe_input
 from prompt_toolkit.output.vt100 import Vt100_Output
 
 from gateway.adapters.console_adapter import ConsoleAdapter
-from gateway.adapters.console_terminal import ConsoleTerminal, history_file, private_history
+from gateway.adapters.console_terminal import ConsoleTerminal, private_history
+from gateway.app import console_history_file
 from gateway.messages import InboundMessage
 from gateway.service import Service
 from tests.fakes.base import wait_until
@@ -65,7 +66,7 @@ def terminal_over(screen: io.StringIO, keys: PipeInput, history: Path) -> Consol
 @pytest.fixture
 async def console(fake: FakeOpenAI, tmp_path: Path, keys: PipeInput) -> AsyncIterator[Console]:
     screen = io.StringIO()
-    terminal = terminal_over(screen, keys, history_file(tmp_path / "data" / "console", "ada"))
+    terminal = terminal_over(screen, keys, console_history_file(tmp_path / "data", "ada"))
     adapter = ConsoleAdapter(io.StringIO(), screen, user_id="ada", terminal=terminal)
     service = Service(config_for(fake.url, tmp_path / "data"), [adapter], signals=())
     run = asyncio.create_task(service.run())
@@ -93,13 +94,13 @@ async def test_up_recalls_the_last_line_and_the_history_file_is_private(
     assert "^[[A" not in console.shown()
     console.type(CTRL_D)
     await asyncio.wait_for(console.run, 10)
-    path = history_file(tmp_path / "data" / "console", "ada")
+    path = console_history_file(tmp_path / "data", "ada")
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert "typo to clear" not in path.read_text(encoding="utf-8")
 
 
 async def test_the_history_is_there_at_the_next_start(tmp_path: Path, keys: PipeInput) -> None:
-    path = history_file(tmp_path / "console", "ada")
+    path = console_history_file(tmp_path, "ada")
     first = terminal_over(io.StringIO(), keys, path)
     keys.send_text("remember the milk" + ENTER)
     assert await asyncio.wait_for(first.read_line(), 5) == "remember the milk"
@@ -111,9 +112,10 @@ async def test_the_history_is_there_at_the_next_start(tmp_path: Path, keys: Pipe
 
 
 def test_each_person_has_a_history_file_of_their_own(tmp_path: Path) -> None:
-    ada, bob = history_file(tmp_path, "ada"), history_file(tmp_path, "bob")
-    assert ada != bob and ada.parent == bob.parent == tmp_path
-    assert history_file(tmp_path, "../../etc/passwd").parent == tmp_path
+    ada, bob = console_history_file(tmp_path, "ada"), console_history_file(tmp_path, "bob")
+    assert ada != bob and ada.parent == bob.parent == tmp_path / "console"
+    assert ada.name == "console-ada.history"  # by user key: erasing the person removes it
+    assert console_history_file(tmp_path, "../../etc/passwd").parent == tmp_path / "console"
 
 
 async def test_ctrl_c_during_a_reply_stops_it_at_once_and_the_chat_goes_on(
