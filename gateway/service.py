@@ -173,15 +173,16 @@ class Service:
                         f"the {adapter.platform} adapter failed to start (its error is logged "
                         "above)"
                     )
-            log.info(
-                "serving %s with data in %s and skills in %s",
-                self._describe(),
-                self._config.home.resolve(),
-                self._config.skills.dir.resolve(),
-            )
-            gc.freeze()  # what start-up built lives all run: later full collections skip it
-            catch_up = asyncio.create_task(self._answer_unanswered(bot))
-            ended = await self._wait(started)
+            if not self._stopping.is_set():  # a stop asked for during start-up: no catch-up
+                log.info(
+                    "serving %s with data in %s and skills in %s",
+                    self._describe(),
+                    self._config.home.resolve(),
+                    self._config.skills.dir.resolve(),
+                )
+                gc.freeze()  # what start-up built lives all run: later collections skip it
+                catch_up = asyncio.create_task(self._answer_unanswered(bot))
+                ended = await self._wait(started)
         finally:
             await self._shutdown(started, bot, catch_up)
         if ended is not None and ended.platform != "console":
