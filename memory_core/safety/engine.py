@@ -14,7 +14,7 @@ has lost the combining marks.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
@@ -38,6 +38,16 @@ class Rule:
     view: View
     pattern: str
     case_sensitive: bool = False
+
+
+def rules_on(view: View) -> Callable[[str, str, str], Rule]:
+    """A maker of rules that read `view`: ``latin = rules_on("latin")``, then
+    ``latin(pattern_id, category, pattern)``."""
+
+    def rule(pattern_id: str, category: str, pattern: str) -> Rule:
+        return Rule(pattern_id, category, view, pattern)
+
+    return rule
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ RE2's `\\b` only knows ASCII words, so the Russian rules mark word starts with
 
 from __future__ import annotations
 
-from memory_core.safety.engine import Rule
+from memory_core.safety.engine import Rule, rules_on
 from memory_core.safety.finding import EXFILTRATION, PROMPT_INJECTION, ROLE_HIJACK
 
 _W = r"[\pL\pN'’-]+"
@@ -68,16 +68,9 @@ _FR_RULES = r"(?:instructions|consignes|regles|directives|ordres)"
 _FR_QUAL = r"(?:precedentes|anterieures|initiales|d['’]origine|du\s+systeme)"
 
 
-def _c(pid: str, category: str, pattern: str) -> Rule:
-    return Rule(pid, category, "compact", pattern)
-
-
-def _l(pid: str, category: str, pattern: str) -> Rule:
-    return Rule(pid, category, "latin", pattern)
-
-
-def _p(pid: str, category: str, pattern: str) -> Rule:
-    return Rule(pid, category, "plain", pattern)
+_c = rules_on("compact")
+_l = rules_on("latin")
+_p = rules_on("plain")
 
 
 RULES: tuple[Rule, ...] = (

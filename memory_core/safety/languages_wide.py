@@ -9,22 +9,15 @@ Russian, Spanish, German and French the void-rules and obey-only-me forms.
 
 from __future__ import annotations
 
-from memory_core.safety.engine import Rule
+from memory_core.safety.engine import Rule, rules_on
 from memory_core.safety.finding import PROMPT_INJECTION, ROLE_HIJACK
 
 _WB = r"(?:^|[^\pL])"
 
 
-def _c(pid: str, category: str, pattern: str) -> Rule:
-    return Rule(pid, category, "compact", pattern)
-
-
-def _l(pid: str, category: str, pattern: str) -> Rule:
-    return Rule(pid, category, "latin", pattern)
-
-
-def _p(pid: str, category: str, pattern: str) -> Rule:
-    return Rule(pid, category, "plain", pattern)
+_c = rules_on("compact")
+_l = rules_on("latin")
+_p = rules_on("plain")
 
 
 _ZH_RULES = r"(?:指令|指示|规则|規則|设定|設定|限制|提示|命令|约束|約束)"

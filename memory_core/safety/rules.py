@@ -8,7 +8,7 @@ joined. Rules for other languages are in `languages`, secrets in `secrets`.
 
 from __future__ import annotations
 
-from memory_core.safety.engine import Rule
+from memory_core.safety.engine import Rule, rules_on
 from memory_core.safety.finding import (
     CREDENTIAL_FILES,
     EXFILTRATION,
@@ -76,8 +76,7 @@ _ENV_TOOLS = r"(?:printenv|os\.environ|process\.env|/proc/self/environ|\$env:|en
 _MODES = r"(?:developer|dev|god|jailbreak|jailbroken|dan|unrestricted|unfiltered|evil|sudo)"
 
 
-def _r(pid: str, category: str, pattern: str) -> Rule:
-    return Rule(pid, category, "latin", pattern)
+_r = rules_on("latin")
 
 
 INJECTION: tuple[Rule, ...] = (

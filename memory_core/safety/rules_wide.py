@@ -9,7 +9,7 @@ reads a de-leeted copy of the text (`decode.unleet`) with every rule.
 
 from __future__ import annotations
 
-from memory_core.safety.engine import Rule
+from memory_core.safety.engine import Rule, rules_on
 from memory_core.safety.finding import EXFILTRATION, PROMPT_INJECTION, REMOTE_CODE, ROLE_HIJACK
 
 _SEP = r"[\s,:;\"'“”‘’()*_`~-]+"
@@ -38,8 +38,7 @@ _SHELL = r"(?:sudo\s+)?(?:/\S*/)?(?:(?:ba|z|k|da|fi)?sh|python[0-9.]*|perl|ruby|
 _QUERY_TEMPLATE = r"[^)\s]*(?:\{|\}|\$|<|>|%7b|%24|\[)"
 
 
-def _r(pid: str, category: str, pattern: str) -> Rule:
-    return Rule(pid, category, "latin", pattern)
+_r = rules_on("latin")
 
 
 WIDE: tuple[Rule, ...] = (
