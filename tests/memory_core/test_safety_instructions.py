@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import base64
 import json
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from memory_core import instruction_reasons
-from memory_core.safety.engine import compiled
 from memory_core.safety.instructions import all_instruction_rules
-from memory_core.safety.normalise import views
+from tests.memory_core.test_safety_speed import best_of_three, slow_rules
 
 LINK = "it contains a link"
 EMAIL = "it contains an e-mail address"
@@ -158,7 +155,6 @@ def test_benign_entries_of_the_labelled_set_are_rarely_staged() -> None:
 
 
 SIZE = 100_000
-BUDGET_SECONDS = 0.050
 HOSTILE = {
     "apostrophes": "'" * SIZE,
     "dots": ("a." * SIZE)[:SIZE],
@@ -173,32 +169,15 @@ HOSTILE = {
 }
 
 
-def _best_of_three(action: Callable[[], object]) -> float:
-    best = float("inf")
-    for _ in range(3):
-        start = time.perf_counter()
-        action()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_every_pattern_reads_100k_of_filler_in_under_50ms(name: str) -> None:
-    # The same pattern as test_safety_speed: the views are the scan's (and timed
-    # there); each rule gets the best of three runs on its view.
-    forms = views(HOSTILE[name])
-    slow: list[str] = []
-    for rule in all_instruction_rules():
-        regex = compiled(rule)
-        text = getattr(forms, rule.view)
-        seconds = _best_of_three(lambda r=regex, t=text: r.search(t))
-        if seconds >= BUDGET_SECONDS:
-            slow.append(f"{rule.pattern_id}: {seconds * 1000:.1f} ms")
+    # The same check as test_safety_speed, on the instruction rules.
+    slow = slow_rules(all_instruction_rules(), HOSTILE[name])
     assert not slow, slow
 
 
 def test_a_100k_entry_is_classified_well_under_a_second() -> None:
     text = ("Prefers tea, lives in Leeds; always takes the train. " * 2_000)[:SIZE]
     instruction_reasons(text)  # compiles every rule once
-    assert _best_of_three(lambda: instruction_reasons(text)) < 1.0
+    assert best_of_three(lambda: instruction_reasons(text)) < 1.0
     assert instruction_reasons(text) == ()
