@@ -17,15 +17,26 @@ from gateway.messages import InboundMessage
 SKILLS = Path(__file__).resolve().parents[2] / "skills"
 
 
-def config_for(model_url: str, data: Path, recap_timeout: float | None = None) -> Config:
+def config_for(
+    model_url: str,
+    data: Path,
+    recap_timeout: float | None = None,
+    file_text: str | None = None,
+) -> Config:
     """The bot's configuration for a test: the fake model at `model_url`, data in `data`,
-    the bundled skills; `recap_timeout` shortens the auxiliary model's recap wait."""
+    the bundled skills; `recap_timeout` shortens the auxiliary model's recap wait, and
+    `file_text` is a config file's YAML (written beside `data` as ``mnemo.yaml``)."""
     env = {
         "OPENAI_BASE_URL": model_url + "/v1",
         "MNEMO_HOME": str(data),
         "MNEMO_SKILLS_DIR": str(SKILLS),
     }
-    config = load_config(None, environ=env)
+    path = None
+    if file_text is not None:
+        path = data.parent / "mnemo.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(file_text)
+    config = load_config(path, environ=env)
     if recap_timeout is None:
         return config
     auxiliary = config.auxiliary.model_copy(update={"recap_timeout": recap_timeout})

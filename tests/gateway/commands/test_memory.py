@@ -17,23 +17,16 @@ from gateway.service import run_console
 from memory_core import FileMemoryStore, Operation
 from tests.fakes.base import serving_in_thread
 from tests.fakes.openai import FakeOpenAI, ToolCall
-from tests.gateway.serving import serving
+from tests.gateway.serving import SKILLS, config_for, serving
 from tests.gateway.sinks import ListSink
 
-SKILLS = Path(__file__).resolve().parents[3] / "skills"
 ADMIN = "9"
 
 
 @pytest.fixture
 async def services(fake: FakeOpenAI, tmp_path: Path) -> AsyncIterator[Services]:
-    config = tmp_path / "mnemo.yaml"
-    config.write_text(f'admins: ["telegram:{ADMIN}"]\n')
-    env = {
-        "OPENAI_BASE_URL": fake.url + "/v1",
-        "MNEMO_HOME": str(tmp_path / "data"),
-        "MNEMO_SKILLS_DIR": str(SKILLS),
-    }
-    async with open_services(load_config(config, environ=env)) as opened:
+    config = config_for(fake.url, tmp_path / "data", file_text=f'admins: ["telegram:{ADMIN}"]\n')
+    async with open_services(config) as opened:
         yield opened
 
 

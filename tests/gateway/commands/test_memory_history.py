@@ -8,29 +8,21 @@ from pathlib import Path
 import pytest
 
 from gateway.app import Services, open_services
-from gateway.config import load_config
 from gateway.conversation import Conversations
 from gateway.messages import InboundMessage
 from memory_core import Operation, Origin
 from tests.fakes.openai import FakeOpenAI
-from tests.gateway.serving import serving
+from tests.gateway.serving import config_for, serving
 from tests.gateway.sinks import ListSink
 
-SKILLS = Path(__file__).resolve().parents[3] / "skills"
 ADA, BOB = "42", "77"
 REVIEW = Origin("review", 1)
 
 
 @pytest.fixture
 async def services(fake: FakeOpenAI, tmp_path: Path) -> AsyncIterator[Services]:
-    config = tmp_path / "mnemo.yaml"
-    config.write_text("memory: {user_char_limit: 150}\n")
-    env = {
-        "OPENAI_BASE_URL": fake.url + "/v1",
-        "MNEMO_HOME": str(tmp_path / "data"),
-        "MNEMO_SKILLS_DIR": str(SKILLS),
-    }
-    async with open_services(load_config(config, environ=env)) as opened:
+    config = config_for(fake.url, tmp_path / "data", file_text="memory: {user_char_limit: 150}\n")
+    async with open_services(config) as opened:
         yield opened
 
 
