@@ -31,7 +31,7 @@ WORKDIR /app
 # The locked dependencies first, in a layer of their own: a code change reuses it.
 COPY requirements.lock ./
 RUN pip install --no-cache-dir -r requirements.lock
-COPY pyproject.toml README.md ./
+COPY pyproject.toml setup.py README.md ./
 COPY gateway ./gateway
 COPY memory_core ./memory_core
 RUN pip install --no-cache-dir --no-deps -c requirements.lock .

@@ -35,10 +35,12 @@ from gateway.commands.router import CommandRouter
 from gateway.config import Config
 from gateway.conversation import Conversations
 from gateway.errors import ConfigError
+from gateway.i18n import Catalogs
 from gateway.jobs import BackgroundSettings, BackgroundWork, JobContext
 from gateway.jobs.context import Announcer
 from gateway.messages import Adapter, InboundMessage, Notifier, ReplySink
 from gateway.metrics import Metrics
+from gateway.person_locale import PersonLocales, wall_clock
 from gateway.session_cache import ManagerFactory, OpenSessions, PromptMaker
 from gateway.session_queue import SessionQueue
 from gateway.turns import ToolBox, Turns
@@ -49,6 +51,7 @@ from memory_core import (
     FileMemoryStore,
     MemoryManager,
     PendingChanges,
+    PersonSettingsStore,
     ProviderError,
     ProviderResources,
     SessionStore,
@@ -73,6 +76,8 @@ class Services:
     skills: SkillsStore
     sessions: SessionStore
     new_manager: ManagerFactory
+    locales: PersonLocales
+    """Each person's language, time zone and notice mode, and the bot's clock."""
     persona: str | None = None  # the operator's persona text (`persona_file`)
 
 
@@ -165,6 +170,7 @@ def build_conversations(
         turns,
         commands,
         queue,
+        services.locales,
         background=background,
     )
 
@@ -304,17 +310,25 @@ async def open_services(config: Config, metrics: Metrics | None = None) -> Async
         background=True,  # replies go first
         on_call=metrics.model_call_recorder("auxiliary") if metrics is not None else None,
     )
+    memory = FileMemoryStore(
+        config.home,
+        memory_char_limit=config.memory.memory_char_limit,
+        user_char_limit=config.memory.user_char_limit,
+        fence=fence,
+    )
+    locales = PersonLocales(
+        Catalogs(),
+        PersonSettingsStore(memory),
+        language=config.locale.language,
+        timezone=config.locale.timezone,
+        clock=wall_clock(config.clock_start),
+    )
     try:
         yield Services(
             config=config,
             model=model,
             auxiliary=auxiliary,
-            memory=FileMemoryStore(
-                config.home,
-                memory_char_limit=config.memory.memory_char_limit,
-                user_char_limit=config.memory.user_char_limit,
-                fence=fence,
-            ),
+            memory=memory,
             skills=SkillsStore(
                 config.skills.dir,
                 config.home / "skills-manifest.json",
@@ -324,6 +338,7 @@ async def open_services(config: Config, metrics: Metrics | None = None) -> Async
             ),
             sessions=sessions,
             new_manager=_manager_factory(config, sessions),
+            locales=locales,
             persona=persona,
         )
     finally:

@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 import yaml
 from pydantic import (
     AfterValidator,
+    AwareDatetime,
     BaseModel,
     ConfigDict,
     Field,
@@ -35,6 +36,7 @@ from pydantic import (
 )
 
 from gateway.errors import ConfigError
+from gateway.i18n import LANGUAGES, negotiate, parse_zone
 
 DEFAULT_CONFIG_FILE = Path("mnemo.yaml")
 REMOVED_GROUP_SESSIONS = (  # a shared session mixed people's sessions and commands
@@ -215,6 +217,29 @@ class LoggingConfig(_Section):
     format: Literal["text", "json"] = "text"  # json: one object per line, for log shippers
 
 
+class LocaleConfig(_Section):
+    """The bot's own lines and dates for a person who chose nothing and whose platform gave
+    no hint: a shipped language (en, zh, es) and an IANA time zone (or "UTC+8")."""
+
+    language: str = "en"
+    timezone: str = "UTC"
+
+    @field_validator("language")
+    @classmethod
+    def _shipped_language(cls, value: str) -> str:
+        language = negotiate(value)
+        if language is None:
+            raise ValueError(f"{value!r} is not a shipped language ({', '.join(LANGUAGES)})")
+        return language
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        if parse_zone(value) is None:
+            raise ValueError(f"{value!r} is not a time zone (e.g. Asia/Shanghai, UTC+8)")
+        return value
+
+
 class HealthConfig(_Section):
     """The HTTP endpoint for supervisors: /healthz and /metrics (on in the image)."""
 
@@ -237,9 +262,13 @@ class Config(_Section):
     telegram: TelegramConfig = TelegramConfig()
     discord: DiscordConfig = DiscordConfig()
     health: HealthConfig = HealthConfig()
+    locale: LocaleConfig = LocaleConfig()
     logging: LoggingConfig = LoggingConfig()
     admins: tuple[str, ...] = ()
     shutdown_grace: float = Field(default=20.0, gt=0)  # seconds in-flight turns get at a stop
+    clock_start: AwareDatetime | None = None
+    """MNEMO_CLOCK_START: the bot's clock starts at this moment and runs on from it (for
+    reproducing what a date does, as the tests do); None: the system clock."""
 
     @field_validator("admins", mode="before")
     @classmethod
@@ -471,6 +500,8 @@ def _apply_env(raw: dict[str, Any], env: Mapping[str, str]) -> None:
 
     if env.get("MNEMO_HOME"):
         raw["home"] = env["MNEMO_HOME"]
+    if env.get("MNEMO_CLOCK_START"):
+        raw["clock_start"] = env["MNEMO_CLOCK_START"]
     if env.get("OPENAI_BASE_URL"):
         section("llm")["base_url"] = env["OPENAI_BASE_URL"]
     if env.get("MNEMO_SKILLS_DIR"):

@@ -26,10 +26,12 @@ from typing import TypeVar
 from gateway.access import AccessPolicy
 from gateway.agent.turn import fault_notice
 from gateway.commands import parse_command
-from gateway.commands.router import CommandRouter
+from gateway.commands.router import FAILED_LINE, CommandRouter
 from gateway.errors import ModelError
+from gateway.i18n import N_
 from gateway.jobs import BackgroundWork
 from gateway.messages import CommandSpec, InboundMessage, MessageIdentity, ReplySink
+from gateway.person_locale import PersonLocale, PersonLocales
 from gateway.session_cache import OpenSessions
 from gateway.session_queue import SessionQueue
 from gateway.turns import Turns
@@ -37,11 +39,10 @@ from memory_core import PersonErasedError, SessionStoreBusyError, SessionStoreEr
 
 log = logging.getLogger(__name__)
 
-UNSUPPORTED_LINE = "I can only read text for now."
-EMPTY_LINE = "Yes? Ask me something."
-BUSY_LINE = "(I'm busy right now; please try again in a moment)"
-FAILED_LINE = "(something went wrong on my side; please try again)"
-ERASED_LINE = "(everything I held about you was just erased, this message with it)"
+UNSUPPORTED_LINE = N_("I can only read text for now.")
+EMPTY_LINE = N_("Yes? Ask me something.")
+BUSY_LINE = N_("(I'm busy right now; please try again in a moment)")
+ERASED_LINE = N_("(everything I held about you was just erased, this message with it)")
 T = TypeVar("T")
 
 
@@ -55,11 +56,14 @@ class Conversations:
         turns: Turns,
         commands: CommandRouter,
         queue: SessionQueue,
+        locales: PersonLocales,
         background: BackgroundWork | None = None,
     ) -> None:
-        """`queue`: where a busy session's messages wait; `background`: reviews and
-        extractions (None: the conversation never learns on its own)."""
+        """`queue`: where a busy session's messages wait; `locales`: each sender's language
+        and time zone; `background`: reviews and extractions (None: the conversation never
+        learns on its own)."""
         self.sessions = sessions
+        self.locales = locales
         self._access = access
         self._turns = turns
         self._commands = commands
@@ -89,9 +93,10 @@ class Conversations:
         stored = _Once(on_stored)
         with self._tracked(), working():  # an erasure from now on fences what this writes
             try:
-                if await self._admitted(message, sink):
+                locale = self.locales.of_message(message)
+                if await self._admitted(message, sink, locale):
                     who = MessageIdentity.of(message)
-                    await self._handle(who, message, sink, stored)
+                    await self._handle(who, message, sink, stored, locale)
             finally:
                 stored()
 
@@ -103,10 +108,11 @@ class Conversations:
         refused in one line and changes nothing.
         """
         with self._tracked(), working():
-            if await self._admitted(message, sink):
+            locale = self.locales.of_message(message)
+            if await self._admitted(message, sink, locale):
                 who = MessageIdentity.of(message)
                 async with self.sessions.locked(who.session_key):
-                    await self._commands.choose(who, message, payload, sink)
+                    await self._commands.choose(who, message, payload, sink, locale)
                     await sink.finish()
 
     async def chat_migrated(self, platform: str, old_chat_id: str, new_chat_id: str) -> None:
@@ -126,13 +132,15 @@ class Conversations:
         """Stop every open session's providers; the sessions stay open in the store."""
         await self.sessions.close()
 
-    async def _admitted(self, message: InboundMessage, sink: ReplySink) -> bool:
+    async def _admitted(
+        self, message: InboundMessage, sink: ReplySink, locale: PersonLocale
+    ) -> bool:
         """The access decision, before anything else; a refusal stores and asks nothing."""
         decision = self._access.decide(message.platform, message.user_id)
         if not decision.allowed:
             log.info("refused %s user %s", message.platform, message.user_id)
             if decision.reply is not None:
-                await sink.write(decision.reply)
+                await sink.write(locale._(decision.reply))
             await sink.finish()  # an empty reply sends nothing
         return decision.allowed
 
@@ -142,6 +150,7 @@ class Conversations:
         message: InboundMessage,
         sink: ReplySink,
         stored: _Once,
+        locale: PersonLocale,
     ) -> None:
         key = who.session_key
         if self._background is not None:
@@ -155,29 +164,34 @@ class Conversations:
             queued = await self._queued(who, message, stored)
         if call is not None and not self._commands.needs_session(call):
             # answered now, even while a reply of this session is being written (/stop)
-            await self._guarded(key, sink, self._commands.route(who, message, call, sink))
+            route = self._commands.route(who, message, call, sink, locale)
+            await self._guarded(key, sink, locale, route)
             await sink.finish()
             return
         replied: int | None = None  # the session of a completed reply
         async with self.sessions.locked(key):
             if message.unsupported or not message.text.strip():
-                await sink.write(UNSUPPORTED_LINE if message.unsupported else EMPTY_LINE)
+                await sink.write(locale._(UNSUPPORTED_LINE if message.unsupported else EMPTY_LINE))
             elif call is None and self.sessions.erased(who.user_key):
-                await sink.write(ERASED_LINE)  # sent before their erasure: it is part of it
+                await sink.write(
+                    locale._(ERASED_LINE)
+                )  # sent before their erasure: it is part of it
                 if queued is not None:
                     await self._queue.drop(queued)
             elif call is None:
-                replied = await self._guarded(
-                    key, sink, self._turns.answer(who, message, sink, stored, queued)
-                )
+                answer = self._turns.answer(who, message, sink, stored, queued)
+                replied = await self._guarded(key, sink, locale, answer)
             else:
-                await self._guarded(key, sink, self._commands.route(who, message, call, sink))
+                route = self._commands.route(who, message, call, sink, locale)
+                await self._guarded(key, sink, locale, route)
             await sink.finish()
         self.sessions.trim()  # sessions kept past the bound while in use
         if replied is not None and self._background is not None:  # delivered: now learn
             await self._background.after_reply(key, replied, message)
 
-    async def _guarded(self, key: str, sink: ReplySink, work: Awaitable[T]) -> T | None:
+    async def _guarded(
+        self, key: str, sink: ReplySink, locale: PersonLocale, work: Awaitable[T]
+    ) -> T | None:
         """`work`'s result; an error becomes one short line to the person (None)."""
         try:
             return await work
@@ -186,13 +200,13 @@ class Conversations:
             await sink.write(fault_notice(exc))
         except PersonErasedError:  # erased while this was in flight: the store kept nothing
             log.info("session %s: the person was erased meanwhile; nothing was kept", key)
-            await sink.write(ERASED_LINE)
+            await sink.write(locale._(ERASED_LINE))
         except SessionStoreBusyError as exc:  # the message is queued and stored later
             log.warning("session store busy in session %s: %s", key, exc)
-            await sink.write(BUSY_LINE)
+            await sink.write(locale._(BUSY_LINE))
         except Exception:  # the top of a turn: log it, tell the person, keep serving
             log.exception("turn failed in session %s", key)
-            await sink.write(FAILED_LINE)
+            await sink.write(locale._(FAILED_LINE))
         return None
 
     async def _queued(

@@ -19,6 +19,8 @@ GatewayError
 
 from __future__ import annotations
 
+from typing import Any, Protocol
+
 
 class GatewayError(Exception):
     """Root of every error raised by the gateway package."""
@@ -89,8 +91,24 @@ class RecallArgumentError(GatewayError):
     """A history search was asked with a bad query, date or limit; the message says which."""
 
 
+class _Translates(Protocol):
+    def _(self, message: str, **values: Any) -> str: ...
+
+
 class ChoiceRefusedError(GatewayError):
-    """A picked choice is forged, replayed, expired, stale or offered to someone else."""
+    """A picked choice is forged, replayed, expired, stale or offered to someone else.
+
+    It carries its line as a catalog message id and its values: ``str()`` is the English
+    line, `line(locale)` the person's."""
+
+    def __init__(self, message: str, **values: Any) -> None:
+        super().__init__(message.format(**values) if values else message)
+        self.message_id = message
+        self.values = values
+
+    def line(self, locale: _Translates) -> str:
+        """The refusal in `locale`'s language."""
+        return locale._(self.message_id, **self.values)
 
 
 class AccessListError(GatewayError):

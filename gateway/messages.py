@@ -39,6 +39,9 @@ class InboundMessage:
     """False when the text is not the person's own (a forwarded message): the background
     jobs never learn about the person from it. Quoted lines ("> ") inside the person's own
     text stay in it; the learning check leaves them out."""
+    language: str | None = None
+    """The platform's hint of the person's language (Telegram's ``language_code``, the
+    locale of a Discord interaction), as the platform gave it; None when it gave none."""
     unsupported: bool = False
     """The message carried what the bot cannot read (a sticker, voice, a file without
     text): the person gets one line, and nothing reaches the model or the store."""

@@ -22,9 +22,10 @@ its history, oldest first (``{"user": key, "memory_change": {...}}``), one per
 change staged for their approval and not yet expired (``{"user": key,
 "memory_pending": {...}}``: id, action, content, against, reason, origin,
 created, expires), one per archived entry (``{"user": key,
-"memory_archived": {...}}``), then every message
+"memory_archived": {...}}``), their settings when they chose any (``{"user": key,
+"settings": {...}}``, erased with their folder), then every message
 in the import format of `memory_core.sessions.jsonl` (drop the ``memory_*``
-lines to import the rest with ``mnemo sessions import``).
+and ``settings`` lines to import the rest with ``mnemo sessions import``).
 
 A chat export (`export_for_chat`) is one file per person,
 ``exports/<key>/mnemo-<key>.jsonl``, replaced by the next one; it is meant to
@@ -47,7 +48,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from memory_core.fence import ErasureFence
-from memory_core.file_memory import FileMemoryStore, PendingChanges, StagedChange
+from memory_core.file_memory import (
+    FileMemoryStore,
+    PendingChanges,
+    PersonSettingsStore,
+    StagedChange,
+)
 from memory_core.sessions import SessionStore
 from memory_core.skills import SkillsStore
 from memory_core.user_keys import check_user_key
@@ -212,6 +218,8 @@ class PersonData:
         ledger = [{"memory_change": c.as_json()} for c in changes]
         ledger += [{"memory_pending": _staged(c)} for c in PendingChanges(self._memory).list(key)]
         ledger += [{"memory_archived": a.as_json()} for a in self._memory.archived(key)]
+        settings = PersonSettingsStore(self._memory).read(key)
+        ledger += [] if settings.empty else [{"settings": settings.as_json()}]
         lines += [json.dumps({"user": key, **row}, ensure_ascii=False) for row in ledger]
         messages = await self._sessions.export_lines(key)
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)

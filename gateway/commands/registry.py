@@ -21,6 +21,8 @@ from gateway.messages import Choice, CommandArgument, CommandSpec, InboundMessag
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from gateway.person_locale import PersonLocale
+
 # "/name", "/name args" and Telegram's "/name@botname args".
 _COMMAND = re.compile(r"^/([A-Za-z0-9_]{1,32})(?:@(\S+))?(?:\s+(.*))?$", re.DOTALL)
 
@@ -57,6 +59,8 @@ class CommandContext:
     """The sender's user key, the chat's session key and what that session may recall."""
     args: str
     is_admin: bool
+    locale: PersonLocale
+    """The sender's language, time zone and clock: every line and date of the reply."""
 
 
 @dataclass(frozen=True)

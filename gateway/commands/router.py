@@ -19,6 +19,7 @@ from collections.abc import Callable
 from gateway.commands.choices import PendingChoices
 from gateway.commands.registry import CommandCall, CommandContext, CommandRegistry
 from gateway.errors import ChoiceRefusedError
+from gateway.i18n import N_
 from gateway.messages import (
     ChoiceSink,
     CommandSpec,
@@ -27,8 +28,11 @@ from gateway.messages import (
     MessageIdentity,
     ReplySink,
 )
+from gateway.person_locale import PersonLocale
 
 log = logging.getLogger(__name__)
+
+FAILED_LINE = N_("(something went wrong on my side; please try again)")
 
 
 class CommandRouter:
@@ -56,22 +60,30 @@ class CommandRouter:
         return command is not None and command.needs_session
 
     async def route(
-        self, identity: MessageIdentity, message: InboundMessage, call: CommandCall, sink: ReplySink
+        self,
+        identity: MessageIdentity,
+        message: InboundMessage,
+        call: CommandCall,
+        sink: ReplySink,
+        locale: PersonLocale,
     ) -> None:
-        """Run a registered command; point to /help for an unknown one in a private chat."""
+        """Run a registered command; point to /help for an unknown one in a private chat.
+        `locale`: the sender's, for every line of the reply."""
         ours = (message.bot_username or "").lstrip("@").lower()
         if call.target is not None and ours and call.target.lower() != ours:
             return  # addressed to another bot
         command = self._registry.get(call.name)
         if command is None:
             if message.chat_type != "group" or (ours and call.target is not None):
-                await sink.write(f"Unknown command /{call.name}; see /help for the list.")
+                line = locale._("Unknown command /{name}; see /help for the list.", name=call.name)
+                await sink.write(line)
             return
         is_admin = self._is_admin(identity.platform, identity.user_id)
         if command.admin_only and not is_admin:
-            await sink.write(f"/{command.name} is for admins only.")
+            await sink.write(locale._("/{name} is for admins only.", name=command.name))
             return
-        reply = await command.handler(CommandContext(message, identity, call.args, is_admin))
+        context = CommandContext(message, identity, call.args, is_admin, locale)
+        reply = await command.handler(context)
         attaching = reply.document is not None and isinstance(sink, DocumentSink)
         if attaching or reply.unattached_text is None:
             await sink.write(reply.as_text())
@@ -86,7 +98,12 @@ class CommandRouter:
                 reply.after_sent()
 
     async def choose(
-        self, identity: MessageIdentity, message: InboundMessage, payload: str, sink: ReplySink
+        self,
+        identity: MessageIdentity,
+        message: InboundMessage,
+        payload: str,
+        sink: ReplySink,
+        locale: PersonLocale,
     ) -> None:
         """Apply a picked choice; a forged, used, expired or foreign one is refused in one line."""
         try:
@@ -94,13 +111,13 @@ class CommandRouter:
             command = self._registry.get(picked.command)
             is_admin = self._is_admin(identity.platform, identity.user_id)
             if command is None or command.on_choice is None:
-                raise ChoiceRefusedError("That choice no longer leads anywhere.")
+                raise ChoiceRefusedError(N_("That choice no longer leads anywhere."))
             if command.admin_only and not is_admin:
-                raise ChoiceRefusedError(f"/{command.name} is for admins only.")
-            context = CommandContext(message, identity, "", is_admin)
+                raise ChoiceRefusedError(N_("/{name} is for admins only."), name=command.name)
+            context = CommandContext(message, identity, "", is_admin, locale)
             await sink.write((await command.on_choice(context, picked)).as_text())
         except ChoiceRefusedError as exc:
-            await sink.write(str(exc))
+            await sink.write(exc.line(locale))
         except Exception:  # the top of a callback: log it, tell the person, keep serving
             log.exception("choice failed in session %s", identity.session_key)
-            await sink.write("(something went wrong on my side; please try again)")
+            await sink.write(locale._(FAILED_LINE))

@@ -34,6 +34,12 @@ from memory_core.file_memory.ledger import (
 from memory_core.file_memory.origin import OPERATOR, Origin
 from memory_core.file_memory.pending import Decision, PendingChanges, Proposal, StagedChange
 from memory_core.file_memory.render import MemorySnapshot
+from memory_core.file_memory.settings import (
+    NOTICE_MODES,
+    NoticeMode,
+    PersonSettings,
+    PersonSettingsStore,
+)
 from memory_core.file_memory.store import (
     TARGETS,
     FileMemoryStore,
@@ -51,6 +57,7 @@ from memory_core.file_memory.tool import (
 
 __all__ = [
     "MEMORY_TOOL_SCHEMA",
+    "NOTICE_MODES",
     "OPERATOR",
     "TARGETS",
     "AmbiguousMatchError",
@@ -76,10 +83,13 @@ __all__ = [
     "MemoryTool",
     "MissingOldTextError",
     "NoMatchError",
+    "NoticeMode",
     "Operation",
     "Origin",
     "OverBudgetError",
     "PendingChanges",
+    "PersonSettings",
+    "PersonSettingsStore",
     "Proposal",
     "StagedChange",
     "Target",

@@ -226,7 +226,9 @@ async def test_the_next_export_replaces_the_file_after_the_minute(services: Serv
         message = ada("/export")
         call = parse_command(message.text)
         assert call is not None
-        await router.route(MessageIdentity.of(message), message, call, sink)
+        await router.route(
+            MessageIdentity.of(message), message, call, sink, services.locales.of_message(message)
+        )
         await sink.finish()
         return sink.replies[0]
 
@@ -285,7 +287,8 @@ async def test_an_unsent_export_is_deleted_after_its_time(services: Services) ->
     message = ada("/export")
     call = parse_command(message.text)
     assert call is not None
-    await router.route(MessageIdentity.of(message), message, call, ListSink())
+    locale = services.locales.of_message(message)
+    await router.route(MessageIdentity.of(message), message, call, ListSink(), locale)
     path = person.chat_export_path(f"telegram-{ADA}")
     assert path.exists()
     await wait_until(lambda: not path.exists(), timeout=5)
