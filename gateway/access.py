@@ -18,10 +18,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from gateway.config import Config
 from gateway.errors import AccessListError
+from gateway.i18n import N_
 from gateway.pairing import ACCESS_FILE, CODE_TTL, AccessList
 
 log = logging.getLogger(__name__)
@@ -29,14 +31,33 @@ log = logging.getLogger(__name__)
 EVERYONE = "*"
 REFUSAL_INTERVAL = CODE_TTL  # a refused person is told (with a new code) at most this often
 MAX_REMEMBERED = 10_000  # refusals remembered; the oldest are forgotten first
+REFUSED_LINE = N_(
+    "Sorry, this bot is private and doesn't serve you yet. Your {platform} user id is "
+    "{user_id}; the bot's operator can add it to {platform}.allowed_users."
+)
+REFUSED_CODE_LINE = N_(
+    "Sorry, this bot is private and doesn't serve you yet. Your {platform} user id is "
+    "{user_id} and your pairing code is {code} (valid for an hour, once): send it to the "
+    "bot's operator, who can let you in with: mnemo users allow {code}"
+)
+
+
+class _Translates(Protocol):
+    def _(self, message: str, **values: Any) -> str: ...
 
 
 @dataclass(frozen=True)
 class Decision:
-    """Whether to serve a person, and the line to send them when refused (None: stay quiet)."""
+    """Whether to serve a person, and the line to send them when refused (None: stay
+    quiet): a catalog message and its values, written in the person's language (`line`)."""
 
     allowed: bool
     reply: str | None = None
+    values: Mapping[str, str] = field(default_factory=dict)
+
+    def line(self, locale: _Translates) -> str:
+        """The refusal in `locale`'s language ("" when there is none)."""
+        return "" if self.reply is None else locale._(self.reply, **self.values)
 
 
 ALLOWED = Decision(True)
@@ -107,7 +128,7 @@ class AccessPolicy:
         self._told[key] = now
         while len(self._told) > MAX_REMEMBERED:
             del self._told[next(iter(self._told))]
-        return Decision(False, refusal_line(platform, user_id, self._code(platform, user_id)))
+        return refusal(platform, user_id, self._code(platform, user_id))
 
     def _code(self, platform: str, user_id: str) -> str | None:
         """A new pairing code for the person, or None (no list, or it cannot be written)."""
@@ -120,11 +141,9 @@ class AccessPolicy:
             return None
 
 
-def refusal_line(platform: str, user_id: str, code: str | None = None) -> str:
-    line = f"Sorry, this bot is private and doesn't serve you yet. Your {platform} user id is "
+def refusal(platform: str, user_id: str, code: str | None = None) -> Decision:
+    """The refusal that names the person's id (and their pairing code, when they got one)."""
+    values = {"platform": platform, "user_id": user_id}
     if code is None:
-        return f"{line}{user_id}; the bot's operator can add it to {platform}.allowed_users."
-    return (
-        f"{line}{user_id} and your pairing code is {code} (valid for an hour, once): send it "
-        f"to the bot's operator, who can let you in with: mnemo users allow {code}"
-    )
+        return Decision(False, REFUSED_LINE, values)
+    return Decision(False, REFUSED_CODE_LINE, {**values, "code": code})

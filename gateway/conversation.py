@@ -140,7 +140,7 @@ class Conversations:
         if not decision.allowed:
             log.info("refused %s user %s", message.platform, message.user_id)
             if decision.reply is not None:
-                await sink.write(locale._(decision.reply))
+                await sink.write(decision.line(locale))
             await sink.finish()  # an empty reply sends nothing
         return decision.allowed
 
@@ -173,13 +173,11 @@ class Conversations:
             if message.unsupported or not message.text.strip():
                 await sink.write(locale._(UNSUPPORTED_LINE if message.unsupported else EMPTY_LINE))
             elif call is None and self.sessions.erased(who.user_key):
-                await sink.write(
-                    locale._(ERASED_LINE)
-                )  # sent before their erasure: it is part of it
+                await sink.write(locale._(ERASED_LINE))  # sent before their erasure: part of it
                 if queued is not None:
                     await self._queue.drop(queued)
             elif call is None:
-                answer = self._turns.answer(who, message, sink, stored, queued)
+                answer = self._turns.answer(who, message, sink, stored, queued, locale)
                 replied = await self._guarded(key, sink, locale, answer)
             else:
                 route = self._commands.route(who, message, call, sink, locale)
@@ -197,7 +195,7 @@ class Conversations:
             return await work
         except ModelError as exc:  # upstream detail to the log, a short line to the person
             log.warning("model error in session %s: %s: %s", key, type(exc).__name__, exc)
-            await sink.write(fault_notice(exc))
+            await sink.write(locale._(fault_notice(exc)))
         except PersonErasedError:  # erased while this was in flight: the store kept nothing
             log.info("session %s: the person was erased meanwhile; nothing was kept", key)
             await sink.write(locale._(ERASED_LINE))

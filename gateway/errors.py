@@ -113,4 +113,16 @@ class ChoiceRefusedError(GatewayError):
 
 class AccessListError(GatewayError):
     """The data directory's access list cannot be read or written, or a pairing code or
-    person given to it is malformed, unknown, used or expired; the message is one line."""
+    person given to it is malformed, unknown, used or expired; the message is one line.
+
+    Like `ChoiceRefusedError`, it may carry its line as a catalog message id and values
+    (``str()`` is the English line, `line(locale)` the person's)."""
+
+    def __init__(self, message: str, **values: Any) -> None:
+        super().__init__(message.format(**values) if values else message)
+        self.message_id = message
+        self.values = values
+
+    def line(self, locale: _Translates) -> str:
+        """The line in `locale`'s language (English when it is not a catalog message)."""
+        return locale._(self.message_id, **self.values)

@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 from filelock import FileLock, Timeout
 
 from gateway.errors import AccessListError
+from gateway.i18n import N_
 from memory_core import AtomicWriteError, atomic_write_text
 
 log = logging.getLogger(__name__)
@@ -42,6 +43,15 @@ CODE_LENGTH = 8
 CODE_TTL = 3600.0  # seconds a pairing code stays valid
 MAX_CODES = 1000  # codes kept at once; the oldest go first (a flood of refused accounts)
 _ID = re.compile(r"[0-9]{1,32}")
+
+# Refusals of a code, shown to the admin who sent /allow in their language (the CLI's
+# `mnemo users allow` prints the English line).
+NOT_A_CODE = N_("{code} is not a pairing code ({length} letters and digits, as the bot sent it)")
+UNKNOWN_CODE = N_("pairing code {code} is unknown or already used")
+EXPIRED_CODE = N_(
+    "pairing code {code} has expired; the person gets a new one when they write to the bot "
+    "again (within the hour: their id works too)"
+)
 
 _Signature = tuple[int, int, int]  # (mtime_ns, size, inode)
 T = TypeVar("T")
@@ -76,10 +86,7 @@ def normalize_code(text: str) -> str:
     when it cannot be a pairing code at all."""
     code = re.sub(r"[\s-]", "", text).upper()
     if len(code) != CODE_LENGTH or any(c not in ALPHABET for c in code):
-        raise AccessListError(
-            f"{shown_code(code)} is not a pairing code ({CODE_LENGTH} letters and digits, "
-            "as the bot sent it)"
-        )
+        raise AccessListError(NOT_A_CODE, code=shown_code(code), length=CODE_LENGTH)
     return code
 
 
@@ -151,13 +158,10 @@ class AccessList:
         def change(state: _State) -> Grant:
             found = next((c for c in state.codes if secrets.compare_digest(c.digest, digest)), None)
             if found is None:
-                raise AccessListError(f"pairing code {shown_code(code)} is unknown or already used")
+                raise AccessListError(UNKNOWN_CODE, code=shown_code(code))
             state.codes.remove(found)
             if found.expires <= self._clock():
-                raise AccessListError(
-                    f"pairing code {shown_code(code)} has expired; the person gets a new one "
-                    "when they write to the bot again (within the hour: their id works too)"
-                )
+                raise AccessListError(EXPIRED_CODE, code=shown_code(code))
             state.allowed.setdefault(found.grant.platform, set()).add(found.grant.user_id)
             return found.grant
 

@@ -39,7 +39,9 @@ from gateway.agent.transcript import as_stored
 from gateway.agent.turn import MESSAGE_TOO_LONG_NOTE, TOO_LONG_NOTE, Agent, fault_notice
 from gateway.delivery import LinkSink
 from gateway.errors import ModelError, RequestTooLargeError
+from gateway.i18n import N_
 from gateway.messages import InboundMessage, MessageIdentity, ReplySink
+from gateway.person_locale import PersonLocale
 from gateway.session_cache import OpenSession, OpenSessions
 from gateway.session_queue import SessionQueue
 from memory_core import (
@@ -54,7 +56,9 @@ from memory_core import (
 
 log = logging.getLogger(__name__)
 
-STOPPED_NOTE = "(stopped)"  # after what was shown of a reply the person stopped
+# After what was shown of a reply the person stopped: shown in their language, stored in
+# English (the model reads it in the next turns; see `agent.turn`).
+STOPPED_NOTE = N_("(stopped)")
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -131,13 +135,15 @@ class Turns:
         sink: ReplySink,
         stored: Callable[[], None],
         queued: int | None = None,
+        locale: PersonLocale | None = None,
     ) -> int | None:
         """The message's turn (`run`), which `/stop` may cancel (`OpenSessions.stop`): what
         was shown of the reply then stays, in the chat and in the session, marked as
-        stopped. `queued`: the message's id in the session queue, if it waited there."""
+        stopped. `queued`: the message's id in the session queue, if it waited there;
+        `locale`: the sender's, for the lines the turn writes itself (None: English)."""
         shown = _Shown(sink)
         began = time.monotonic()
-        task = asyncio.ensure_future(self._from_queue(who, message, shown, stored, queued))
+        task = asyncio.ensure_future(self._from_queue(who, message, shown, stored, queued, locale))
         with self._sessions.running(who.session_key, who.user_key, task) as running:
             try:
                 result = await task
@@ -148,7 +154,8 @@ class Turns:
                     return None  # the person's data is being erased: keep nothing
                 if not running.stopped:
                     raise  # the service is stopping, not the person
-        await sink.write(("\n\n" if shown.text.strip() else "") + STOPPED_NOTE)
+        note = STOPPED_NOTE if locale is None else locale._(STOPPED_NOTE)
+        await sink.write(("\n\n" if shown.text.strip() else "") + note)
         await self.stopped(who, shown.text)
         self._ended(who.platform, "stopped", began)
         return None
@@ -164,18 +171,19 @@ class Turns:
         sink: ReplySink,
         stored: Callable[[], None],
         queued: int | None,
+        locale: PersonLocale | None,
     ) -> int | None:
         """`run`; a queued message leaves the queue once its session holds it (a restart in
         between finds it in both: the session's copy wins, stored once)."""
         if queued is None:
-            return await self.run(who, message, sink, stored)
+            return await self.run(who, message, sink, stored, locale)
         dropped: list[asyncio.Future[None]] = []
 
         def in_session() -> None:  # stored in its session: out of the queue at once
             dropped.append(asyncio.ensure_future(self._queue.drop(queued)))
 
         try:
-            return await self.run(who, message, sink, in_session)
+            return await self.run(who, message, sink, in_session, locale)
         finally:
             await asyncio.gather(*dropped)
 
@@ -185,10 +193,12 @@ class Turns:
         message: InboundMessage,
         sink: ReplySink,
         stored: Callable[[], None],
+        locale: PersonLocale | None = None,
     ) -> int | None:
         """One turn; returns the session's id when the reply completed (None on a fault,
         or when the message was answered before: a platform delivered it again).
-        `stored` is called once the person's message is in state.db."""
+        `stored` is called once the person's message is in state.db; `locale`: the
+        sender's, for the notes the person is shown (None: English)."""
         message = _encodable(message)
         key = who.session_key
         origin = self._origin(who)
@@ -215,7 +225,8 @@ class Turns:
         earlier, _ = history.earlier()
         _trust_person_links(sink, earlier, message.text)
         recalled = await session.manager.prefetch_all(message.text)
-        agent = Agent(self._model, tools, max_steps=self._max_steps)
+        translate = None if locale is None else locale._
+        agent = Agent(self._model, tools, max_steps=self._max_steps, translate=translate)
         result = await agent.run_turn(
             session.system_prompt,
             earlier,
@@ -237,7 +248,7 @@ class Turns:
         if result.error is not None:
             grown = len(earlier) + len(result.messages) > 1
             fault = _Fault(result.error, told=result.truncated, grown=grown)
-            await self._model_fault(key, fault, first.message_ids[0], sink)
+            await self._model_fault(key, fault, first.message_ids[0], sink, translate)
             return None
         session.manager.sync_all(message.text, result.reply)
         session.manager.queue_prefetch_all(message.text)
@@ -303,9 +314,17 @@ class Turns:
         cap = self._compressor.budget.message_cap
         return child, SentHistory.of(child_id, copied, cap), self._tools.for_turn(who, child)
 
-    async def _model_fault(self, key: str, fault: _Fault, asked_id: int, sink: ReplySink) -> None:
+    async def _model_fault(
+        self,
+        key: str,
+        fault: _Fault,
+        asked_id: int,
+        sink: ReplySink,
+        translate: Callable[[str], str] | None,
+    ) -> None:
         """A model call of the turn failed: the detail to the log, one short line to the
-        person, kept on their message (`asked_id`) as its answer.
+        person (in their language), kept on their message (`asked_id`) as its answer (in
+        English).
 
         A request too long for the model would fail again on every later turn, so
         its session ends (reason ``too_long``) and the next message starts afresh.
@@ -321,7 +340,7 @@ class Turns:
             return
         else:
             line = fault_notice(error)
-        await sink.write(line)
+        await sink.write(line if translate is None else translate(line))
         # Shown first, kept after: a stop in between answers it again (at least once).
         await self._store.record_notice(asked_id, line)
 

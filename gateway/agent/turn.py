@@ -15,8 +15,10 @@ answered in one turn.
 
 The person never sees a blank reply or upstream error text: an empty or
 filtered reply, or one cut off after some text was shown, gets a short note
-(the `*_NOTE` lines), and what was shown, note included, is what is stored.
-`fault_notice` gives the one line for a failure that showed nothing.
+(the `*_NOTE` lines, shown in the person's language), and what was shown is
+what is stored, with the note in English (what the model reads later never
+changes with the person's language). `fault_notice` gives the one line for a
+failure that showed nothing.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -32,6 +34,7 @@ from gateway.agent.model_client import ModelClient, TextSink
 from gateway.agent.tools import Tool
 from gateway.agent.wire import Completion, EncodedMessage, ToolCallRequest
 from gateway.errors import ModelAuthError, ModelError, RequestTooLargeError
+from gateway.i18n import N_
 from memory_core import (
     StreamingContextScrubber,
     append_memory_context,
@@ -41,24 +44,30 @@ from memory_core import (
 
 log = logging.getLogger(__name__)
 
-STEP_LIMIT_NOTE = "(stopped: too many tool steps in one turn)"
-CUT_NOTE = "(the reply was cut off; please ask again)"
-EMPTY_NOTE = "(the model returned an empty reply)"
-FILTERED_NOTE = "(the model's provider filtered this reply)"
-LENGTH_NOTE = "(the reply reached the model's length limit)"
-NOT_ANSWERING_NOTE = "(the model is not answering right now; please try again in a moment)"
-BUSY_NOTE = "(the model service is busy right now; please try again in a moment)"
-CREDENTIALS_NOTE = "(the model service rejected our credentials; the operator has been told)"
-REFUSED_NOTE = "(the model service refused this request; the operator can see why in the log)"
-TOO_LONG_NOTE = (
+# The notes a person may see. Each is shown in the person's language (`Agent`'s
+# `translate`) and stored in English, as the model reads it in later turns: a
+# session's stored bytes never depend on the language setting of the day.
+STEP_LIMIT_NOTE = N_("(stopped: too many tool steps in one turn)")
+CUT_NOTE = N_("(the reply was cut off; please ask again)")
+EMPTY_NOTE = N_("(the model returned an empty reply)")
+FILTERED_NOTE = N_("(the model's provider filtered this reply)")
+LENGTH_NOTE = N_("(the reply reached the model's length limit)")
+NOT_ANSWERING_NOTE = N_("(the model is not answering right now; please try again in a moment)")
+BUSY_NOTE = N_("(the model service is busy right now; please try again in a moment)")
+CREDENTIALS_NOTE = N_("(the model service rejected our credentials; the operator has been told)")
+REFUSED_NOTE = N_("(the model service refused this request; the operator can see why in the log)")
+TOO_LONG_NOTE = N_(
     "(this conversation has grown too long for the model, so I started a fresh one — "
     "I still remember you; please send that again)"
 )
-MESSAGE_TOO_LONG_NOTE = "(that message is too long for the model; please send a shorter one)"
+MESSAGE_TOO_LONG_NOTE = N_("(that message is too long for the model; please send a shorter one)")
+Translate = Callable[[str], str]
+"""A note in the person's language (`PersonLocale._`)."""
 
 
 def fault_notice(error: ModelError) -> str:
-    """The short line a person sees for a failed model call; the detail is for the log."""
+    """The short line a person sees for a failed model call (a catalog message: shown
+    translated, kept in English); the detail is for the log."""
     if isinstance(error, ModelAuthError):
         return CREDENTIALS_NOTE
     if isinstance(error, RequestTooLargeError):
@@ -110,13 +119,21 @@ class Agent:
     """Runs turns against one model with one fixed set of tools.
 
     `max_steps` bounds the model replies with tool calls one turn answers
-    (`llm.max_tool_steps`); past it the turn ends with `STEP_LIMIT_NOTE`.
+    (`llm.max_tool_steps`); past it the turn ends with `STEP_LIMIT_NOTE`. `translate`
+    gives a note in the person's language, as shown (stored, it stays English).
     """
 
-    def __init__(self, model: ModelClient, tools: Sequence[Tool], max_steps: int = 20) -> None:
+    def __init__(
+        self,
+        model: ModelClient,
+        tools: Sequence[Tool],
+        max_steps: int = 20,
+        translate: Translate | None = None,
+    ) -> None:
         self._model = model
         self._tools = {tool.name: tool for tool in tools}
         self._max_steps = max_steps
+        self._translate: Translate = translate if translate is not None else _same
 
     async def run_turn(
         self,
@@ -136,7 +153,7 @@ class Agent:
         ]
         schemas = [tool.schema for tool in self._tools.values()]
         for _ in range(self._max_steps):
-            shown = _Shown(on_text)
+            shown = _Shown(on_text, self._translate)
             try:
                 completion = await self._complete(sent, schemas, shown)
             except ModelError as exc:
@@ -153,7 +170,7 @@ class Agent:
                 )
                 done.append(tool_message)
                 sent.append(tool_message.as_request())
-        await on_text(STEP_LIMIT_NOTE)
+        await on_text(self._translate(STEP_LIMIT_NOTE))
         done.append(TurnMessage("assistant", STEP_LIMIT_NOTE))
         return TurnResult(reply=STEP_LIMIT_NOTE, messages=tuple(done), truncated=True)
 
@@ -209,11 +226,17 @@ class Agent:
             return json.dumps({"success": False, "error": f"tool {name} failed: {exc}"})
 
 
-class _Shown:
-    """The text sink of one model call, keeping what the person was shown."""
+def _same(note: str) -> str:
+    return note
 
-    def __init__(self, sink: TextSink) -> None:
+
+class _Shown:
+    """The text sink of one model call, keeping what the person was shown of the model's
+    text (a note is shown translated, and kept in English)."""
+
+    def __init__(self, sink: TextSink, translate: Translate = _same) -> None:
         self._sink = sink
+        self._translate = translate
         self._pieces: list[str] = []
 
     @property
@@ -225,9 +248,11 @@ class _Shown:
         await self._sink(piece)
 
     async def add_note(self, note: str) -> str:
-        """Show `note` after what was shown (on its own line); return the whole."""
-        await self(f"\n{note}" if self._pieces else note)
-        return self.text
+        """Show `note` after what was shown (on its own line, in the person's language);
+        return the whole as stored (the note in English)."""
+        before = "\n" if self._pieces else ""
+        await self._sink(before + self._translate(note))
+        return self.text + before + note
 
 
 async def _failed(done: list[TurnMessage], shown: _Shown, error: ModelError) -> TurnResult:

@@ -28,6 +28,7 @@ from typing import Any
 from gateway.agent.model_client import ModelClient
 from gateway.agent.tools import Tool, ToolHandler
 from gateway.errors import ModelError
+from gateway.i18n import N_
 from gateway.jobs.context import JobContext
 from gateway.jobs.grounding import Stager, Unsupported, grounded
 from gateway.jobs.learning import LearningTools, summary_line
@@ -38,7 +39,8 @@ from memory_core import Approval, Origin, PendingChanges
 log = logging.getLogger(__name__)
 
 MEMORY_TOOL = "memory"
-NOT_SAID = "you did not say it yourself in the conversation"
+NOT_SAID = N_("you did not say it yourself in the conversation")
+"""A staged change's reason: kept in English in pending.json, translated where shown."""
 JUDGE_MAX_TOKENS = 5
 JUDGE_PROMPT = """\
 You check entries an assistant wants to save in its memory about a person. Answer \
@@ -103,10 +105,11 @@ async def tell(
     """
     await learning.settled()
     if message is not None:
-        mode = ctx.settings.notifications
+        locale = ctx.locale_of(user_key)  # the person's language, in a group too
+        mode = ctx.notice_mode(locale)
         if mode == "verbose" and message.chat_type == "group":
             mode = "on"  # a group sees that memory changed, never a person's entries
-        line = summary_line(learning.memory_changes, learning.skill_changes, mode)
+        line = summary_line(learning.memory_changes, learning.skill_changes, mode, locale)
         if line is not None:
             await ctx.notify(message, line)
     staged = learning.staged

@@ -18,6 +18,7 @@ from gateway.agent.model_client import ModelClient
 from gateway.config import Config
 from gateway.jobs.learning import Notifications
 from gateway.messages import Notifier
+from gateway.person_locale import PersonLocale, PersonLocales
 from memory_core import FileMemoryStore, SessionStore, SkillsStore, StagedChange
 
 WriteApproval = Literal["off", "background", "all"]
@@ -87,10 +88,21 @@ class JobContext:
     context_chars: int  # the request budget (`llm.context_chars`)
     settings: BackgroundSettings
     notify: Notifier
+    locales: PersonLocales
+    """Each person's language and notice mode, for the lines a job sends them."""
     end_session: SessionEnder = _no_ender
     announce: Announcer | None = None  # tells a person of changes staged for their approval
     clock: Callable[[], float] = time.time
     _extracting: dict[int, tuple[asyncio.Lock, int]] = field(default_factory=dict)
+
+    def locale_of(self, user_key: str) -> PersonLocale:
+        """The locale of the person a session belongs to (their setting, else their latest
+        platform hint, else the configuration's)."""
+        return self.locales.of_person(user_key)
+
+    def notice_mode(self, locale: PersonLocale) -> Notifications:
+        """What the person is told after a review: their own mode, else the configuration's."""
+        return locale.notices or self.settings.notifications
 
     @contextlib.asynccontextmanager
     async def extraction_lock(self, session_id: int) -> AsyncIterator[None]:

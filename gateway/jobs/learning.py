@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from gateway.agent.tools import Tool, in_thread, skill_tools
+from gateway.i18n import N_
 from memory_core import (
     MEMORY_TOOL_SCHEMA,
     Approval,
@@ -32,12 +33,20 @@ from memory_core import (
 Notifications = Literal["off", "on", "verbose"]
 PREVIEW_CHARS = 80
 _SIGNS = {"add": "➕", "replace": "✏️", "remove": "➖"}
+MEMORY_UPDATED = N_("Memory updated")
+SKILL_CHANGED = N_("skill '{name}' changed")
 _SKILL_PAST = {
-    "create": "created",
-    "patch": "patched",
-    "edit": "rewritten",
-    "write_file": "extended",
+    "create": N_("skill '{name}' created"),
+    "patch": N_("skill '{name}' patched"),
+    "edit": N_("skill '{name}' rewritten"),
+    "write_file": N_("skill '{name}' extended"),
 }
+
+
+class Translates(Protocol):
+    """A person's language (`PersonLocale`, `Translator`): `_` gives a message in it."""
+
+    def _(self, message: str, **values: Any) -> str: ...
 
 
 class LearningTools:
@@ -97,20 +106,24 @@ class LearningTools:
 
 
 def summary_line(
-    memory: Sequence[MemoryChange], skills: Sequence[SkillChange], mode: Notifications
+    memory: Sequence[MemoryChange],
+    skills: Sequence[SkillChange],
+    mode: Notifications,
+    locale: Translates,
 ) -> str | None:
-    """The chat's line after a review: None when `mode` is off or nothing changed.
+    """The chat's line after a review, in `locale`'s language: None when `mode` is off or
+    nothing changed.
 
     ``on``: "💾 Memory updated · skill 'deploy-checks' patched"; ``verbose``
     adds one line per memory change (➕ added, ✏️ replaced, ➖ removed).
     """
     if mode == "off" or not (memory or skills):
         return None
-    parts = ["Memory updated"] if memory else []
+    parts = [locale._(MEMORY_UPDATED)] if memory else []
     named: dict[str, str] = {}
     for change in skills:  # one mention per skill, its first change
-        named.setdefault(change.name, _SKILL_PAST.get(change.action, "changed"))
-    parts += [f"skill '{name}' {past}" for name, past in named.items()]
+        named.setdefault(change.name, _SKILL_PAST.get(change.action, SKILL_CHANGED))
+    parts += [locale._(past, name=name) for name, past in named.items()]
     line = "💾 " + " · ".join(parts)
     if mode != "verbose":
         return line
