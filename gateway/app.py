@@ -192,6 +192,8 @@ def command_resources(services: Services, sessions: SessionControl) -> CommandRe
             services.config.home,
         ),
         open_sessions=sessions,
+        locales=services.locales,
+        notifications=services.config.memory.notifications,
     )
 
 
@@ -277,6 +279,7 @@ def job_context(
         context_chars=services.config.llm.context_chars,
         settings=BackgroundSettings.from_config(services.config),
         notify=notify,
+        locales=services.locales,
         announce=announce,
     )
 

@@ -20,9 +20,18 @@ from gateway.commands.registry import (
     CommandReply,
     SessionControl,
 )
+from gateway.commands.settings import settings_command
 from gateway.commands.skills import promote_command
 from gateway.pairing import AccessList
-from memory_core import FileMemoryStore, PendingChanges, PersonData, SessionStore, SkillsStore
+from gateway.person_locale import PersonLocales
+from memory_core import (
+    FileMemoryStore,
+    NoticeMode,
+    PendingChanges,
+    PersonData,
+    SessionStore,
+    SkillsStore,
+)
 
 
 @dataclass(frozen=True)
@@ -40,6 +49,10 @@ class CommandResources:
     person: PersonData
     """The person's data across the stores, for /forget all and /export."""
     open_sessions: SessionControl
+    locales: PersonLocales | None = None
+    """Each person's language, zone and settings, for /settings (None: no /settings)."""
+    notifications: NoticeMode = "on"
+    """The config's background-notice mode (`memory.notifications`), a person's default."""
 
 
 def builtin_commands(
@@ -76,6 +89,8 @@ def builtin_commands(
     registry.register(skills_command(r.skills))
     registry.register(status_command(r.memory, r.sessions, r.model_name))
     registry.register(promote_command(r.skills))
+    if r.locales is not None and r.locales.settings is not None:
+        registry.register(settings_command(r.locales, choices, r.notifications))
     if access is not None:
         registry.register(allow_command(access))
     return registry
