@@ -25,6 +25,7 @@ from memory_core.errors import (
     SessionStoreError,
 )
 from memory_core.scopes import CHAT_TYPES, ChatType, SearchScope, recall_scope
+from memory_core.sessions.activity import SessionActivity
 from memory_core.sessions.connection import ConnectHook
 from memory_core.sessions.db import SessionDB
 from memory_core.sessions.erase import UserTotals
@@ -85,6 +86,7 @@ __all__ = [
     "SearchScope",
     "SessionConflictError",
     "SessionDB",
+    "SessionActivity",
     "SessionHit",
     "SessionInfo",
     "SessionNotFoundError",

@@ -25,6 +25,7 @@ from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
+import memory_core.sessions.activity as activity
 import memory_core.sessions.backlog as backlog
 import memory_core.sessions.chats as session_chats
 import memory_core.sessions.erase as session_erase
@@ -360,6 +361,13 @@ class SessionStore:
     ) -> list[SessionHit]:
         """Ranked conversations of `scope` matching `query` (see `search_sessions`)."""
         return await self._read(search_sessions, query, scope, options)
+
+    async def active_sessions(
+        self, scope: SearchScope, options: SearchOptions = DEFAULT_SEARCH_OPTIONS
+    ) -> tuple[list[activity.SessionActivity], int]:
+        """Conversations of `scope` active in the options' window, the latest first, and
+        how many there are in all (see `activity.active_sessions`)."""
+        return await self._read(activity.active_sessions, scope, options)
 
     async def get_session(self, session_id: int) -> SessionInfo | None:
         return await self._read(session_reads.get_session, session_id)

@@ -1,0 +1,49 @@
+"""Which conversations of a scope were active in a time window (`/recall last week`).
+
+The same `ScopeFilter` the search builds (scope, internal sources, the lineage
+left out, the window on message times) confines the read, so a listing shows
+exactly the conversations a search of that window could find. A conversation
+is a lineage, named by its root session; it is active in the window when one
+of its person's or assistant's messages falls inside it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+
+from memory_core.scopes import ChatType, SearchScope
+from memory_core.sessions.matching import ScopeFilter
+from memory_core.sessions.models import SearchOptions
+
+
+@dataclass(frozen=True)
+class SessionActivity:
+    """One conversation active in a window: its root session, and its messages there."""
+
+    session_id: int  # the lineage's root
+    source: str
+    chat_type: ChatType
+    started_at: float  # when the conversation began (maybe before the window)
+    first_at: float  # its first message inside the window
+    last_at: float  # its last message inside the window
+    messages: int  # how many of its messages lie inside the window
+
+
+def active_sessions(
+    conn: sqlite3.Connection, scope: SearchScope, options: SearchOptions
+) -> tuple[list[SessionActivity], int]:
+    """The conversations of `scope` with messages in the options' window, the latest
+    active first, at most `options.limit` of them, and how many there are in all."""
+    where = ScopeFilter.build(scope, options)
+    rows = conn.execute(
+        "SELECT s.root_id, r.source, r.chat_type, r.started_at, min(m.timestamp), "
+        "max(m.timestamp), count(*), count(*) OVER () "
+        "FROM messages m JOIN sessions s ON s.id = m.session_id "
+        "JOIN sessions r ON r.id = s.root_id "
+        f"WHERE {where.sql} AND m.role IN ('user', 'assistant') "
+        "GROUP BY s.root_id ORDER BY max(m.timestamp) DESC, s.root_id DESC LIMIT ?",
+        (*where.params, max(1, options.limit)),
+    ).fetchall()
+    total = int(rows[0][-1]) if rows else 0
+    return [SessionActivity(*row[:-1]) for row in rows], total
