@@ -44,9 +44,7 @@ async def test_only_conversations_with_messages_inside_the_window_latest_first(
     scope = recall_scope("telegram-1", "telegram-1", "private")
     found, total = await store.active_sessions(scope, SearchOptions(since=15 * DAY, until=25 * DAY))
     assert [a.session_id for a in found] == [second, first] and total == 2
-    assert before not in {a.session_id for a in found} and after not in {
-        a.session_id for a in found
-    }
+    assert {before, after}.isdisjoint(a.session_id for a in found)
     assert found[0].first_at == 21 * DAY and found[0].last_at == 21 * DAY + 60
     assert found[0].messages == 2 and found[0].source == "telegram"
 
