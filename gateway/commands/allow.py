@@ -14,10 +14,11 @@ import asyncio
 
 from gateway.commands.registry import Command, CommandContext, CommandReply
 from gateway.errors import AccessListError
+from gateway.i18n import N_
 from gateway.messages import CommandArgument
 from gateway.pairing import AccessList
 
-USAGE = "Usage: /allow CODE — let in the person the bot gave this pairing code to."
+USAGE = N_("Usage: /allow CODE — let in the person the bot gave this pairing code to.")
 
 
 def allow_command(access: AccessList) -> Command:
@@ -25,17 +26,19 @@ def allow_command(access: AccessList) -> Command:
 
     async def allow(ctx: CommandContext) -> CommandReply:
         if not ctx.args.strip():
-            return CommandReply(USAGE)
+            return CommandReply(ctx.locale._(USAGE))
         try:
             grant = await asyncio.to_thread(access.redeem, ctx.args)
         except AccessListError as exc:
-            return CommandReply(f"Nobody was let in: {exc}.")
-        return CommandReply(f"Let in {grant}: their next message is answered.")
+            return CommandReply(ctx.locale._("Nobody was let in: {reason}.", reason=exc))
+        return CommandReply(
+            ctx.locale._("Let in {person}: their next message is answered.", person=grant)
+        )
 
     return Command(
         "allow",
-        "let in a person with their pairing code (admins)",
+        N_("let in a person with their pairing code (admins)"),
         allow,
-        arguments=(CommandArgument("code", "the code the bot sent them", required=True),),
+        arguments=(CommandArgument("code", N_("the code the bot sent them"), required=True),),
         admin_only=True,
     )

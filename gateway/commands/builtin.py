@@ -22,6 +22,7 @@ from gateway.commands.registry import (
 )
 from gateway.commands.settings import settings_command
 from gateway.commands.skills import promote_command
+from gateway.i18n import N_
 from gateway.pairing import AccessList
 from gateway.person_locale import PersonLocales
 from memory_core import (
@@ -83,6 +84,7 @@ def builtin_commands(
             choices,
             erasures if erasures is not None else PendingErasures(),
             r.open_sessions,
+            r.locales,
         )
     )
     registry.register(export_command(r.person))
@@ -101,10 +103,10 @@ def new_command(open_sessions: SessionControl) -> Command:
 
     async def new(ctx: CommandContext) -> CommandReply:
         await open_sessions.end(ctx.identity.session_key, "new")
-        return CommandReply("Started a fresh session.")
+        return CommandReply(ctx.locale._("Started a fresh session."))
 
     return Command(
-        "new", "end this conversation and start a fresh one", new, needs_session=True
+        "new", N_("end this conversation and start a fresh one"), new, needs_session=True
     )  # after the reply being written, if one is: its end is part of the old session
 
 
@@ -113,7 +115,7 @@ def stop_command(open_sessions: SessionControl) -> Command:
 
     async def stop(ctx: CommandContext) -> CommandReply:
         if await open_sessions.stop(ctx.identity.session_key):
-            return CommandReply("Stopped.")
-        return CommandReply("Nothing is being written right now.")
+            return CommandReply(ctx.locale._("Stopped."))
+        return CommandReply(ctx.locale._("Nothing is being written right now."))
 
-    return Command("stop", "stop the reply being written", stop)
+    return Command("stop", N_("stop the reply being written"), stop)

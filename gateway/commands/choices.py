@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from gateway.commands.registry import PendingChoice
 from gateway.errors import ChoiceRefusedError
+from gateway.i18n import N_
 from gateway.messages import CHOICE_PREFIX, Choice
 
 DEFAULT_TTL = 600.0  # ten minutes, like `/forget all confirm`
@@ -76,13 +77,17 @@ class PendingChoices:
         pending = self._by_token.get(token)
         if pending is None:
             raise ChoiceRefusedError(
-                "That choice is not valid any more (already used, expired or replaced by a "
-                "newer list); nothing was changed."
+                N_(
+                    "That choice is not valid any more (already used, expired or replaced by "
+                    "a newer list); nothing was changed."
+                )
             )
         if not secrets.compare_digest(pending.owner, owner):
             raise ChoiceRefusedError(
-                "That choice was offered to someone else; only they can pick it. "
-                "Nothing was changed."
+                N_(
+                    "That choice was offered to someone else; only they can pick it. "
+                    "Nothing was changed."
+                )
             )
         return self._spend(token, pending)
 
@@ -92,12 +97,17 @@ class PendingChoices:
         offer = self._offers.get(owner)
         if offer is None or offer.command != command:
             raise ChoiceRefusedError(
-                f"There is no open list to pick from (lists expire after "
-                f"{self._ttl / 60:g} minutes or once one is picked); send /{command} again."
+                N_(
+                    "There is no open list to pick from (lists expire after {minutes} "
+                    "minutes or once one is picked); send /{command} again."
+                ),
+                minutes=f"{self._ttl / 60:g}",
+                command=command,
             )
         if not 1 <= number <= len(offer.tokens):
             raise ChoiceRefusedError(
-                f"Pick a number from 1 to {len(offer.tokens)}; nothing was changed."
+                N_("Pick a number from 1 to {count}; nothing was changed."),
+                count=len(offer.tokens),
             )
         token = offer.tokens[number - 1]
         return self._spend(token, self._by_token[token])
@@ -106,7 +116,7 @@ class PendingChoices:
         self._withdraw(pending.owner)  # one pick per offer: the others go with it
         if pending.expires <= self._clock():
             raise ChoiceRefusedError(
-                "That choice has expired; nothing was changed. Send the command again."
+                N_("That choice has expired; nothing was changed. Send the command again.")
             )
         return pending
 

@@ -6,8 +6,10 @@ minutes. The request is kept per person (`PendingErasures`); a confirmation
 with no request, after it expired, or from anyone else erases nothing. On
 confirmation the person's open sessions are dropped first (their providers'
 queued work drains and stops), then `PersonData.erase` removes USER.md and its
-folder, their skills, sessions, messages and index entries, and asks the
-memory providers to erase theirs; the reply counts what was erased.
+folder (their settings with it), their skills, sessions, messages and index
+entries, and asks the memory providers to erase theirs; the language hint
+remembered of them is forgotten too. The reply counts what was erased, in the
+language the person had before (their locale was read when the message came).
 
 ``/export`` writes the person's USER.md entries and every message of theirs to
 one JSON Lines file (mode 0600), ``<home>/exports/<key>/mnemo-<key>.jsonl``,
@@ -40,6 +42,8 @@ from gateway.commands.registry import (
     PendingChoice,
     SessionControl,
 )
+from gateway.i18n import N_
+from gateway.person_locale import PersonLocale, PersonLocales
 from memory_core import (
     FileMemoryStore,
     MemoryManager,
@@ -58,12 +62,12 @@ EXPORT_INTERVAL = 60.0  # at most one /export a minute per person
 EXPORT_KEPT = 600.0  # an export not sent (the console's) is deleted ten minutes on
 CONFIRM_WORD = "confirm"
 CONFIRM_VERSION = "forget-all"  # never a USER.md version (those are sha256 hex digests)
-CONFIRM_LABEL = "Yes, erase everything"
-NOTHING_PENDING = (
+CONFIRM_LABEL = N_("Yes, erase everything")
+NOTHING_PENDING = N_(
     "There is no /forget all waiting for your confirmation, so nothing was erased. "
     "Send /forget all first."
 )
-EXPIRED = (
+EXPIRED = N_(
     "Your /forget all request expired (confirm within 10 minutes), so nothing was erased. "
     "Send /forget all again."
 )
@@ -121,7 +125,8 @@ class PendingErasures:
         self._expires[user_key] = now + self._ttl
 
     def take(self, user_key: str) -> str | None:
-        """Spend `user_key`'s request: None when it was valid, else why it is refused."""
+        """Spend `user_key`'s request: None when it was valid, else why it is refused (a
+        catalog message)."""
         expires = self._expires.pop(user_key, None)
         if expires is None:
             return NOTHING_PENDING
@@ -136,11 +141,13 @@ def forget_with_erasure_command(
     choices: PendingChoices,
     erasures: PendingErasures,
     open_sessions: SessionControl,
+    locales: PersonLocales | None = None,
 ) -> Command:
     """`forget` (/forget of one entry) that also takes ``/forget all``: its requests wait
-    in `erasures`, its button is offered through `choices`, and `open_sessions` drops
-    the person's sessions before `person` is erased (register this one, not `forget`)."""
-    erasure = _Erasure(forget, person, choices, erasures, open_sessions)
+    in `erasures`, its button is offered through `choices`, `open_sessions` drops the
+    person's sessions before `person` is erased, and `locales` forgets the language hint
+    it remembers of them (register this one, not `forget`)."""
+    erasure = _Erasure(forget, person, choices, erasures, open_sessions, locales)
     return replace(forget, handler=erasure.forget, on_choice=erasure.on_choice)
 
 
@@ -154,6 +161,7 @@ class _Erasure:
         choices: PendingChoices,
         erasures: PendingErasures,
         open_sessions: SessionControl,
+        locales: PersonLocales | None,
     ) -> None:
         assert forget.on_choice is not None  # /forget offers choices of its own
         self._forget_one = forget.handler
@@ -162,13 +170,14 @@ class _Erasure:
         self._choices = choices
         self._erasures = erasures
         self._sessions = open_sessions
+        self._locales = locales
 
     async def forget(self, ctx: CommandContext) -> CommandReply:
         """/forget: ``all`` (and ``all confirm``) erase everything; anything else is one entry."""
         if ctx.args.strip().lower().split()[:1] != ["all"]:
             return await self._forget_one(ctx)
         if ctx.message.chat_type != "private":
-            return CommandReply(IN_PRIVATE.format(command="/forget all"))
+            return CommandReply(ctx.locale._(IN_PRIVATE, command="/forget all"))
         return await self._forget_all(ctx)
 
     async def on_choice(self, ctx: CommandContext, picked: PendingChoice) -> CommandReply:
@@ -179,44 +188,69 @@ class _Erasure:
 
     async def _forget_all(self, ctx: CommandContext) -> CommandReply:
         """``/forget all``: say what would be erased; ``/forget all confirm``: erase it."""
+        locale = ctx.locale
         words = ctx.args.split()
         if [w.lower() for w in words] == ["all", CONFIRM_WORD]:
             return await self._confirm(ctx)
         if len(words) != 1:
             return CommandReply(
-                "Send /forget all to erase everything I hold about you (you confirm next)."
+                locale._(
+                    "Send /forget all to erase everything I hold about you (you confirm next)."
+                )
             )
         key = ctx.identity.user_key
         held = await self._person.holdings(key)
         self._erasures.request(key)
-        offered = self._choices.offer(key, FORGET_NAME, [(CONFIRM_LABEL, "")], CONFIRM_VERSION)
-        return CommandReply(
-            f"This erases everything I hold about you: {held.summary()}, and whatever the "
-            "memory provider keeps about you. It cannot be undone.\n"
-            f"To confirm, press the button or send /forget all {CONFIRM_WORD} within 10 minutes.",
-            choices=offered,
+        label = locale._(CONFIRM_LABEL)
+        offered = self._choices.offer(key, FORGET_NAME, [(label, "")], CONFIRM_VERSION)
+        text = locale._(
+            "This erases everything I hold about you: {held}, and whatever the memory "
+            "provider keeps about you. It cannot be undone.\n"
+            "To confirm, press the button or send /forget all confirm within {minutes} minutes.",
+            held=holdings_summary(locale, held),
+            minutes=format(CONFIRM_TTL / 60, "g"),
         )
+        return CommandReply(text, choices=offered)
 
     async def _confirm(self, ctx: CommandContext) -> CommandReply:
         key = ctx.identity.user_key
         refused = self._erasures.take(key)
         if refused is not None:
-            return CommandReply(refused)
+            return CommandReply(ctx.locale._(refused))
         await self._sessions.drop_person(key)
-        erased = await self._person.erase(key)
+        erased = await self._person.erase(key)  # their settings too: ctx.locale was read before
+        if self._locales is not None:
+            self._locales.forget(key)  # the language hint held of them in memory
         log.info("erased everything held about %s at their request", key)
-        return CommandReply(erasure_report(erased))
+        return CommandReply(erasure_report(erased, ctx.locale))
 
 
-def erasure_report(erased: PersonHoldings) -> str:
-    """What an erasure removed, and any provider that could not erase, in a few lines."""
-    lines = [f"Erased everything I held about you: {erased.summary()}."]
+def holdings_summary(locale: PersonLocale, held: PersonHoldings) -> str:
+    """``3 memory entries, 2 sessions (14 messages) and 1 skill``, in `locale`'s language."""
+    return locale._(
+        "{entries}, {sessions} ({messages}) and {skills}",
+        entries=locale.n_("{n} memory entry", "{n} memory entries", held.entries),
+        sessions=locale.n_("{n} session", "{n} sessions", held.sessions),
+        messages=locale.n_("{n} message", "{n} messages", held.messages),
+        skills=locale.n_("{n} skill", "{n} skills", held.skills),
+    )
+
+
+def erasure_report(erased: PersonHoldings, locale: PersonLocale) -> str:
+    """What an erasure removed, and any provider that could not erase, in a few lines of
+    `locale`'s language (the providers' own failure lines stay as they wrote them)."""
+    summary = holdings_summary(locale, erased)
+    lines = [locale._("Erased everything I held about you: {held}.", held=summary)]
     if erased.provider_failures:
+        failures = "; ".join(erased.provider_failures)
         lines.append(
-            "A memory provider could not erase its data about you (the operator has been "
-            "told): " + "; ".join(erased.provider_failures)
+            locale._(
+                "A memory provider could not erase its data about you (the operator has been "
+                "told): {failures}",
+                failures=failures,
+            )
         )
-        log.error("provider erasure failed: %s", "; ".join(erased.provider_failures))
+        log.error("provider erasure failed: %s", failures)
     return "\n".join(lines)
 
 
@@ -228,7 +262,7 @@ def export_command(
     """/export: everything `person` data holds about the sender, as one file; at most one
     a minute per person (by `clock`), the file deleted once sent or `keep_for` seconds on."""
     exports = _Exports(person, clock, keep_for)
-    return Command("export", "everything I hold about you, as one file", exports.export)
+    return Command("export", N_("everything I hold about you, as one file"), exports.export)
 
 
 class _Exports:
@@ -242,29 +276,41 @@ class _Exports:
 
     async def export(self, ctx: CommandContext) -> CommandReply:
         if ctx.message.chat_type != "private":  # the file would be posted to the whole group
-            return CommandReply(IN_PRIVATE.format(command="/export"))
+            return CommandReply(ctx.locale._(IN_PRIVATE, command="/export"))
+        locale = ctx.locale
         key = ctx.identity.user_key
         now = self._clock()
         self._last = {k: t for k, t in self._last.items() if now - t < EXPORT_INTERVAL}
         if key in self._last:
             wait = max(1, math.ceil(EXPORT_INTERVAL - (now - self._last[key])))
             return CommandReply(
-                f"You can export once a minute; try again in {wait} "
-                f"{'second' if wait == 1 else 'seconds'}."
+                locale.n_(
+                    "You can export once a minute; try again in {n} second.",
+                    "You can export once a minute; try again in {n} seconds.",
+                    wait,
+                )
             )
         self._person.sweep_exports(self._keep_for)  # anyone's export left behind
         result = await self._person.export_for_chat(key)
         self._last[key] = now
         asyncio.get_running_loop().call_later(self._keep_for, self._expire, key, result.path)
-        entries = _count(result.entries, "memory entry", "memory entries")
-        messages = _count(result.messages, "message", "messages")
-        held = f"Everything I hold about you ({entries}, {messages})"
+        entries = locale.n_("{n} memory entry", "{n} memory entries", result.entries)
+        messages = locale.n_("{n} message", "{n} messages", result.messages)
         return CommandReply(
-            f"{held} is in the file attached below. I delete my copy once it is sent.",
+            locale._(
+                "Everything I hold about you ({entries}, {messages}) is in the file attached "
+                "below. I delete my copy once it is sent.",
+                entries=entries,
+                messages=messages,
+            ),
             document=result.path,
-            unattached_text=(  # the console's: its operator may see where the file is
-                f"{held} is in one file (replaced by your next /export, deleted in "
-                f"{self._keep_for / 60:g} minutes): {result.path}"
+            unattached_text=locale._(  # the console's: its operator may see where the file is
+                "Everything I hold about you ({entries}, {messages}) is in one file (replaced "
+                "by your next /export, deleted in {minutes} minutes): {path}",
+                entries=entries,
+                messages=messages,
+                minutes=format(self._keep_for / 60, "g"),
+                path=str(result.path),
             ),
             after_sent=functools.partial(self._person.discard_export, key),
         )
@@ -277,7 +323,3 @@ class _Exports:
             return
         if time.time() - written >= self._keep_for - 1:  # not a newer export since
             self._person.discard_export(key)
-
-
-def _count(n: int, one: str, many: str) -> str:
-    return f"{n} {one if n == 1 else many}"

@@ -102,6 +102,7 @@ class Command:
 
     name: str
     description: str
+    """One line, a catalog message (``N_``-marked): /help shows it in the person's language."""
     handler: CommandHandler
     arguments: tuple[CommandArgument, ...] = ()
     admin_only: bool = False
@@ -150,10 +151,11 @@ class CommandRegistry:
     def __iter__(self) -> Iterator[Command]:
         return iter(self._commands.values())
 
-    def help_lines(self, is_admin: bool) -> list[str]:
-        """``/name — description`` for each command this person may use."""
+    def help_lines(self, is_admin: bool, locale: PersonLocale) -> list[str]:
+        """``/name — description`` for each command this person may use, each description
+        in `locale`'s language (descriptions are catalog messages, marked where declared)."""
         return [
-            f"/{command.name} — {command.description}"
+            f"/{command.name} — {locale._(command.description)}"
             for command in self
             if is_admin or not command.admin_only
         ]

@@ -13,10 +13,11 @@ from __future__ import annotations
 import asyncio
 
 from gateway.commands.registry import Command, CommandContext, CommandReply
+from gateway.i18n import N_
 from gateway.messages import CommandArgument
 from memory_core import MemoryCoreError, Skill, SkillsStore
 
-USAGE = "Usage: /promote NAME [USER_KEY] — share a person's skill with everyone."
+USAGE = N_("Usage: /promote NAME [USER_KEY] — share a person's skill with everyone.")
 
 
 def promote_command(skills: SkillsStore) -> Command:
@@ -25,26 +26,39 @@ def promote_command(skills: SkillsStore) -> Command:
     async def promote(ctx: CommandContext) -> CommandReply:
         parts = ctx.args.split()
         if not 1 <= len(parts) <= 2:
-            return CommandReply(USAGE)
+            return CommandReply(ctx.locale._(USAGE))
         name = parts[0]
         given = parts[1] if len(parts) == 2 else None
         try:
             owner, skill = await asyncio.to_thread(_run, skills, name, given)
         except MemoryCoreError as exc:
-            return CommandReply(f"Skill {name!r} was not promoted: {exc}")
-        source = f"from {owner}" if owner is not None else "unowned"
-        return CommandReply(
-            f"Skill {skill.name!r} ({source}) is now shared with everyone and read-only to the "
-            "model; new sessions list it."
-        )
+            return CommandReply(
+                ctx.locale._("Skill '{name}' was not promoted: {reason}", name=name, reason=exc)
+            )
+        if owner is None:
+            done = ctx.locale._(
+                "Skill '{name}' (unowned) is now shared with everyone and read-only to the "
+                "model; new sessions list it.",
+                name=skill.name,
+            )
+        else:
+            done = ctx.locale._(
+                "Skill '{name}' (from {owner}) is now shared with everyone and read-only to "
+                "the model; new sessions list it.",
+                name=skill.name,
+                owner=owner,
+            )
+        return CommandReply(done)
 
     return Command(
         "promote",
-        "share a person's skill with everyone (admins)",
+        N_("share a person's skill with everyone (admins)"),
         promote,
         arguments=(
-            CommandArgument("name", "the skill's name", required=True),
-            CommandArgument("user_key", "whose skill, when several people have one of that name"),
+            CommandArgument("name", N_("the skill's name"), required=True),
+            CommandArgument(
+                "user_key", N_("whose skill, when several people have one of that name")
+            ),
         ),
         admin_only=True,
     )

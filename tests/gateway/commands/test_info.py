@@ -43,7 +43,8 @@ async def test_start_and_help_say_what_is_kept_and_how_to_erase_it(
     assert "remembers you" in reply
     for how in ("/memory", "/forget <text or number>", "/forget all", "/export"):
         assert how in reply
-    for command_line in builtin_registry(services).help_lines(is_admin=False):
+    english = services.locales.default()
+    for command_line in builtin_registry(services).help_lines(False, english):
         assert command_line in reply
     assert "/promote — " not in reply  # admin-only, not for this person
     assert chat_requests(fake) == 0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC
+
 import pytest
 
 from gateway.app import Services
@@ -13,7 +15,9 @@ from gateway.commands import (
     CommandReply,
     parse_command,
 )
+from gateway.i18n import Catalogs
 from gateway.messages import Choice
+from gateway.person_locale import PersonLocale
 from tests.gateway.commands.registries import builtin_registry
 
 
@@ -53,8 +57,9 @@ def test_help_lines_hide_admin_commands_from_others() -> None:
     registry = CommandRegistry()
     registry.register(Command("ping", "answers", _noop))
     registry.register(Command("promote", "share a skill", _noop, admin_only=True))
-    assert registry.help_lines(is_admin=False) == ["/ping — answers"]
-    assert registry.help_lines(is_admin=True) == ["/ping — answers", "/promote — share a skill"]
+    english = PersonLocale(Catalogs().translator("en"), UTC)
+    assert registry.help_lines(False, english) == ["/ping — answers"]
+    assert registry.help_lines(True, english) == ["/ping — answers", "/promote — share a skill"]
 
 
 async def test_builtins_are_registered_in_order(services: Services) -> None:
