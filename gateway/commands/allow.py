@@ -30,7 +30,9 @@ def allow_command(access: AccessList) -> Command:
         try:
             grant = await asyncio.to_thread(access.redeem, ctx.args)
         except AccessListError as exc:
-            return CommandReply(ctx.locale._("Nobody was let in: {reason}.", reason=exc))
+            return CommandReply(
+                ctx.locale._("Nobody was let in: {reason}.", reason=exc.line(ctx.locale))
+            )
         return CommandReply(
             ctx.locale._("Let in {person}: their next message is answered.", person=grant)
         )
