@@ -35,7 +35,7 @@ from gateway.commands.router import CommandRouter
 from gateway.config import Config
 from gateway.conversation import Conversations
 from gateway.errors import ConfigError
-from gateway.i18n import Catalogs
+from gateway.i18n import DEFAULT_LANGUAGE, Catalogs
 from gateway.jobs import BackgroundSettings, BackgroundWork, JobContext
 from gateway.jobs.context import Announcer
 from gateway.messages import Adapter, InboundMessage, Notifier, ReplySink
@@ -163,7 +163,7 @@ def build_conversations(
     registry = builtin_commands(
         command_resources(services, sessions), choices, erasures, access.granted
     )
-    commands = CommandRouter(registry, choices, access.is_admin)
+    commands = CommandRouter(registry, choices, access.is_admin, services.locales)
     return Conversations(
         access,
         sessions,
@@ -213,7 +213,7 @@ def platform_adapters(config: Config) -> tuple[list[Adapter], dict[str, str]]:
     if config.discord.active:
         from gateway.adapters.discord_adapter import DiscordAdapter  # loads discord
 
-        adapters.append(DiscordAdapter(config.discord))
+        adapters.append(DiscordAdapter(config.discord, language=config.locale.language))
         servers = len(config.discord.guild_ids)
         modes["discord"] = "gateway, slash commands " + (
             f"in {servers} server{'s' if servers > 1 else ''}" if servers else "global"
@@ -222,12 +222,18 @@ def platform_adapters(config: Config) -> tuple[list[Adapter], dict[str, str]]:
 
 
 def console_adapter(
-    stdin: TextIO, stdout: TextIO, user_id: str | None = None, home: Path | None = None
+    stdin: TextIO,
+    stdout: TextIO,
+    user_id: str | None = None,
+    home: Path | None = None,
+    language: str = DEFAULT_LANGUAGE,
 ) -> Adapter:
     """The console: a person at this terminal (`user_id`, by default the login name); on a
-    terminal, with a history of what they typed in ``<home>/console/`` (0600)."""
+    terminal, with a history of what they typed in ``<home>/console/`` (0600); its own
+    lines in `language` (the config's ``locale.language``)."""
     history = None if home is None else partial(console_history_file, home)
-    return ConsoleAdapter(stdin, stdout, user_id=user_id, history=history)
+    lines = Catalogs().translator(language)
+    return ConsoleAdapter(stdin, stdout, user_id=user_id, history=history, lines=lines)
 
 
 def console_history_file(home: Path, user_id: str) -> Path:

@@ -11,8 +11,8 @@ Importing this module loads no storage and no safety scanner.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -83,13 +83,36 @@ class CommandArgument:
 
 
 @dataclass(frozen=True)
+class CommandText:
+    """A command's menu text in one language: its line, and its arguments' descriptions
+    in the order of `CommandSpec.arguments`."""
+
+    description: str
+    arguments: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class CommandSpec:
     """What a platform's command menu shows of one command: its name, one line, and its
-    arguments (Discord's slash options)."""
+    arguments (Discord's slash options).
+
+    `description` and the arguments' are in the bot's default language (the config's
+    ``locale.language``); `translations` holds the same text in each shipped language
+    (language -> `CommandText`), for the platforms that show a menu per language. Names
+    are never translated.
+    """
 
     name: str
     description: str
     arguments: tuple[CommandArgument, ...] = ()
+    translations: Mapping[str, CommandText] = field(default_factory=dict, hash=False)
+
+    def text(self, language: str) -> CommandText:
+        """The menu text in `language` (the default text when it has none)."""
+        found = self.translations.get(language)
+        if found is not None:
+            return found
+        return CommandText(self.description, tuple(a.description for a in self.arguments))
 
 
 @dataclass(frozen=True)

@@ -64,7 +64,8 @@ def run_bot(config: Config, console: bool = False) -> None:
     check_startup(config)
     adapters, modes = platform_adapters(config)
     if console or (not adapters and _stdin_is_terminal()):
-        adapters.append(console_adapter(sys.stdin, sys.stdout, home=config.home))
+        language = config.locale.language
+        adapters.append(console_adapter(sys.stdin, sys.stdout, home=config.home, language=language))
     if not adapters:
         raise ConfigError(
             "no platform to serve: set TELEGRAM_BOT_TOKEN or DISCORD_BOT_TOKEN (stdin is "
@@ -86,7 +87,11 @@ def run_console(
     warnings only on stderr. `user_id` names the person, by default the login name."""
     configure_logging(logging.WARNING, _secrets(config), config.logging.format)
     adapter = console_adapter(
-        stdin or sys.stdin, stdout or sys.stdout, user_id=user_id, home=config.home
+        stdin or sys.stdin,
+        stdout or sys.stdout,
+        user_id=user_id,
+        home=config.home,
+        language=config.locale.language,
     )
     asyncio.run(Service(config, [adapter]).run())
 

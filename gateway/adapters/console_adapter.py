@@ -12,6 +12,10 @@ Otherwise (a pipe, a file, a test's streams) lines are read by a daemon
 thread, one when the adapter asks for it: a read blocked on an open pipe cannot
 be interrupted, and must not keep the process alive once the application has
 stopped.
+
+The console's own lines (its banner) are in the language it is given, the
+config's ``locale.language``; the bot's answers follow the person's locale as
+on any platform.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from gateway.i18n import N_, Catalogs, Translator
 from gateway.messages import CommandSpec, InboundMessage, Inbox, ReplySink
 
 if TYPE_CHECKING:
@@ -34,7 +39,7 @@ log = logging.getLogger(__name__)
 
 QUIT_WORDS = frozenset({"/quit", "/exit"})
 STOP_TEXT = "/stop"  # what Ctrl-C during a reply sends
-BANNER = "Mnemo console. Type a message; /help for commands, /quit to leave.\n"
+BANNER = N_("Mnemo console. Type a message; /help for commands, /quit to leave.")
 
 
 class ConsoleSink:
@@ -64,10 +69,13 @@ class ConsoleAdapter:
         user_id: str | None = None,
         terminal: ConsoleTerminal | None = None,
         history: Callable[[str], Path] | None = None,
+        lines: Translator | None = None,
     ) -> None:
         """`terminal`: reads the lines instead of `stdin` and prints where `stdout` does;
         without one, a terminal `stdin` gets one, keeping what this person types in the
-        file `history(user_id)` names (none is kept without it)."""
+        file `history(user_id)` names (none is kept without it); `lines`: the language of
+        the console's own lines (English when None)."""
+        self._translator = lines or Catalogs().translator("en")
         self._in = stdin
         self._out = stdout
         self._user_id = user_id or getpass.getuser() or "operator"
@@ -85,7 +93,7 @@ class ConsoleAdapter:
     async def start(self, inbox: Inbox, commands: Sequence[CommandSpec]) -> None:
         """Print the banner and start reading; `/help` lists the commands, so the menu
         (`commands`) is not shown here."""
-        self._out.write(BANNER)
+        self._out.write(self._translator._(BANNER) + "\n")
         self._out.flush()
         if self._terminal is None:
             loop = asyncio.get_running_loop()

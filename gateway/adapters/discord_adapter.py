@@ -46,8 +46,10 @@ import discord
 
 from gateway.adapters.discord_commands import (
     DiscordCommands,
+    Lines,
     attachment,
     choice_view,
+    hinted_lines,
     mapped_errors,
 )
 from gateway.adapters.discord_endpoints import (
@@ -58,6 +60,7 @@ from gateway.adapters.discord_endpoints import (
 from gateway.config import DiscordConfig
 from gateway.delivery import ChannelLimits, StreamedReply, Throttles, images_as_links
 from gateway.errors import AdapterFailedError, DeliveryError, RateLimitedError
+from gateway.i18n import DEFAULT_LANGUAGE, Catalogs
 from gateway.messages import Choice, CommandSpec, InboundMessage, Inbox, ReplySink
 
 log = logging.getLogger(__name__)
@@ -104,14 +107,18 @@ class SlashCommands(Protocol):
 
 
 CommandsFactory = Callable[
-    [discord.Client, Inbox, Sequence[CommandSpec], DiscordConfig], SlashCommands | None
+    [discord.Client, Inbox, Sequence[CommandSpec], DiscordConfig, Lines], SlashCommands | None
 ]
 
 
 def _slash_commands(
-    client: discord.Client, inbox: Inbox, commands: Sequence[CommandSpec], config: DiscordConfig
+    client: discord.Client,
+    inbox: Inbox,
+    commands: Sequence[CommandSpec],
+    config: DiscordConfig,
+    lines: Lines,
 ) -> SlashCommands:
-    return DiscordCommands(client, inbox, commands, config)
+    return DiscordCommands(client, inbox, commands, config, lines=lines)
 
 
 class DiscordChannel:
@@ -224,11 +231,14 @@ class DiscordAdapter:
         guild_ready_timeout: float = 2.0,
         ready_timeout: float = READY_TIMEOUT,
         commands_factory: CommandsFactory | None = _slash_commands,
+        language: str = DEFAULT_LANGUAGE,
     ) -> None:
         """`guild_ready_timeout`: discord.py's wait for server data before READY (tests
         shorten it); `commands_factory` builds the slash commands from the menu given
-        at start (None: none)."""
+        at start (None: none); `language`: the bot's default (``locale.language``), for
+        the adapter's own lines to a person whose Discord is in no shipped language."""
         self._config = config
+        self._lines = hinted_lines(Catalogs(), language)
         self._guild_ready_timeout, self._ready_timeout = guild_ready_timeout, ready_timeout
         self._commands_factory = commands_factory
         self.done = asyncio.Event()
@@ -262,7 +272,7 @@ class DiscordAdapter:
         )
         self._client = client
         if self._commands_factory is not None:
-            self._slash = self._commands_factory(client, inbox, commands, self._config)
+            self._slash = self._commands_factory(client, inbox, commands, self._config, self._lines)
         runner = asyncio.create_task(client.start(self._config.token or ""), name="discord")
         self._runner = runner
         ready = asyncio.create_task(self.ready.wait())

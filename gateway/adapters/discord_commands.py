@@ -17,7 +17,14 @@ person sees it: commands show what the bot holds about them); in a DM it is an
 ordinary message. A button whose custom_id is a choice payload (``choice:…``)
 is acknowledged without a visible change and handed to `Inbox.choose` as the
 clicker's; the answer (a refusal when someone else clicked) goes only to the
-clicker in a server. Servers outside `discord.allowed_guilds` get one line.
+clicker in a server. Servers outside `discord.allowed_guilds` get one line, in the
+language of the person's Discord (the interaction's locale).
+
+Descriptions are localized the documented discord.py way: each is a
+`app_commands.locale_str` carrying its text per shipped language, and the tree's
+`MenuTranslator` gives Discord each locale's (zh-CN and zh-TW the Chinese, es-ES
+and es-419 the Spanish), so Discord shows a person the menu in their language.
+Names stay as they are.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -35,6 +42,7 @@ from discord import app_commands
 from gateway.config import DiscordConfig
 from gateway.delivery import ChannelLimits, ChatThrottle, StreamedReply, images_as_links
 from gateway.errors import ConfigError, DeliveryError, RateLimitedError
+from gateway.i18n import DEFAULT_LANGUAGE, N_, Catalogs, Translator, negotiate
 from gateway.messages import CHOICE_PREFIX, Choice, CommandSpec, InboundMessage, Inbox, ReplySink
 
 log = logging.getLogger(__name__)
@@ -45,10 +53,54 @@ MAX_LABEL = 80  # a button's label
 MAX_BUTTONS = 25  # buttons on one message (5 rows of 5)
 ORIGINAL = "@original"  # the id `InteractionChannel.send` gives the deferred response
 NO_PINGS = discord.AllowedMentions.none()
+FOREIGN_SERVER_LINE = N_(
+    "Sorry, this bot does not serve this server (id {server}); the bot's operator can add "
+    "it to discord.allowed_guilds."
+)
 
 InboundFactory = Callable[[discord.Interaction, str], InboundMessage]
 SinkFactory = Callable[[InboundMessage, discord.Interaction], ReplySink]
+Lines = Callable[[str | None], Translator]
+"""The translator for the adapter's own lines to a person, from their platform's hint."""
 T = TypeVar("T")
+
+
+def hinted_lines(catalogs: Catalogs, language: str = DEFAULT_LANGUAGE) -> Lines:
+    """A person's lines in the shipped language their hint names, else in `language`."""
+
+    def lines(hint: str | None) -> Translator:
+        return catalogs.translator(negotiate(hint) or language)
+
+    return lines
+
+
+class MenuTranslator(app_commands.Translator):
+    """Gives Discord each locale's text of the menu's descriptions: the one a description's
+    `locale_str` carries (``extras["texts"]``, language -> text) for the shipped language
+    the locale is, when it differs from the description itself. Anything else (names) is
+    left as it is."""
+
+    async def translate(
+        self,
+        string: app_commands.locale_str,
+        locale: discord.Locale,
+        context: app_commands.TranslationContextTypes,
+    ) -> str | None:
+        texts = string.extras.get("texts")
+        language = negotiate(str(locale))
+        if not isinstance(texts, Mapping) or language is None:
+            return None
+        text = texts.get(language)
+        return text if isinstance(text, str) and text and text != string.message else None
+
+
+def described(text: str, fallback: str, texts: Mapping[str, str]) -> app_commands.locale_str:
+    """A description (at most Discord's 100 characters, `fallback` when empty) with its
+    text per language (each shortened the same way), for `MenuTranslator`."""
+    shortened = {
+        language: _shortened(line, MAX_DESCRIPTION) for language, line in texts.items() if line
+    }
+    return app_commands.locale_str(_shortened(text, MAX_DESCRIPTION) or fallback, texts=shortened)
 
 
 def interaction_message(interaction: discord.Interaction, text: str) -> InboundMessage:
@@ -70,6 +122,7 @@ def interaction_message(interaction: discord.Interaction, text: str) -> InboundM
         message_id=str(interaction.id),
         user_name=user.display_name,
         thread_id=thread_id,
+        language=str(interaction.locale) if interaction.locale else None,
     )
 
 
@@ -199,7 +252,8 @@ class DiscordCommands:
     left out, with a warning). `sink_factory` replaces the reply through the
     interaction's follow-ups (an adapter with its own delivery); `inbound`
     builds the message of an interaction (it must agree with the adapter's
-    messages, so a command lands in the same session).
+    messages, so a command lands in the same session); `lines` translates the
+    commands' own lines to a person (by default English for every hint).
     """
 
     def __init__(
@@ -211,8 +265,10 @@ class DiscordCommands:
         sink_factory: SinkFactory | None = None,
         *,
         inbound: InboundFactory = interaction_message,
+        lines: Lines | None = None,
     ) -> None:
         self._inbox, self._config = inbox, config
+        self._lines = lines or hinted_lines(Catalogs())
         self._inbound, self._sink_factory = inbound, sink_factory
         self.tree: app_commands.CommandTree[discord.Client] = app_commands.CommandTree(client)
         self._guilds: list[discord.Object | None] = [
@@ -228,8 +284,10 @@ class DiscordCommands:
 
         A refusal (the bot not in that server, or invited without the
         ``applications.commands`` scope) is logged in one line; messages are
-        still answered.
+        still answered. Descriptions go with their translations (`MenuTranslator`).
         """
+        if self.tree.translator is None:
+            await self.tree.set_translator(MenuTranslator())
         for guild in self._guilds:
             where = f"to server {guild.id}" if guild is not None else "globally"
             try:
@@ -287,16 +345,22 @@ class DiscordCommands:
                     option, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default
                 )
             )
-        described = {
-            option: _shortened(a.description, MAX_DESCRIPTION) or option
-            for option, a in zip(names, arguments, strict=True)
+        translations = spec.translations.items()
+        options = {
+            option: described(
+                a.description,
+                option,
+                {language: _nth(text.arguments, i) for language, text in translations},
+            )
+            for i, (option, a) in enumerate(zip(names, arguments, strict=True))
         }
         # discord.py reads a callback's options from its signature; these vary per command
         setattr(invoke, "__signature__", inspect.Signature(parameters))  # noqa: B010
+        texts = {language: text.description for language, text in translations}
         return app_commands.Command(
             name=name.lower(),
-            description=_shortened(spec.description, MAX_DESCRIPTION) or name,
-            callback=app_commands.describe(**described)(invoke),
+            description=described(spec.description, name, texts),
+            callback=app_commands.describe(**options)(invoke),
         )
 
     async def _invoke(self, interaction: discord.Interaction, text: str) -> None:
@@ -338,10 +402,9 @@ class DiscordCommands:
         if interaction.guild_id is None or not allowed or str(interaction.guild_id) in allowed:
             return True
         log.info("discord: refused an interaction in server %s", interaction.guild_id)
+        lines = self._lines(str(interaction.locale) if interaction.locale else None)
         await interaction.response.send_message(
-            f"Sorry, this bot does not serve this server (id {interaction.guild_id}); the bot's "
-            "operator can add it to discord.allowed_guilds.",
-            ephemeral=True,
+            lines._(FOREIGN_SERVER_LINE, server=interaction.guild_id), ephemeral=True
         )
         return False
 
@@ -363,6 +426,10 @@ def _server_id(value: str) -> int:
     if not value.isdigit():
         raise ConfigError(f"discord.guild_ids: {value!r} is not a server id (digits only)")
     return int(value)
+
+
+def _nth(texts: tuple[str, ...], index: int) -> str:
+    return texts[index] if index < len(texts) else ""
 
 
 def _shortened(text: str, limit: int) -> str:

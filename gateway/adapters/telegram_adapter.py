@@ -225,7 +225,7 @@ class TelegramAdapter:
         try:
             await app.initialize()
             self._bot_user = app.bot.bot
-            await app.bot.set_my_commands([BotCommand(c.name, c.description) for c in commands])
+            await _set_menus(app.bot, commands)
             if webhook:
                 await self._start_webhook(app)
             else:
@@ -411,6 +411,7 @@ class TelegramAdapter:
             bot_username=me.username,
             reply_to_id=str(reply.message_id) if reply is not None else None,
             own_words=message.forward_origin is None,  # a forward is someone else's words
+            language=sender.language_code or None,
         )
 
     def _channel(self, message: InboundMessage) -> TelegramChannel:
@@ -444,6 +445,17 @@ class TelegramAdapter:
         if self._inbox is None or self._bot_user is None:
             raise DeliveryError("the Telegram adapter is not started")
         return self._inbox, self._bot_user
+
+
+async def _set_menus(bot: ExtBot[Any], commands: Sequence[CommandSpec]) -> None:
+    """The commands menu: the default one (the bot's default language), and one per
+    language the menu is translated into, which Telegram shows to a person whose app is
+    in that language."""
+    await bot.set_my_commands([BotCommand(c.name, c.description) for c in commands])
+    languages = sorted({language for c in commands for language in c.translations})
+    for language in languages:
+        menu = [BotCommand(c.name, c.text(language).description) for c in commands]
+        await bot.set_my_commands(menu, language_code=language)
 
 
 def _addressed(message: Message, me: User, trigger: str) -> bool:

@@ -15,20 +15,22 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 
 from gateway.commands.choices import PendingChoices
 from gateway.commands.registry import CommandCall, CommandContext, CommandRegistry
 from gateway.errors import ChoiceRefusedError
-from gateway.i18n import N_
+from gateway.i18n import LANGUAGES, N_, Translator
 from gateway.messages import (
     ChoiceSink,
     CommandSpec,
+    CommandText,
     DocumentSink,
     InboundMessage,
     MessageIdentity,
     ReplySink,
 )
-from gateway.person_locale import PersonLocale
+from gateway.person_locale import PersonLocale, PersonLocales
 
 log = logging.getLogger(__name__)
 
@@ -43,16 +45,27 @@ class CommandRouter:
         registry: CommandRegistry,
         choices: PendingChoices,
         is_admin: Callable[[str, str], bool],
+        locales: PersonLocales | None = None,
     ) -> None:
-        """`is_admin(platform, user_id)`: whether the person may use admin-only commands."""
+        """`is_admin(platform, user_id)`: whether the person may use admin-only commands;
+        `locales`: the catalogs and default language the menu is translated with (None:
+        the menu as the commands describe themselves, in English)."""
         self._registry = registry
         self._choices = choices
         self._is_admin = is_admin
+        self._locales = locales
 
     @property
     def menu(self) -> list[CommandSpec]:
-        """The commands everyone may use, for the platforms' command menus."""
-        return [command.spec for command in self._registry if not command.admin_only]
+        """The commands everyone may use, for the platforms' command menus: described in
+        the default language, with their text in every shipped language."""
+        specs = [command.spec for command in self._registry if not command.admin_only]
+        if self._locales is None:
+            return specs
+        catalogs = self._locales.catalogs
+        translators = [catalogs.translator(language) for language in LANGUAGES]
+        default = self._locales.default().language
+        return [_translated(spec, translators, default) for spec in specs]
 
     def needs_session(self, call: CommandCall) -> bool:
         """Whether `call` must wait for its session's turn in progress (see `Command`)."""
@@ -121,3 +134,24 @@ class CommandRouter:
         except Exception:  # the top of a callback: log it, tell the person, keep serving
             log.exception("choice failed in session %s", identity.session_key)
             await sink.write(locale._(FAILED_LINE))
+
+
+def _translated(spec: CommandSpec, translators: list[Translator], default: str) -> CommandSpec:
+    """`spec` described in `default`, with its text in each of `translators`' languages."""
+    texts = {
+        t.language: CommandText(
+            _line(t, spec.description), tuple(_line(t, a.description) for a in spec.arguments)
+        )
+        for t in translators
+    }
+    text = texts.get(default) or spec.text(default)
+    arguments = tuple(
+        replace(argument, description=described)
+        for argument, described in zip(spec.arguments, text.arguments, strict=True)
+    )
+    return replace(spec, description=text.description, arguments=arguments, translations=texts)
+
+
+def _line(translator: Translator, text: str) -> str:
+    """`text` translated (an empty one stays empty: gettext's "" is the catalog's header)."""
+    return translator._(text) if text else text

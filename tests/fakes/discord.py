@@ -12,9 +12,11 @@ The fake keeps what a user would see in each channel (edits replace the content,
 remove the message). Guild messages that do not mention the bot arrive with empty content
 unless the client identified with the message_content intent, as on Discord.
 Slash commands and buttons: command syncs (``PUT /applications/…/commands``, globally or per
-guild) are checked and kept (`commands_synced`); `inject_command` and `inject_button_click`
-dispatch INTERACTION_CREATE, and the answers (callback, ``@original``, follow-ups) are kept
-per interaction (`FakeInteraction`), refused after Discord's 3-second window or twice.
+guild) are checked (names, descriptions and their per-locale ``description_localizations``)
+and kept whole (`app_commands`, `commands_synced`); `inject_command` and `inject_button_click`
+dispatch INTERACTION_CREATE (with the user's Discord `locale`), and the answers (callback,
+``@original``, follow-ups) are kept per interaction (`FakeInteraction`), refused after
+Discord's 3-second window or twice.
 Run standalone with ``python -m tests.fakes.discord --port N``; it then accepts any token.
 """
 
@@ -117,6 +119,12 @@ ApiHandler = Callable[[Call, Match], Awaitable[web.Response]]
 EPHEMERAL, LOADING = 1 << 6, 1 << 7  # message flags
 INTERACTION_WINDOW = 3.0  # seconds Discord waits for the first answer to an interaction
 _COMMAND_NAME = re.compile(r"^[-_a-z0-9]{1,32}$")
+LOCALES = frozenset({
+    "id", "da", "de", "en-GB", "en-US", "es-ES", "es-419", "fr", "hr", "it", "lt", "hu", "nl",
+    "no", "pl", "pt-BR", "ro", "fi", "sv-SE", "vi", "tr", "cs", "el", "bg", "ru", "uk", "hi",
+    "th", "zh-CN", "ja", "zh-TW", "ko",
+})  # fmt: skip
+"""The locales Discord takes in ``*_localizations``."""
 
 
 @dataclass
@@ -513,10 +521,12 @@ class FakeDiscord(FakeServer):
         options: Mapping[str, str] | None = None,
         guild: bool = True,
         channel_id: int | None = None,
+        locale: str = "en-US",
     ) -> FakeInteraction:
         """Dispatch INTERACTION_CREATE for ``/name`` with string `options`, as a user runs it
         in a guild channel or thread (the guild's command when one is synced there, else the
-        global one) or in their DM. Only a synced command can be run, as on Discord."""
+        global one) or in their DM, their Discord set to `locale`. Only a synced command can
+        be run, as on Discord."""
         channel = self._interaction_channel(user_id, guild, channel_id)
         guild_id = _int(channel.get("guild_id")) or None
         scope = str(guild_id) if name in self.commands_synced(guild_id) and guild_id else "global"
@@ -527,10 +537,10 @@ class FakeDiscord(FakeServer):
         data["options"] = [{"name": k, "type": 3, "value": v} for k, v in (options or {}).items()]
         if scope != "global":
             data["guild_id"] = scope
-        return await self._interact(2, data, user_id, channel)
+        return await self._interact(2, data, user_id, channel, locale=locale)
 
     async def inject_button_click(
-        self, message: Mapping[str, Any], custom_id: str, user_id: int
+        self, message: Mapping[str, Any], custom_id: str, user_id: int, locale: str = "en-US"
     ) -> FakeInteraction:
         """Dispatch INTERACTION_CREATE for a click on `message`'s button `custom_id` by a user
         (the message as `FakeInteraction.messages` or `channel_messages` hold it)."""
@@ -539,7 +549,7 @@ class FakeDiscord(FakeServer):
             raise ValueError(f"no button {custom_id!r} on that message")
         channel = self._channels[int(message["channel_id"])]
         data = {"custom_id": custom_id, "component_type": 2}
-        return await self._interact(3, data, user_id, channel, message=dict(message))
+        return await self._interact(3, data, user_id, channel, message=dict(message), locale=locale)
 
     def _interaction_channel(
         self, user_id: int, guild: bool, channel_id: int | None
@@ -558,6 +568,7 @@ class FakeDiscord(FakeServer):
         user_id: int,
         channel: dict[str, Any],
         message: dict[str, Any] | None = None,
+        locale: str = "en-US",
     ) -> FakeInteraction:
         ws = self._require_live()
         iid, token = self._snowflake(), f"itoken-{uuid.uuid4().hex}"
@@ -565,7 +576,7 @@ class FakeDiscord(FakeServer):
         payload: dict[str, Any] = {
             "id": str(iid), "type": kind, "token": token, "version": 1, "data": data,
             "application_id": str(BOT_ID), "channel_id": channel["id"], "channel": channel,
-            "locale": "en-US", "app_permissions": _EVERYONE_PERMISSIONS, "entitlements": [],
+            "locale": locale, "app_permissions": _EVERYONE_PERMISSIONS, "entitlements": [],
             "attachment_size_limit": 10 << 20, "context": 0 if guild_id else 1,
         }  # fmt: skip
         if guild_id:
@@ -595,6 +606,9 @@ class FakeDiscord(FakeServer):
             if not 1 <= len(str(command.get("description", ""))) <= 100:
                 limit = "Must be between 1 and 100 in length."
                 raise DiscordApiError.form(f"{index}.description", "BASE_TYPE_BAD_LENGTH", limit)
+            _check_localizations(f"{index}", command)
+            for number, option in enumerate(command.get("options") or []):
+                _check_localizations(f"{index}.options.{number}", option)
         stored = [
             {**c, "id": str(self._snowflake()), "application_id": str(BOT_ID), "version": "1",
              "type": c.get("type", 1), "options": c.get("options") or []}
@@ -811,6 +825,18 @@ class FakeDiscord(FakeServer):
             "members": [_member(self.bot_user)], "member_count": 1, "large": False,
             "unavailable": False, "joined_at": _now(), **{key: [] for key in empty},
         }  # fmt: skip
+
+
+def _check_localizations(where: str, described: Mapping[str, Any]) -> None:
+    """Discord's checks of ``description_localizations``: known locales, 1 to 100 characters."""
+    for locale, text in (described.get("description_localizations") or {}).items():
+        if locale not in LOCALES:
+            raise DiscordApiError.form(f"{where}.description_localizations", "INVALID_LOCALE",
+                                       f"{locale!r} is not a valid locale")  # fmt: skip
+        if not 1 <= len(str(text)) <= 100:
+            limit = "Must be between 1 and 100 in length."
+            field_name = f"{where}.description_localizations.{locale}"
+            raise DiscordApiError.form(field_name, "BASE_TYPE_BAD_LENGTH", limit)
 
 
 def _checked_content(content: Any, has_other_parts: bool) -> str:

@@ -11,10 +11,12 @@ modified" and measured; ``parse_mode`` is not interpreted, so markup counts as t
 Tests inject updates (`inject_text`, `inject_command`, `inject_callback_query`,
 `inject_migration`, forum topics through ``message_thread_id``/``is_topic_message``
 fields, ...), read the state (`chat_messages`, `calls`, `commands`, `drafts`,
-`webhook`) and wait for the bot (`wait_for`). `fail_next` / `respond_next` script one
-error or raw answer for a method (a 429 with ``retry_after``, a 500, ``{"ok": false}``, a
-proxy's HTML page through `respond_next_text`...); `deliveries` counts how often each
-update was handed out by ``getUpdates``; `block_chat`
+`webhook`) and wait for the bot (`wait_for`). `set_language` gives a user's app a
+language (``from.language_code`` of everything they send or press); every
+``setMyCommands`` is kept per scope and ``language_code`` (`commands`). `fail_next` /
+`respond_next` script one error or raw answer for a method (a 429 with ``retry_after``,
+a 500, ``{"ok": false}``, a proxy's HTML page through `respond_next_text`...);
+`deliveries` counts how often each update was handed out by ``getUpdates``; `block_chat`
 makes every send to a chat fail with 403; after `inject_migration` a send to the old
 chat fails with ``migrate_to_chat_id`` (PTB's ChatMigrated). Entities sent with a text
 are checked against its UTF-16 length (400 "can't parse entities" when out of range)
@@ -25,9 +27,12 @@ token, and a small HTTP control API lets a test process (or a person with curl) 
 it:
 
 - ``POST /_fake/text`` JSON ``chat_id``, ``user_id``, ``text`` (a command when it
-  starts with "/"), optional ``chat_type``: queue a message; answers the update.
-- ``POST /_fake/message`` JSON ``chat_id``, ``user_id``, optional ``chat_type`` and any
-  Message fields (``sticker``, ``caption``, ``message_thread_id``...): queue a message.
+  starts with "/"), optional ``chat_type`` and ``language_code`` (the user's app
+  language from now on): queue a message; answers the update.
+- ``POST /_fake/message`` JSON ``chat_id``, ``user_id``, optional ``chat_type``,
+  ``language_code`` and any Message fields (``sticker``, ``caption``,
+  ``message_thread_id``...): queue a message.
+- ``GET /_fake/commands``: every menu set, as ``{"scope", "language_code", "commands"}``.
 - ``POST /_fake/fail`` JSON ``method``, optional ``status`` (429), ``retry_after``,
   ``description``: the next call of that method fails (`fail_next`).
 - ``GET /_fake/chats/{chat_id}``: the chat's visible messages (user's and bot's).
@@ -117,6 +122,7 @@ class FakeTelegram(FakeServer):
         self.token, self.bot_username = token, bot_username
         self.calls: list[Call] = []
         self.my_commands: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        self.languages: dict[int, str] = {}  # user id -> their app's language_code
         self.callback_answers: dict[str, dict[str, Any]] = {}
         self.files: dict[str, bytes] = {}
         self.held_polls = 0  # getUpdates requests being held right now
@@ -154,6 +160,7 @@ class FakeTelegram(FakeServer):
         app.router.add_post("/_fake/fail", self._handle_control_fail)
         app.router.add_get("/_fake/drafts/{chat_id}", self._handle_control_drafts)
         app.router.add_get("/_fake/pending", self._handle_control_pending)
+        app.router.add_get("/_fake/commands", self._handle_control_commands)
 
     # ----- state a test reads ---------------------------------------------------------
 
@@ -240,6 +247,13 @@ class FakeTelegram(FakeServer):
         """Answer the next call of `method` with a non-JSON body (``text/html``), as a proxy
         or a captive portal in front of the Bot API would."""
         self._overrides[method.lower()].append((status, text))
+
+    def set_language(self, user_id: int, language_code: str | None) -> None:
+        """The user's app is in `language_code` ("zh-hans"; None: Telegram sends none)."""
+        if language_code is None:
+            self.languages.pop(user_id, None)
+        else:
+            self.languages[user_id] = language_code
 
     def block_chat(self, chat_id: int) -> None:
         """The person blocked the bot: every send or edit there fails with 403."""
@@ -355,6 +369,8 @@ class FakeTelegram(FakeServer):
             args = (int(data["chat_id"]), int(data["user_id"]), str(data["text"]))
         except (ValueError, KeyError, TypeError) as error:
             return web.Response(status=400, text=f"expected JSON chat_id, user_id, text: {error}")
+        if data.get("language_code") is not None:
+            self.set_language(args[1], str(data["language_code"]))
         inject = self.inject_command if args[2].startswith("/") else self.inject_text
         return json_response(inject(*args))
 
@@ -369,6 +385,9 @@ class FakeTelegram(FakeServer):
         except (ValueError, KeyError, TypeError) as error:
             return web.Response(status=400, text=f"expected JSON chat_id, user_id: {error}")
         chat_type = data.pop("chat_type", None)
+        language = data.pop("language_code", None)
+        if language is not None:
+            self.set_language(user_id, str(language))
         return json_response(self.inject_message(chat_id, user_id, chat_type, **data))
 
     async def _handle_control_fail(self, request: web.Request) -> web.Response:
@@ -386,6 +405,13 @@ class FakeTelegram(FakeServer):
 
     async def _handle_control_pending(self, request: web.Request) -> web.Response:
         return json_response(self.pending_updates)
+
+    async def _handle_control_commands(self, request: web.Request) -> web.Response:
+        menus = [
+            {"scope": json.loads(scope), "language_code": language, "commands": commands}
+            for (scope, language), commands in self.my_commands.items()
+        ]
+        return json_response(menus)
 
     # ----- Bot API methods --------------------------------------------------------------
 
@@ -609,7 +635,10 @@ class FakeTelegram(FakeServer):
         return {"id": chat_id, "type": kind} | ({"title": "Group"} if chat_id < 0 else {})
 
     def _user(self, user_id: int) -> dict[str, Any]:
-        return {"id": user_id, "is_bot": False, "first_name": f"User{user_id}"}
+        user: dict[str, Any] = {"id": user_id, "is_bot": False, "first_name": f"User{user_id}"}
+        if user_id in self.languages:
+            user["language_code"] = self.languages[user_id]
+        return user
 
     def _bot_user(self) -> dict[str, Any]:
         name = {"first_name": "Mnemo", "username": self.bot_username}

@@ -265,6 +265,29 @@ async def test_raw_answers_have_discords_shapes(dc: FakeDiscord) -> None:
     assert dc.channel_messages(dc.guilds[0].channel_id) == []
 
 
+async def test_command_syncs_keep_localizations_and_refuse_bad_ones(dc: FakeDiscord) -> None:
+    auth = {"Authorization": f"Bot {DEFAULT_TOKEN}"}
+    url = f"{dc.api_base}/applications/{dc.bot_id}/commands"
+    good = {
+        "name": "recall",
+        "description": "recaps",
+        "description_localizations": {"zh-CN": "回顾"},
+    }
+    option = {"type": 3, "name": "what", "description": "what",
+              "description_localizations": {"es-419": "x" * 101}}  # fmt: skip
+    async with aiohttp.ClientSession(headers=auth) as http:
+        async with http.put(url, json=[good]) as resp:
+            assert resp.status == 200
+        async with http.put(
+            url, json=[{**good, "description_localizations": {"zh": "回顾"}}]
+        ) as resp:
+            assert resp.status == 400 and "0.description_localizations" in await resp.text()
+        async with http.put(url, json=[{**good, "options": [option]}]) as resp:
+            assert resp.status == 400
+            assert "0.options.0.description_localizations.es-419" in await resp.text()
+    assert dc.app_commands["global"][0]["description_localizations"] == {"zh-CN": "回顾"}
+
+
 def test_endpoints_are_set_and_restored() -> None:
     before = current_discord_endpoints()
     previous = use_discord_endpoints("http://127.0.0.1:9/api/v10/", "ws://127.0.0.1:9/gateway")

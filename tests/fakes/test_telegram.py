@@ -299,6 +299,40 @@ async def test_set_my_commands_is_stored_per_scope(tg: FakeTelegram, bot: Bot) -
     assert await bot.get_my_commands() == ()
 
 
+async def test_set_my_commands_is_stored_per_language_and_shown_by_the_control_api(
+    tg: FakeTelegram, bot: Bot
+) -> None:
+    await bot.set_my_commands([("recall", "Search our chats")])
+    await bot.set_my_commands([("recall", "搜索过去的对话")], language_code="zh")
+    assert tg.commands(language_code="zh") == [
+        {"command": "recall", "description": "搜索过去的对话"}
+    ]
+    assert tg.commands()[0]["description"] == "Search our chats"
+    async with aiohttp.ClientSession() as http, http.get(f"{tg.url}/_fake/commands") as resp:
+        menus = await resp.json()
+    assert [(m["scope"], m["language_code"]) for m in menus] == [
+        ({"type": "default"}, ""),
+        ({"type": "default"}, "zh"),
+    ]
+    assert menus[1]["commands"] == [{"command": "recall", "description": "搜索过去的对话"}]
+
+
+async def test_a_users_language_code_comes_with_what_they_send(tg: FakeTelegram, bot: Bot) -> None:
+    tg.set_language(5, "zh-hans")
+    tg.inject_text(5, 5, "你好")
+    tg.inject_text(6, 6, "hello")
+    async with aiohttp.ClientSession() as http:
+        body = {"chat_id": 7, "user_id": 7, "text": "hola", "language_code": "es-419"}
+        async with http.post(f"{tg.url}/_fake/text", json=body) as resp:
+            assert resp.status == 200
+    updates = await bot.get_updates(timeout=0)
+    assert [u.message.from_user.language_code for u in updates] == ["zh-hans", None, "es-419"]
+    tg.set_language(5, None)
+    tg.inject_text(5, 5, "again")
+    (later,) = await bot.get_updates(offset=updates[-1].update_id + 1, timeout=0)
+    assert later.message.from_user.language_code is None
+
+
 async def test_bad_texts_are_refused(tg: FakeTelegram, bot: Bot) -> None:
     with pytest.raises(BadRequest, match=r"(?i)message text is empty"):
         await bot.send_message(8, " \n ")

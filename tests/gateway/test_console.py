@@ -160,3 +160,24 @@ def test_the_end_of_a_chat_leaves_the_session_open_for_the_next_one(
     assert last[2]["content"] is None and last[3]["name"] == "memory"
     roles = [role for role, _ in stored(home)]
     assert roles == ["user", "assistant", "tool", "assistant", "user", "assistant"]
+
+
+def test_mnemo_chat_in_chinese_shows_the_consoles_own_lines_in_chinese(
+    fake: FakeOpenAI, tmp_path: Path
+) -> None:
+    file = tmp_path / "mnemo.yaml"
+    file.write_text("locale:\n  language: zh\n", encoding="utf-8")
+    env = {"OPENAI_BASE_URL": fake.url + "/v1", "MNEMO_HOME": str(tmp_path / "data")}
+    config = load_config(file, environ={**env, "MNEMO_SKILLS_DIR": str(SKILLS)})
+    fake.say("你好!")
+    out = chat(config, "hi")
+    banner = out.splitlines()[0]
+    assert "控制台" in banner and "/help" in banner and "/quit" in banner
+    assert "Type a message" not in out
+    assert "你好!" in out  # and the chat goes on as in English
+
+
+def test_mnemo_chat_in_english_keeps_the_english_banner(fake: FakeOpenAI, tmp_path: Path) -> None:
+    fake.say("Hi!")
+    out = chat(config_for(fake, tmp_path / "data"), "hi")
+    assert out.startswith("Mnemo console. Type a message; /help for commands, /quit to leave.\n")

@@ -327,6 +327,31 @@ async def test_a_server_outside_allowed_guilds_gets_one_line(dc: FakeDiscord) ->
     assert inbox.handled == []
 
 
+async def test_the_refusal_is_in_the_language_of_the_persons_discord(dc: FakeDiscord) -> None:
+    async with running(dc, RecordingInbox(), allowed_guilds=("999",)):
+        chinese = await dc.inject_command("help", ADA, locale="zh-CN")
+        french = await dc.inject_command("help", BOB, locale="fr")  # not shipped: English
+        [refusal] = await answered(dc, chinese)
+        [english] = await answered(dc, french)
+    assert refusal.startswith("抱歉") and str(GUILD.id) in refusal
+    assert "discord.allowed_guilds" in refusal and "Sorry" not in refusal
+    assert english.startswith("Sorry, this bot does not serve this server")
+
+
+async def test_the_interactions_locale_is_the_messages_language_hint(dc: FakeDiscord) -> None:
+    inbox = RecordingInbox(choices=(Choice("好", "choice:zh"),))
+    async with running(dc, inbox):
+        command = await dc.inject_command("memory", ADA, locale="zh-CN")
+        await answered(dc, command)
+        click = await dc.inject_button_click(
+            command.messages[-1], "choice:zh", ADA, locale="es-419"
+        )
+        await answered(dc, click, count=2)
+    assert inbox.handled[0].language == "zh-CN"
+    clicked, _ = inbox.chosen[0]
+    assert clicked.language == "es-419"  # each interaction carries the locale of its time
+
+
 async def test_a_command_in_a_thread_is_the_thread_of_its_channel(dc: FakeDiscord) -> None:
     inbox = RecordingInbox()
     async with running(dc, inbox):

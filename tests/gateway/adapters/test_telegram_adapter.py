@@ -433,3 +433,24 @@ async def test_a_quoted_block_arrives_as_quoted_lines(tg: FakeTelegram) -> None:
         "> Dana: I'm allergic to peanuts 🥜\n> and to cashews\nwhat can I cook for her?",
         "see\n> you said so",
     ]
+
+
+async def test_the_apps_language_code_comes_with_messages_and_button_presses(
+    tg: FakeTelegram,
+) -> None:
+    """The platform's hint, as Telegram gives it ("zh-hans"): the application negotiates
+    it; a user whose app sends none has no hint."""
+    inbox = Inbox()
+    inbox.offer = (Choice("好", "choice:zh"),)
+    tg.set_language(42, "zh-hans")
+    async with running(tg, inbox):
+        tg.inject_text(42, 42, "你好")
+        tg.inject_text(43, 43, "hello")
+        await _seen(inbox, tg, 2)
+        buttons = await tg.wait_until(lambda: [m for m in tg.chat_messages(42) if m.reply_markup])
+        tg.inject_callback_query(42, 42, "choice:zh", buttons[0].message_id)
+        await tg.wait_until(lambda: inbox.chosen)
+    by_user = {m.user_id: m.language for m in inbox.messages}
+    assert by_user == {"42": "zh-hans", "43": None}
+    pressed, _ = inbox.chosen[0]
+    assert (pressed.user_id, pressed.language) == ("42", "zh-hans")
