@@ -181,3 +181,15 @@ def test_mnemo_chat_in_english_keeps_the_english_banner(fake: FakeOpenAI, tmp_pa
     fake.say("Hi!")
     out = chat(config_for(fake, tmp_path / "data"), "hi")
     assert out.startswith("Mnemo console. Type a message; /help for commands, /quit to leave.\n")
+
+
+def test_mnemo_chat_subprocess_with_locale_language_zh_speaks_chinese(tmp_path: Path) -> None:
+    """`mnemo chat` reading ./mnemo.yaml: the console's banner and the bot's own lines
+    (/help) in Chinese; English is nowhere in them."""
+    (tmp_path / "mnemo.yaml").write_text("locale:\n  language: zh\n", encoding="utf-8")
+    result = run_mnemo("chat", "/help\n", home=tmp_path / "d", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    banner, *rest = result.stdout.splitlines()
+    assert "控制台" in banner and "/quit" in banner
+    assert "Type a message" not in result.stdout
+    assert "/help" in "\n".join(rest) and "我" in "\n".join(rest)  # /help, in Chinese

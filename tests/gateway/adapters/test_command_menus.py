@@ -13,9 +13,11 @@ from typing import Any
 
 import pytest
 
+from gateway.access import AccessPolicy
 from gateway.adapters.discord_commands import DiscordCommands
 from gateway.adapters.discord_endpoints import discord_endpoints
 from gateway.adapters.telegram_adapter import TelegramAdapter
+from gateway.app import Services, build_conversations
 from gateway.commands.choices import PendingChoices
 from gateway.commands.registry import Command, CommandContext, CommandRegistry, CommandReply
 from gateway.commands.router import CommandRouter
@@ -188,3 +190,27 @@ async def test_a_long_translation_is_shortened_to_discords_100_characters(
     assert len(localized) == 100 and localized.endswith("…") and localized.startswith("很长的描述")
     assert len(echo["options"][0]["description_localizations"]["zh-TW"]) == 100
     assert "es-ES" not in echo["description_localizations"]  # an empty text is no translation
+
+
+# ----- the bot's own menu ----------------------------------------------------------------
+
+
+async def test_every_command_of_the_bots_menu_is_described_in_every_language(
+    services: Services,
+) -> None:
+    """The real menu, from the shipped catalogs: a command whose description is not marked
+    for the catalogs (or not translated) would show English in the Chinese menu."""
+    conversations = build_conversations(services, AccessPolicy.from_config(services.config))
+    untranslated = [
+        (spec.name, language, line)
+        for spec in conversations.menu
+        for language in ("zh", "es")
+        for line, english in zip(
+            (spec.text(language).description, *spec.text(language).arguments),
+            (spec.description, *(a.description for a in spec.arguments)),
+            strict=True,
+        )
+        if line == english
+    ]
+    assert untranslated == []
+    assert {"help", "memory", "settings"} <= {spec.name for spec in conversations.menu}
