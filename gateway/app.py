@@ -269,7 +269,7 @@ def staged_notices(
         return None
 
     review = PendingReview(PendingChanges(services.memory), choices)
-    return StagedNotices(review, services.sessions, sink_for, time.time)
+    return StagedNotices(review, services.sessions, sink_for, time.time, services.locales.of_person)
 
 
 def job_context(

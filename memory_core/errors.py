@@ -157,7 +157,15 @@ class OverBudgetError(MemoryEditError):
 
 
 class UndoRefusedError(MemoryEditError):
-    """An undo that cannot be done; the message is the one line the person sees."""
+    """An undo that cannot be done; the message is the one line the person sees.
+
+    `template` is that line's constant (`memory_core.file_memory.ledger.UNDO_REFUSALS`)
+    before `values` fill it, so that a caller can show it in the person's language."""
+
+    def __init__(self, template: str, **values: object) -> None:
+        super().__init__(template.format(**values) if values else template)
+        self.template = template
+        self.values = values
 
 
 class BatchRejectedError(MemoryCoreError):

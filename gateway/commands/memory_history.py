@@ -7,15 +7,18 @@ change's id; `/memory undo` reverts the latest change still in force and
 `/memory undo N` change N, each recorded as a change of its own (refused in one
 line when a later change touched the same entry). `/memory archive` lists the
 entries moved out of a full USER.md. Only the person's own files are read.
+Every line is in the person's language and every date in their time zone
+(`PersonLocale`).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from gateway.commands.registry import CommandReply, SessionControl
+from gateway.i18n import N_
 from memory_core import (
     ArchivedEntry,
     EntryOrigin,
@@ -26,71 +29,153 @@ from memory_core import (
     UndoRefusedError,
 )
 
+if TYPE_CHECKING:
+    from gateway.person_locale import PersonLocale
+
 HISTORY_SHOWN = 20
 PREVIEW_CHARS = 80
 _UNDO_NUMBER = re.compile(r"#?(?P<digits>[0-9]{1,9})")
 
+ORIGIN_LABELS = {
+    "person": N_("you"),
+    "review": N_("learned in the background (review)"),
+    "extraction": N_("learned in the background (end of a conversation)"),
+    "operator": N_("the operator"),
+    "admin": N_("an admin"),
+}
+"""Who wrote an entry, by `Origin.kind`: copies of memory_core's English labels (it cannot
+mark them for the catalogs), translated where shown."""
 
-def when(at: float | None) -> str:
-    """``2 Dec 2026`` (UTC), or that the entry was written by hand."""
+UNDO_REFUSALS = (
+    N_("There is no change left to undo."),
+    N_("There is no change {change_id} in the history."),
+    N_("Change {change_id} is itself an undo (of change {undoes}); it can't be undone."),
+    N_("Change {change_id} was already undone (by change {by})."),
+    N_(
+        "Change {change_id} can't be undone: change {later} changed the same entry later "
+        "(undo that one first)."
+    ),
+    N_(
+        "Change {change_id} can't be undone: the entry it wrote is no longer there as it left "
+        "it (changed by hand?)."
+    ),
+    N_("Change {change_id} has nothing to undo."),
+    N_("Change {change_id} can't be undone: that entry is already there again."),
+    N_("Change {change_id} can't be undone: the archive lost it."),
+    N_(
+        "Change {change_id} can't be undone: it no longer fits (the memory would be at "
+        "{chars}/{limit} characters); remove an entry first."
+    ),
+)
+"""Copies of `UndoRefusedError`'s templates (memory_core's `UNDO_REFUSALS`; it cannot mark
+them), so that the catalogs hold them and a refusal is shown in the person's language."""
+
+
+def usage(locale: PersonLocale, chars: int, limit: int) -> str:
+    """How full a memory file is: ``67% — 1,474/2,200 chars`` (percent floored, at most 100)."""
+    percent = min(100, chars * 100 // limit) if limit > 0 else 100
+    return locale._(
+        "{percent}% — {chars}/{limit} chars",
+        percent=percent,
+        chars=format(chars, ","),
+        limit=format(limit, ","),
+    )
+
+
+def origin_label(locale: PersonLocale, origin: Origin) -> str:
+    """Who wrote it, in the person's words: "you", "the operator", …"""
+    label = ORIGIN_LABELS.get(origin.kind)
+    return locale._(label) if label is not None else origin.label()
+
+
+def when(locale: PersonLocale, at: float | None) -> str:
+    """The person's day of `at` ("2026-03-14"), or that the entry was written by hand."""
     if at is None:
-        return "edited by hand on disk"
-    return datetime.fromtimestamp(at, UTC).strftime("%-d %b %Y")
+        return locale._("edited by hand on disk")
+    return locale.day(at)
 
 
-def entry_lines(origins: Sequence[EntryOrigin]) -> list[str]:
+def entry_lines(locale: PersonLocale, origins: Sequence[EntryOrigin]) -> list[str]:
     """The entries numbered from 1, each followed by who wrote it and when."""
     return [
-        f"{i}. {o.text} ({o.origin.label()}, {when(o.at)})" for i, o in enumerate(origins, start=1)
+        locale._(
+            "{number}. {text} ({origin}, {when})",
+            number=i,
+            text=o.text,
+            origin=origin_label(locale, o.origin),
+            when=when(locale, o.at),
+        )
+        for i, o in enumerate(origins, start=1)
     ]
 
 
-def history_text(changes: Sequence[LedgerChange]) -> str:
+def history_text(locale: PersonLocale, changes: Sequence[LedgerChange]) -> str:
     """The reply to /memory history: newest first, each numbered by its id."""
     if not changes:
-        return "No changes to what I remember about you are recorded yet."
-    lines = ["The latest changes to what I remember about you, newest first:"]
+        return locale._("No changes to what I remember about you are recorded yet.")
+    lines = [locale._("The latest changes to what I remember about you, newest first:")]
     for change in changes:
-        stamp = datetime.fromtimestamp(change.at, UTC).strftime("%-d %b %H:%M")
-        lines.append(f"#{change.id} {stamp} · {describe(change)} ({change.origin.label()})")
-    lines.append("Send /memory undo to revert the latest, /memory undo N a given one.")
+        lines.append(
+            locale._(
+                "#{id} {moment} · {change} ({origin})",
+                id=change.id,
+                moment=locale.moment(change.at),
+                change=describe(locale, change),
+                origin=origin_label(locale, change.origin),
+            )
+        )
+    lines.append(locale._("Send /memory undo to revert the latest, /memory undo N a given one."))
     return "\n".join(lines)
 
 
-def describe(change: LedgerChange) -> str:
+def describe(locale: PersonLocale, change: LedgerChange) -> str:
     """One change in a few words: ``added “…”``, ``replaced “…” with “…”``, …"""
     before, after = _quoted(change.before), _quoted(change.after)
     if change.action == "undo":
         if change.before is None:
-            return f"undid #{change.undoes}: brought back {after}"
+            return locale._("undid #{id}: brought back {after}", id=change.undoes, after=after)
         if change.after is None:
-            return f"undid #{change.undoes}: removed {before}"
-        return f"undid #{change.undoes}: changed {before} back to {after}"
+            return locale._("undid #{id}: removed {before}", id=change.undoes, before=before)
+        return locale._(
+            "undid #{id}: changed {before} back to {after}",
+            id=change.undoes,
+            before=before,
+            after=after,
+        )
     if change.action == "add":
-        return f"added {after}"
+        return locale._("added {after}", after=after)
     if change.action == "remove":
-        return f"removed {before}"
+        return locale._("removed {before}", before=before)
     if change.action == "archive":
-        return f"moved {before} to the archive to make room"
+        return locale._("moved {before} to the archive to make room", before=before)
     if change.action == "consolidate":
-        return f"merged {before} into {after}"
-    return f"replaced {before} with {after}"
+        return locale._("merged {before} into {after}", before=before, after=after)
+    return locale._("replaced {before} with {after}", before=before, after=after)
 
 
-def archive_text(archived: Sequence[ArchivedEntry]) -> str:
+def archive_text(locale: PersonLocale, archived: Sequence[ArchivedEntry]) -> str:
     """The reply to /memory archive: the moved entries, newest first."""
     if not archived:
-        return "Nothing of yours was moved to the archive."
-    lines = ["Moved out of a full memory to make room (newest first); /recall searches them:"]
+        return locale._("Nothing of yours was moved to the archive.")
+    lines = [
+        locale._("Moved out of a full memory to make room (newest first); /recall searches them:")
+    ]
     for item in reversed(archived):
         lines.append(
-            f"- {item.text}\n  ({item.origin.label()}; archived {when(item.at)} by change "
-            f"#{item.change_id}: /memory undo {item.change_id} brings it back)"
+            locale._(
+                "- {text}\n  ({origin}; archived {day} by change #{id}: /memory undo {id} "
+                "brings it back)",
+                text=item.text,
+                origin=origin_label(locale, item.origin),
+                day=when(locale, item.at),
+                id=item.change_id,
+            )
         )
     return "\n".join(lines)
 
 
 async def undo(
+    locale: PersonLocale,
     memory: FileMemoryStore,
     user_key: str,
     args: str,
@@ -103,22 +188,32 @@ async def undo(
         number = _UNDO_NUMBER.fullmatch(args)
         if number is None:
             return CommandReply(
-                "Send /memory undo to revert the latest change, or /memory undo N with a "
-                "number from /memory history; nothing was changed."
+                locale._(
+                    "Send /memory undo to revert the latest change, or /memory undo N with a "
+                    "number from /memory history; nothing was changed."
+                )
             )
         change_id = int(number["digits"])
     try:
         result = memory.undo("user", user_key, change_id, Origin("person"))
     except UndoRefusedError as exc:
-        return CommandReply(str(exc))
+        return CommandReply(locale._(exc.template, **exc.values))
     except MemoryEditError as exc:  # any other refusal of the restored text
-        return CommandReply(f"I couldn't undo that, so nothing changed: {exc}")
+        return CommandReply(
+            locale._("I couldn't undo that, so nothing changed: {reason}", reason=str(exc))
+        )
     if sessions is not None:
         await sessions.refresh_prompts(user_key)  # no stored prompt may keep the old text
     if discard_export is not None:
         discard_export(user_key)
-    done = "; ".join(describe(c) for c in result.made) or "nothing left to change"
-    return CommandReply(f"Undone #{result.undone.id}: {done}.")
+    done = "; ".join(describe(locale, c) for c in result.made)
+    return CommandReply(
+        locale._(
+            "Undone #{id}: {done}.",
+            id=result.undone.id,
+            done=done or locale._("nothing left to change"),
+        )
+    )
 
 
 def _quoted(text: str | None) -> str:

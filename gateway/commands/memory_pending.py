@@ -23,8 +23,10 @@ import logging
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from gateway.commands.choices import PendingChoices
+from gateway.commands.memory_history import origin_label
 from gateway.commands.registry import (
     Command,
     CommandContext,
@@ -32,22 +34,47 @@ from gateway.commands.registry import (
     PendingChoice,
     SessionControl,
 )
+from gateway.i18n import N_
 from gateway.messages import ChoiceSink, InboundMessage, ReplySink
 from memory_core import Decision, PendingChanges, SessionStore, StagedChange
+
+if TYPE_CHECKING:
+    from gateway.person_locale import PersonLocale
 
 log = logging.getLogger(__name__)
 
 COMMAND = "memory"
 VERSION = "memory-pending"  # tells the approval buttons apart from /memory's other choices
 WORDS = ("pending", "approve", "reject")
-APPROVE_LABEL = "Approve"
-REJECT_LABEL = "Reject"
-IN_PRIVATE = (
+APPROVE_LABEL = N_("Approve")
+REJECT_LABEL = N_("Reject")
+IN_PRIVATE = N_(
     "/memory {word} shows or changes what I keep about you, so it works only in a private "
     "chat with me, not in a group."
 )
-USAGE = "Send /memory {word} <number> (as listed by /memory pending), several numbers, or all."
+USAGE = N_("Send /memory {word} <number> (as listed by /memory pending), several numbers, or all.")
+NONE_WAITING = N_("No memory changes are waiting for your approval.")
 _IDS = re.compile(r"#?[0-9]{1,9}")
+
+MEMORY_CORE_REASONS = (
+    N_("what I learn in the background waits for your approval"),
+    N_("every memory change waits for your approval"),
+    N_("it was proposed together with a change that waits for your approval"),
+    N_("the judge could not confirm it is a fact"),
+    N_("it contains a link"),
+    N_("it contains an e-mail address"),
+    N_("it contains a shell command or code"),
+    N_("it gives the assistant an order"),
+    N_("the entry it changes was edited or removed since, so it was not applied"),
+)
+"""Copies of the reasons memory_core gives for a staged change (`approval`'s, the safety
+scan's `instruction_words`) and for a refused approval (`pending.CHANGED_MEANWHILE`):
+memory_core cannot import the gateway to mark them, and they are stored in English in
+USER.pending.json, so these copies put them in the catalogs and `_reason` translates
+them where shown."""
+REASON_SEPARATOR = "; "  # how `Approval` joins several reasons of one change
+LocaleOf = Callable[[str], "PersonLocale"]
+"""A person's locale by user key (`PersonLocales.of_person`), for lines no message asked for."""
 
 SinkFor = Callable[[InboundMessage], ReplySink | None]
 """A sink that writes to the given chat through its platform's adapter (None: no adapter)."""
@@ -74,69 +101,80 @@ class PendingReview:
     async def handle(self, ctx: CommandContext) -> CommandReply:
         """``/memory pending | approve N|all | reject N|all``."""
         word, _, rest = ctx.args.strip().partition(" ")
-        word = word.lower()
+        word, locale = word.lower(), ctx.locale
         if ctx.message.chat_type != "private":
-            return CommandReply(IN_PRIVATE.format(word=word))
+            return CommandReply(locale._(IN_PRIVATE, word=word))
         key = ctx.identity.user_key
         if word == "pending":
-            return CommandReply(self.listing(key))
+            return CommandReply(self.listing(locale, key))
         ids = _ids(rest)
         if ids is False:
-            return CommandReply(USAGE.format(word=word))
+            return CommandReply(locale._(USAGE, word=word))
         chosen = None if ids is True else ids
         if word == "approve":
-            return await self._approve(key, chosen)
+            return await self._approve(locale, key, chosen)
         dropped, missing = self._pending.reject(key, chosen)
-        return CommandReply(_rejected(dropped, missing))
+        return CommandReply(_rejected(locale, dropped, missing))
 
     async def on_choice(self, ctx: CommandContext, picked: PendingChoice) -> CommandReply:
         """A pressed Approve or Reject button: ``approve:1,2`` or ``reject:1,2``."""
+        locale = ctx.locale
         if ctx.message.chat_type != "private":
-            return CommandReply(IN_PRIVATE.format(word="approve"))
+            return CommandReply(locale._(IN_PRIVATE, word="approve"))
         word, _, listed = picked.value.partition(":")
         ids = [int(i) for i in listed.split(",") if i.isdigit()]
         key = ctx.identity.user_key
         if word == "approve":
-            return await self._approve(key, ids)
+            return await self._approve(locale, key, ids)
         dropped, missing = self._pending.reject(key, ids)
-        return CommandReply(_rejected(dropped, missing))
+        return CommandReply(_rejected(locale, dropped, missing))
 
-    def listing(self, user_key: str) -> str:
-        """The person's staged changes, numbered by id, with why each waits."""
+    def listing(self, locale: PersonLocale, user_key: str) -> str:
+        """The person's staged changes, numbered by id, with why each waits and until when."""
         staged = self._pending.list(user_key)
         if not staged:
-            return "No memory changes are waiting for your approval."
-        lines = [f"Waiting for your approval ({len(staged)}):"]
-        lines += [_line(change) for change in staged]
-        lines.append("Send /memory approve <number> or all, /memory reject <number> or all.")
+            return locale._(NONE_WAITING)
+        lines = [locale._("Waiting for your approval ({n}):", n=len(staged))]
+        lines += [
+            locale._(
+                "{line}, until {moment}", line=_line(locale, c), moment=locale.moment(c.expires)
+            )
+            for c in staged
+        ]
+        lines.append(
+            locale._("Send /memory approve <number> or all, /memory reject <number> or all.")
+        )
         return "\n".join(lines)
 
-    def notice(self, user_key: str, staged: Sequence[StagedChange], now: float) -> CommandReply:
+    def notice(
+        self, locale: PersonLocale, user_key: str, staged: Sequence[StagedChange], now: float
+    ) -> CommandReply:
         """The one message that tells the person of a staged batch, with its two buttons."""
         ids = ",".join(str(c.id) for c in staged)
         ttl = max(60.0, min(c.expires for c in staged) - now)
-        offered = self._choices.offer(
-            user_key,
-            COMMAND,
-            [(APPROVE_LABEL, f"approve:{ids}"), (REJECT_LABEL, f"reject:{ids}")],
-            VERSION,
-            ttl=ttl,
-        )
+        buttons = [
+            (locale._(APPROVE_LABEL), f"approve:{ids}"),
+            (locale._(REJECT_LABEL), f"reject:{ids}"),
+        ]
+        offered = self._choices.offer(user_key, COMMAND, buttons, VERSION, ttl=ttl)
         days = max(1, round(ttl / 86400))
-        head = (
-            "I'd like to remember this about you; it waits for your approval "
-            f"(for {days} day{'s' if days != 1 else ''}):"
+        head = locale.n_(
+            "I'd like to remember this about you; it waits for your approval (for {n} day):",
+            "I'd like to remember this about you; it waits for your approval (for {n} days):",
+            days,
         )
-        lines = [head, *(_line(change) for change in staged)]
+        lines = [head, *(_line(locale, change) for change in staged)]
         listed = " ".join(str(c.id) for c in staged)
-        lines.append(f"Or send /memory approve {listed} or /memory reject {listed}.")
+        lines.append(locale._("Or send /memory approve {ids} or /memory reject {ids}.", ids=listed))
         return CommandReply("\n".join(lines), choices=offered)
 
-    async def _approve(self, user_key: str, ids: Sequence[int] | None) -> CommandReply:
+    async def _approve(
+        self, locale: PersonLocale, user_key: str, ids: Sequence[int] | None
+    ) -> CommandReply:
         decision = self._pending.approve(user_key, ids)
         if decision.applied and self._sessions is not None:
             await self._sessions.refresh_prompts(user_key)  # the next turn sees the entry
-        return CommandReply(_approved(decision))
+        return CommandReply(_approved(locale, decision))
 
 
 def with_pending(memory: Command, review: PendingReview) -> Command:
@@ -154,14 +192,15 @@ def with_pending(memory: Command, review: PendingReview) -> Command:
         if picked.version == VERSION:
             return await review.on_choice(ctx, picked)
         if other_choice is None:
-            return CommandReply("That choice no longer leads anywhere.")
+            return CommandReply(ctx.locale._("That choice no longer leads anywhere."))
         return await other_choice(ctx, picked)
 
     return replace(memory, handler=handler, on_choice=on_choice)
 
 
 class StagedNotices:
-    """Tells a person of their staged changes: once per batch, in their private chat only."""
+    """Tells a person of their staged changes: once per batch, in their private chat only,
+    in their language and time zone."""
 
     def __init__(
         self,
@@ -169,11 +208,14 @@ class StagedNotices:
         sessions: SessionStore,
         sink_for: SinkFor,
         clock: Callable[[], float],
+        locale_of: LocaleOf,
     ) -> None:
+        """`locale_of(user_key)`: the person's locale (`PersonLocales.of_person`)."""
         self._review = review
         self._sessions = sessions
         self._sink_for = sink_for
         self._clock = clock
+        self._locale_of = locale_of
 
     async def announce(self, platform: str, user_key: str, staged: Sequence[StagedChange]) -> bool:
         """Send the notice of `staged`; whether a private chat of the person was reached."""
@@ -188,7 +230,8 @@ class StagedNotices:
         sink = self._sink_for(message)
         if sink is None:
             return False
-        reply = self._review.notice(user_key, staged, self._clock())
+        locale = self._locale_of(user_key)
+        reply = self._review.notice(locale, user_key, staged, self._clock())
         await sink.write(reply.text)  # without buttons (the console) the commands it names
         if isinstance(sink, ChoiceSink):
             await sink.offer(reply.choices)
@@ -214,25 +257,62 @@ def _ids(text: str) -> list[int] | bool:
     return [int(w.lstrip("#")) for w in words]
 
 
-def _line(change: StagedChange) -> str:
-    return f"{change.id}. {change.describe()} ({change.origin.label()}; {change.reason})"
+def _line(locale: PersonLocale, change: StagedChange) -> str:
+    return locale._(
+        "{id}. {change} ({origin}; {reason})",
+        id=change.id,
+        change=describe(locale, change),
+        origin=origin_label(locale, change.origin),
+        reason=reason(locale, change.reason),
+    )
 
 
-def _approved(decision: Decision) -> str:
-    lines = [f"Saved: {c.describe()}" for c in decision.applied]
-    lines += [f"Not saved: {c.describe()}: {why}" for c, why in decision.refused]
+def describe(locale: PersonLocale, change: StagedChange) -> str:
+    """One staged change for the person: "add “…”", "replace “…” with “…”", "remove “…”"."""
+    content, against = _preview(change.content), _preview(change.against)
+    if change.action == "add":
+        return locale._("add “{content}”", content=content)
+    if change.action == "replace":
+        return locale._("replace “{against}” with “{content}”", against=against, content=content)
+    return locale._("remove “{against}”", against=against)
+
+
+def reason(locale: PersonLocale, text: str) -> str:
+    """Why a change waits (or was refused), in the person's language: each of the reasons
+    joined in `text` is translated when it is a catalog message (else shown as stored)."""
+    first, *more = [locale._(part) for part in text.split(REASON_SEPARATOR)]
+    for part in more:
+        first = locale._("{reasons}; {reason}", reasons=first, reason=part)
+    return first
+
+
+def _approved(locale: PersonLocale, decision: Decision) -> str:
+    lines = [locale._("Saved: {change}", change=describe(locale, c)) for c in decision.applied]
+    lines += [
+        locale._(
+            "Not saved: {change}: {reason}", change=describe(locale, c), reason=reason(locale, why)
+        )
+        for c, why in decision.refused
+    ]
     if decision.missing:
-        lines.append(_missing(decision.missing))
-    return "\n".join(lines) or "No memory changes are waiting for your approval."
+        lines.append(_missing(locale, decision.missing))
+    return "\n".join(lines) or locale._(NONE_WAITING)
 
 
-def _rejected(dropped: Sequence[StagedChange], missing: Sequence[int]) -> str:
-    lines = [f"Dropped: {c.describe()}" for c in dropped]
+def _rejected(locale: PersonLocale, dropped: Sequence[StagedChange], missing: Sequence[int]) -> str:
+    lines = [locale._("Dropped: {change}", change=describe(locale, c)) for c in dropped]
     if missing:
-        lines.append(_missing(missing))
-    return "\n".join(lines) or "No memory changes are waiting for your approval."
+        lines.append(_missing(locale, missing))
+    return "\n".join(lines) or locale._(NONE_WAITING)
 
 
-def _missing(ids: Sequence[int]) -> str:
-    listed = ", ".join(str(i) for i in ids)
-    return f"Nothing waits as {listed} (decided, expired or never staged); see /memory pending."
+def _missing(locale: PersonLocale, ids: Sequence[int]) -> str:
+    return locale._(
+        "Nothing waits as {ids} (decided, expired or never staged); see /memory pending.",
+        ids=", ".join(str(i) for i in ids),
+    )
+
+
+def _preview(text: str | None, limit: int = 80) -> str:
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

@@ -41,6 +41,32 @@ HISTORY_LIMIT = 1000
 HISTORY_SLACK = 100
 ARCHIVE_LIMIT = 500
 
+# Why an undo is refused, as the person reads it: templates filled from the error's
+# values, kept as constants so that a caller can show them in the person's language.
+NOTHING_TO_UNDO = "There is no change left to undo."
+NO_SUCH_CHANGE = "There is no change {change_id} in the history."
+IS_AN_UNDO = "Change {change_id} is itself an undo (of change {undoes}); it can't be undone."
+ALREADY_UNDONE = "Change {change_id} was already undone (by change {by})."
+CHANGED_LATER = (
+    "Change {change_id} can't be undone: change {later} changed the same entry later "
+    "(undo that one first)."
+)
+NO_LONGER_THERE = (
+    "Change {change_id} can't be undone: the entry it wrote is no longer there as it left "
+    "it (changed by hand?)."
+)
+NOTHING_IN_IT = "Change {change_id} has nothing to undo."
+ALREADY_THERE = "Change {change_id} can't be undone: that entry is already there again."
+ARCHIVE_LOST = "Change {change_id} can't be undone: the archive lost it."
+NO_LONGER_FITS = (
+    "Change {change_id} can't be undone: it no longer fits (the memory would be at "
+    "{chars}/{limit} characters); remove an entry first."
+)
+UNDO_REFUSALS = (
+    NOTHING_TO_UNDO, NO_SUCH_CHANGE, IS_AN_UNDO, ALREADY_UNDONE, CHANGED_LATER,
+    NO_LONGER_THERE, NOTHING_IN_IT, ALREADY_THERE, ARCHIVE_LOST, NO_LONGER_FITS,
+)  # fmt: skip
+
 
 @dataclass(frozen=True)
 class LedgerChange:
@@ -186,28 +212,21 @@ def pick_undo(changes: Sequence[LedgerChange], change_id: int | None) -> LedgerC
     if change_id is None:
         live = [c for c in changes if c.action != "undo" and c.id not in undone]
         if not live:
-            raise UndoRefusedError("There is no change left to undo.")
+            raise UndoRefusedError(NOTHING_TO_UNDO)
         return live[-1]
     found = next((c for c in changes if c.id == change_id), None)
     if found is None:
-        raise UndoRefusedError(f"There is no change {change_id} in the history.")
+        raise UndoRefusedError(NO_SUCH_CHANGE, change_id=change_id)
     if found.action == "undo":
-        raise UndoRefusedError(
-            f"Change {change_id} is itself an undo (of change {found.undoes}); it can't be undone."
-        )
+        raise UndoRefusedError(IS_AN_UNDO, change_id=change_id, undoes=found.undoes)
     if found.id in undone:
-        raise UndoRefusedError(
-            f"Change {change_id} was already undone (by change {undone[found.id]})."
-        )
+        raise UndoRefusedError(ALREADY_UNDONE, change_id=change_id, by=undone[found.id])
     cancelled = set(undone) | set(undone.values())
     touched = {t for t in (found.before, found.after) if t is not None}
     for later in changes:
         after_it = later.id > found.id and later.id not in cancelled
         if after_it and touched & {later.before, later.after}:
-            raise UndoRefusedError(
-                f"Change {change_id} can't be undone: change {later.id} changed the same "
-                "entry later (undo that one first)."
-            )
+            raise UndoRefusedError(CHANGED_LATER, change_id=change_id, later=later.id)
     return found
 
 
@@ -215,19 +234,14 @@ def inverse(change: LedgerChange, entries: Sequence[str]) -> Operation:
     """The operation that reverts `change` on the live `entries`, or refuse."""
     if change.after is not None and change.action != "consolidate":
         if change.after not in entries:
-            raise UndoRefusedError(
-                f"Change {change.id} can't be undone: the entry it wrote is no longer there "
-                "as it left it (changed by hand?)."
-            )
+            raise UndoRefusedError(NO_LONGER_THERE, change_id=change.id)
         if change.before is None:
             return Operation("remove", old_text=change.after)
         return Operation("replace", content=change.before, old_text=change.after)
     if change.before is None:
-        raise UndoRefusedError(f"Change {change.id} has nothing to undo.")
+        raise UndoRefusedError(NOTHING_IN_IT, change_id=change.id)
     if change.before in entries:
-        raise UndoRefusedError(
-            f"Change {change.id} can't be undone: that entry is already there again."
-        )
+        raise UndoRefusedError(ALREADY_THERE, change_id=change.id)
     return Operation("add", content=change.before)
 
 

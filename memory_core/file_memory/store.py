@@ -39,6 +39,9 @@ from memory_core.fence import ErasureFence
 from memory_core.file_memory.edits import Operation, apply_operations
 from memory_core.file_memory.entries import file_text, is_canonical, parse_entries, usage
 from memory_core.file_memory.ledger import (
+    ARCHIVE_LOST,
+    NO_LONGER_FITS,
+    NOTHING_TO_UNDO,
     ArchivedEntry,
     Draft,
     EntryOrigin,
@@ -205,7 +208,7 @@ class FileMemoryStore:
         the entry was edited by hand since, or it no longer fits."""
         path = self.path(target, user_key)
         if not history_path(path).exists():
-            raise UndoRefusedError("There is no change left to undo.")
+            raise UndoRefusedError(NOTHING_TO_UNDO)
         limit = self.limit(target)
         with self._writing(path, user_key if target == "user" else None):
             text = self._read_for_write(path)
@@ -214,13 +217,12 @@ class FileMemoryStore:
             change = pick_undo(read_changes(history_path(path)), change_id)
             archive = read_archive(archive_path(path))
             if change.action == "archive" and not any(a.change_id == change.id for a in archive):
-                raise UndoRefusedError(f"Change {change.id} can't be undone: the archive lost it.")
+                raise UndoRefusedError(ARCHIVE_LOST, change_id=change.id)
             try:
                 outcome = apply_operations(entries, [inverse(change, entries)], limit)
             except OverBudgetError as full:  # the budget's text is the model's, not a person's
                 raise UndoRefusedError(
-                    f"Change {change.id} can't be undone: it no longer fits (the memory would "
-                    f"be at {full.chars_after}/{limit} characters); remove an entry first."
+                    NO_LONGER_FITS, change_id=change.id, chars=full.chars_after, limit=limit
                 ) from full
             _remove_stale_temps(path)
             atomic_write_text(path, file_text(outcome.entries))

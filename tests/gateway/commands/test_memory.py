@@ -51,7 +51,7 @@ async def test_entries_are_numbered_with_usage(services: Services, fake: FakeOpe
     reply = await say(serving(services), "/memory", "42")
     chars = len("Ada lives in Leeds") + len("\n§\n") + len("Ada is vegetarian")
     assert f"What I remember about you (2% — {chars}/1,375 chars)" in reply
-    today = datetime.now(UTC).strftime("%-d %b %Y")
+    today = datetime.now(UTC).date().isoformat()
     assert (
         f"1. Ada lives in Leeds (the operator, {today})\n"
         f"2. Ada is vegetarian (the operator, {today})"
@@ -67,7 +67,7 @@ async def test_admins_also_see_shared_memory_numbered_on_its_own(services: Servi
     assert "1. Grace runs the server" in reply
     shared = reply.split("MEMORY.md", 1)[1]
     assert "/2,200 chars" in shared
-    today = datetime.now(UTC).strftime("%-d %b %Y")
+    today = datetime.now(UTC).date().isoformat()
     assert (
         f"1. The office closes at six (the operator, {today})\n"
         f"2. Backups run nightly (the operator, {today})"
@@ -89,7 +89,7 @@ async def test_admins_see_each_shared_entrys_origin_and_date(
 
     shared = (await say(conversations, "/memory", ADMIN)).split("MEMORY.md", 1)[1]
 
-    today = datetime.now(UTC).strftime("%-d %b %Y")
+    today = datetime.now(UTC).date().isoformat()
     assert (
         f"1. The office closes at six (the operator, {today})\n"
         f"2. Backups run nightly (an admin, {today})\n"

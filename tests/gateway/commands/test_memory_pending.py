@@ -91,7 +91,9 @@ async def test_the_notice_goes_only_to_a_known_private_chat(services: Services) 
         return sink
 
     review = PendingReview(PendingChanges(services.memory), PendingChoices())
-    notices = StagedNotices(review, services.sessions, sink_for, lambda: 0.0)
+    notices = StagedNotices(
+        review, services.sessions, sink_for, lambda: 0.0, services.locales.of_person
+    )
     stage(services, ALICE, "Blog: https://a.example")
     staged = PendingChanges(services.memory).list(f"telegram-{ALICE}")
     assert await notices.announce("telegram", f"telegram-{ALICE}", staged) is False
