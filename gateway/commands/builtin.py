@@ -90,9 +90,9 @@ def builtin_commands(
     registry.register(export_command(r.person))
     registry.register(skills_command(r.skills))
     registry.register(status_command(r.memory, r.sessions, r.model_name))
-    registry.register(promote_command(r.skills))
     if r.locales is not None and r.locales.settings is not None:
         registry.register(settings_command(r.locales, choices, r.notifications))
+    registry.register(promote_command(r.skills))
     if access is not None:
         registry.register(allow_command(access))
     return registry

@@ -66,7 +66,7 @@ async def test_builtins_are_registered_in_order(services: Services) -> None:
     names = [c.name for c in builtin_registry(services)]
     assert names == [
         "start", "help", "new", "stop", "recall", "memory", "forget", "export", "skills", "status",
-        "promote",
+        "settings", "promote",
     ]  # fmt: skip
     admin_only = [c.name for c in builtin_registry(services) if c.admin_only]
     assert admin_only == ["promote"]  # hidden from everyone else's /help, refused for them
