@@ -134,6 +134,7 @@ class RecalledSession:
     recap: str | None
     snippets: tuple[RecalledSnippet, ...]
     why: str | None = None  # why there is no recap
+    started_at: float = 0.0  # when it started, for a date in the reader's own zone
 
     def as_dict(self) -> dict[str, Any]:
         item: dict[str, Any] = {
@@ -311,6 +312,7 @@ def _session(
         recap=recap,
         snippets=tuple(s for s in snippets if s.text),
         why=why,
+        started_at=hit.started_at,
     )
 
 

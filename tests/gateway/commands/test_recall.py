@@ -138,7 +138,6 @@ async def test_in_a_group_only_that_groups_conversations(
         ("/recall   ", USAGE),
         ("/recall the and of", "Those are only common words"),
         ("/recall ***", "There is nothing to search for"),
-        ("/recall last week", "What should I look for from"),
     ],
 )
 async def test_bad_input_gets_a_clear_reply_and_no_model_call(
