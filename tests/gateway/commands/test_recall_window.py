@@ -241,3 +241,15 @@ async def test_in_spanish_phrases_and_replies_are_spanish(
     await seed(services, ADA, "la receta de la paella", "2026-11-25T10:00")
     fake.say("LÍNEA")
     assert await ask(services, message(text, language="es")) == expected
+
+
+async def test_the_persons_own_zone_from_settings_decides_their_yesterday(
+    fake: FakeOpenAI, tmp_path: Path, stack: AsyncExitStack
+) -> None:
+    """The bot's zone is UTC; Ada chose Shanghai, Bob did not: at 23:30 UTC on 1 December
+    her yesterday is 1 December, his is 30 November."""
+    services = await open_at(stack, fake, tmp_path, datetime(2026, 12, 1, 23, 30, tzinfo=UTC))
+    await ask(services, message("/settings timezone Asia/Shanghai"))
+    assert await ask(services, message("/recall 昨天")) == "No conversations on 2026-12-01."
+    reply = await ask(services, message("/recall 昨天", user=BOB))
+    assert reply == "No conversations on 2026-11-30."
