@@ -439,14 +439,16 @@ async def test_the_built_in_menu_is_synced_without_the_admins_commands(
         assert {"help", "recall", "memory", "forget", "export"} <= set(synced)
         assert "promote" not in synced  # admin-only, as in Telegram's menu
         recall = next(c for c in dc.app_commands["global"] if c["name"] == "recall")
-        assert recall["options"] == [
-            {
-                "type": 3,
-                "name": "what",
-                "description": "what to look for, optionally with a time",
-                "required": True,
-            }
-        ]
+        [what] = recall["options"]
+        localized = what.pop("description_localizations")
+        assert what == {
+            "type": 3,
+            "name": "what",
+            "description": "what to look for, optionally with a time",
+            "required": True,
+        }
+        assert set(localized) == {"zh-CN", "zh-TW", "es-ES", "es-419"}  # from the catalogs
+        assert set(recall["description_localizations"]) == set(localized)
 
 
 async def test_forget_offers_buttons_only_the_person_can_press(
