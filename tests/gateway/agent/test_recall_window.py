@@ -65,9 +65,7 @@ async def test_each_conversation_gets_its_line_or_its_first_words(store: Session
     good = await talk(store, 1 * DAY, "about the GOOD plan", "ok")
     hangs = await talk(store, 2 * DAY, "the HANG topic\nand more", "ok")
     fails = await talk(store, 3 * DAY, "the FAIL case", "no")
-    recapper = Recapper(
-        {"GOOD": "Planning.\nSecond line.", "HANG": None, "FAIL": ModelError("x")}
-    )
+    recapper = Recapper({"GOOD": "Planning.\nSecond line.", "HANG": None, "FAIL": ModelError("x")})
     listing = await list_window(store, recapper, SCOPE, 0, 10 * DAY, timeout=0.2)
     by_id = {s.session_id: s for s in listing.sessions}
     assert [s.session_id for s in listing.sessions] == [fails, hangs, good]
