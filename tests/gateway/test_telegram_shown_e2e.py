@@ -91,6 +91,6 @@ def test_the_memory_footer_and_an_entry_with_brackets_are_shown_as_written(
     [listing] = fakes.bot_messages(ALICE)[seen:]
     text, _ = shown(listing)
     entry, footer = text.split("\n")[1:]
-    assert re.fullmatch(r"1\. Alice writes List<String> & a<b \(you, \d{1,2} \w{3} \d{4}\)", entry)
+    assert re.fullmatch(r"1\. Alice writes List<String> & a<b \(you, \d{4}-\d\d-\d\d\)", entry)
     assert footer == "Send /forget <number> to remove one, /memory history for the changes."
     assert text.startswith("What I remember about you (")
