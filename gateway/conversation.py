@@ -26,7 +26,7 @@ from typing import TypeVar
 from gateway.access import AccessPolicy
 from gateway.agent.turn import fault_notice
 from gateway.commands import parse_command
-from gateway.commands.router import FAILED_LINE, CommandRouter
+from gateway.commands.router import ERASED_LINE, FAILED_LINE, CommandRouter
 from gateway.errors import ModelError
 from gateway.i18n import N_
 from gateway.jobs import BackgroundWork
@@ -42,7 +42,6 @@ log = logging.getLogger(__name__)
 UNSUPPORTED_LINE = N_("I can only read text for now.")
 EMPTY_LINE = N_("Yes? Ask me something.")
 BUSY_LINE = N_("(I'm busy right now; please try again in a moment)")
-ERASED_LINE = N_("(everything I held about you was just erased, this message with it)")
 T = TypeVar("T")
 
 

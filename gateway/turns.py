@@ -76,7 +76,9 @@ class ToolBox:
     approve_all: bool = False  # memory.write_approval: all: every memory change waits
     staging: TurnStaging | None = None  # keeps what a turn staged for the notice after it
 
-    def for_turn(self, who: MessageIdentity, session: OpenSession) -> list[Tool]:
+    def for_turn(
+        self, who: MessageIdentity, session: OpenSession, locale: PersonLocale | None = None
+    ) -> list[Tool]:
         """The memory and skills tools as `who` may use them, session_search within their
         recall scope (leaving out this session), and the session's providers' tools."""
         approval = None
@@ -95,6 +97,7 @@ class ToolBox:
                 scope=who.scope,
                 current_session_id=session.session_id,
                 timeout=self.recap_timeout,
+                now=locale.now if locale is not None else None,  # "yesterday" is theirs
             ),
             session_id=session.session_id,
             approve_all=self.approve_all,
@@ -220,8 +223,10 @@ class Turns:
             log.info("message %s in session %s was answered already", message.message_id, key)
             return None
         session = await self._sessions.open(who, first.session_id)
-        tools = self._tools.for_turn(who, session)
-        session, history, tools = await self._compress(who, message, session, history, tools)
+        tools = self._tools.for_turn(who, session, locale)
+        session, history, tools = await self._compress(
+            who, message, session, history, tools, locale
+        )
         earlier, _ = history.earlier()
         _trust_person_links(sink, earlier, message.text)
         recalled = await session.manager.prefetch_all(message.text)
@@ -291,6 +296,7 @@ class Turns:
         session: OpenSession,
         history: SentHistory,
         tools: list[Tool],
+        locale: PersonLocale | None = None,
     ) -> tuple[OpenSession, SentHistory, list[Tool]]:
         """Near the context budget, move into a compressed child session with a fresh
         system prompt (see `agent.compression`); long messages are cut in `history`."""
@@ -312,7 +318,11 @@ class Turns:
         if copied:  # the summary and copies of the parent's tail, which its extraction covers
             await self._store.mark_extracted(child_id, copied[-1].id, finished=False)
         cap = self._compressor.budget.message_cap
-        return child, SentHistory.of(child_id, copied, cap), self._tools.for_turn(who, child)
+        return (
+            child,
+            SentHistory.of(child_id, copied, cap),
+            self._tools.for_turn(who, child, locale),
+        )
 
     async def _model_fault(
         self,

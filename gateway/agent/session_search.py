@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -161,6 +161,9 @@ class SessionSearch:
     scope: SearchScope
     current_session_id: int | None
     timeout: float = DEFAULT_RECAP_TIMEOUT
+    now: Callable[[], datetime] | None = None
+    """The time now in the person's zone, where a time phrase in the query is read (None:
+    UTC)."""
 
     async def handle(self, arguments: Mapping[str, Any]) -> str:
         """Run the tool call; bad arguments and an unavailable store are clear tool errors."""
@@ -176,6 +179,7 @@ class SessionSearch:
                 self.scope,
                 exclude_lineage_of=self.current_session_id,
                 timeout=self.timeout,
+                now=self.now() if self.now is not None else None,
             )
         except SessionStoreError as exc:
             log.warning("session_search failed: %s: %s", type(exc).__name__, exc)

@@ -31,10 +31,12 @@ from gateway.messages import (
     ReplySink,
 )
 from gateway.person_locale import PersonLocale, PersonLocales
+from memory_core import PersonErasedError
 
 log = logging.getLogger(__name__)
 
 FAILED_LINE = N_("(something went wrong on my side; please try again)")
+ERASED_LINE = N_("(everything I held about you was just erased, this message with it)")
 
 
 class CommandRouter:
@@ -131,6 +133,9 @@ class CommandRouter:
             await sink.write((await command.on_choice(context, picked)).as_text())
         except ChoiceRefusedError as exc:
             await sink.write(exc.line(locale))
+        except PersonErasedError:  # erased while the press was in flight: nothing was kept
+            log.info("session %s: the person was erased meanwhile", identity.session_key)
+            await sink.write(locale._(ERASED_LINE))
         except Exception:  # the top of a callback: log it, tell the person, keep serving
             log.exception("choice failed in session %s", identity.session_key)
             await sink.write(locale._(FAILED_LINE))

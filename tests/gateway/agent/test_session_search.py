@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -121,3 +122,25 @@ async def test_any_query_text_is_searched_as_plain_text(store: SessionStore, que
         await add_session(store, "1", ['walrus "NEAR" (猫) OR AND NOT'])
     payload = json.loads(await search_tool(store, Recapper()).handle({"query": query}))
     assert payload["success"] is (bool(query.strip())), payload
+
+
+async def test_a_time_phrase_in_the_query_is_read_in_the_persons_zone(
+    store: SessionStore,
+) -> None:
+    """At 01:00 on 2 March in Shanghai (17:00 UTC on 1 March), "yesterday" is 1 March
+    there: the violin lesson of 1 March at 12:00 UTC is in it, while for a tool reading
+    UTC it is today and the lesson of 28 February is yesterday."""
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    lesson = await add_session(store, "1", ["violin lesson"])  # 2026-03-01 12:00 UTC
+    before = await add_session(store, "1", ["violin scales"], start=MARCH_1 - DAY)
+    moment = datetime.fromtimestamp(MARCH_1 + 5 * 3600, ZoneInfo("Asia/Shanghai"))
+    theirs = SessionSearch(store, Recapper(), direct("1"), None, 5.0, now=lambda: moment)
+    found = json.loads(await theirs.handle({"query": "violin yesterday"}))
+    assert [s["session_id"] for s in found["sessions"]] == [lesson], found
+    utc = SessionSearch(
+        store, Recapper(), direct("1"), None, 5.0, now=lambda: moment.astimezone(UTC)
+    )
+    found = json.loads(await utc.handle({"query": "violin yesterday"}))
+    assert [s["session_id"] for s in found["sessions"]] == [before], found

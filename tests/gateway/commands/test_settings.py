@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 
 from gateway.app import Services, open_services
+from gateway.commands import parse_command
 from gateway.commands.choices import PendingChoices
-from gateway.commands.registry import CommandContext
+from gateway.commands.registry import CommandContext, CommandRegistry
+from gateway.commands.router import ERASED_LINE, CommandRouter
 from gateway.commands.settings import settings_command
 from gateway.conversation import Conversations
 from gateway.messages import CHOICE_PREFIX, InboundMessage, MessageIdentity
@@ -204,3 +206,26 @@ async def test_a_person_erased_meanwhile_is_refused_and_nothing_is_kept(
         with pytest.raises(PersonErasedError):  # Conversations answers it in one line
             await command.handler(ctx)
     assert not (services.config.home / "memories" / "users" / key).exists()
+
+
+async def test_a_button_pressed_while_the_person_is_erased_gets_the_erased_line(
+    services: Services,
+) -> None:
+    choices = PendingChoices()
+    registry = CommandRegistry()
+    registry.register(settings_command(services.locales, choices, "on"))
+    router = CommandRouter(registry, choices, lambda platform, user: False)
+    msg = message("/settings", language="zh-hans")
+    who, locale = MessageIdentity.of(msg), services.locales.of_message(msg)
+    call = parse_command(msg.text)
+    assert call is not None
+    offered = ListSink()
+    await router.route(who, msg, call, offered, locale)
+    chinese = next(b for b in offered.buttons if b.label == "简体中文")
+    pressed = ListSink()
+    with working():  # the press began before the erasure below
+        services.memory.fence.erasing(f"telegram-{ADA}")
+        await router.choose(who, msg, chinese.payload, pressed, locale)
+    await pressed.finish()
+    assert pressed.replies == [locale._(ERASED_LINE)] and "删除" in pressed.replies[0]
+    assert not (services.config.home / "memories" / "users" / f"telegram-{ADA}").exists()
