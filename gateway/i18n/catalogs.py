@@ -10,6 +10,7 @@ catalog. `negotiate` maps a platform's language tag ("zh-hans", "es-419",
 
 from __future__ import annotations
 
+import functools
 import gettext
 import io
 import logging
@@ -105,12 +106,21 @@ class Catalogs:
         folder = self._directory / language / "LC_MESSAGES"
         po, mo = folder / f"{DOMAIN}.po", folder / f"{DOMAIN}.mo"
         if mo.exists() and (not po.exists() or mo.stat().st_mtime >= po.stat().st_mtime):
-            with mo.open("rb") as compiled:
-                return gettext.GNUTranslations(compiled)
+            return _translations(mo, mo.stat().st_mtime_ns)
         if not po.exists():
             log.error("no catalog for %s in %s: its lines are in English", language, folder)
             return gettext.NullTranslations()
-        return gettext.GNUTranslations(io.BytesIO(compile_po(po)))
+        return _translations(po, po.stat().st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=16)
+def _translations(path: Path, mtime_ns: int) -> gettext.GNUTranslations:
+    """The catalog at `path` (a `.mo`, or a `.po` compiled in memory), read once per
+    version of the file in a process, however many `Catalogs` ask."""
+    if path.suffix == ".mo":
+        with path.open("rb") as compiled:
+            return gettext.GNUTranslations(compiled)
+    return gettext.GNUTranslations(io.BytesIO(compile_po(path)))
 
 
 def compile_po(po: Path) -> bytes:

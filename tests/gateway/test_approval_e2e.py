@@ -147,9 +147,13 @@ async def tg_text(tg: FakeTelegram, chat: int, contains: str, after: int = 0) ->
     return await found(lambda: next((t for t in tg_texts(tg, chat)[after:] if contains in t), None))
 
 
-async def alice_says_hello(w: World) -> None:
-    """Alice talks to the bot in a private chat first: it can reach her there."""
+async def alice_says_hello(w: World, *review: str) -> None:
+    """Alice talks to the bot in a private chat first: it can reach her there. `review`:
+    what the review after that reply is answered, scripted before she writes (the review
+    may start as soon as the reply is out)."""
     w.model.say("Hello Alice.")
+    for text in review:
+        w.model.say(text)
     w.tg.inject_text(ALICE, ALICE, "hello")
     await tg_text(w.tg, ALICE, "Hello")
 
@@ -186,8 +190,7 @@ async def test_telegram_reject_drops_and_a_group_review_is_announced_only_in_pri
     tmp_path: Path,
 ) -> None:
     async with served(tmp_path, "background") as w:
-        await alice_says_hello(w)
-        w.model.say("Saved nothing.")  # the review after that reply writes nothing
+        await alice_says_hello(w, "Saved nothing.")  # the review after it writes nothing
         await wait_until(lambda: len(w.model.requests) >= 2)
         seen = len(w.tg.chat_messages(ALICE))
         review_writes(w.model, "Sounds good.", "Keeps bees on the roof")
