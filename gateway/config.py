@@ -96,6 +96,7 @@ class LLMConfig(_Section):
     max_concurrency: int = Field(default=4, ge=1)
     max_tool_steps: int = Field(default=20, ge=1)  # model replies with tool calls per turn
     context_chars: int = Field(default=200_000, ge=10_000)  # request budget; compress near it
+    vision: bool = False  # the model reads pictures: a photo reaches it as an image part
     api_key: str | None = Field(default=None, exclude=True)  # from OPENAI_API_KEY only
 
 
@@ -217,6 +218,24 @@ class LoggingConfig(_Section):
     format: Literal["text", "json"] = "text"  # json: one object per line, for log shippers
 
 
+class TranscriptionConfig(_Section):
+    """Voice notes and audio to text: an OpenAI-compatible ``POST /audio/transcriptions``."""
+
+    model: str | None = None  # e.g. whisper-1; None: voice notes get one line naming this key
+    base_url: OptionalHttpUrl = None  # None: llm.base_url (and its OPENAI_API_KEY)
+    timeout: float = Field(default=60.0, gt=0)
+
+
+class MediaConfig(_Section):
+    """What people send from their phones: voice notes, audio, pictures."""
+
+    max_bytes: int = Field(default=20 * 1024 * 1024, ge=1024)  # one file, downloaded
+    max_seconds: float = Field(default=600.0, gt=0)  # a longer voice note or audio is refused
+    max_image_side: int = Field(default=1568, ge=64)  # a picture is scaled down to fit
+    download_timeout: float = Field(default=30.0, gt=0)
+    transcription: TranscriptionConfig = TranscriptionConfig()
+
+
 class LocaleConfig(_Section):
     """The bot's own lines and dates for a person who chose nothing and whose platform gave
     no hint: a shipped language (en, zh, es) and an IANA time zone (or "UTC+8")."""
@@ -263,6 +282,7 @@ class Config(_Section):
     discord: DiscordConfig = DiscordConfig()
     health: HealthConfig = HealthConfig()
     locale: LocaleConfig = LocaleConfig()
+    media: MediaConfig = MediaConfig()
     logging: LoggingConfig = LoggingConfig()
     admins: tuple[str, ...] = ()
     shutdown_grace: float = Field(default=20.0, gt=0)  # seconds in-flight turns get at a stop

@@ -14,6 +14,11 @@ GatewayError
  ├── AdapterFailedError     a chat platform's adapter could not start, or stopped for good
  ├── RecallArgumentError    session_search or /recall was given arguments it cannot use
  ├── ChoiceRefusedError     a picked choice is unknown, used up, expired or someone else's
+ ├── MediaError             a voice note, audio file or picture cannot be read; one line
+ │   ├── MediaTooLargeError     over media.max_bytes (or media.max_seconds)
+ │   ├── MediaDownloadError     the platform could not give the file (gone, refused, timeout)
+ │   ├── TranscriptionError     the transcription endpoint failed or heard nothing
+ │   └── ImageUnreadableError   Pillow cannot open it, or it decodes to too many pixels
  └── AccessListError        the data dir's access list or a pairing code or id was refused
 """
 
@@ -126,3 +131,36 @@ class AccessListError(GatewayError):
     def line(self, locale: _Translates) -> str:
         """The line in `locale`'s language (English when it is not a catalog message)."""
         return locale._(self.message_id, **self.values)
+
+
+class MediaError(GatewayError):
+    """A voice note, audio file or picture cannot be read. It carries the person's line as
+    a catalog message id and its values (``str()`` is the English line, with the detail
+    for the log after it); `line(locale)` is the person's."""
+
+    def __init__(self, message: str, detail: str = "", **values: Any) -> None:
+        english = message.format(**values) if values else message
+        super().__init__(f"{english} ({detail})" if detail else english)
+        self.message_id = message
+        self.values = values
+        self.detail = detail
+
+    def line(self, locale: _Translates) -> str:
+        """The line the person gets, in `locale`'s language."""
+        return locale._(self.message_id, **self.values)
+
+
+class MediaTooLargeError(MediaError):
+    """The file is over ``media.max_bytes``, or a recording over ``media.max_seconds``."""
+
+
+class MediaDownloadError(MediaError):
+    """The platform could not give the file: gone, refused, cut off or timed out."""
+
+
+class TranscriptionError(MediaError):
+    """The transcription endpoint answered with an error, or with no text."""
+
+
+class ImageUnreadableError(MediaError):
+    """Pillow cannot open the picture, or it would decode to more pixels than allowed."""

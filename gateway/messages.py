@@ -14,9 +14,30 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from memory_core import ChatType, SearchScope, make_user_key, recall_scope
+
+MediaKind = Literal["voice", "audio", "image"]
+MEDIA_KINDS: tuple[MediaKind, ...] = ("voice", "audio", "image")
+
+
+@dataclass(frozen=True)
+class MediaRef:
+    """A voice note, an audio file or a picture a message carried, as the platform names it:
+    nothing is downloaded until the application asks the adapter (`Adapter.fetch_media`).
+    Plain values only, so a queued message keeps it (`gateway.session_queue`)."""
+
+    kind: MediaKind
+    ref: str
+    """The platform's handle: Telegram's ``file_id``, a Discord attachment's URL."""
+    mime: str | None = None
+    size: int | None = None
+    """Its size in bytes as the platform reports it (None: not said; the download is
+    capped all the same)."""
+    seconds: float | None = None
+    """A voice note's or an audio file's length as the platform reports it."""
+    name: str | None = None  # the file's name, when it has one
 
 
 @dataclass(frozen=True)
@@ -43,8 +64,12 @@ class InboundMessage:
     """The platform's hint of the person's language (Telegram's ``language_code``, the
     locale of a Discord interaction), as the platform gave it; None when it gave none."""
     unsupported: bool = False
-    """The message carried what the bot cannot read (a sticker, voice, a file without
-    text): the person gets one line, and nothing reaches the model or the store."""
+    """The message carried what the bot cannot read (a sticker, a file that is neither
+    sound nor a picture): the person gets one line, and nothing reaches the model or the
+    store."""
+    media: tuple[MediaRef, ...] = ()
+    """Voice notes, audio and pictures it carried (`text` is then the caption, maybe
+    empty); the application downloads, transcribes or shows them to the model."""
 
     @property
     def user_key(self) -> str:
@@ -225,6 +250,12 @@ class Adapter(Protocol):
 
     async def notify(self, message: InboundMessage, text: str) -> None:
         """Send one line to `message`'s chat, outside any reply (a review's summary)."""
+
+    async def fetch_media(self, media: MediaRef, max_bytes: int) -> bytes:
+        """Download `media` (one of a message this adapter made) into memory, at most
+        `max_bytes`: raises `MediaTooLargeError` past it (also when the platform's size
+        says so, before downloading) and `MediaDownloadError` when the platform cannot give
+        it (gone, refused, timed out). Runs on the event loop without blocking it."""
 
     def reply_sink(self, message: InboundMessage) -> ReplySink:
         """A sink that answers `message` in its chat, as if it had just arrived (used at

@@ -15,7 +15,7 @@ import json
 import logging
 from dataclasses import asdict, dataclass
 
-from gateway.messages import InboundMessage, MessageIdentity
+from gateway.messages import InboundMessage, MediaRef, MessageIdentity
 from memory_core import SessionStore
 
 log = logging.getLogger(__name__)
@@ -31,7 +31,10 @@ def decode(payload: str) -> InboundMessage:
     fields = json.loads(payload)
     if not isinstance(fields, dict):
         raise ValueError("a queued message is not a JSON object")
-    return InboundMessage(**fields)
+    media = fields.pop("media", [])
+    if not isinstance(media, list) or not all(isinstance(m, dict) for m in media):
+        raise ValueError("a queued message's media is not a list of objects")
+    return InboundMessage(**fields, media=tuple(MediaRef(**m) for m in media))
 
 
 @dataclass(frozen=True)

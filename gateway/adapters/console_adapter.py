@@ -29,8 +29,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from gateway.errors import MediaDownloadError
 from gateway.i18n import N_, Catalogs, Translator
-from gateway.messages import CommandSpec, InboundMessage, Inbox, ReplySink
+from gateway.messages import CommandSpec, InboundMessage, Inbox, MediaRef, ReplySink
 
 if TYPE_CHECKING:
     from gateway.adapters.console_terminal import ConsoleTerminal
@@ -40,6 +41,7 @@ log = logging.getLogger(__name__)
 QUIT_WORDS = frozenset({"/quit", "/exit"})
 STOP_TEXT = "/stop"  # what Ctrl-C during a reply sends
 BANNER = N_("Mnemo console. Type a message; /help for commands, /quit to leave.")
+NO_FILE = N_("I could not get that file.")
 
 
 class ConsoleSink:
@@ -116,6 +118,10 @@ class ConsoleAdapter:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+
+    async def fetch_media(self, media: MediaRef, max_bytes: int) -> bytes:
+        """The console makes no message with media: there is nothing to fetch."""
+        raise MediaDownloadError(NO_FILE, f"the console has no file {media.ref!r}")
 
     async def notify(self, message: InboundMessage, text: str) -> None:
         """A line outside any reply (a background review's summary), set apart by blank lines
