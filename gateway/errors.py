@@ -100,54 +100,37 @@ class _Translates(Protocol):
     def _(self, message: str, **values: Any) -> str: ...
 
 
-class ChoiceRefusedError(GatewayError):
-    """A picked choice is forged, replayed, expired, stale or offered to someone else.
+class _PersonLine:
+    """For an error that carries the line a person gets: a catalog message id and its
+    values. ``str()`` is the English line (with a detail for the log, if given),
+    `line(locale)` the person's."""
 
-    It carries its line as a catalog message id and its values: ``str()`` is the English
-    line, `line(locale)` the person's."""
-
-    def __init__(self, message: str, **values: Any) -> None:
-        super().__init__(message.format(**values) if values else message)
+    def __init__(self, message: str, detail: str = "", **values: Any) -> None:
+        english = message.format(**values) if values else message
+        super().__init__(f"{english} ({detail})" if detail else english)  # type: ignore[call-arg]  # the exception class after this mixin in the MRO
         self.message_id = message
         self.values = values
-
-    def line(self, locale: _Translates) -> str:
-        """The refusal in `locale`'s language."""
-        return locale._(self.message_id, **self.values)
-
-
-class AccessListError(GatewayError):
-    """The data directory's access list cannot be read or written, or a pairing code or
-    person given to it is malformed, unknown, used or expired; the message is one line.
-
-    Like `ChoiceRefusedError`, it may carry its line as a catalog message id and values
-    (``str()`` is the English line, `line(locale)` the person's)."""
-
-    def __init__(self, message: str, **values: Any) -> None:
-        super().__init__(message.format(**values) if values else message)
-        self.message_id = message
-        self.values = values
+        self.detail = detail
 
     def line(self, locale: _Translates) -> str:
         """The line in `locale`'s language (English when it is not a catalog message)."""
         return locale._(self.message_id, **self.values)
 
 
-class MediaError(GatewayError):
-    """A voice note, audio file or picture cannot be read. It carries the person's line as
-    a catalog message id and its values (``str()`` is the English line, with the detail
-    for the log after it); `line(locale)` is the person's."""
+class ChoiceRefusedError(_PersonLine, GatewayError):
+    """A picked choice is forged, replayed, expired, stale or offered to someone else;
+    it carries the person's line."""
 
-    def __init__(self, message: str, detail: str = "", **values: Any) -> None:
-        english = message.format(**values) if values else message
-        super().__init__(f"{english} ({detail})" if detail else english)
-        self.message_id = message
-        self.values = values
-        self.detail = detail
 
-    def line(self, locale: _Translates) -> str:
-        """The line the person gets, in `locale`'s language."""
-        return locale._(self.message_id, **self.values)
+class AccessListError(_PersonLine, GatewayError):
+    """The data directory's access list cannot be read or written, or a pairing code or
+    person given to it is malformed, unknown, used or expired; the message is one line,
+    which may be a catalog message (`line(locale)`)."""
+
+
+class MediaError(_PersonLine, GatewayError):
+    """A voice note, audio file or picture cannot be read; it carries the person's line,
+    and for the log a `detail`."""
 
 
 class MediaTooLargeError(MediaError):
