@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
+import io
 import json
 import subprocess
 import sys
@@ -18,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.fakes.base import wait_until
-from tests.fakes.openai import FakeOpenAI, Fault, ToolCall, Turn, load_script
+from tests.fakes.openai import FakeOpenAI, Fault, ToolCall, Turn, image_parts, load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 USER = [{"role": "user", "content": "你好"}]
@@ -371,3 +374,186 @@ async def test_cut_non_streamed_reply_is_a_connection_error(fake: FakeOpenAI) ->
     async with client(fake) as c:
         with pytest.raises(openai.APIConnectionError):
             await c.chat.completions.create(model="m", messages=USER)
+
+
+# -- audio transcriptions ------------------------------------------------------------------
+
+OGG = b"OggS" + bytes(range(256)) * 20  # the bytes are not decoded: any content will do
+
+
+async def transcribe(fake: FakeOpenAI, timeout: float = 5.0, **kwargs: Any) -> Any:
+    kwargs.setdefault("file", ("voice.ogg", OGG, "audio/ogg"))
+    async with client(fake, timeout=timeout) as c:
+        return await c.audio.transcriptions.create(model="whisper-1", **kwargs)
+
+
+async def test_transcription_answers_the_scripted_text_and_records_the_upload(
+    fake: FakeOpenAI,
+) -> None:
+    fake.transcribe("明天早上提醒我买牛奶")
+    result = await transcribe(fake, language="zh", prompt="Mnemo")
+    assert result.text == "明天早上提醒我买牛奶"
+    [seen] = fake.transcriptions
+    assert (seen.model, seen.filename, seen.content_type) == ("whisper-1", "voice.ogg", "audio/ogg")
+    assert (seen.size, seen.sha256) == (len(OGG), hashlib.sha256(OGG).hexdigest())
+    assert (seen.response_format, seen.language, seen.prompt) == ("json", "zh", "Mnemo")
+    assert seen.authorization == "Bearer sk-test"
+    assert fake.requests == []  # chat requests only: a transcription is not one
+
+
+async def test_transcription_response_formats(fake: FakeOpenAI) -> None:
+    fake.transcribe("plain words")
+    fake.transcribe("verbose words", language="chinese", duration=3.5)
+    fake.transcribe("subtitle words", duration=2)
+    text = await transcribe(fake, response_format="text")
+    verbose = await transcribe(fake, response_format="verbose_json")
+    srt = await transcribe(fake, response_format="srt")
+    assert text.strip() == "plain words"
+    assert (verbose.text, verbose.language, verbose.duration) == ("verbose words", "chinese", 3.5)
+    assert verbose.segments[0].text.strip() == "verbose words"
+    assert "00:00:00,000 --> 00:00:02,000\nsubtitle words" in srt
+    assert [t.response_format for t in fake.transcriptions] == ["text", "verbose_json", "srt"]
+
+
+async def test_unscripted_transcription_echoes_the_file_name_or_fails() -> None:
+    async with FakeOpenAI(echo_when_idle=True) as echoing:
+        result = await transcribe(echoing, file=("note.m4a", b"m4a", "audio/mp4"))
+    assert result.text == "fake transcript of note.m4a"
+    async with FakeOpenAI() as silent:
+        with pytest.raises(openai.InternalServerError):
+            await transcribe(silent)
+        assert len(silent.transcriptions) == 1
+
+
+@pytest.mark.parametrize(
+    ("status", "error"),
+    [
+        (400, openai.BadRequestError),
+        (429, openai.RateLimitError),
+        (500, openai.InternalServerError),
+    ],
+)
+async def test_failed_transcription_raises_the_matching_error(
+    fake: FakeOpenAI, status: int, error: type[Exception]
+) -> None:
+    fake.fail_transcription(Fault.http(status, message="audio refused"))
+    fake.transcribe("after the failure")
+    with pytest.raises(error, match="audio refused") as raised:
+        await transcribe(fake)
+    assert raised.value.body["message"] == "audio refused"  # type: ignore[attr-defined]
+    assert (await transcribe(fake)).text == "after the failure"  # the error took one entry
+
+
+async def test_failed_transcription_without_fault_is_an_empty_text(fake: FakeOpenAI) -> None:
+    fake.fail_transcription()
+    assert (await transcribe(fake)).text == ""
+
+
+async def test_fail_next_does_not_touch_transcriptions(fake: FakeOpenAI) -> None:
+    fake.fail_next(Fault.http(500))
+    fake.transcribe("heard")
+    assert (await transcribe(fake)).text == "heard"
+    with pytest.raises(openai.InternalServerError):
+        await client(fake).chat.completions.create(model="gpt-4o-mini", messages=USER)
+
+
+async def test_stalled_transcription_times_out_and_a_cut_one_drops(fake: FakeOpenAI) -> None:
+    fake.fail_transcription(Fault.stall())
+    with pytest.raises(openai.APITimeoutError):
+        await transcribe(fake, timeout=0.3)
+    assert fake.stalled == 1
+    fake.release()
+    fake.fail_transcription(Fault.cut())
+    with pytest.raises(openai.APIConnectionError):
+        await transcribe(fake)
+    await wait_until(lambda: fake.stalled == 0)
+
+
+@pytest.mark.parametrize(
+    ("file", "message"),
+    [
+        (("voice", OGG, "audio/ogg"), "Invalid file format"),  # no extension
+        (("voice.txt", OGG, "text/plain"), "Invalid file format"),
+        (("voice.ogg", b"", "audio/ogg"), "Audio file is too short"),
+    ],
+)
+async def test_transcription_refuses_what_the_api_refuses(
+    fake: FakeOpenAI, file: tuple[str, bytes, str], message: str
+) -> None:
+    fake.transcribe("never served")
+    with pytest.raises(openai.BadRequestError, match=message):
+        await transcribe(fake, file=file)
+    assert len(fake.transcriptions) == 1
+
+
+async def test_transcription_checks_the_api_key_and_the_listed_models() -> None:
+    async with FakeOpenAI(api_key="sk-right") as fake:
+        with pytest.raises(openai.AuthenticationError):
+            await transcribe(fake)
+    async with FakeOpenAI(listed_only=True, echo_when_idle=True) as fake:
+        with pytest.raises(openai.NotFoundError, match="whisper-1"):
+            await transcribe(fake)
+    async with FakeOpenAI(
+        model_ids=("gpt-4o-mini", "whisper-1"), listed_only=True, echo_when_idle=True
+    ) as fake:
+        assert (await transcribe(fake)).text == "fake transcript of voice.ogg"
+
+
+async def test_an_upload_over_the_api_limit_gets_413(fake: FakeOpenAI) -> None:
+    big = b"\0" * (25 * 1024 * 1024 + 1)
+    with pytest.raises(openai.APIStatusError) as raised:
+        await transcribe(fake, file=("big.ogg", big, "audio/ogg"))
+    assert raised.value.status_code == 413
+    assert fake.transcriptions[0].size == len(big)
+
+
+# -- image content parts ---------------------------------------------------------------------
+
+
+def png_data_url(width: int = 4, height: int = 3) -> str:
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.new("RGB", (width, height), "red").save(out, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(out.getvalue()).decode()
+
+
+def with_image(url: str, text: str = "what is in this picture?") -> list[dict[str, Any]]:
+    parts = [{"type": "text", "text": text}, {"type": "image_url", "image_url": {"url": url}}]
+    return [{"role": "system", "content": "be brief"}, {"role": "user", "content": parts}]
+
+
+async def test_image_parts_are_accepted_and_listed() -> None:
+    url = png_data_url()
+    async with FakeOpenAI(echo_when_idle=True) as fake, client(fake) as c:
+        reply = await c.chat.completions.create(model="gpt-4o", messages=with_image(url))
+    assert reply.choices[0].message.content == "echo: what is in this picture?"
+    assert image_parts(fake.requests[0].body) == [url]
+    assert image_parts({"messages": USER}) == []
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("data:image/png;base64,@@@", "Invalid base64"),
+        ("data:image/bmp;base64,Qk0=", "unsupported image"),
+        ("data:image/png;base64," + base64.b64encode(b"not a png").decode(), "unsupported image"),
+        ("file:///etc/passwd", "Invalid image URL"),
+    ],
+)
+async def test_bad_images_are_refused_like_the_api(
+    fake: FakeOpenAI, url: str, message: str
+) -> None:
+    fake.say("never sent")
+    async with client(fake) as c:
+        with pytest.raises(openai.BadRequestError, match=message):
+            await c.chat.completions.create(model="gpt-4o", messages=with_image(url))
+
+
+async def test_an_image_outside_a_user_message_is_refused(fake: FakeOpenAI) -> None:
+    fake.say("never sent")
+    messages = with_image(png_data_url())
+    messages[1]["role"] = "assistant"
+    async with client(fake) as c:
+        with pytest.raises(openai.BadRequestError, match="only allowed for messages with role"):
+            await c.chat.completions.create(model="gpt-4o", messages=messages)
