@@ -1,8 +1,9 @@
 """The composition root: everything long-lived of a bot, built from its configuration.
 
 `open_services` opens the stores and the model clients; `build_conversations`
-wires what serves messages on top of them (the open sessions, the turns, the
-commands with their pending choices and erasures, the access policy);
+wires what serves messages on top of them (the open sessions, the turns with
+their media reader, the commands with their pending choices and erasures, the
+access policy);
 `platform_adapters` builds the adapters of the enabled platforms; `open_bot`
 puts the three together with the background work. Everything is handed down
 through constructors; nothing below reads the configuration or the
@@ -34,16 +35,18 @@ from gateway.commands.memory_pending import PendingReview, StagedNotices
 from gateway.commands.router import CommandRouter
 from gateway.config import Config
 from gateway.conversation import Conversations
-from gateway.errors import ConfigError
-from gateway.i18n import DEFAULT_LANGUAGE, Catalogs
+from gateway.errors import ConfigError, MediaDownloadError
+from gateway.i18n import DEFAULT_LANGUAGE, N_, Catalogs
 from gateway.jobs import BackgroundSettings, BackgroundWork, JobContext
 from gateway.jobs.context import Announcer
-from gateway.messages import Adapter, InboundMessage, Notifier, ReplySink
+from gateway.media import MediaReader
+from gateway.media.reader import Fetch
+from gateway.messages import Adapter, InboundMessage, MediaRef, Notifier, ReplySink
 from gateway.metrics import Metrics
 from gateway.person_locale import PersonLocales, wall_clock
 from gateway.session_cache import ManagerFactory, OpenSessions, PromptMaker
 from gateway.session_queue import SessionQueue
-from gateway.turns import ToolBox, Turns
+from gateway.turns import MediaReading, ToolBox, Turns
 from memory_core import (
     MEMORY_TOOL_SCHEMA,
     SKILL_TOOL_SCHEMAS,
@@ -63,6 +66,7 @@ from memory_core import (
 log = logging.getLogger(__name__)
 
 MAX_PERSONA_BYTES = 16 * 1024
+NO_FILE_LINE = N_("I could not get that file.")  # no adapter of the platform to fetch it
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,8 @@ class Services:
     locales: PersonLocales
     """Each person's language, time zone and notice mode, and the bot's clock."""
     persona: str | None = None  # the operator's persona text (`persona_file`)
+    transcriber: ModelClient | None = None
+    """Voice notes to text (``media.transcription``); None: the model is unset."""
 
 
 @dataclass(frozen=True)
@@ -110,6 +116,7 @@ async def open_bot(
             background=background,
             choices=choices,
             metrics=metrics,
+            media_fetch=adapter_fetch(adapters),
         )
         yield Bot(services, tuple(adapters), background, conversations, metrics)
 
@@ -121,15 +128,22 @@ def build_conversations(
     erasures: PendingErasures | None = None,
     choices: PendingChoices | None = None,
     metrics: Metrics | None = None,
+    media_fetch: Fetch | None = None,
+    media: MediaReading | None = None,
 ) -> Conversations:
     """Everything that serves messages, on top of `services`, in one call.
 
     `background`: reviews and extractions (None: the bot never learns on its own);
     `erasures`: the /forget all requests awaiting confirmation (a clock for tests);
     `choices`: the choices offered and not yet picked (shared with the approval notices);
-    `metrics`: where each turn is counted (None: nowhere).
+    `metrics`: where each turn is counted (None: nowhere); `media_fetch`: how a message's
+    file is downloaded, by platform (None: it cannot be, and the person is told);
+    `media`: what reads voice notes and pictures (None: a `MediaReader` over `services`
+    and `media_fetch`).
     """
     config = services.config
+    if media is None:
+        media = media_reader(services, media_fetch if media_fetch is not None else no_fetch)
     prompts = PromptMaker(
         services.memory, services.skills, config.memory.profile_in_groups, services.persona
     )
@@ -157,6 +171,7 @@ def build_conversations(
         config.llm.max_tool_steps,
         queue,
         on_turn=metrics.record_turn if metrics is not None else None,
+        media=media,
     )
     if choices is None:
         choices = PendingChoices()  # choices offered by commands, until picked
@@ -173,6 +188,37 @@ def build_conversations(
         services.locales,
         background=background,
     )
+
+
+def media_reader(services: Services, fetch: Fetch) -> MediaReader:
+    """The reader of voice notes and pictures: files through `fetch`, sound through the
+    transcription client (when ``media.transcription.model`` is set), descriptions of
+    pictures by the auxiliary model."""
+    config = services.config
+    return MediaReader(
+        config.media,
+        vision=config.llm.vision,
+        fetch=fetch,
+        transcriber=getattr(services, "transcriber", None),  # issue 26 M2: Services.transcriber
+        describer=services.auxiliary,
+    )
+
+
+def adapter_fetch(adapters: Sequence[Adapter]) -> Fetch:
+    """A message's file, downloaded by the adapter of its platform."""
+
+    async def fetch(platform: str, media: MediaRef, max_bytes: int) -> bytes:
+        for adapter in adapters:
+            if adapter.platform == platform:
+                return await adapter.fetch_media(media, max_bytes)
+        return await no_fetch(platform, media, max_bytes)
+
+    return fetch
+
+
+async def no_fetch(platform: str, media: MediaRef, max_bytes: int) -> bytes:
+    """No adapter of `platform` is running: its files cannot be downloaded."""
+    raise MediaDownloadError(NO_FILE_LINE, f"no {platform} adapter to fetch {media.kind}")
 
 
 def command_resources(services: Services, sessions: SessionControl) -> CommandResources:
@@ -325,6 +371,7 @@ async def open_services(config: Config, metrics: Metrics | None = None) -> Async
         user_char_limit=config.memory.user_char_limit,
         fence=fence,
     )
+    transcriber = transcription_client(config, limiter, metrics)
     locales = PersonLocales(
         Catalogs(),
         PersonSettingsStore(memory),
@@ -349,11 +396,33 @@ async def open_services(config: Config, metrics: Metrics | None = None) -> Async
             new_manager=_manager_factory(config, sessions),
             locales=locales,
             persona=persona,
+            transcriber=transcriber,
         )
     finally:
+        if transcriber is not None:
+            await transcriber.close()
         await auxiliary.close()
         await model.close()
         await sessions.close()
+
+
+def transcription_client(
+    config: Config, limiter: ModelCallLimiter, metrics: Metrics | None
+) -> ModelClient | None:
+    """The client of ``media.transcription`` (its base URL or `llm`'s, with OPENAI_API_KEY,
+    and its own timeout), or None when no transcription model is set."""
+    settings = config.media.transcription
+    if settings.model is None:
+        return None
+    return ModelClient(
+        base_url=settings.base_url or config.llm.base_url,
+        api_key=config.llm.api_key,
+        model=settings.model,
+        timeout=settings.timeout,
+        stall_timeout=min(config.llm.stall_timeout, settings.timeout),
+        limiter=limiter,  # a person waits for it: it goes with the replies
+        on_call=metrics.model_call_recorder("transcription") if metrics is not None else None,
+    )
 
 
 def read_persona(path: Path | None) -> str | None:

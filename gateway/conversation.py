@@ -11,8 +11,8 @@ eviction) belong to `gateway.session_cache.OpenSessions`.
 No chat waits on another: the platform is told a message cannot be lost
 (`on_stored`) before its session's lock is waited for. A message that needs
 no keeping (a command, a refusal) is done with at once; a person's message for
-a session that is busy is kept in the session queue (`gateway.session_queue`)
-first, and its turn, in arrival order, stores it in the session.
+a busy session, or with media (read, maybe slowly, before it is stored), is
+kept in the session queue first, and its turn, in order, stores it.
 """
 
 from __future__ import annotations
@@ -155,12 +155,12 @@ class Conversations:
         if self._background is not None:
             self._background.message_arrived(key)
         call = parse_command(message.text)
-        turn = call is None and not message.unsupported and bool(message.text.strip())
+        turn = call is None and _speaks(message)
         queued: int | None = None
         if not turn:
             stored()  # nothing of it is kept (a command never is): nothing to lose
-        elif message.message_id is not None and self.sessions.busy(key):
-            queued = await self._queued(who, message, stored)
+        elif message.message_id is not None and (message.media or self.sessions.busy(key)):
+            queued = await self._queued(who, message, stored)  # media: read before it is stored
         if call is not None and not self._commands.needs_session(call):
             # answered now, even while a reply of this session is being written (/stop)
             route = self._commands.route(who, message, call, sink, locale)
@@ -169,7 +169,7 @@ class Conversations:
             return
         replied: int | None = None  # the session of a completed reply
         async with self.sessions.locked(key):
-            if message.unsupported or not message.text.strip():
+            if not _speaks(message):
                 await sink.write(locale._(UNSUPPORTED_LINE if message.unsupported else EMPTY_LINE))
             elif call is None and self.sessions.erased(who.user_key):
                 await sink.write(locale._(ERASED_LINE))  # sent before their erasure: part of it
@@ -230,6 +230,11 @@ class Conversations:
             self._active -= 1
             if self._active == 0:
                 self._idle.set()
+
+
+def _speaks(message: InboundMessage) -> bool:
+    """A turn's message: text, or voice notes and pictures (read in the turn)."""
+    return bool(message.media) or (not message.unsupported and bool(message.text.strip()))
 
 
 class _Once:

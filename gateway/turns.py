@@ -1,7 +1,9 @@
 """One turn of a session: from the person's message to the stored reply.
 
-`Turns.run` writes the person's message before the model is asked (so nothing
-is lost on an error), continues the session's history exactly as it was sent
+`Turns.run` first reads a message's media (`gateway.media`: a voice note's
+transcript, a picture's description; a `MediaError` is one line to the person
+and nothing is stored), then writes the person's message before the model is
+asked (so nothing is lost on an error), continues the session's history exactly as it was sent
 (so the request prefix stays the same), offers the person's tools, moves into
 a compressed child session near the context budget, adds what the providers
 recall, runs the agent with the reply streaming to the sink, and stores what
@@ -10,7 +12,10 @@ short line, kept on the person's message so that it counts as answered (a
 restart does not answer it again; no request carries the line); a request
 too long for the model ends its session. Lone surrogates in the person's text
 (which UTF-8 cannot hold) become U+FFFD before anything sees it, so what the
-model is sent is what the store keeps. The caller holds the session's lock.
+model is sent is what the store keeps. A picture goes to the model as an image
+part in its own turn only: the message is stored as its text (with the
+picture's "[image: …]" line), and that is what every later turn sends, so the
+history's bytes stay as they were. The caller holds the session's lock.
 
 `Turns.answer` wraps it for the router: a message that waited in the session
 queue leaves it once stored, and `/stop` may cancel the turn, whose shown text
@@ -26,7 +31,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 from gateway.agent.compression import SUMMARY_PREFIX, Compressor, clip_text, fixed_chars
 from gateway.agent.model_client import ModelClient
@@ -38,8 +43,9 @@ from gateway.agent.tools import Tool, TurnStaging, build_tools, provider_tools
 from gateway.agent.transcript import as_stored
 from gateway.agent.turn import MESSAGE_TOO_LONG_NOTE, TOO_LONG_NOTE, Agent, fault_notice
 from gateway.delivery import LinkSink
-from gateway.errors import ModelError, RequestTooLargeError
+from gateway.errors import MediaError, ModelError, RequestTooLargeError
 from gateway.i18n import N_
+from gateway.media import ReadMedia, without_image_lines
 from gateway.messages import InboundMessage, MessageIdentity, ReplySink
 from gateway.person_locale import PersonLocale
 from gateway.session_cache import OpenSession, OpenSessions
@@ -59,8 +65,16 @@ log = logging.getLogger(__name__)
 # After what was shown of a reply the person stopped: shown in their language, stored in
 # English (the model reads it in the next turns; see `agent.turn`).
 STOPPED_NOTE = N_("(stopped)")
+# A message with media when no reader was given (the router's line for what it cannot read).
+NO_MEDIA_LINE = N_("I can only read text for now.")
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class MediaReading(Protocol):
+    """What reads a message's media for its turn (`gateway.media.MediaReader`)."""
+
+    async def read(self, message: InboundMessage) -> ReadMedia: ...
 
 
 @dataclass(frozen=True)
@@ -118,11 +132,15 @@ class Turns:
         max_tool_steps: int,
         queue: SessionQueue,
         on_turn: Callable[[str, str, float], None] | None = None,
+        *,
+        media: MediaReading | None = None,
     ) -> None:
         """`queue`: where messages wait for a busy session; a queued one leaves it once its
         turn stored it. `on_turn` is told of each turn that ended: its platform, outcome
-        ("replied", "no_reply", "stopped") and seconds."""
+        ("replied", "no_reply", "stopped") and seconds. `media` reads a message's voice
+        notes and pictures (None: such a message gets one line, nothing is stored)."""
         self._on_turn = on_turn
+        self._media = media
         self._model = model
         self._store = store
         self._sessions = sessions
@@ -201,7 +219,17 @@ class Turns:
         """One turn; returns the session's id when the reply completed (None on a fault,
         or when the message was answered before: a platform delivered it again).
         `stored` is called once the person's message is in state.db; `locale`: the
-        sender's, for the notes the person is shown (None: English)."""
+        sender's, for the notes the person is shown (None: English). A message with media
+        is read first (`MediaReading`): it is stored as the text read, and its pictures go
+        to the model in this turn only; a `MediaError` is its one line, `stored` is
+        called (nothing of it needs keeping) and None returned."""
+        images: tuple[str, ...] = ()
+        if message.media:
+            read = await self._read_media(message, sink, locale)
+            if read is None:
+                stored()  # the person has their line: the platform need not send it again
+                return None
+            message, images = replace(message, text=read.text), read.images
         message = _encodable(message)
         key = who.session_key
         origin = self._origin(who)
@@ -238,6 +266,7 @@ class Turns:
             clip_text(message.text, self._compressor.budget.message_cap),  # stored whole
             recalled,
             sink.write,
+            images=images,  # this turn only: the history keeps the text
         )
         steps = [  # the user's message (index 0) is stored already
             as_stored(m, f"{turn_id}:{i}") for i, m in enumerate(result.messages[1:], start=1)
@@ -258,6 +287,21 @@ class Turns:
         session.manager.sync_all(message.text, result.reply)
         session.manager.queue_prefetch_all(message.text)
         return session.session_id
+
+    async def _read_media(
+        self, message: InboundMessage, sink: ReplySink, locale: PersonLocale | None
+    ) -> ReadMedia | None:
+        """What `message`'s media says (None: it could not be read, and the person was told
+        why in one line)."""
+        try:
+            if self._media is None:
+                raise MediaError(NO_MEDIA_LINE, "no media reader")
+            return await self._media.read(message)
+        except MediaError as exc:
+            log.info("media of a message could not be read: %s: %s", type(exc).__name__, exc)
+            english = exc.message_id.format(**exc.values) if exc.values else exc.message_id
+            await sink.write(english if locale is None else exc.line(locale))
+            return None
 
     async def _sent_history(
         self,
@@ -405,13 +449,13 @@ def _trust_person_links(sink: ReplySink, earlier: list[dict[str, Any]], text: st
     if not isinstance(sink, LinkSink):
         return
     said = [
-        item["content"]
+        without_image_lines(item["content"])  # a description is the auxiliary model's
         for item in earlier
         if item.get("role") == "user"
         and isinstance(item.get("content"), str)
         and not item["content"].startswith(SUMMARY_PREFIX)
     ]
-    sink.trust_links([*said, text])
+    sink.trust_links([*said, without_image_lines(text)])
 
 
 class _Shown:

@@ -2,7 +2,9 @@
 
 The turn knows no platform. It takes the frozen system prompt, the history of
 the session, the user's text and the recalled context (appended to the user
-message for this request only), streams the model's reply through the
+message for this request only) and the pictures of the user's message (sent
+as ``image_url`` content parts beside its text, in this turn's requests only;
+the stored message is its text), streams the model's reply through the
 `<memory-context>` scrubber to a text sink, runs the tools the model asks for,
 and returns a `TurnResult`: every message of the turn, in order, for the
 caller to store. A model failure part-way ends the turn early with the
@@ -79,6 +81,16 @@ def fault_notice(error: ModelError) -> str:
     return NOT_ANSWERING_NOTE
 
 
+def user_content(text: str, images: Sequence[str] = ()) -> str | list[dict[str, Any]]:
+    """A user message's request content: its text, or with pictures the content parts (the
+    text first, then each picture as an ``image_url`` part, the model choosing the detail)."""
+    if not images:
+        return text
+    parts: list[dict[str, Any]] = [{"type": "text", "text": text}]
+    parts += [{"type": "image_url", "image_url": {"url": url, "detail": "auto"}} for url in images]
+    return parts
+
+
 @dataclass(frozen=True)
 class TurnMessage:
     """One message of a turn, as stored: the user's, the model's, or a tool result."""
@@ -142,10 +154,14 @@ class Agent:
         user_text: str,
         recalled: str,
         on_text: TextSink,
+        *,
+        images: Sequence[str] = (),
     ) -> TurnResult:
-        """Run one turn; `history` holds earlier messages of the session (no system one)."""
+        """Run one turn; `history` holds earlier messages of the session (no system one);
+        `images`: ``data:`` URLs of the pictures the user's message carried."""
         done = [TurnMessage("user", user_text)]
-        request_user = {"role": "user", "content": append_memory_context(user_text, recalled)}
+        text = append_memory_context(user_text, recalled)
+        request_user = {"role": "user", "content": user_content(text, images)}
         sent: list[dict[str, Any]] = [
             {"role": "system", "content": system_prompt},
             *(m if isinstance(m, EncodedMessage) else dict(m) for m in history),  # never change

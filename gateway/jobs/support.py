@@ -3,11 +3,13 @@
 A background job may write about a person only what that person said in the
 stretch it learned from. `check` compares an entry's distinctive words with
 the person's own words (`OwnWords`: their messages, without the lines they
-quoted): an entry is supported when every number in it, at least one of its
-distinctive words, and at least half of them appear there. Half, not all,
-because an entry is a summary ("Prefers dark mode" from "I like dark mode");
-numbers, all of them, because a number is usually the fact itself (a year, a
-dose, an amount) and an invented one is the harm.
+quoted and without a picture's description, which the auxiliary model wrote;
+a voice note's transcript counts, without its marker): an entry is supported
+when every number in it, at least one of its distinctive words, and at least
+half of them appear there. Half, not all, because an entry is a summary
+("Prefers dark mode" from "I like dark mode"); numbers, all of them, because
+a number is usually the fact itself (a year, a dose, an amount) and an
+invented one is the harm.
 
 Distinctive words: words of three or more letters that are not stopwords of
 the languages served (English, French, German, Spanish, Italian, Portuguese,
@@ -31,6 +33,7 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from gateway.media.markers import VOICE_PREFIX, without_image_lines
 from memory_core import STOPWORDS
 
 MIN_WORD_CHARS = 3
@@ -103,11 +106,12 @@ class OwnWords:
     """What a person said in one stretch, as the words `check` looks entries up in."""
 
     def __init__(self, texts: Iterable[str]) -> None:
-        """`texts`: the person's own messages (not forwarded; quoted lines are left out
-        here)."""
+        """`texts`: the person's own messages (not forwarded; quoted lines, a picture's
+        description and a transcript's marker are left out here)."""
         self._words: set[str] = set()
         for text in texts:
-            self._words.update(_tokens(without_quotes(text), entry=False))
+            said = without_voice_marks(without_image_lines(without_quotes(text)))
+            self._words.update(_tokens(said, entry=False))
         self._sorted = sorted(w for w in self._words if not _is_number(w))
 
     def __contains__(self, word: str) -> bool:
@@ -150,6 +154,12 @@ def without_quotes(text: str) -> str:
         if not _QUOTED.match(line):
             kept.append(line)
     return "\n".join(kept)
+
+
+def without_voice_marks(text: str) -> str:
+    """`text` without the marker that starts a transcript's line ("[voice note] "): what
+    follows it is what the person said."""
+    return "\n".join(line.removeprefix(VOICE_PREFIX) for line in text.split("\n"))
 
 
 def _tokens(text: str, *, entry: bool) -> list[str]:
