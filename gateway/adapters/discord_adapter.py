@@ -5,9 +5,12 @@ the bot (a user mention, not @everyone or a role) or reply to one of its
 messages, become `InboundMessage`s for the inbox; so does every message in a
 thread the bot takes part in (one it opened, joined, or was addressed in). A
 thread is its own session: ``thread_id`` is the thread, ``chat_id`` its parent
-channel. The bot's mention is cut from the text. A mention with no text, and
-attachments without text (marked `unsupported`), get one line from the inbox
-after its access check; neither reaches the model or the store. Messages of
+channel. The bot's mention is cut from the text. Voice messages, audio and
+image attachments carry `MediaRef`s (`discord_media.media_of`; the text is the
+caption), downloaded only when the application asks (`fetch_media`). A mention
+with no text, and other attachments without text (marked `unsupported`), get
+one line from the inbox after its access check; neither reaches the model or
+the store. Messages of
 bots (itself included), webhooks and system messages are ignored, and so is
 every message from a server outside ``discord.allowed_guilds`` when that list
 is set. Who may talk to the bot is
@@ -57,11 +60,13 @@ from gateway.adapters.discord_endpoints import (
     restore_discord_endpoints,
     use_discord_endpoints,
 )
+from gateway.adapters.discord_media import DiscordFiles, media_of
+from gateway.adapters.media_download import DOWNLOAD_TIMEOUT
 from gateway.config import DiscordConfig
 from gateway.delivery import ChannelLimits, StreamedReply, Throttles, images_as_links
 from gateway.errors import AdapterFailedError, DeliveryError, RateLimitedError
 from gateway.i18n import DEFAULT_LANGUAGE, Catalogs
-from gateway.messages import Choice, CommandSpec, InboundMessage, Inbox, ReplySink
+from gateway.messages import Choice, CommandSpec, InboundMessage, Inbox, MediaRef, ReplySink
 
 log = logging.getLogger(__name__)
 
@@ -232,12 +237,16 @@ class DiscordAdapter:
         ready_timeout: float = READY_TIMEOUT,
         commands_factory: CommandsFactory | None = _slash_commands,
         language: str = DEFAULT_LANGUAGE,
+        download_timeout: float = DOWNLOAD_TIMEOUT,
     ) -> None:
         """`guild_ready_timeout`: discord.py's wait for server data before READY (tests
         shorten it); `commands_factory` builds the slash commands from the menu given
         at start (None: none); `language`: the bot's default (``locale.language``), for
-        the adapter's own lines to a person whose Discord is in no shipped language."""
+        the adapter's own lines to a person whose Discord is in no shipped language;
+        `download_timeout`: seconds one attachment's download may take
+        (``media.download_timeout``)."""
         self._config = config
+        self._files = DiscordFiles(download_timeout)
         self._lines = hinted_lines(Catalogs(), language)
         self._guild_ready_timeout, self._ready_timeout = guild_ready_timeout, ready_timeout
         self._commands_factory = commands_factory
@@ -300,6 +309,7 @@ class DiscordAdapter:
             for task in pending:
                 task.cancel()
         await self._disconnect()
+        await self._files.close()
         log.info("discord: closed")
 
     async def notify(self, message: InboundMessage, text: str) -> None:
@@ -308,6 +318,10 @@ class DiscordAdapter:
             await self._channel(message).send(text)
         except (DeliveryError, RateLimitedError) as error:
             log.warning("discord: a notification was not delivered: %s", error)
+
+    async def fetch_media(self, media: MediaRef, max_bytes: int) -> bytes:
+        """Download an attachment into memory (`DiscordFiles.fetch`)."""
+        return await self._files.fetch(media, max_bytes)
 
     def reply_sink(self, message: InboundMessage) -> ReplySink:
         return self._sink(message)
@@ -400,7 +414,10 @@ class DiscordAdapter:
         if forwarded is not None:  # the snapshot's text is someone else's words
             inbound = replace(inbound, text=forwarded, own_words=False)
             text = forwarded
-        if not text:
+        media = media_of(message)  # named only: the application downloads them later
+        if media:
+            inbound = replace(inbound, media=media)
+        elif not text:
             if message.attachments or message.stickers:
                 inbound = replace(inbound, unsupported=True)
             elif not addressed:

@@ -6,9 +6,12 @@ everything with ``group_trigger: all``), become `InboundMessage`s for the
 inbox; replies go back through `gateway.delivery` over a `TelegramChannel`, with
 link previews off (``link_preview_options``) unless every link in the text is
 one the person sent in the session (`gateway.delivery.links`).
-Other content (stickers, voice, photos without a caption, files) goes to the
-inbox marked `unsupported` (it answers with one line after its access check,
-and nothing reaches the model or the store). Edited messages, channel posts and
+Voice notes, audio, video notes, photos and image or audio documents carry
+`MediaRef`s (`telegram_media.media_of`; the caption is the text, addressed in
+groups like a text), downloaded only when the application asks (`fetch_media`).
+Other content (stickers, videos, other files) goes to the inbox marked
+`unsupported` (it answers with one line after its access check, and nothing
+reaches the model or the store). Edited messages, channel posts and
 messages of bots are ignored. ``/cmd@otherbot`` in a group is dropped here.
 
 Long polling is done by hand, not by PTB's Updater (which confirms a batch as
@@ -56,12 +59,14 @@ from telegram import (
 from telegram.error import BadRequest, ChatMigrated, InvalidToken, RetryAfter, TelegramError
 from telegram.ext import AIORateLimiter, Application, ExtBot
 
+from gateway.adapters.media_download import DOWNLOAD_TIMEOUT, not_fetched
 from gateway.adapters.telegram_format import MAX_UNITS, render, utf16_units
+from gateway.adapters.telegram_media import TelegramFiles, media_of
 from gateway.adapters.telegram_polling import ALLOWED_UPDATES, LongPoll, UpdatesRequest
 from gateway.config import TelegramConfig
 from gateway.delivery import ChannelLimits, StreamedReply, Throttles, images_as_links
 from gateway.errors import AdapterFailedError, DeliveryError, RateLimitedError
-from gateway.messages import Choice, CommandSpec, InboundMessage, Inbox, ReplySink
+from gateway.messages import Choice, CommandSpec, InboundMessage, Inbox, MediaRef, ReplySink
 
 log = logging.getLogger(__name__)
 
@@ -191,8 +196,12 @@ class TelegramAdapter:
         clock: Callable[[], float] = time.monotonic,
         backoff: tuple[float, float] = (0.5, 30.0),
         overall_max_rate: float = 30.0,
+        download_timeout: float = DOWNLOAD_TIMEOUT,
     ) -> None:
+        """`download_timeout`: seconds one file's download may take
+        (``media.download_timeout``)."""
         self._config, self._poll_timeout, self._clock = config, poll_timeout, clock
+        self._files = TelegramFiles(download_timeout)
         self._backoff, self._overall_max_rate = backoff, overall_max_rate
         self.done = asyncio.Event()
         self.ready = asyncio.Event()  # Telegram answered getMe and the set-up calls
@@ -280,6 +289,7 @@ class TelegramAdapter:
             for task in pending:
                 task.cancel()
         app, self._app = self._app, None
+        await self._files.close()
         if app is None:
             return
         if self._poll is not None and self._poll.offset:
@@ -294,6 +304,12 @@ class TelegramAdapter:
             await self._channel(message).send(text)
         except (DeliveryError, RateLimitedError) as error:
             log.warning("telegram: a notification was not delivered: %s", error)
+
+    async def fetch_media(self, media: MediaRef, max_bytes: int) -> bytes:
+        """Download a voice note's or picture's file into memory (`TelegramFiles.fetch`)."""
+        if self._app is None:
+            raise not_fetched("the Telegram adapter is not connected")
+        return await self._files.fetch(self._app.bot, media, max_bytes)
 
     def reply_sink(self, message: InboundMessage) -> ReplySink:
         return self._sink(message)
@@ -370,7 +386,11 @@ class TelegramAdapter:
         if not _addressed(message, me, self._config.group_trigger):
             return
         text = message.text if message.text is not None else message.caption
-        if text is None:
+        media = media_of(message)  # named only: the application downloads them later
+        if media:
+            caption = _without_mention(message, me, bare=True) if text is not None else ""
+            inbound = replace(self._inbound(message, sender, caption), media=media)
+        elif text is None:
             if message.effective_attachment is None:
                 return
             inbound = replace(self._inbound(message, sender, ""), unsupported=True)
@@ -487,10 +507,11 @@ def _entities(message: Message) -> dict[MessageEntity, str]:
     return message.parse_caption_entities()
 
 
-def _without_mention(message: Message, me: User) -> str:
+def _without_mention(message: Message, me: User, bare: bool = False) -> str:
     """The text or caption with the bot's @mentions cut out and each quoted block (a
     blockquote entity) written as "> " lines, the way Markdown and Discord quote, so the
-    quote is not taken for the person's own words (offsets are UTF-16)."""
+    quote is not taken for the person's own words (offsets are UTF-16). A text that is
+    nothing but the mention stays as it is, unless `bare` (a caption: then "")."""
     text = message.text if message.text is not None else message.caption or ""
     name = f"@{me.username}".lower()
     entities = _entities(message)
@@ -515,7 +536,7 @@ def _without_mention(message: Message, me: User) -> str:
             )
         units = units[: start * 2] + part + units[end * 2 :]
     stripped = re.sub(" {2,}", " ", units.decode("utf-16-le", "surrogatepass")).strip()
-    return stripped or text
+    return stripped if stripped or bare else text
 
 
 def _previews(previews: bool) -> dict[str, Any]:

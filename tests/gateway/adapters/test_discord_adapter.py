@@ -202,15 +202,16 @@ async def test_attachments_alone_and_a_bare_mention_reach_the_inbox_without_text
     dc: FakeDiscord,
 ) -> None:
     """The inbox answers both with one line after its access check (see
-    tests/gateway/test_inbox.py); here: attachments are marked unsupported."""
+    tests/gateway/test_inbox.py); here: attachments that are neither sound nor picture are
+    marked unsupported."""
     inbox = Inbox(lambda m: "cannot read" if m.unsupported else f"echo: {m.text or '?'}")
     async with running(dc, inbox):
-        await dc.inject_message("", ALICE, guild=False, attachments=("cat.png",))
+        await dc.inject_message("", ALICE, guild=False, attachments=("notes.zip",))
         dm = dc.dm_channel_id(ALICE)
         assert await _texts(dc, dm) == ["cannot read"]
         await dc.inject_message("", BOB, mentions_bot=True)
         assert await _texts(dc, CHANNEL) == ["echo: ?"]
-        await dc.inject_message("what is this?", ALICE, guild=False, attachments=("x.png",))
+        await dc.inject_message("what is this?", ALICE, guild=False, attachments=("x.zip",))
         assert await _texts(dc, dm, 2) == ["cannot read", "echo: what is this?"]
     assert [(m.text, m.unsupported) for m in inbox.messages] == [
         ("", True),

@@ -108,15 +108,16 @@ async def test_a_caption_is_read_as_the_text(tg: FakeTelegram) -> None:
     assert [m.text for m in inbox.messages] == ["what is this?"]
 
 
-async def test_sticker_and_bare_photo_reach_the_inbox_marked_unsupported(
+async def test_sticker_and_zip_document_reach_the_inbox_marked_unsupported(
     tg: FakeTelegram,
 ) -> None:
     """The inbox answers them with one line after its access check (see
-    tests/gateway/test_inbox.py); here: they are marked, with no text."""
+    tests/gateway/test_inbox.py); here: they are marked, with no text and no media."""
     inbox = Inbox(lambda m: "cannot read that" if m.unsupported else f"echo: {m.text}")
     async with running(tg, inbox):
         sticker = tg.inject_sticker(42, 42)
-        tg.inject_photo(42, 42)
+        zipped = {"file_id": "z1", "file_unique_id": "uz1", "mime_type": "application/zip"}
+        tg.inject_message(42, 42, document=zipped | {"file_name": "notes.zip", "file_size": 9})
         assert await _texts(tg, 42, 2) == ["cannot read that", "cannot read that"]
         tg.inject_text(42, 42, "and text")
         await _seen(inbox, tg, 3)
@@ -125,6 +126,7 @@ async def test_sticker_and_bare_photo_reach_the_inbox_marked_unsupported(
         ("", True),
         ("and text", False),
     ]
+    assert all(m.media == () for m in inbox.messages)
     assert tg.chat_messages(42)[0].reply_to == sticker["message"]["message_id"]
 
 
