@@ -22,6 +22,15 @@ chat fails with ``migrate_to_chat_id`` (PTB's ChatMigrated). Entities sent with 
 are checked against its UTF-16 length (400 "can't parse entities" when out of range)
 and kept on the message.
 
+Media: `inject_voice`, `inject_audio`, `inject_video_note`, `inject_photo` (several
+sizes, as Telegram sends them) and `inject_document` send what the Bot API sends, each
+file's bytes downloadable through ``getFile`` and the file URL (``<base_file_url><token>
+/<file_path>``, paths such as ``voice/file_3.oga`` as Telegram names them). A message
+can misreport its ``file_size`` (larger than the bytes, or none; ``getFile`` then says
+the same); ``getFile`` answers "Bad Request: file is too big" over 20 MB as the Bot API
+does; a file id in `broken_files` gets a 404 on download, one in `slow_files` is held
+that many seconds or until `release_files()`. `downloads` lists the file ids fetched.
+
 Run standalone with ``python -m tests.fakes.telegram --port N``: it then accepts any
 token, and a small HTTP control API lets a test process (or a person with curl) drive
 it:
@@ -43,19 +52,23 @@ it:
 from __future__ import annotations
 
 import asyncio
+import io
 import itertools
 import json
 import time
 from collections import defaultdict, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from aiohttp import web
 
 from tests.fakes.base import FakeServer, json_response, run_standalone
 
 MAX_TEXT_UTF16 = 4096
+MAX_DOWNLOAD_BYTES = 20 * 1024 * 1024  # what getFile serves to bots (Bot API limit)
+PHOTO_SIDES = (90, 320, 800, 1280)  # the longest sides of the sizes Telegram makes
+Size = int | Literal["actual"] | None  # a message's file_size: the bytes' length, a lie, none
 MAX_POLL_SECONDS = 50.0
 ASCII_WHITESPACE = " \t\n\r\f\v"
 ERROR_DESCRIPTIONS = {
@@ -125,6 +138,13 @@ class FakeTelegram(FakeServer):
         self.languages: dict[int, str] = {}  # user id -> their app's language_code
         self.callback_answers: dict[str, dict[str, Any]] = {}
         self.files: dict[str, bytes] = {}
+        self.file_paths: dict[str, str] = {}  # file id -> file_path (default files/<id>)
+        self.reported_sizes: dict[str, int | None] = {}  # file id -> a misreported file_size
+        self.broken_files: set[str] = set()  # their download answers 404
+        self.slow_files: dict[str, float] = {}  # their download is held this many seconds
+        self.downloads: list[str] = []  # file ids requested from the file URL, in order
+        self.held_downloads = 0
+        self._files_released = asyncio.Event()
         self.held_polls = 0  # getUpdates requests being held right now
         self._callback_ids: set[str] = set()
         self._pending: list[dict[str, Any]] = []
@@ -215,10 +235,15 @@ class FakeTelegram(FakeServer):
         return value
 
     async def stop(self) -> None:
-        """Release held long polls first, so shutdown does not wait for their timeout."""
+        """Release held long polls and downloads first, so shutdown does not wait for them."""
         self._closing = True
+        self._files_released.set()
         self._notify()
         await super().stop()
+
+    def release_files(self) -> None:
+        """Let every download held by `slow_files` finish now (and later ones at once)."""
+        self._files_released.set()
 
     # ----- scripting --------------------------------------------------------------------
 
@@ -295,14 +320,120 @@ class FakeTelegram(FakeServer):
         return self.inject_message(chat_id, user_id, sticker=sticker)
 
     def inject_photo(
-        self, chat_id: int, user_id: int, content: bytes = b"\x89PNG", caption: str | None = None
+        self,
+        chat_id: int,
+        user_id: int,
+        content: bytes = b"\x89PNG",
+        caption: str | None = None,
+        sizes: list[tuple[int, int, bytes]] | None = None,
+        **fields: Any,
     ) -> dict[str, Any]:
-        """A photo whose bytes are downloadable through ``getFile``."""
+        """A photo as Telegram sends it: a list of sizes, smallest first, each its own file.
+
+        `sizes` gives them as (width, height, bytes); else they are made from `content`
+        (with Pillow: scaled to the longest sides 90, 320, 800, 1280 below its own, then
+        the original; content Pillow cannot read: one 90x90 size of those bytes)."""
+        made = sizes if sizes is not None else _photo_sizes(content)
+        photo = [
+            {"width": w, "height": h, **self._add_file(data, "photos", "jpg")}
+            for w, h, data in made
+        ]
+        return self._inject_media(chat_id, user_id, caption, fields, photo=photo)
+
+    def inject_voice(
+        self,
+        chat_id: int,
+        user_id: int,
+        content: bytes,
+        duration: int = 3,
+        mime: str = "audio/ogg",
+        caption: str | None = None,
+        file_size: Size = "actual",
+        **fields: Any,
+    ) -> dict[str, Any]:
+        """A voice note (``voice``); `file_size` None leaves it out, an int misreports it."""
+        voice = self._add_file(content, "voice", "oga", file_size)
+        voice |= {"duration": duration, "mime_type": mime}
+        return self._inject_media(chat_id, user_id, caption, fields, voice=voice)
+
+    def inject_audio(
+        self,
+        chat_id: int,
+        user_id: int,
+        content: bytes,
+        duration: int = 30,
+        mime: str = "audio/mpeg",
+        title: str | None = None,
+        performer: str | None = None,
+        file_name: str | None = "audio.mp3",
+        caption: str | None = None,
+        file_size: Size = "actual",
+        **fields: Any,
+    ) -> dict[str, Any]:
+        """An audio file (``audio``, a music file or a forwarded recording)."""
+        extension = (file_name or "").rpartition(".")[2] or "mp3"
+        audio = self._add_file(content, "music", extension, file_size)
+        audio |= {"duration": duration, "mime_type": mime}
+        optional = {"title": title, "performer": performer, "file_name": file_name}
+        audio |= {k: v for k, v in optional.items() if v is not None}
+        return self._inject_media(chat_id, user_id, caption, fields, audio=audio)
+
+    def inject_video_note(
+        self,
+        chat_id: int,
+        user_id: int,
+        content: bytes,
+        duration: int = 5,
+        length: int = 240,
+        file_size: Size = "actual",
+        **fields: Any,
+    ) -> dict[str, Any]:
+        """A round video message (``video_note``: no mime type and, as on Telegram, no
+        caption)."""
+        note = self._add_file(content, "video_notes", "mp4", file_size)
+        note |= {"duration": duration, "length": length}
+        return self._inject_media(chat_id, user_id, None, fields, video_note=note)
+
+    def inject_document(
+        self,
+        chat_id: int,
+        user_id: int,
+        content: bytes,
+        mime: str,
+        file_name: str,
+        caption: str | None = None,
+        file_size: Size = "actual",
+        **fields: Any,
+    ) -> dict[str, Any]:
+        """A file sent as a document (an image sent uncompressed arrives this way)."""
+        extension = file_name.rpartition(".")[2] if "." in file_name else "bin"
+        document = self._add_file(content, "documents", extension, file_size)
+        document |= {"file_name": file_name, "mime_type": mime}
+        return self._inject_media(chat_id, user_id, caption, fields, document=document)
+
+    def _add_file(
+        self, content: bytes, folder: str, extension: str, file_size: Size = "actual"
+    ) -> dict[str, Any]:
+        """Keep `content` downloadable under a new file id; the message's file fields."""
         ids = self._file_ids()
-        self.files[ids["file_id"]] = content
-        photo = [{"width": 90, "height": 90, "file_size": len(content), **ids}]
+        file_id = ids["file_id"]
+        self.files[file_id] = content
+        self.file_paths[file_id] = f"{folder}/{file_id.replace('file', 'file_')}.{extension}"
+        if file_size == "actual":
+            return ids | {"file_size": len(content)}
+        self.reported_sizes[file_id] = file_size
+        return ids if file_size is None else ids | {"file_size": file_size}
+
+    def _inject_media(
+        self,
+        chat_id: int,
+        user_id: int,
+        caption: str | None,
+        fields: dict[str, Any],
+        **media: Any,
+    ) -> dict[str, Any]:
         extra = {"caption": caption} if caption is not None else {}
-        return self.inject_message(chat_id, user_id, photo=photo, **extra)
+        return self.inject_message(chat_id, user_id, **media, **extra, **fields)
 
     def inject_edited_text(
         self, chat_id: int, user_id: int, message_id: int, text: str
@@ -356,12 +487,27 @@ class FakeTelegram(FakeServer):
         return json_response(body, status)
 
     async def _handle_file(self, request: web.Request) -> web.Response:
-        file_id = request.match_info["path"].removeprefix("files/")
-        if file_id not in self.files or (
-            self.token is not None and request.match_info["token"] != self.token
+        path = request.match_info["path"]
+        by_path = {p: f for f, p in self.file_paths.items()}
+        file_id = by_path.get(path, path.removeprefix("files/"))
+        self.downloads.append(file_id)
+        self._notify()
+        if file_id in self.slow_files:
+            self.held_downloads += 1
+            self._notify()
+            try:
+                await asyncio.wait_for(self._files_released.wait(), self.slow_files[file_id])
+            except TimeoutError:
+                pass
+            finally:
+                self.held_downloads -= 1
+        if (
+            file_id not in self.files
+            or file_id in self.broken_files
+            or (self.token is not None and request.match_info["token"] != self.token)
         ):
             return web.Response(status=404, text="Not Found")
-        return web.Response(body=self.files[file_id])
+        return web.Response(body=self.files[file_id], content_type="application/octet-stream")
 
     async def _handle_control_text(self, request: web.Request) -> web.Response:
         try:
@@ -556,8 +702,12 @@ class FakeTelegram(FakeServer):
         file_id = str(params.get("file_id", ""))
         if file_id not in self.files:
             raise BotApiError(400, "Bad Request: invalid file_id")
-        info = {"file_id": file_id, "file_unique_id": f"u{file_id}"}
-        return info | {"file_size": len(self.files[file_id]), "file_path": f"files/{file_id}"}
+        size = self.reported_sizes.get(file_id, len(self.files[file_id]))
+        if max(size or 0, len(self.files[file_id])) > MAX_DOWNLOAD_BYTES:
+            raise BotApiError(400, "Bad Request: file is too big")
+        info: dict[str, Any] = {"file_id": file_id, "file_unique_id": f"u{file_id}"}
+        info["file_path"] = self.file_paths.get(file_id, f"files/{file_id}")
+        return info if size is None else info | {"file_size": size}
 
     # ----- internals --------------------------------------------------------------------
 
@@ -700,6 +850,29 @@ def _decode(value: Any) -> Any:
 
 def _now() -> int:
     return int(time.time())
+
+
+def _photo_sizes(content: bytes) -> list[tuple[int, int, bytes]]:
+    """Telegram's sizes of a picture: JPEG copies scaled to each of `PHOTO_SIDES` below
+    its own longest side, then the picture itself; without Pillow, or for bytes it cannot
+    read, one 90x90 size of the bytes as they are."""
+    try:
+        from PIL import Image
+
+        with Image.open(io.BytesIO(content)) as image:
+            image.load()
+            original = image.convert("RGB")
+    except Exception:  # no Pillow, or not a picture: Pillow raises many kinds
+        return [(90, 90, content)]
+    sizes = []
+    for side in PHOTO_SIDES:
+        if side < max(original.size):
+            scaled = original.copy()
+            scaled.thumbnail((side, side))
+            out = io.BytesIO()
+            scaled.save(out, format="JPEG", quality=80)
+            sizes.append((scaled.width, scaled.height, out.getvalue()))
+    return [*sizes, (original.width, original.height, content)]
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dtm
+import io
 import sys
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -24,7 +26,7 @@ from telegram import (
     Update,
 )
 from telegram.constants import ChatAction
-from telegram.error import BadRequest, Forbidden, InvalidToken, RetryAfter
+from telegram.error import BadRequest, Forbidden, InvalidToken, RetryAfter, TimedOut
 from telegram.ext import (
     Application,
     CallbackQueryHandler,
@@ -422,3 +424,141 @@ async def test_standalone_process_serves_a_real_bot() -> None:
     finally:
         proc.terminate()
         assert await asyncio.wait_for(proc.wait(), 10) == 0
+
+
+# -- media: what the Bot API sends, and the files behind it -------------------------------
+
+
+def picture(width: int, height: int, kind: str = "JPEG") -> bytes:
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.new("RGB", (width, height), "blue").save(out, format=kind)
+    return out.getvalue()
+
+
+async def download(bot: Bot, file_id: str) -> bytes:
+    file = await bot.get_file(file_id)
+    return bytes(await file.download_as_bytearray())
+
+
+async def test_a_voice_note_arrives_as_telegram_sends_it_and_downloads(
+    tg: FakeTelegram, bot: Bot
+) -> None:
+    audio = b"OggS voice bytes"
+    message = tg.inject_voice(6, 6, audio, duration=4, caption="listen")["message"]
+    assert message["voice"]["duration"] == 4  # PTB warns when its `duration` is read
+    voice = Update.de_json({"update_id": 1, "message": message}, bot).message.voice
+    assert (voice.mime_type, voice.file_size) == ("audio/ogg", len(audio))
+    assert message["caption"] == "listen" and voice.file_unique_id.startswith("u")
+    file = await bot.get_file(voice.file_id)
+    assert file.file_path.endswith(".oga") and "/voice/" in file.file_path
+    assert file.file_size == len(audio)
+    assert bytes(await file.download_as_bytearray()) == audio
+    assert tg.downloads == [voice.file_id]
+
+
+async def test_audio_video_note_and_document_carry_their_fields(tg: FakeTelegram, bot: Bot) -> None:
+    audio = tg.inject_audio(
+        6, 6, b"ID3 song", duration=61, mime="audio/mp4", title="Song", performer="Me",
+        file_name="memo.m4a", caption="my memo",
+    )["message"]  # fmt: skip
+    note = tg.inject_video_note(6, 6, b"mp4 round", duration=7, length=384)["message"]
+    doc = tg.inject_document(6, 6, b"%PDF", "application/pdf", "plan.pdf", caption="the plan")
+    parsed = Update.de_json({"update_id": 1, "message": audio}, bot).message.audio
+    assert (parsed.title, parsed.performer, parsed.file_name) == ("Song", "Me", "memo.m4a")
+    assert (parsed.mime_type, audio["audio"]["duration"]) == ("audio/mp4", 61)
+    assert audio["caption"] == "my memo"
+    video_note = Update.de_json({"update_id": 2, "message": note}, bot).message.video_note
+    assert (video_note.length, note["video_note"]["duration"]) == (384, 7)
+    assert "caption" not in note
+    document = doc["message"]["document"]
+    assert (document["file_name"], document["mime_type"]) == ("plan.pdf", "application/pdf")
+    assert doc["message"]["caption"] == "the plan"
+    assert await download(bot, parsed.file_id) == b"ID3 song"
+    assert await download(bot, video_note.file_id) == b"mp4 round"
+    assert await download(bot, document["file_id"]) == b"%PDF"
+    assert (await bot.get_file(parsed.file_id)).file_path.endswith(".m4a")
+
+
+async def test_a_photo_comes_in_several_sizes_each_its_own_file(tg: FakeTelegram, bot: Bot) -> None:
+    original = picture(1000, 500)
+    message = tg.inject_photo(6, 6, original, caption="our cat")["message"]
+    sizes = Update.de_json({"update_id": 1, "message": message}, bot).message.photo
+    assert [(p.width, p.height) for p in sizes] == [(90, 45), (320, 160), (800, 400), (1000, 500)]
+    assert len({p.file_id for p in sizes}) == 4
+    assert await download(bot, sizes[-1].file_id) == original
+    small = await download(bot, sizes[0].file_id)
+    assert small.startswith(b"\xff\xd8") and len(small) == sizes[0].file_size
+    assert message["caption"] == "our cat"
+
+
+async def test_photo_sizes_can_be_given_and_unreadable_bytes_give_one_size(
+    tg: FakeTelegram, bot: Bot
+) -> None:
+    given_sizes = [(90, 60, b"small"), (800, 533, b"large")]
+    photo = tg.inject_photo(6, 6, sizes=given_sizes)["message"]["photo"]
+    assert [(p["width"], p["file_size"]) for p in photo] == [(90, 5), (800, 5)]
+    assert await download(bot, photo[1]["file_id"]) == b"large"
+    [one] = tg.inject_photo(6, 6, b"not a picture")["message"]["photo"]
+    assert (one["width"], one["height"]) == (90, 90)
+
+
+async def test_a_file_size_can_be_misreported_or_missing(tg: FakeTelegram, bot: Bot) -> None:
+    lying = tg.inject_voice(6, 6, b"tiny", file_size=5_000_000)["message"]["voice"]
+    silent = tg.inject_voice(6, 6, b"tiny", file_size=None)["message"]["voice"]
+    assert lying["file_size"] == 5_000_000 and "file_size" not in silent
+    assert (await bot.get_file(lying["file_id"])).file_size == 5_000_000
+    file = await bot.get_file(silent["file_id"])
+    assert file.file_size is None
+    assert bytes(await file.download_as_bytearray()) == b"tiny"
+
+
+async def test_get_file_refuses_files_over_20_mb(tg: FakeTelegram, bot: Bot) -> None:
+    real = tg.inject_voice(6, 6, b"\0" * (20 * 1024 * 1024 + 1))["message"]["voice"]
+    claimed = tg.inject_document(6, 6, b"x", "video/mp4", "film.mp4", file_size=30_000_000)
+    for file_id in (real["file_id"], claimed["message"]["document"]["file_id"]):
+        with pytest.raises(BadRequest, match=r"(?i)file is too big"):
+            await bot.get_file(file_id)
+    assert tg.downloads == []
+
+
+async def test_a_broken_file_404s_on_download(tg: FakeTelegram, bot: Bot) -> None:
+    voice = tg.inject_voice(6, 6, b"OggS")["message"]["voice"]
+    tg.broken_files.add(voice["file_id"])
+    file = await bot.get_file(voice["file_id"])  # getFile still answers, as on Telegram
+    with pytest.raises(InvalidToken):  # PTB's error for a 404
+        await file.download_as_bytearray()
+    assert tg.downloads == [voice["file_id"]]
+
+
+async def test_a_slow_file_is_held_until_released_or_its_time_is_up(
+    tg: FakeTelegram, bot: Bot
+) -> None:
+    voice = tg.inject_voice(6, 6, b"OggS slow")["message"]["voice"]
+    tg.slow_files[voice["file_id"]] = 30.0
+    file = await bot.get_file(voice["file_id"])
+    with pytest.raises(TimedOut):
+        await file.download_as_bytearray(read_timeout=0.2)
+    late = asyncio.create_task(file.download_as_bytearray())
+    await tg.wait_until(lambda: tg.held_downloads == 1)
+    assert not late.done()
+    tg.release_files()
+    assert bytes(await asyncio.wait_for(late, timeout=5)) == b"OggS slow"
+    tg.slow_files[voice["file_id"]] = 0.05  # released: later downloads are not held
+    assert await download(bot, voice["file_id"]) == b"OggS slow"
+
+
+async def test_stop_releases_a_held_download() -> None:
+    tg = FakeTelegram(token=TOKEN)
+    await tg.start()
+    voice = tg.inject_voice(6, 6, b"OggS")["message"]["voice"]
+    tg.slow_files[voice["file_id"]] = 60.0
+    async with _bot(tg.url) as bot:
+        file = await bot.get_file(voice["file_id"])
+        task = asyncio.create_task(file.download_as_bytearray())
+        await tg.wait_until(lambda: tg.held_downloads == 1)
+        await asyncio.wait_for(tg.stop(), timeout=5)
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(task, timeout=5)
+    assert task.done()
