@@ -149,6 +149,18 @@ class ModelClient:
             return ""
         return response.choices[0].message.content or ""
 
+    async def transcribe(self, audio: bytes, *, filename: str, mime: str | None) -> str:
+        """What the recording `audio` says (``POST /audio/transcriptions``, multipart: the
+        bytes as `filename`, whose extension names the format, and `mime`).
+
+        The same bounded retries, slot and `timeout` as `complete`; failures raise
+        `ModelError` or a subclass; silence is returned as "".
+        """
+        upload = (filename, audio, mime or "application/octet-stream")
+        return await self._retrying(
+            lambda: self._transcribe(upload), self.background, lambda: False
+        )
+
     async def _retrying(
         self, attempt: Callable[[], Awaitable[T]], background: bool, passed_text: Callable[[], bool]
     ) -> T:
@@ -228,6 +240,22 @@ class ModelClient:
         except openai.APIError as exc:
             raise _model_error(exc, False, self._timeout) from exc
         return response
+
+    async def _transcribe(self, upload: tuple[str, bytes, str]) -> str:
+        """One transcription request, within `timeout` (an upload has no stream to watch)."""
+        try:
+            async with asyncio.timeout(self._timeout):
+                result = await self._client.audio.transcriptions.create(
+                    model=self.model, file=upload
+                )
+        except TimeoutError as exc:
+            raise ModelStalledError(
+                f"no transcript from the model for {self._timeout:g} s (timed out)"
+            ) from exc
+        except openai.APIError as exc:
+            raise _model_error(exc, False, self._timeout) from exc
+        text = result if isinstance(result, str) else getattr(result, "text", "")
+        return text if isinstance(text, str) else ""
 
     async def _unless_stalled(self, step: Awaitable[T]) -> T:
         """Await `step`, abandoning it after `stall_timeout` seconds of silence."""
