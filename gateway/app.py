@@ -199,7 +199,7 @@ def media_reader(services: Services, fetch: Fetch) -> MediaReader:
         config.media,
         vision=config.llm.vision,
         fetch=fetch,
-        transcriber=getattr(services, "transcriber", None),  # issue 26 M2: Services.transcriber
+        transcriber=services.transcriber,
         describer=services.auxiliary,
     )
 
