@@ -17,18 +17,29 @@ and kept whole (`app_commands`, `commands_synced`); `inject_command` and `inject
 dispatch INTERACTION_CREATE (with the user's Discord `locale`), and the answers (callback,
 ``@original``, follow-ups) are kept per interaction (`FakeInteraction`), refused after
 Discord's 3-second window or twice.
+Attachments: `inject_message` takes ``files={name: bytes | (bytes, content_type) |
+FakeFile}`` (attachments with ``content_type``, ``size`` and, for pictures, ``width`` /
+``height``) and ``voice=bytes`` (a voice message: flag IS_VOICE_MESSAGE, one
+``voice-message.ogg`` with ``duration_secs`` and ``waveform``). Every attachment's bytes
+are served at its ``url`` (``/attachments/<channel>/<id>/<name>?ex=…&is=…&hm=…``, like
+Discord's CDN) with its content type; one whose id or file name is in `broken_files`
+answers 404, one in `slow_files` is held that many seconds or until `release_files()`;
+`downloads` lists the attachment ids fetched.
 Run standalone with ``python -m tests.fakes.discord --port N``; it then accepts any token.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import io
 import json
+import mimetypes
 import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -117,6 +128,8 @@ def _member(user: dict[str, Any] | None = None) -> dict[str, Any]:
 
 ApiHandler = Callable[[Call, Match], Awaitable[web.Response]]
 EPHEMERAL, LOADING = 1 << 6, 1 << 7  # message flags
+IS_VOICE_MESSAGE = 1 << 13  # message flag of a voice message
+VOICE_FILENAME = "voice-message.ogg"  # the name Discord gives a voice message's file
 INTERACTION_WINDOW = 3.0  # seconds Discord waits for the first answer to an interaction
 _COMMAND_NAME = re.compile(r"^[-_a-z0-9]{1,32}$")
 LOCALES = frozenset({
@@ -125,6 +138,26 @@ LOCALES = frozenset({
     "th", "zh-CN", "ja", "zh-TW", "ko",
 })  # fmt: skip
 """The locales Discord takes in ``*_localizations``."""
+
+
+@dataclass(frozen=True)
+class FakeFile:
+    """An attachment a user sends: its bytes and what Discord says of them.
+
+    `content_type` None: guessed from the file name ("" leaves it out); `size` None: the
+    bytes' length (another number misreports it); `width`/`height` None: read from an
+    image with Pillow; `duration_secs` and `waveform` make it a voice message's file."""
+
+    data: bytes
+    content_type: str | None = None
+    size: int | None = None
+    width: int | None = None
+    height: int | None = None
+    duration_secs: float | None = None
+    waveform: bytes | None = None
+
+
+AttachmentSpec = bytes | tuple[bytes, str] | FakeFile
 
 
 @dataclass
@@ -184,12 +217,19 @@ class FakeDiscord(FakeServer):
         self._live: web.WebSocketResponse | None = None
         self._session_id, self._seq, self._last_id = "", 0, 0
         self._changed = asyncio.Event()
+        self._attachments: dict[int, tuple[str, FakeFile]] = {}  # id -> (file name, file)
+        self.broken_files: set[str] = set()  # attachment ids or file names: download 404s
+        self.slow_files: dict[str, float] = {}  # attachment id or file name -> seconds held
+        self.downloads: list[str] = []  # attachment ids requested at their url, in order
+        self.held_downloads = 0
+        self._files_released = asyncio.Event()
         for guild in guilds:
             self._channels[guild.channel_id] = self._text_channel(guild)
         super().__init__()
 
     def setup_routes(self, app: web.Application) -> None:
         app.router.add_get("/gateway", self._gateway)
+        app.router.add_get("/attachments/{cid}/{aid}/{name}", self._download)
         api = {
             ("GET", "/users/@me"): self._get_me,
             ("GET", "/oauth2/applications/@me"): self._get_application,
@@ -296,6 +336,9 @@ class FakeDiscord(FakeServer):
         bot: bool = False,
         omit: tuple[str, ...] = (),
         forward_of: str | None = None,
+        files: Mapping[str, AttachmentSpec] | None = None,
+        voice: bytes | None = None,
+        voice_seconds: float = 2.5,
     ) -> dict[str, Any]:
         """Dispatch MESSAGE_CREATE from a user, in a guild text channel or thread, or in
         their DM.
@@ -303,7 +346,9 @@ class FakeDiscord(FakeServer):
         With `mentions_bot`, the bot's mention is put in front of the content (unless the
         content already holds it) and in ``mentions``, as Discord does. `reply_to` makes it
         a reply to that message of the channel (``referenced_message``, no ping);
-        `attachments` are file names attached; `bot` marks the author as a bot; `omit` names
+        `attachments` are file names attached (the bytes b"fake file", no content type);
+        `files` attaches real files (see the module doc); `voice` makes it a voice message
+        of `voice_seconds`; `bot` marks the author as a bot; `omit` names
         fields left out of the event (a malformed one, e.g. without ``type``); `forward_of`
         makes it a forward of a message with that text (empty content, a reference of type 1
         and the text in ``message_snapshots``). Returns the stored message (with the full
@@ -323,8 +368,16 @@ class FakeDiscord(FakeServer):
         if mentions_bot and mention not in content:
             content = f"{mention} {content}"
         mentions = [self.bot_user] if mentions_bot else []
-        files = {name: b"fake file" for name in attachments}
-        message = self._new_message(channel_id, author, content, mentions, files=files)
+        attached = {name: FakeFile(b"fake file", content_type="") for name in attachments}
+        attached |= {name: _fake_file(name, spec) for name, spec in (files or {}).items()}
+        if voice is not None:
+            waveform = bytes((i * 37) % 256 for i in range(min(256, max(1, len(voice)))))
+            attached[VOICE_FILENAME] = FakeFile(
+                voice, "audio/ogg", duration_secs=voice_seconds, waveform=waveform
+            )
+        message = self._new_message(channel_id, author, content, mentions, files=attached)
+        if voice is not None:
+            message["flags"] |= IS_VOICE_MESSAGE
         if reply_to is not None:
             referenced = self._messages.get(channel_id, {}).get(reply_to)
             reference = {"message_id": str(reply_to), "channel_id": str(channel_id)}
@@ -381,7 +434,12 @@ class FakeDiscord(FakeServer):
         self._live = None
         await ws.send_json({"op": 7, "d": None})
 
+    def release_files(self) -> None:
+        """Let every download held by `slow_files` finish now (and later ones at once)."""
+        self._files_released.set()
+
     async def stop(self) -> None:
+        self._files_released.set()
         for ws in list(self._sockets):
             await ws.close(code=1001, message=b"fake stopping")
         await super().stop()
@@ -780,14 +838,13 @@ class FakeDiscord(FakeServer):
         author: dict[str, Any],
         content: str,
         mentions: list[dict[str, Any]],
-        files: dict[str, bytes] | None = None,
+        files: Mapping[str, bytes | FakeFile] | None = None,
     ) -> dict[str, Any]:
         """Build and store a message object with the fields discord.py reads."""
         mid, channel = self._snowflake(), self._channels[channel_id]
-        link = f"{self.url}/attachments/{channel_id}/{mid}/"
         attachments = [
-            {"id": str(self._snowflake()), "filename": name, "size": len(data),
-             "url": link + name, "proxy_url": link + name}
+            self._attachment(channel_id, name, data if isinstance(data, FakeFile) else
+                             _fake_file(name, data))
             for name, data in (files or {}).items()
         ]  # fmt: skip
         message = {
@@ -801,6 +858,49 @@ class FakeDiscord(FakeServer):
         self._messages.setdefault(channel_id, {})[mid] = message
         channel["last_message_id"] = str(mid)
         return message
+
+    def _attachment(self, channel_id: int, name: str, file: FakeFile) -> dict[str, Any]:
+        """An attachment object as Discord sends it; its bytes are served at its url."""
+        aid = self._snowflake()
+        self._attachments[aid] = (name, file)
+        stamp = f"{int(time.time()):x}"
+        link = f"{self.url}/attachments/{channel_id}/{aid}/{name}?ex={stamp}&is={stamp}&hm=fa4e"
+        attachment: dict[str, Any] = {"id": str(aid), "filename": name, "url": link}
+        attachment |= {"proxy_url": link.replace("/attachments/", "/proxy/attachments/", 1)}
+        attachment["size"] = len(file.data) if file.size is None else file.size
+        if file.content_type:
+            attachment["content_type"] = file.content_type
+        width, height = file.width, file.height
+        if width is None and (file.content_type or "").startswith("image/"):
+            width, height = _image_size(file.data)
+        if width is not None:
+            attachment |= {"width": width, "height": height}
+        if file.duration_secs is not None:
+            attachment["duration_secs"] = file.duration_secs
+        if file.waveform is not None:
+            attachment["waveform"] = base64.b64encode(file.waveform).decode()
+        return attachment
+
+    async def _download(self, request: web.Request) -> web.Response:
+        """An attachment's bytes, as Discord's CDN serves them (no token needed)."""
+        aid = _int(request.match_info["aid"])
+        name, file = self._attachments.get(aid, ("", None))
+        keys = {str(aid), name}
+        self.downloads.append(str(aid))
+        self._changed.set()
+        if seconds := next((self.slow_files[k] for k in keys if k in self.slow_files), None):
+            self.held_downloads += 1
+            self._changed.set()
+            try:
+                await asyncio.wait_for(self._files_released.wait(), seconds)
+            except TimeoutError:
+                pass
+            finally:
+                self.held_downloads -= 1
+        if file is None or name != request.match_info["name"] or keys & self.broken_files:
+            return web.Response(status=404, text="404: Not Found")
+        content_type = file.content_type or "application/octet-stream"
+        return web.Response(body=file.data, headers={"Content-Type": content_type})
 
     @staticmethod
     def _text_channel(guild: FakeGuild) -> dict[str, Any]:
@@ -825,6 +925,31 @@ class FakeDiscord(FakeServer):
             "members": [_member(self.bot_user)], "member_count": 1, "large": False,
             "unavailable": False, "joined_at": _now(), **{key: [] for key in empty},
         }  # fmt: skip
+
+
+def _fake_file(name: str, spec: AttachmentSpec) -> FakeFile:
+    """A `FakeFile` from bytes (content type guessed from the name) or (bytes, type)."""
+    if isinstance(spec, FakeFile):
+        file = spec
+    elif isinstance(spec, tuple):
+        file = FakeFile(spec[0], content_type=spec[1])
+    else:
+        file = FakeFile(spec)
+    if file.content_type is None:
+        guessed = mimetypes.guess_type(name)[0] or ""
+        file = replace(file, content_type=guessed)
+    return file
+
+
+def _image_size(data: bytes) -> tuple[int | None, int | None]:
+    """A picture's width and height read with Pillow (None, None if it cannot)."""
+    try:
+        from PIL import Image
+
+        with Image.open(io.BytesIO(data)) as image:
+            return image.size
+    except Exception:  # no Pillow, or not a picture: Pillow raises many kinds
+        return None, None
 
 
 def _check_localizations(where: str, described: Mapping[str, Any]) -> None:

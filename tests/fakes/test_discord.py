@@ -23,7 +23,7 @@ from gateway.adapters.discord_endpoints import (
     use_discord_endpoints,
 )
 from gateway.errors import ConfigError
-from tests.fakes.discord import DEFAULT_GUILDS, DEFAULT_TOKEN, FakeDiscord
+from tests.fakes.discord import DEFAULT_GUILDS, DEFAULT_TOKEN, FakeDiscord, FakeFile
 
 ROOT = Path(__file__).resolve().parents[2]
 USER_ID = 4200000000000000001
@@ -316,3 +316,104 @@ def test_bad_endpoints_are_refused_and_change_nothing(
     with pytest.raises(ConfigError, match=key):
         use_discord_endpoints(api_base, gateway_url)
     assert current_discord_endpoints() == before
+
+
+# -- attachments: what Discord sends, and the bytes behind each url ----------------------
+
+
+def picture(width: int, height: int) -> bytes:
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.new("RGB", (width, height), "green").save(out, format="PNG")
+    return out.getvalue()
+
+
+async def received(dc: FakeDiscord, client: ReplyingClient, **kwargs: object) -> discord.Message:
+    """Inject a DM with `kwargs` and wait until the client has it."""
+    before = len(client.seen)
+    await dc.inject_message(kwargs.pop("content", ""), USER_ID, guild=False, **kwargs)  # type: ignore[arg-type]
+    await dc.wait_until(lambda: len(client.seen) > before)
+    return client.seen[-1]
+
+
+async def test_files_arrive_with_content_type_size_and_image_size_and_read_back(
+    dc: FakeDiscord,
+) -> None:
+    png, pdf = picture(640, 480), b"%PDF-1.4"
+    async with running(ReplyingClient()) as client:
+        await dc.wait_ready()
+        message = await received(
+            dc, client, content="look", files={"cat.png": png, "plan": (pdf, "application/pdf")}
+        )
+        image, document = message.attachments
+        assert (image.filename, image.content_type, image.size) == (
+            "cat.png",
+            "image/png",
+            len(png),
+        )
+        assert (image.width, image.height) == (640, 480)
+        assert (document.content_type, document.width) == ("application/pdf", None)
+        assert "?ex=" in image.url and not image.is_voice_message()
+        assert await image.read() == png
+        assert await document.read() == pdf
+    assert dc.downloads == [str(image.id), str(document.id)]
+
+
+async def test_the_bytes_are_served_with_their_content_type(dc: FakeDiscord) -> None:
+    async with running(ReplyingClient()) as client:
+        await dc.wait_ready()
+        message = await received(dc, client, files={"memo.mp3": (b"ID3", "audio/mpeg")})
+    async with aiohttp.ClientSession() as http, http.get(message.attachments[0].url) as answer:
+        assert answer.status == 200
+        assert answer.headers["Content-Type"] == "audio/mpeg"
+        assert await answer.read() == b"ID3"
+
+
+async def test_a_voice_message_has_the_flag_duration_and_waveform(dc: FakeDiscord) -> None:
+    async with running(ReplyingClient()) as client:
+        await dc.wait_ready()
+        message = await received(dc, client, voice=b"OggS voice", voice_seconds=4.2)
+        [voice] = message.attachments
+        assert message.flags.voice
+        assert (voice.filename, voice.content_type) == ("voice-message.ogg", "audio/ogg")
+        assert voice.is_voice_message() and voice.duration == 4.2 and voice.waveform
+        assert await voice.read() == b"OggS voice"
+
+
+async def test_sizes_can_be_misreported_and_old_attachments_still_work(dc: FakeDiscord) -> None:
+    async with running(ReplyingClient()) as client:
+        await dc.wait_ready()
+        lying = await received(dc, client, files={"big.ogg": FakeFile(b"tiny", size=30 << 20)})
+        old = await received(dc, client, content="hi", attachments=("x.png",))
+        assert lying.attachments[0].size == 30 << 20
+        assert await lying.attachments[0].read() == b"tiny"
+        [plain] = old.attachments
+        assert (plain.filename, plain.content_type, plain.size) == ("x.png", None, 9)
+        assert await plain.read() == b"fake file"
+
+
+async def test_a_broken_attachment_404s_and_a_slow_one_is_held(dc: FakeDiscord) -> None:
+    async with running(ReplyingClient()) as client:
+        await dc.wait_ready()
+        message = await received(dc, client, files={"a.ogg": b"OggS a", "b.ogg": b"OggS b"})
+        broken, slow = message.attachments
+        dc.broken_files.add("a.ogg")
+        dc.slow_files[str(slow.id)] = 30.0
+        with pytest.raises(discord.NotFound):
+            await broken.read()
+        late = asyncio.create_task(slow.read())
+        await dc.wait_until(lambda: dc.held_downloads == 1)
+        assert not late.done()
+        dc.release_files()
+        assert await asyncio.wait_for(late, timeout=5) == b"OggS b"
+
+
+async def test_a_slow_attachment_outlasts_a_client_timeout(dc: FakeDiscord) -> None:
+    async with running(ReplyingClient()) as client:
+        await dc.wait_ready()
+        message = await received(dc, client, files={"slow.ogg": b"OggS"})
+        dc.slow_files["slow.ogg"] = 30.0
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(message.attachments[0].read(), timeout=0.2)
+        dc.release_files()  # the held handler ends before the fake stops
