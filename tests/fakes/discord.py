@@ -22,9 +22,9 @@ FakeFile}`` (attachments with ``content_type``, ``size`` and, for pictures, ``wi
 ``height``) and ``voice=bytes`` (a voice message: flag IS_VOICE_MESSAGE, one
 ``voice-message.ogg`` with ``duration_secs`` and ``waveform``). Every attachment's bytes
 are served at its ``url`` (``/attachments/<channel>/<id>/<name>?ex=…&is=…&hm=…``, like
-Discord's CDN) with its content type; one whose id or file name is in `broken_files`
-answers 404, one in `slow_files` is held that many seconds or until `release_files()`;
-`downloads` lists the attachment ids fetched.
+Discord's CDN) and its ``proxy_url``, with its content type; one whose id or file name
+is in `broken_files` answers 404, one in `slow_files` is held that many seconds or until
+`release_files()`; `downloads` lists the attachment ids fetched.
 Run standalone with ``python -m tests.fakes.discord --port N``; it then accepts any token.
 """
 
@@ -230,6 +230,7 @@ class FakeDiscord(FakeServer):
     def setup_routes(self, app: web.Application) -> None:
         app.router.add_get("/gateway", self._gateway)
         app.router.add_get("/attachments/{cid}/{aid}/{name}", self._download)
+        app.router.add_get("/proxy/attachments/{cid}/{aid}/{name}", self._download)
         api = {
             ("GET", "/users/@me"): self._get_me,
             ("GET", "/oauth2/applications/@me"): self._get_application,

@@ -41,6 +41,10 @@ it:
 - ``POST /_fake/message`` JSON ``chat_id``, ``user_id``, optional ``chat_type``,
   ``language_code`` and any Message fields (``sticker``, ``caption``,
   ``message_thread_id``...): queue a message.
+- ``POST /_fake/media`` JSON ``chat_id``, ``user_id``, ``kind`` (voice, audio,
+  video_note, photo or document), ``content_base64`` and the keyword arguments of that
+  ``inject_<kind>`` (``duration``, ``mime``, ``caption``, ``file_name``, ``file_size``...):
+  queue a message with a downloadable file; answers the update.
 - ``GET /_fake/commands``: every menu set, as ``{"scope", "language_code", "commands"}``.
 - ``POST /_fake/fail`` JSON ``method``, optional ``status`` (429), ``retry_after``,
   ``description``: the next call of that method fails (`fail_next`).
@@ -52,6 +56,7 @@ it:
 from __future__ import annotations
 
 import asyncio
+import base64
 import io
 import itertools
 import json
@@ -177,6 +182,7 @@ class FakeTelegram(FakeServer):
         app.router.add_post("/_fake/text", self._handle_control_text)
         app.router.add_get("/_fake/chats/{chat_id}", self._handle_control_chat)
         app.router.add_post("/_fake/message", self._handle_control_message)
+        app.router.add_post("/_fake/media", self._handle_control_media)
         app.router.add_post("/_fake/fail", self._handle_control_fail)
         app.router.add_get("/_fake/drafts/{chat_id}", self._handle_control_drafts)
         app.router.add_get("/_fake/pending", self._handle_control_pending)
@@ -535,6 +541,21 @@ class FakeTelegram(FakeServer):
         if language is not None:
             self.set_language(user_id, str(language))
         return json_response(self.inject_message(chat_id, user_id, chat_type, **data))
+
+    async def _handle_control_media(self, request: web.Request) -> web.Response:
+        kinds = {"voice", "audio", "video_note", "photo", "document"}
+        try:
+            data = dict(await request.json())
+            chat_id, user_id = int(data.pop("chat_id")), int(data.pop("user_id"))
+            kind = str(data.pop("kind"))
+            content = base64.b64decode(str(data.pop("content_base64")), validate=True)
+            if kind not in kinds:
+                raise ValueError(f"kind must be one of {sorted(kinds)}")
+            update = getattr(self, f"inject_{kind}")(chat_id, user_id, content, **data)
+        except (ValueError, KeyError, TypeError) as error:
+            expected = "chat_id, user_id, kind, content_base64[, inject_<kind> arguments]"
+            return web.Response(status=400, text=f"expected JSON {expected}: {error}")
+        return json_response(update)
 
     async def _handle_control_fail(self, request: web.Request) -> web.Response:
         try:

@@ -364,10 +364,13 @@ async def test_the_bytes_are_served_with_their_content_type(dc: FakeDiscord) -> 
     async with running(ReplyingClient()) as client:
         await dc.wait_ready()
         message = await received(dc, client, files={"memo.mp3": (b"ID3", "audio/mpeg")})
-    async with aiohttp.ClientSession() as http, http.get(message.attachments[0].url) as answer:
-        assert answer.status == 200
-        assert answer.headers["Content-Type"] == "audio/mpeg"
-        assert await answer.read() == b"ID3"
+    attachment = message.attachments[0]
+    async with aiohttp.ClientSession() as http:
+        for url in (attachment.url, attachment.proxy_url):
+            async with http.get(url) as answer:
+                assert answer.status == 200
+                assert answer.headers["Content-Type"] == "audio/mpeg"
+                assert await answer.read() == b"ID3"
 
 
 async def test_a_voice_message_has_the_flag_duration_and_waveform(dc: FakeDiscord) -> None:

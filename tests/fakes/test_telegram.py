@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import datetime as dtm
 import io
@@ -562,3 +563,18 @@ async def test_stop_releases_a_held_download() -> None:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(task, timeout=5)
     assert task.done()
+
+
+async def test_the_control_api_queues_a_voice_note_with_its_bytes(
+    tg: FakeTelegram, bot: Bot
+) -> None:
+    body = {"chat_id": 6, "user_id": 6, "kind": "voice", "duration": 9, "caption": "hi"}
+    body["content_base64"] = base64.b64encode(b"OggS via http").decode()
+    async with aiohttp.ClientSession(tg.url) as http:
+        async with http.post("/_fake/media", json=body) as answer:
+            update = await answer.json()
+        async with http.post("/_fake/media", json={**body, "kind": "sticker"}) as refused:
+            assert refused.status == 400
+    voice = update["message"]["voice"]
+    assert (voice["duration"], update["message"]["caption"]) == (9, "hi")
+    assert await download(bot, voice["file_id"]) == b"OggS via http"
