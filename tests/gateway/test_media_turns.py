@@ -13,11 +13,14 @@ find it, /forget all takes it, nobody else's search does).
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import sqlite3
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+from PIL import Image
 
 from gateway.access import AccessPolicy
 from gateway.app import Services, build_conversations
@@ -135,6 +138,34 @@ async def test_a_picture_is_shown_in_its_turn_only_and_the_history_keeps_its_byt
     assert json.dumps(three["messages"][: len(earlier)]) == json.dumps(earlier)
     assert three["messages"][len(earlier)] == two["messages"][-1]
     assert rows(services, "42")[0] == ("user", BICYCLE)
+
+
+async def test_a_real_picture_read_with_vision_reaches_the_model_once(
+    fake: FakeOpenAI, services: Services
+) -> None:
+    """The real reader: the photo decoded and scaled with Pillow, described once by the
+    auxiliary model, shown as an image part the (fake) API accepts."""
+    picture = io.BytesIO()
+    Image.new("RGB", (3000, 2000), (200, 30, 30)).save(picture, "JPEG")
+
+    async def fetch(platform: str, media: MediaRef, max_bytes: int) -> bytes:
+        return picture.getvalue()
+
+    vision = services.config.llm.model_copy(update={"vision": True})
+    seen = replace(services, config=services.config.model_copy(update={"llm": vision}))
+    conversations = build_conversations(seen, AccessPolicy.everyone(), media_fetch=fetch)
+    fake.say("A plain red rectangle.")  # the auxiliary model's description
+    fake.say("It is all red.")
+    fake.say("Still red.")
+    await conversations.handle(sent("what is this?", media=(PHOTO,)), ListSink())
+    await conversations.handle(sent("and now?"), ListSink())
+    describe, one, two = (r.body for r in fake.requests)
+
+    text = "what is this?\n" + image_line("A plain red rectangle.")
+    assert len(image_parts(describe)) == 1 and image_parts(one) == image_parts(describe)
+    assert last_user(one)[0] == {"type": "text", "text": text}
+    assert image_parts(two) == [] and two["messages"][1] == {"role": "user", "content": text}
+    assert rows(services, "42")[0] == ("user", text)
 
 
 async def test_a_media_error_is_one_line_and_nothing_is_kept(
