@@ -20,8 +20,9 @@ DOWNLOAD_TIMEOUT = 30.0  # seconds, the default of media.download_timeout
 
 
 def megabytes(count: int) -> str:
-    """`count` bytes in MB (MiB) as a person reads it: "20", "0.5"."""
-    return f"{count / 2**20:.1f}".removesuffix(".0")
+    """`count` bytes in MB (MiB) as a person reads it: "20", "2.5", "0.5", "0.00098"."""
+    mb = count / 2**20
+    return f"{mb:.1f}".removesuffix(".0") if mb >= 1 else f"{mb:.2g}"
 
 
 def too_large(max_bytes: int, detail: str) -> MediaTooLargeError:
