@@ -15,6 +15,7 @@ from gateway.errors import MediaDownloadError, MediaTooLargeError
 from gateway.i18n import Catalogs
 from gateway.messages import InboundMessage, MediaRef
 from tests.fakes.discord import BOT_ID, DEFAULT_TOKEN, FakeDiscord, FakeFile, FakeGuild
+from tests.gateway.adapters.endless import EndlessFiles
 from tests.gateway.adapters.inboxes import Inbox
 
 ALICE = 4200000000000000001
@@ -172,6 +173,14 @@ async def test_a_lying_size_is_refused_by_the_downloads_length(dc: FakeDiscord) 
         with pytest.raises(MediaTooLargeError, match="HTTP says 2097152 bytes"):
             await adapter.fetch_media(media, MiB)
     assert len(dc.downloads) == 1
+
+
+async def test_a_download_without_a_length_is_cut_at_the_cap(dc: FakeDiscord) -> None:
+    async with EndlessFiles() as files, running(dc, Inbox()) as adapter:
+        media = MediaRef("audio", files.url + "/attachments/1/2/long.ogg", "audio/ogg")
+        with pytest.raises(MediaTooLargeError, match="passed 1048576 bytes"):
+            await adapter.fetch_media(media, MiB)  # endless: only the cap ends it
+    assert files.requests == ["/attachments/1/2/long.ogg"]
 
 
 async def test_a_404_and_a_hang_are_download_errors(dc: FakeDiscord) -> None:

@@ -17,6 +17,7 @@ from gateway.errors import MediaDownloadError, MediaTooLargeError
 from gateway.i18n import Catalogs
 from gateway.messages import InboundMessage, MediaRef, ReplySink
 from tests.fakes.telegram import FakeTelegram
+from tests.gateway.adapters.endless import EndlessFiles
 from tests.gateway.adapters.inboxes import Inbox
 
 TOKEN = "123:ABC"
@@ -33,12 +34,13 @@ async def tg() -> AsyncIterator[FakeTelegram]:
 
 @asynccontextmanager
 async def running(
-    tg: FakeTelegram, inbox: Any, download_timeout: float = 5.0
+    tg: FakeTelegram, inbox: Any, download_timeout: float = 5.0, files_url: str | None = None
 ) -> AsyncIterator[TelegramAdapter]:
+    """A started adapter; `files_url`: where its file downloads go (the fake's own)."""
     config = TelegramConfig(
         token=TOKEN,
         base_url=tg.url + "/bot",
-        base_file_url=tg.url + "/file/bot",
+        base_file_url=(files_url or tg.url) + "/file/bot",
         edit_interval=0.05,
         allowed_users=("*",),
     )
@@ -227,6 +229,15 @@ async def test_a_lying_size_is_refused_by_the_downloads_length(tg: FakeTelegram)
         with pytest.raises(MediaTooLargeError, match="HTTP says 3145728 bytes"):
             await adapter.fetch_media(media, MiB)
     assert tg.downloads == [media.ref]
+
+
+async def test_a_download_without_a_length_is_cut_at_the_cap(tg: FakeTelegram) -> None:
+    inbox = Inbox()
+    async with EndlessFiles() as files, running(tg, inbox, files_url=files.url) as adapter:
+        media = await _voice(tg, adapter, inbox, b"short", file_size=None)
+        with pytest.raises(MediaTooLargeError, match="passed 1048576 bytes"):
+            await adapter.fetch_media(media, MiB)  # endless: only the cap ends it
+    assert files.requests == [f"/file/bot{TOKEN}/{tg.file_paths[media.ref]}"]
 
 
 async def test_a_stream_longer_than_the_cap_is_cut_there() -> None:
