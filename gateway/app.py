@@ -248,10 +248,11 @@ def platform_adapters(config: Config) -> tuple[list[Adapter], dict[str, str]]:
     library is imported only when its adapter is), and how each serves (the start line)."""
     adapters: list[Adapter] = []
     modes: dict[str, str] = {}
+    timeout = config.media.download_timeout  # of one file a person sent
     if config.telegram.active:
         from gateway.adapters.telegram_adapter import TelegramAdapter  # loads telegram
 
-        adapters.append(TelegramAdapter(config.telegram))
+        adapters.append(TelegramAdapter(config.telegram, download_timeout=timeout))
         hook = config.telegram.webhook
         modes["telegram"] = (
             "polling" if hook.url is None else f"webhook on {hook.listen}:{hook.port}"
@@ -259,7 +260,8 @@ def platform_adapters(config: Config) -> tuple[list[Adapter], dict[str, str]]:
     if config.discord.active:
         from gateway.adapters.discord_adapter import DiscordAdapter  # loads discord
 
-        adapters.append(DiscordAdapter(config.discord, language=config.locale.language))
+        language = config.locale.language
+        adapters.append(DiscordAdapter(config.discord, language=language, download_timeout=timeout))
         servers = len(config.discord.guild_ids)
         modes["discord"] = "gateway, slash commands " + (
             f"in {servers} server{'s' if servers > 1 else ''}" if servers else "global"
