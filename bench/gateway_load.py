@@ -39,6 +39,15 @@ It prints each idle person's wait for their reply beside the floor (one model
 reply, measured alone first), and the worst: no chat should wait on another.
 
     python bench/gateway_load.py --burst 20               # 20 at once, a 1 s model
+
+`--voice-burst N` is the same with voice notes: one person sends N voice notes
+at once (each `--voice-kb` KiB, downloaded from the fake Bot API through
+getFile, and transcribed by the fake ``/v1/audio/transcriptions``, which takes
+`--transcribe-delay` seconds each, default 1.0), while the idle people send
+text; the model answers at once. It prints the idle people's waits beside a
+text reply alone, and how long the burst took to be answered.
+
+    python bench/gateway_load.py --voice-burst 10         # 10 voice notes at once
 """
 
 from __future__ import annotations
@@ -64,7 +73,12 @@ from machine import describe  # noqa: E402
 
 from gateway.access import AccessPolicy  # noqa: E402
 from gateway.adapters.telegram_adapter import TelegramAdapter  # noqa: E402
-from gateway.app import build_conversations, job_context, open_services  # noqa: E402
+from gateway.app import (  # noqa: E402
+    adapter_fetch,
+    build_conversations,
+    job_context,
+    open_services,
+)
 from gateway.config import load_config  # noqa: E402
 from gateway.delivery import max_per_window  # noqa: E402
 from gateway.jobs import BackgroundWork  # noqa: E402
@@ -164,6 +178,50 @@ async def burst(tg: TimedTelegram, args: argparse.Namespace) -> None:
     )
 
 
+async def voice_burst(tg: TimedTelegram, args: argparse.Namespace) -> None:
+    """One person's burst of `args.voice_burst` voice notes; idle people's text meanwhile."""
+    floor = await one_reply(tg, FIRST_CHAT - 1, "warm up, alone", args.timeout)
+    busy = FIRST_CHAT
+    began = time.perf_counter()
+    audio = b"OggS" + bytes(range(256)) * (args.voice_kb * 4)
+    for _ in range(args.voice_burst):
+        tg.inject_voice(busy, busy, audio, duration=5)
+    waits = []
+    for person in range(args.idle):
+        await asyncio.sleep(args.transcribe_delay)  # the burst is being read meanwhile
+        chat = FIRST_CHAT + 1 + person
+        waits.append(await one_reply(tg, chat, f"first message of {chat}", args.timeout))
+
+    def answered() -> int:  # the replies echo the transcript (all alike: count messages)
+        return sum(1 for m in tg.chat_messages(busy) if "[voice note]" in (m.text or ""))
+
+    while answered() < args.voice_burst:
+        tg.events[busy].clear()
+        await asyncio.wait_for(tg.events[busy].wait(), args.timeout * args.voice_burst)
+    took = time.perf_counter() - began
+    print(
+        f"a burst of {args.voice_burst} voice notes of {args.voice_kb} KiB, each transcribed in "
+        f"{args.transcribe_delay:g} s; {args.idle} idle people's text meanwhile"
+    )
+    print(
+        f"idle people's waits: {', '.join(f'{w:.2f}' for w in waits)} s; worst {max(waits):.2f} s "
+        f"beside a reply alone {floor:.2f} s: worst added wait {max(waits) - floor:.2f} s; "
+        f"the burst answered in {took:.1f} s"
+    )
+
+
+class SlowTranscriber(FakeOpenAI):
+    """The echoing fake, taking `delay` seconds before each transcription."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__(echo_when_idle=True)
+        self.delay = delay
+
+    async def _transcribe(self, request: web.Request) -> web.StreamResponse:
+        await asyncio.sleep(self.delay)
+        return await super()._transcribe(request)
+
+
 class SlowEcho(FakeOpenAI):
     """The echoing fake, taking `delay` seconds before each completion."""
 
@@ -181,6 +239,7 @@ async def run(model_url: str, home: Path, args: argparse.Namespace) -> None:
     config_file.write_text(
         "memory: {nudge_interval: 0}\nskills: {creation_nudge_interval: 0}\n"
         f"telegram: {{allowed_users: ['*'], edit_interval: {args.edit_interval}}}\n"
+        "media: {transcription: {model: whisper-1}}\n"
     )
     async with TimedTelegram() as tg:
         env = {
@@ -203,18 +262,21 @@ async def run(model_url: str, home: Path, args: argparse.Namespace) -> None:
 
         async with open_services(config) as services:
             background = BackgroundWork(job_context(services, notify))
-            conversations = build_conversations(
-                services, AccessPolicy.from_config(config), background=background
-            )
-            background.start(conversations.sessions.end_quiet)
             adapter = TelegramAdapter(
                 config.telegram, poll_timeout=10, overall_max_rate=args.overall_rate
             )
+            conversations = build_conversations(
+                services,
+                AccessPolicy.from_config(config),
+                background=background,
+                media_fetch=adapter_fetch([adapter]),
+            )
+            background.start(conversations.sessions.end_quiet)
             await adapter.start(conversations, conversations.menu)
             began = time.perf_counter()
-            if args.burst:
+            if args.burst or args.voice_burst:
                 try:
-                    await burst(tg, args)
+                    await (burst(tg, args) if args.burst else voice_burst(tg, args))
                 finally:
                     await adapter.stop()
                     await conversations.drain(5.0)
@@ -288,10 +350,20 @@ def main() -> None:
     parser.add_argument("--burst", type=int, default=0, help="one person's burst (see above)")
     parser.add_argument("--model-delay", type=float, default=1.0, help="with --burst, seconds")
     parser.add_argument("--idle", type=int, default=5, help="with --burst, idle people")
+    parser.add_argument("--voice-burst", type=int, default=0, help="one person's voice notes")
+    parser.add_argument("--voice-kb", type=int, default=64, help="with --voice-burst, KiB each")
+    parser.add_argument("--transcribe-delay", type=float, default=1.0, help="seconds each")
+    parser.add_argument("--verbose", action="store_true", help="log at INFO")
     args = parser.parse_args()
     print(describe())
-    logging.basicConfig(level=logging.WARNING)
-    fake = SlowEcho(args.model_delay) if args.burst else FakeOpenAI(echo_when_idle=True)
+    logging.basicConfig(level=logging.WARNING if not args.verbose else logging.INFO)
+    fake = (
+        SlowEcho(args.model_delay)
+        if args.burst
+        else SlowTranscriber(args.transcribe_delay)
+        if args.voice_burst
+        else FakeOpenAI(echo_when_idle=True)
+    )
     with serving_in_thread(fake) as model, tempfile.TemporaryDirectory() as tmp:
         asyncio.run(run(model.url, Path(tmp), args))
 
