@@ -13,6 +13,11 @@ class ListSink:
         self.buttons: list[Choice] = []
         self._pieces: list[str] = []
 
+    @property
+    def pending(self) -> str:
+        """What was written of the reply in progress (not finished yet)."""
+        return "".join(self._pieces)
+
     async def offer(self, choices: tuple[Choice, ...]) -> None:
         self.buttons = list(choices)
 
