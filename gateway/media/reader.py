@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
+from gateway.agent.recall import Recapper
 from gateway.config import MediaConfig
 from gateway.errors import MediaDownloadError, MediaError, ModelError
 from gateway.i18n import N_
@@ -48,17 +49,9 @@ NO_VISION = N_(
 __all__ = ["Describer", "Fetch", "MediaReader", "ReadMedia", "Transcriber"]
 
 
-class Describer(Protocol):
-    """The auxiliary model, which writes a picture's short description once
-    (`ModelClient.complete` with an image content part)."""
-
-    async def complete(
-        self,
-        messages: Sequence[dict[str, Any]],
-        *,
-        max_tokens: int | None = None,
-        background: bool | None = None,
-    ) -> str: ...
+Describer = Recapper
+"""The auxiliary model, which writes a picture's short description once (the recaps'
+model: `ModelClient.complete`, here with an image content part)."""
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,6 @@ import io
 import json
 import sqlite3
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from tests.fakes.openai import Fault, image_parts
 from tests.gateway.e2e_support import (
     discord_ready,
     discord_section,
+    fakes_fixture,
     learning_section,
     stopped_cleanly,
     telegram_section,
@@ -79,13 +79,7 @@ def start(fakes: Fakes, workdir: Path, *, vision: bool, telegram: bool) -> Mnemo
     return mnemo
 
 
-@pytest.fixture
-def fakes() -> Iterator[Fakes]:
-    world = Fakes()
-    try:
-        yield world
-    finally:
-        world.close()
+fakes = fakes_fixture(Fakes, scope="function")
 
 
 def stored_messages(home: Path) -> list[str]:
