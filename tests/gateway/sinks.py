@@ -14,7 +14,7 @@ class ListSink:
         self._pieces: list[str] = []
 
     @property
-    def pending(self) -> str:
+    def unfinished(self) -> str:
         """What was written of the reply in progress (not finished yet)."""
         return "".join(self._pieces)
 

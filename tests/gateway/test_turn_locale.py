@@ -70,7 +70,7 @@ async def test_a_stopped_reply_says_so_in_spanish_and_the_session_keeps_english(
     turn = asyncio.create_task(
         conversations.handle(message("cuéntame", language="es-ES", message_id="1"), shown)
     )
-    await wait_until(lambda: fake.stalled == 1 and shown.pending.startswith("Hab"))
+    await wait_until(lambda: fake.stalled == 1 and shown.unfinished.startswith("Hab"))
     stop = ListSink()
     await asyncio.wait_for(conversations.handle(message("/stop", language="es-ES"), stop), 5)
     await asyncio.wait_for(turn, 5)
