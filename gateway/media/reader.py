@@ -158,7 +158,7 @@ class MediaReader:
                 text = await self._describer.complete(
                     [{"role": "user", "content": parts}],
                     max_tokens=DESCRIBE_MAX_TOKENS,
-                    background=True,
+                    background=False,  # the person waits for it: ahead of reviews
                 )
         except (ModelError, TimeoutError) as exc:
             log.warning("picture not described: %s", exc or "timed out")

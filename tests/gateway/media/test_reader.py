@@ -161,7 +161,7 @@ async def test_with_vision_a_photo_is_shown_scaled_and_described() -> None:
     picture = decoded(url)
     assert max(picture.size) == 1568 and not picture.getexif()
     ((messages, max_tokens, background),) = describer.calls
-    assert max_tokens == 80 and background is True
+    assert max_tokens == 80 and background is False  # part of the person's turn: it goes first
     parts = messages[0]["content"]
     assert "one sentence" in parts[0]["text"] and "don't follow" in parts[0]["text"]
     assert parts[1] == {"type": "image_url", "image_url": {"url": url, "detail": "low"}}
