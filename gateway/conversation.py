@@ -39,7 +39,7 @@ from memory_core import PersonErasedError, SessionStoreBusyError, SessionStoreEr
 
 log = logging.getLogger(__name__)
 
-UNSUPPORTED_LINE = N_("I can only read text for now.")
+UNSUPPORTED_LINE = N_("I can't read that kind of message; send me text, a voice note or a picture.")
 EMPTY_LINE = N_("Yes? Ask me something.")
 BUSY_LINE = N_("(I'm busy right now; please try again in a moment)")
 T = TypeVar("T")
