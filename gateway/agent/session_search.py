@@ -13,7 +13,7 @@ import logging
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta, tzinfo
 from typing import Any
 
 from gateway.agent.recall import (
@@ -37,12 +37,13 @@ _WHOLE = re.compile(r"\s*-?[0-9]{1,9}\s*")
 # --- reading the tool's arguments ---
 
 
-def query_from_arguments(arguments: Mapping[str, Any]) -> RecallQuery:
-    """Read `session_search` arguments; raise `RecallArgumentError` for unusable ones."""
+def query_from_arguments(arguments: Mapping[str, Any], zone: tzinfo = UTC) -> RecallQuery:
+    """Read `session_search` arguments; raise `RecallArgumentError` for unusable ones.
+    `zone`: the person's, where a date (or a date-time without a zone) is read."""
     notes: list[str] = []
     text = _query_text(arguments.get("query"), notes)
-    since = _moment(arguments.get("since"), "since", end_of_day=False)
-    until = _moment(arguments.get("until"), "until", end_of_day=True)
+    since = _moment(arguments.get("since"), "since", end_of_day=False, zone=zone)
+    until = _moment(arguments.get("until"), "until", end_of_day=True, zone=zone)
     if since is not None and until is not None and since >= until:
         raise RecallArgumentError("since must be before until")
     limit = _limit(arguments.get("limit"), notes)
@@ -62,8 +63,8 @@ def _query_text(value: object, notes: list[str]) -> str:
     return text
 
 
-def _moment(value: object, name: str, *, end_of_day: bool) -> float | None:
-    """Epoch seconds of an ISO date or date-time (naive means UTC).
+def _moment(value: object, name: str, *, end_of_day: bool, zone: tzinfo = UTC) -> float | None:
+    """Epoch seconds of an ISO date or date-time (naive means in `zone`).
 
     A bare date as `until` includes that whole day.
     """
@@ -83,7 +84,7 @@ def _moment(value: object, name: str, *, end_of_day: bool) -> float | None:
             if end_of_day:
                 moment += timedelta(days=1)
         if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=UTC)
+            moment = moment.replace(tzinfo=zone)
         return moment.timestamp()
     except (ValueError, OverflowError):
         raise RecallArgumentError(problem) from None
@@ -168,7 +169,8 @@ class SessionSearch:
     async def handle(self, arguments: Mapping[str, Any]) -> str:
         """Run the tool call; bad arguments and an unavailable store are clear tool errors."""
         try:
-            query = query_from_arguments(arguments)
+            zone = self.now().tzinfo if self.now is not None else None
+            query = query_from_arguments(arguments, zone or UTC)
         except RecallArgumentError as exc:
             return _error(str(exc))
         try:

@@ -144,3 +144,19 @@ async def test_a_time_phrase_in_the_query_is_read_in_the_persons_zone(
     )
     found = json.loads(await utc.handle({"query": "violin yesterday"}))
     assert [s["session_id"] for s in found["sessions"]] == [before], found
+
+
+async def test_since_and_until_dates_are_the_persons_days(store: SessionStore) -> None:
+    """On 1 March at 20:00 UTC it is already 2 March in Shanghai: the model's
+    "until 2026-03-01" in the person's zone leaves that lesson out, in UTC it keeps it."""
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    late = await add_session(store, "1", ["violin duet"], start=MARCH_1 + 8 * 3600)
+    moment = datetime.fromtimestamp(MARCH_1 + 30 * DAY, ZoneInfo("Asia/Shanghai"))
+    theirs = SessionSearch(store, Recapper(), direct("1"), None, 5.0, now=lambda: moment)
+    asked = {"query": "violin", "until": "2026-03-01"}
+    found = json.loads(await theirs.handle(asked))
+    assert found["sessions"] == [], found
+    found = json.loads(await search_tool(store, Recapper()).handle(asked))
+    assert [s["session_id"] for s in found["sessions"]] == [late], found
