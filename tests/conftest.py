@@ -7,6 +7,8 @@ import socket
 
 import pytest
 
+pytest_plugins = ["tests.postgres"]  # pg_url, pg_database
+
 _real_connect = socket.socket.connect
 _real_connect_ex = socket.socket.connect_ex
 _real_getaddrinfo = socket.getaddrinfo
