@@ -30,6 +30,10 @@ MemoryCoreError
  │    ├── SessionStoreBusyError         state.db stayed locked; the write is kept and retried
  │    ├── ReadTimeoutError              a read ran past the store's time limit and was stopped
  │    └── ImportFormatError             a bad line in an import file
+ ├── PostgresError                      PostgreSQL refused or could not do something
+ │    ├── PostgresUnavailableError      the server could not be reached in time
+ │    ├── PostgresSchemaError           the database's schema is not this code's (edited, newer)
+ │    └── PostgresConflictError         a transaction kept conflicting with others past its retries
  ├── SkillError                         a skills error; the message is safe to show the model
  │    ├── SkillFormatError              a SKILL.md, name, category or path breaks the rules
  │    │    └── SkillPathError           a support-file path is not allowed
@@ -238,6 +242,30 @@ class ImportFormatError(SessionStoreError):
         super().__init__(f"line {line}: {problem}")
         self.line = line
         self.problem = problem
+
+
+# PostgreSQL (memory_core.pg).
+
+
+class PostgresError(MemoryCoreError):
+    """Root of the PostgreSQL backend's errors."""
+
+
+class PostgresUnavailableError(PostgresError):
+    """The server could not be reached (or gave no connection) within the time allowed."""
+
+
+class PostgresSchemaError(PostgresError):
+    """The database's recorded schema is not this code's.
+
+    A step it recorded differs from this code's step of the same version (a
+    migration was edited after it ran), or it is at a newer version than this
+    code knows (written by a newer Mnemo).
+    """
+
+
+class PostgresConflictError(PostgresError):
+    """A transaction failed with a serialization failure or a deadlock on every attempt."""
 
 
 # Skills (memory_core.skills).

@@ -1,0 +1,152 @@
+"""A pool of PostgreSQL connections, transactions retried on conflict, migrations.
+
+    db = PgDatabase("postgresql://…")
+    await db.open()
+    await db.migrate(STEPS)                  # this store's `PgMigration`s
+    async with db.connection() as conn:      # reads: an autocommit connection
+        rows = await (await conn.execute("SELECT …")).fetchall()
+    async with db.transaction() as conn:     # one transaction, one attempt
+        await conn.execute("UPDATE …")
+    value = await db.transact(work)          # `work(conn)` in one transaction,
+                                             # run again on a conflict
+    await db.close()
+
+Pooled connections are in autocommit mode; `transaction()` wraps its block in
+BEGIN … COMMIT (ROLLBACK when the block raises). A serialization failure or a
+deadlock, which PostgreSQL reports when concurrent transactions cannot all
+commit, comes out of `transaction()` as `PostgresConflictError` (the caller
+never sees a psycopg class). A block cannot be re-run by its context manager,
+so the retry lives in `transact(work)`: it runs the coroutine function `work`
+in a fresh transaction up to `attempts` times, sleeping a jittered, doubling
+pause between attempts, and raises `PostgresConflictError` when every attempt
+conflicted. `work` must therefore be safe to run again: everything it does
+to the database is rolled back with a failed attempt, and it should do
+nothing outside it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, Literal, TypeVar
+
+from psycopg import AsyncConnection, errors
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from memory_core.errors import PostgresConflictError, PostgresUnavailableError
+from memory_core.pg.migrations import PgMigration, apply_migrations
+
+T = TypeVar("T")
+Isolation = Literal["read committed", "repeatable read", "serializable"]
+Connection = AsyncConnection[Any]
+
+_ISOLATION_SQL: dict[str, bytes] = {
+    "read committed": b"SET TRANSACTION ISOLATION LEVEL READ COMMITTED",
+    "repeatable read": b"SET TRANSACTION ISOLATION LEVEL REPEATABLE READ",
+    "serializable": b"SET TRANSACTION ISOLATION LEVEL SERIALIZABLE",
+}
+_CONFLICTS = (errors.SerializationFailure, errors.DeadlockDetected)
+
+DEFAULT_ATTEMPTS = 8
+FIRST_PAUSE = 0.005  # seconds before the second attempt; doubles each time, jittered
+MAX_PAUSE = 0.5
+
+
+class PgDatabase:
+    """A pool of connections to one PostgreSQL database."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        min_size: int = 1,
+        max_size: int = 8,
+        attempts: int = DEFAULT_ATTEMPTS,
+        connect_timeout: float = 30.0,
+    ) -> None:
+        if attempts < 1:
+            raise ValueError("attempts must be at least 1")
+        self._attempts = attempts
+        self._timeout = connect_timeout
+        self._pool: AsyncConnectionPool[Connection] = AsyncConnectionPool(
+            url,
+            min_size=min_size,
+            max_size=max_size,
+            kwargs={"autocommit": True},
+            open=False,
+            timeout=connect_timeout,
+        )
+
+    async def open(self) -> None:
+        """Open the pool and wait for its first connections."""
+        try:
+            await self._pool.open(wait=True, timeout=self._timeout)
+        except PoolTimeout as err:
+            await self._pool.close()
+            raise PostgresUnavailableError(f"no connection to PostgreSQL: {err}") from err
+
+    async def close(self) -> None:
+        await self._pool.close()
+
+    async def __aenter__(self) -> PgDatabase:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[Connection]:
+        """A pooled autocommit connection (each statement its own transaction)."""
+        try:
+            async with self._pool.connection() as conn:
+                yield conn
+        except PoolTimeout as err:
+            raise PostgresUnavailableError(f"no free PostgreSQL connection: {err}") from err
+
+    @asynccontextmanager
+    async def transaction(self, isolation: Isolation | None = None) -> AsyncIterator[Connection]:
+        """One transaction on a pooled connection: committed when the block ends,
+        rolled back when it raises. A conflict raises `PostgresConflictError`."""
+        async with self.connection() as conn:
+            try:
+                async with conn.transaction():
+                    if isolation is not None:
+                        await conn.execute(_ISOLATION_SQL[isolation])
+                    yield conn
+            except _CONFLICTS as err:
+                raise PostgresConflictError(f"transaction conflicted: {err}") from err
+
+    async def transact(
+        self,
+        work: Callable[[Connection], Awaitable[T]],
+        *,
+        isolation: Isolation | None = None,
+        attempts: int | None = None,
+    ) -> T:
+        """`await work(conn)` in one transaction, run again (in a new one) on a conflict."""
+        tries = self._attempts if attempts is None else attempts
+        pause = FIRST_PAUSE
+        for attempt in range(1, tries + 1):
+            try:
+                async with self.transaction(isolation) as conn:
+                    return await work(conn)
+            except PostgresConflictError as err:
+                if attempt == tries:
+                    raise PostgresConflictError(
+                        f"transaction conflicted on all {tries} attempts: {err}"
+                    ) from err
+            await asyncio.sleep(random.uniform(0, pause))
+            pause = min(pause * 2, MAX_PAUSE)
+        raise AssertionError("unreachable")  # the loop returns or raises
+
+    async def migrate(self, steps: Sequence[PgMigration]) -> dict[str, int]:
+        """Bring each component of `steps` to its newest version; {component: version}.
+
+        See `memory_core.pg.migrations`: one step per transaction, under an
+        advisory lock, a database whose record disagrees with the code refused.
+        """
+        async with self.connection() as conn:
+            return await apply_migrations(conn, steps)

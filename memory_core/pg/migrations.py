@@ -1,0 +1,125 @@
+"""Versioned schema migrations on PostgreSQL, frozen by their sha256.
+
+Each store names its component ("sessions", "memory", …) and lists its steps,
+`PgMigration(component, version, sql)`, versions 1, 2, 3, … in order. The table
+`mnemo_schema(component, version, sha256, applied_at)` records every step a
+database has run, with the sha256 of its SQL text. `apply_migrations`:
+
+- takes a session-level advisory lock (`LOCK_KEY`), so that of several
+  processes starting at once one migrates and the others wait, then find
+  nothing left to do;
+- refuses the database (`PostgresSchemaError`) when a recorded step's sha256
+  differs from the code's step of that version (a step was edited after it
+  ran: change a schema by adding a step, never by editing one), or when a
+  component is recorded at a version newer than the code's newest;
+- runs each missing step in its own transaction together with its row in
+  `mnemo_schema`, so a failure leaves the previous version intact.
+
+Components the code does not list are left alone (another store's schema).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from psycopg import AsyncConnection
+
+from memory_core.errors import PostgresSchemaError
+
+# The advisory lock every Mnemo migration holds: the first 8 bytes of
+# sha256("mnemo_schema") as a signed 64-bit number.
+LOCK_KEY = int.from_bytes(hashlib.sha256(b"mnemo_schema").digest()[:8], "big", signed=True)
+
+_CREATE_TABLE = b"""
+CREATE TABLE IF NOT EXISTS mnemo_schema (
+    component TEXT NOT NULL,
+    version INTEGER NOT NULL CHECK (version > 0),
+    sha256 TEXT NOT NULL,
+    applied_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+    PRIMARY KEY (component, version)
+)
+"""
+
+
+@dataclass(frozen=True)
+class PgMigration:
+    """One step of a component's schema: its version and its SQL text."""
+
+    component: str
+    version: int
+    sql: str
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.sql.encode("utf-8")).hexdigest()
+
+
+def plan(steps: Sequence[PgMigration]) -> dict[str, list[PgMigration]]:
+    """The steps by component, each list in version order; a gap or repeat is a bug."""
+    by_component: dict[str, list[PgMigration]] = {}
+    for step in steps:
+        by_component.setdefault(step.component, []).append(step)
+    for component, listed in by_component.items():
+        listed.sort(key=lambda s: s.version)
+        versions = [s.version for s in listed]
+        if versions != list(range(1, len(listed) + 1)):
+            raise ValueError(f"{component} migrations must be numbered 1, 2, 3…: {versions}")
+    return by_component
+
+
+def check_recorded(component: str, steps: list[PgMigration], recorded: dict[int, str]) -> None:
+    """Refuse a database whose record of `component` disagrees with `steps`."""
+    newest = steps[-1].version
+    beyond = [v for v in recorded if v > newest]
+    if beyond:
+        raise PostgresSchemaError(
+            f"the database's {component} schema is at version {max(beyond)}, newer than "
+            f"this Mnemo's {newest}: upgrade Mnemo"
+        )
+    for step in steps:
+        digest = recorded.get(step.version)
+        if digest is not None and digest != step.sha256:
+            raise PostgresSchemaError(
+                f"{component} migration v{step.version} differs from the one this database "
+                f"ran (sha256 {digest}, code {step.sha256}): migrations are frozen"
+            )
+
+
+async def _recorded(conn: AsyncConnection[Any], component: str) -> dict[int, str]:
+    cur = await conn.execute(
+        "SELECT version, sha256 FROM mnemo_schema WHERE component = %s", (component,)
+    )
+    return {int(version): str(digest) for version, digest in await cur.fetchall()}
+
+
+async def _apply(conn: AsyncConnection[Any], step: PgMigration) -> None:
+    async with conn.transaction():
+        await conn.execute(step.sql.encode("utf-8"))  # no parameters: several statements
+        await conn.execute(
+            "INSERT INTO mnemo_schema (component, version, sha256) VALUES (%s, %s, %s)",
+            (step.component, step.version, step.sha256),
+        )
+
+
+async def apply_migrations(
+    conn: AsyncConnection[Any], steps: Sequence[PgMigration]
+) -> dict[str, int]:
+    """Run the missing `steps` on `conn` (autocommit); {component: version now}."""
+    by_component = plan(steps)
+    await conn.execute("SELECT pg_advisory_lock(%s)", (LOCK_KEY,))
+    try:
+        await conn.execute(_CREATE_TABLE)
+        versions: dict[str, int] = {}
+        for component, listed in by_component.items():
+            recorded = await _recorded(conn, component)
+            check_recorded(component, listed, recorded)
+            for step in listed:
+                if step.version not in recorded:
+                    await _apply(conn, step)
+            versions[component] = listed[-1].version
+        return versions
+    finally:
+        await conn.execute("SELECT pg_advisory_unlock(%s)", (LOCK_KEY,))
