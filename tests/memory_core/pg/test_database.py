@@ -169,3 +169,42 @@ async def test_an_unreachable_server_is_a_memory_core_error(tmp_path: Any) -> No
     db = PgDatabase(f"postgresql://postgres@/x?host={tmp_path}", connect_timeout=0.5)
     with pytest.raises(PostgresUnavailableError, match="no connection"):
         await db.open()
+
+
+class CrossedLocks:
+    """Two transactions that each lock one row, wait until the other has locked its own,
+    then lock the other's: a deadlock, which PostgreSQL breaks by aborting one."""
+
+    def __init__(self) -> None:
+        self.attempts = 0
+        self.locked = {1: asyncio.Event(), 2: asyncio.Event()}
+
+    async def fast_detection(self, conn: Any) -> None:
+        row = await (await conn.execute("SELECT current_setting('is_superuser')")).fetchone()
+        if row == ("on",):  # else the server's deadlock_timeout (1 s by default)
+            await conn.execute("SET LOCAL deadlock_timeout = '20ms'")
+
+    def work(self, first: int, second: int) -> Any:
+        async def run(conn: Any) -> int:
+            self.attempts += 1
+            await self.fast_detection(conn)
+            await conn.execute("UPDATE notes SET id = id WHERE id = %s", (first,))
+            self.locked[first].set()
+            await asyncio.wait_for(self.locked[second].wait(), timeout=10)
+            await conn.execute("UPDATE notes SET id = id WHERE id = %s", (second,))
+            return first
+
+        return run
+
+
+async def test_a_deadlock_is_retried_until_it_commits(db: PgDatabase) -> None:
+    await db.migrate([V1])
+    async with db.transaction() as conn:
+        await conn.execute("INSERT INTO notes VALUES (1), (2)")
+    crossed = CrossedLocks()
+    results = await asyncio.wait_for(
+        asyncio.gather(db.transact(crossed.work(1, 2)), db.transact(crossed.work(2, 1))),
+        timeout=30,
+    )
+    assert sorted(results) == [1, 2]
+    assert crossed.attempts == 3
