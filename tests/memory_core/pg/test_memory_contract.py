@@ -295,6 +295,8 @@ async def _transcript(store: Either) -> list[Any]:
         history = await store.call("history", target, key, None)
         lines.append([(c.id, c.action, c.before, c.after, c.origin, c.undoes) for c in history])
         lines.append([(o.text, o.origin) for o in await store.call("origins", target, key)])
+    lines.append(await store.call("snapshot", ALICE, True))  # the prompt blocks, byte for byte
+    lines.append(await store.call("snapshot", ALICE, False))
     return lines
 
 
