@@ -146,7 +146,7 @@ async def test_a_serialization_failure_is_retried_until_it_commits(db: PgDatabas
         db.transact(skew.work, isolation="serializable"),
     )
     assert sorted(results) == [1, 2]  # the retried one saw the other's row
-    assert skew.attempts == 3
+    assert skew.attempts >= 3  # at least the one retry (more if the server aborted both)
     assert await _rows(db, "SELECT id FROM notes ORDER BY id") == [(1,), (2,)]
 
 
