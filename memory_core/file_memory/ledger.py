@@ -245,6 +245,17 @@ def inverse(change: LedgerChange, entries: Sequence[str]) -> Operation:
     return Operation("add", content=change.before)
 
 
+def undo_outcome(change: LedgerChange, entries: Sequence[str], limit: int) -> EditOutcome:
+    """`entries` with `change` reverted within `limit`, or refuse (an undo that no longer
+    fits the budget is refused in the person's words, not the budget's)."""
+    try:
+        return apply_operations(entries, [inverse(change, entries)], limit)
+    except OverBudgetError as full:
+        raise UndoRefusedError(
+            NO_LONGER_FITS, change_id=change.id, chars=full.chars_after, limit=limit
+        ) from full
+
+
 def read_archive(path: Path) -> list[ArchivedEntry]:
     """The archived entries, oldest first."""
     archived = []

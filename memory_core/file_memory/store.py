@@ -40,7 +40,6 @@ from memory_core.file_memory.edits import Operation, apply_operations
 from memory_core.file_memory.entries import file_text, is_canonical, parse_entries, usage
 from memory_core.file_memory.ledger import (
     ARCHIVE_LOST,
-    NO_LONGER_FITS,
     NOTHING_TO_UNDO,
     ArchivedEntry,
     Draft,
@@ -52,10 +51,10 @@ from memory_core.file_memory.ledger import (
     fit_by_archiving,
     forget_writer,
     history_path,
-    inverse,
     pick_undo,
     read_archive,
     read_changes,
+    undo_outcome,
     write_archive,
 )
 from memory_core.file_memory.origin import OPERATOR, Origin
@@ -218,12 +217,7 @@ class FileMemoryStore:
             archive = read_archive(archive_path(path))
             if change.action == "archive" and not any(a.change_id == change.id for a in archive):
                 raise UndoRefusedError(ARCHIVE_LOST, change_id=change.id)
-            try:
-                outcome = apply_operations(entries, [inverse(change, entries)], limit)
-            except OverBudgetError as full:  # the budget's text is the model's, not a person's
-                raise UndoRefusedError(
-                    NO_LONGER_FITS, change_id=change.id, chars=full.chars_after, limit=limit
-                ) from full
+            outcome = undo_outcome(change, entries, limit)
             _remove_stale_temps(path)
             atomic_write_text(path, file_text(outcome.entries))
             drafts = [Draft("undo", c.before, c.after, change.id) for c in outcome.changes]

@@ -5,7 +5,7 @@ transaction (`PgDatabase.transact`) that locks the file's `memory_versions` row
 `FOR UPDATE` (so writers of one file run one after the other, on any machine),
 checks the erasure fence under that lock, reads the entries, applies the
 operations with the same pure code as the file store (`apply_operations`,
-`fit_by_archiving`, `pick_undo`, `inverse`), so the same input gives the same
+`fit_by_archiving`, `pick_undo`, `undo_outcome`), so the same input gives the same
 state or the same error and the budget holds at every commit, then writes the
 changed rows, the history rows and the new version. Readers take no lock: they
 see the last committed state.
@@ -37,7 +37,6 @@ from memory_core.file_memory.ledger import (
     ARCHIVE_LOST,
     HISTORY_LIMIT,
     HISTORY_SLACK,
-    NO_LONGER_FITS,
     NOTHING_TO_UNDO,
     ArchivedEntry,
     Draft,
@@ -45,8 +44,8 @@ from memory_core.file_memory.ledger import (
     LedgerChange,
     entry_origins,
     fit_by_archiving,
-    inverse,
     pick_undo,
+    undo_outcome,
 )
 from memory_core.file_memory.origin import OPERATOR, Origin
 from memory_core.file_memory.render import (
@@ -240,12 +239,7 @@ class PgMemoryStore:
             kept = next((a for a in archive if a.change_id == change.id), None)
             if change.action == "archive" and kept is None:
                 raise UndoRefusedError(ARCHIVE_LOST, change_id=change.id)
-            try:
-                outcome = apply_operations(entries, [inverse(change, entries)], limit)
-            except OverBudgetError as full:  # the budget's text is the model's, not a person's
-                raise UndoRefusedError(
-                    NO_LONGER_FITS, change_id=change.id, chars=full.chars_after, limit=limit
-                ) from full
+            outcome = undo_outcome(change, entries, limit)
             drafts = [Draft("undo", c.before, c.after, change.id) for c in outcome.changes]
             made = await _record(conn, file, drafts, origin)
             await _bump(conn, file)
