@@ -48,6 +48,7 @@ MAX_NESTING = 32  # mappings and lists inside each other; the schema needs 3
 MAX_NODES = 5000  # keys and values in the file; the schema has about 40
 _SHOWN_CHARS = 60  # longest value or key an error message repeats
 _USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/?#\s]*@")
+_PASSWORD = re.compile(r"://[^/?#\s@:]*:[^/?#\s@]*@|[?&]password=", re.IGNORECASE)
 
 
 def redact_url_credentials(text: str) -> str:
@@ -137,6 +138,33 @@ class SessionsConfig(_Section):
         if isinstance(data, Mapping) and "group_sessions_per_user" in data:
             raise ValueError(REMOVED_GROUP_SESSIONS)
         return data
+
+
+class StorageConfig(_Section):
+    """Where the bot's state lives. `url` unset: SQLite (state.db) and files under `home`;
+    a ``postgresql://`` URL (or MNEMO_DATABASE_URL): sessions, memory, settings, private
+    skills and the skills manifest in that database. Shared skills stay `skills.dir`."""
+
+    url: str | None = None
+    pool_size: int = Field(default=8, ge=2, le=100)  # connections per pool (sessions, memory)
+
+    @field_validator("url")
+    @classmethod
+    def _postgres_url(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        try:
+            parts = urlsplit(value)
+            parts.port  # noqa: B018 - raises ValueError for a bad port
+        except ValueError as exc:
+            raise ValueError(f"not a valid URL ({exc})") from None
+        if parts.scheme not in ("postgresql", "postgres"):
+            raise ValueError("must be a postgresql:// URL (unset: SQLite under home)")
+        return value
+
+    @property
+    def postgres(self) -> bool:
+        return self.url is not None
 
 
 class ProvidersConfig(_Section):
@@ -275,6 +303,7 @@ class Config(_Section):
     llm: LLMConfig = LLMConfig()
     auxiliary: AuxiliaryConfig = AuxiliaryConfig()
     memory: MemoryConfig = MemoryConfig()
+    storage: StorageConfig = StorageConfig()
     skills: SkillsConfig = SkillsConfig()
     sessions: SessionsConfig = SessionsConfig()
     providers: ProvidersConfig = ProvidersConfig()
@@ -418,6 +447,13 @@ def _refuse_secrets(raw: dict[str, Any]) -> None:
                 f"config error: {section}.{key}: secrets are not read from the file; "
                 f"set {var} instead"
             )
+    storage = raw.get("storage")
+    url = storage.get("url") if isinstance(storage, dict) else None
+    if isinstance(url, str) and _PASSWORD.search(url):
+        raise ConfigError(
+            "config error: storage.url: a password in the URL is not read from the file; "
+            "set MNEMO_DATABASE_URL (or PGPASSWORD, or a ~/.pgpass file) instead"
+        )
     for (section, key), var in _URL_KEYS.items():
         values = raw.get(section)
         value = values.get(key) if isinstance(values, dict) else None
@@ -524,6 +560,8 @@ def _apply_env(raw: dict[str, Any], env: Mapping[str, str]) -> None:
         raw["clock_start"] = env["MNEMO_CLOCK_START"]
     if env.get("OPENAI_BASE_URL"):
         section("llm")["base_url"] = env["OPENAI_BASE_URL"]
+    if env.get("MNEMO_DATABASE_URL"):
+        section("storage")["url"] = env["MNEMO_DATABASE_URL"]
     if env.get("MNEMO_SKILLS_DIR"):
         section("skills")["dir"] = env["MNEMO_SKILLS_DIR"]
     if env.get("MNEMO_HEALTH_ENABLED"):

@@ -386,3 +386,27 @@ def test_paths_from_the_environment_stay_relative_to_the_current_directory(
 def test_a_bad_path_section_is_still_named(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"^config error: skills: "):
         load_config(write(tmp_path, "skills: [a]\n"), environ={})
+
+
+def test_storage_defaults_to_sqlite_and_takes_a_postgres_url_from_the_environment(
+    tmp_path: Path,
+) -> None:
+    assert load_config(None, environ={}).storage.url is None
+    url = "postgresql://mnemo:s3cret@db.internal:5432/mnemo"
+    config = load_config(write(tmp_path, "{}\n"), environ={"MNEMO_DATABASE_URL": url})
+    assert config.storage.url == url and config.storage.postgres
+
+
+def test_storage_url_in_the_file_may_name_a_user_but_not_a_password(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, "storage: {url: 'postgresql://mnemo@db/mnemo'}\n"), {})
+    assert config.storage.url == "postgresql://mnemo@db/mnemo"
+    for url in ("postgresql://mnemo:s3cret@db/mnemo", "postgresql://db/mnemo?password=s3cret"):
+        with pytest.raises(ConfigError) as caught:
+            load_config(write(tmp_path, f"storage: {{url: '{url}'}}\n"), {})
+        assert "MNEMO_DATABASE_URL" in str(caught.value) and "s3cret" not in str(caught.value)
+
+
+@pytest.mark.parametrize("url", ["mysql://db/mnemo", "postgresql://db:port/x", "state.db"])
+def test_a_storage_url_that_is_not_postgres_is_one_clear_error(tmp_path: Path, url: str) -> None:
+    with pytest.raises(ConfigError, match=r"storage\.url"):
+        load_config(None, environ={"MNEMO_DATABASE_URL": url})
