@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Literal, TypeVar
 
@@ -36,22 +36,36 @@ from psycopg import AsyncConnection, errors
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from memory_core.errors import PostgresConflictError, PostgresUnavailableError
-from memory_core.pg.migrations import PgMigration, apply_migrations
+from memory_core.pg.migrations import PgMigration, migrate_url
 
 T = TypeVar("T")
 Isolation = Literal["read committed", "repeatable read", "serializable"]
 Connection = AsyncConnection[Any]
 
-_ISOLATION_SQL: dict[str, bytes] = {
+ISOLATION_SQL: dict[str, bytes] = {
     "read committed": b"SET TRANSACTION ISOLATION LEVEL READ COMMITTED",
     "repeatable read": b"SET TRANSACTION ISOLATION LEVEL REPEATABLE READ",
     "serializable": b"SET TRANSACTION ISOLATION LEVEL SERIALIZABLE",
 }
-_CONFLICTS = (errors.SerializationFailure, errors.DeadlockDetected)
+CONFLICTS = (errors.SerializationFailure, errors.DeadlockDetected)
 
 DEFAULT_ATTEMPTS = 8
 FIRST_PAUSE = 0.005  # seconds before the second attempt; doubles each time, jittered
 MAX_PAUSE = 0.5
+
+
+def pauses(attempts: int) -> Iterator[float]:
+    """The pause before each attempt after the first (`attempts - 1` of them):
+    jittered, doubling from `FIRST_PAUSE` up to `MAX_PAUSE`."""
+    pause = FIRST_PAUSE
+    for _ in range(attempts - 1):
+        yield random.uniform(0, pause)
+        pause = min(pause * 2, MAX_PAUSE)
+
+
+def exhausted(attempts: int, err: PostgresConflictError) -> PostgresConflictError:
+    """The error of a `transact` whose every attempt conflicted."""
+    return PostgresConflictError(f"transaction conflicted on all {attempts} attempts: {err}")
 
 
 class PgDatabase:
@@ -68,6 +82,7 @@ class PgDatabase:
     ) -> None:
         if attempts < 1:
             raise ValueError("attempts must be at least 1")
+        self._url = url
         self._attempts = attempts
         self._timeout = connect_timeout
         self._pool: AsyncConnectionPool[Connection] = AsyncConnectionPool(
@@ -114,9 +129,9 @@ class PgDatabase:
             try:
                 async with conn.transaction():
                     if isolation is not None:
-                        await conn.execute(_ISOLATION_SQL[isolation])
+                        await conn.execute(ISOLATION_SQL[isolation])
                     yield conn
-            except _CONFLICTS as err:
+            except CONFLICTS as err:
                 raise PostgresConflictError(f"transaction conflicted: {err}") from err
 
     async def transact(
@@ -128,25 +143,22 @@ class PgDatabase:
     ) -> T:
         """`await work(conn)` in one transaction, run again (in a new one) on a conflict."""
         tries = self._attempts if attempts is None else attempts
-        pause = FIRST_PAUSE
-        for attempt in range(1, tries + 1):
+        waits = pauses(tries)
+        while True:
             try:
                 async with self.transaction(isolation) as conn:
                     return await work(conn)
             except PostgresConflictError as err:
-                if attempt == tries:
-                    raise PostgresConflictError(
-                        f"transaction conflicted on all {tries} attempts: {err}"
-                    ) from err
-            await asyncio.sleep(random.uniform(0, pause))
-            pause = min(pause * 2, MAX_PAUSE)
-        raise AssertionError("unreachable")  # the loop returns or raises
+                wait = next(waits, None)
+                if wait is None:
+                    raise exhausted(tries, err) from err
+            await asyncio.sleep(wait)
 
     async def migrate(self, steps: Sequence[PgMigration]) -> dict[str, int]:
         """Bring each component of `steps` to its newest version; {component: version}.
 
         See `memory_core.pg.migrations`: one step per transaction, under an
         advisory lock, a database whose record disagrees with the code refused.
+        The steps run in a worker thread on a synchronous connection of their own.
         """
-        async with self.connection() as conn:
-            return await apply_migrations(conn, steps)
+        return await asyncio.to_thread(migrate_url, self._url, steps, self._timeout)

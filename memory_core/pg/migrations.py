@@ -25,9 +25,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from psycopg import AsyncConnection
+import psycopg
+from psycopg import Connection
 
-from memory_core.errors import PostgresSchemaError
+from memory_core.errors import PostgresSchemaError, PostgresUnavailableError
 
 # The advisory lock every Mnemo migration holds: the first 8 bytes of
 # sha256("mnemo_schema") as a signed 64-bit number.
@@ -88,38 +89,48 @@ def check_recorded(component: str, steps: list[PgMigration], recorded: dict[int,
             )
 
 
-async def _recorded(conn: AsyncConnection[Any], component: str) -> dict[int, str]:
-    cur = await conn.execute(
+def _recorded(conn: Connection[Any], component: str) -> dict[int, str]:
+    cur = conn.execute(
         "SELECT version, sha256 FROM mnemo_schema WHERE component = %s", (component,)
     )
-    return {int(version): str(digest) for version, digest in await cur.fetchall()}
+    return {int(version): str(digest) for version, digest in cur.fetchall()}
 
 
-async def _apply(conn: AsyncConnection[Any], step: PgMigration) -> None:
-    async with conn.transaction():
-        await conn.execute(step.sql.encode("utf-8"))  # no parameters: several statements
-        await conn.execute(
+def _apply(conn: Connection[Any], step: PgMigration) -> None:
+    with conn.transaction():
+        conn.execute(step.sql.encode("utf-8"))  # no parameters: several statements
+        conn.execute(
             "INSERT INTO mnemo_schema (component, version, sha256) VALUES (%s, %s, %s)",
             (step.component, step.version, step.sha256),
         )
 
 
-async def apply_migrations(
-    conn: AsyncConnection[Any], steps: Sequence[PgMigration]
-) -> dict[str, int]:
-    """Run the missing `steps` on `conn` (autocommit); {component: version now}."""
+def apply_migrations(conn: Connection[Any], steps: Sequence[PgMigration]) -> dict[str, int]:
+    """Run the missing `steps` on the synchronous autocommit `conn`; {component: version now}.
+
+    The async `PgDatabase` calls it in a worker thread on a connection of its own."""
     by_component = plan(steps)
-    await conn.execute("SELECT pg_advisory_lock(%s)", (LOCK_KEY,))
+    conn.execute("SELECT pg_advisory_lock(%s)", (LOCK_KEY,))
     try:
-        await conn.execute(_CREATE_TABLE)
+        conn.execute(_CREATE_TABLE)
         versions: dict[str, int] = {}
         for component, listed in by_component.items():
-            recorded = await _recorded(conn, component)
+            recorded = _recorded(conn, component)
             check_recorded(component, listed, recorded)
             for step in listed:
                 if step.version not in recorded:
-                    await _apply(conn, step)
+                    _apply(conn, step)
             versions[component] = listed[-1].version
         return versions
     finally:
-        await conn.execute("SELECT pg_advisory_unlock(%s)", (LOCK_KEY,))
+        conn.execute("SELECT pg_advisory_unlock(%s)", (LOCK_KEY,))
+
+
+def migrate_url(url: str, steps: Sequence[PgMigration], connect_timeout: float) -> dict[str, int]:
+    """`apply_migrations` on a connection of its own to `url`, closed after."""
+    try:
+        conn = psycopg.connect(url, autocommit=True, connect_timeout=max(1, round(connect_timeout)))
+    except psycopg.OperationalError as err:
+        raise PostgresUnavailableError(f"no connection to PostgreSQL: {err}") from err
+    with conn:
+        return apply_migrations(conn, steps)

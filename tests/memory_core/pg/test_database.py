@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -15,6 +17,7 @@ from memory_core.pg import (
     PostgresSchemaError,
     PostgresUnavailableError,
 )
+from memory_core.pg.blocking import PgSyncDatabase
 
 # Each step counts its runs in `runs`, so a step run twice shows as 2.
 V1 = PgMigration(
@@ -208,3 +211,103 @@ async def test_a_deadlock_is_retried_until_it_commits(db: PgDatabase) -> None:
     )
     assert sorted(results) == [1, 2]
     assert crossed.attempts == 3
+
+
+# The synchronous twin: the same pool, transactions, retry and migrations, blocking.
+
+
+@pytest.fixture
+def sync_db(pg_database: str) -> Iterator[PgSyncDatabase]:
+    with PgSyncDatabase(pg_database, max_size=4) as database:
+        yield database
+
+
+def _sync_rows(db: PgSyncDatabase, query: str) -> list[tuple[Any, ...]]:
+    with db.connection() as conn:
+        return conn.execute(query.encode()).fetchall()
+
+
+def test_sync_migrate_shares_the_record_with_the_async_one(
+    sync_db: PgSyncDatabase, pg_database: str
+) -> None:
+    assert sync_db.migrate([V1, V2]) == {"demo": 2}
+    assert sync_db.migrate([V1, V2, V3]) == {"demo": 3}
+
+    async def async_side() -> dict[str, int]:
+        async with PgDatabase(pg_database, max_size=1) as database:
+            return await database.migrate([V1, V2, V3])
+
+    assert asyncio.run(async_side()) == {"demo": 3}
+    runs = "SELECT version, count(*) FROM runs GROUP BY version ORDER BY version"
+    assert _sync_rows(sync_db, runs) == [(1, 1), (2, 1), (3, 1)]
+    with pytest.raises(PostgresSchemaError, match="demo migration v1 differs"):
+        sync_db.migrate([PgMigration("demo", 1, V1.sql + " -- tidied"), V2, V3])
+
+
+def test_sync_transaction_commits_or_rolls_back_as_a_whole(sync_db: PgSyncDatabase) -> None:
+    sync_db.migrate([V1])
+    with sync_db.transaction() as conn:
+        conn.execute("INSERT INTO notes VALUES (1)")
+    with pytest.raises(RuntimeError, match="midway"), sync_db.transaction() as conn:
+        conn.execute("INSERT INTO notes VALUES (2)")
+        raise RuntimeError("midway")
+    assert _sync_rows(sync_db, "SELECT id FROM notes ORDER BY id") == [(1,)]
+
+
+class ThreadedWriteSkew:
+    """`WriteSkew` in two threads: each reads the sum, waits for the other to read,
+    inserts sum + 1 under SERIALIZABLE; one of the two must be retried."""
+
+    def __init__(self) -> None:
+        self.attempts = 0
+        self.lock = threading.Lock()
+        self.both_read = threading.Event()
+
+    def work(self, conn: Any) -> int:
+        with self.lock:
+            self.attempts += 1
+            if self.attempts >= 2:
+                self.both_read.set()
+        row = conn.execute("SELECT coalesce(sum(id), 0) FROM notes").fetchone()
+        assert self.both_read.wait(timeout=10)
+        conn.execute("INSERT INTO notes VALUES (%s)", (row[0] + 1,))
+        return int(row[0]) + 1
+
+
+def test_sync_serialization_failure_is_retried_until_it_commits(
+    sync_db: PgSyncDatabase,
+) -> None:
+    sync_db.migrate([V1])
+    skew = ThreadedWriteSkew()
+    with ThreadPoolExecutor(2) as pool:
+        futures = [
+            pool.submit(sync_db.transact, skew.work, isolation="serializable") for _ in range(2)
+        ]
+        results = sorted(f.result(timeout=30) for f in futures)
+    assert results == [1, 2]
+    assert skew.attempts >= 3
+    assert _sync_rows(sync_db, "SELECT id FROM notes ORDER BY id") == [(1,), (2,)]
+
+
+def test_sync_conflict_past_the_attempts_is_a_memory_core_error(
+    sync_db: PgSyncDatabase,
+) -> None:
+    sync_db.migrate([V1])
+    skew = ThreadedWriteSkew()
+
+    def once() -> int | BaseException:
+        try:
+            return sync_db.transact(skew.work, isolation="serializable", attempts=1)
+        except PostgresConflictError as err:
+            return err
+
+    with ThreadPoolExecutor(2) as pool:
+        outcomes = [f.result(timeout=30) for f in [pool.submit(once), pool.submit(once)]]
+    failures = [o for o in outcomes if isinstance(o, PostgresConflictError)]
+    assert len(failures) == 1 and "all 1 attempts" in str(failures[0])
+
+
+def test_sync_unreachable_server_is_a_memory_core_error(tmp_path: Any) -> None:
+    db = PgSyncDatabase(f"postgresql://postgres@/x?host={tmp_path}", connect_timeout=0.5)
+    with pytest.raises(PostgresUnavailableError, match="no connection"):
+        db.open()
