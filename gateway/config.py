@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 from urllib.parse import urlsplit
 
-import yaml
 from pydantic import (
     AfterValidator,
     AwareDatetime,
@@ -35,6 +34,7 @@ from pydantic import (
     model_validator,
 )
 
+from gateway.config_yaml import SHOWN_CHARS, capped, read_yaml
 from gateway.errors import ConfigError
 from gateway.i18n import LANGUAGES, negotiate, parse_zone
 
@@ -43,10 +43,6 @@ REMOVED_GROUP_SESSIONS = (  # a shared session mixed people's sessions and comma
     "group_sessions_per_user was removed (each person in a group has a session of their "
     "own); delete the key"
 )
-MAX_CONFIG_BYTES = 1 << 20
-MAX_NESTING = 32  # mappings and lists inside each other; the schema needs 3
-MAX_NODES = 5000  # keys and values in the file; the schema has about 40
-_SHOWN_CHARS = 60  # longest value or key an error message repeats
 _USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/?#\s]*@")
 _PASSWORD = re.compile(r"://[^/?#\s@:]*:[^/?#\s@]*@|[?&]password=", re.IGNORECASE)
 
@@ -402,7 +398,7 @@ def load_config(path: Path | None = None, environ: Mapping[str, str] | None = No
     """
     env = os.environ if environ is None else environ
     file = path if path is not None or not DEFAULT_CONFIG_FILE.exists() else DEFAULT_CONFIG_FILE
-    raw = _read_yaml(file)
+    raw = read_yaml(file, DEFAULT_CONFIG_FILE)
     _refuse_secrets(raw)
     if file is not None:
         _anchor_paths(raw, Config, Path(os.path.abspath(file)).parent)
@@ -464,87 +460,6 @@ def _refuse_secrets(raw: dict[str, Any]) -> None:
             )
 
 
-class _ConfigLoader(yaml.SafeLoader):
-    """PyYAML's safe loader without aliases, with bounded nesting and size.
-
-    A configuration file has no use for anchors and aliases; refusing them is
-    the plain defence against an alias bomb, whose expansion costs minutes and
-    gigabytes. The nesting bound keeps PyYAML's recursive composer far from
-    Python's recursion limit; the node bound stops a dense file within a
-    second instead of the ~40 s PyYAML takes for 1 MiB of ``[1,1,1,…]``.
-    """
-
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self._depth = 0
-        self._nodes = 0
-
-    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
-        if self.check_event(yaml.AliasEvent):
-            raise self._refusal("aliases (*name) are not allowed")
-        self._depth += 1
-        self._nodes += 1
-        try:
-            if self._depth > MAX_NESTING:
-                raise self._refusal(f"nesting deeper than {MAX_NESTING} levels")
-            if self._nodes > MAX_NODES:
-                raise self._refusal(f"more than {MAX_NODES} keys and values")
-            return super().compose_node(parent, index)
-        finally:
-            self._depth -= 1
-
-    def _refusal(self, problem: str) -> yaml.MarkedYAMLError:
-        event: Any = self.peek_event()  # type: ignore[no-untyped-call]
-        return yaml.composer.ComposerError(None, None, problem, event.start_mark)
-
-
-def _read_text(path: Path) -> str:
-    """The file's text: at most `MAX_CONFIG_BYTES` of UTF-8."""
-    try:
-        with Path(path).open("rb") as handle:
-            data = handle.read(MAX_CONFIG_BYTES + 1)
-    except OSError as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
-    if len(data) > MAX_CONFIG_BYTES:
-        raise ConfigError(f"config file {path} is larger than {MAX_CONFIG_BYTES >> 20} MiB")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(
-            f"config file {path} is not UTF-8: "
-            f"invalid byte 0x{data[exc.start]:02x} at offset {exc.start}"
-        ) from None
-
-
-def _read_yaml(path: Path | None) -> dict[str, Any]:
-    if path is None:
-        if not DEFAULT_CONFIG_FILE.exists():
-            return {}
-        path = DEFAULT_CONFIG_FILE
-    text = _read_text(path)
-    try:
-        data = yaml.load(text, Loader=_ConfigLoader)  # a SafeLoader subclass
-    except yaml.reader.ReaderError as exc:
-        raise ConfigError(
-            f"config file {path}: character U+{exc.character:04X} "
-            f"at offset {exc.position} is not allowed"
-        ) from None
-    except (ValueError, OverflowError) as exc:  # e.g. an integer of 10,000 digits
-        raise ConfigError(
-            f"config file {path}: cannot read a value ({_capped(str(exc))})"
-        ) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or "invalid YAML"
-        raise ConfigError(f"config file {path}{where}: {problem}") from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"config file {path}: the top level must be a mapping of sections")
-    return data
-
-
 def _apply_env(raw: dict[str, Any], env: Mapping[str, str]) -> None:
     def section(name: str) -> dict[str, Any]:
         current = raw.get(name)
@@ -580,8 +495,8 @@ def _describe(exc: ValidationError) -> str:
     the wrong place), and URL credentials are masked.
     """
     err = exc.errors()[0]
-    key = _capped(".".join(str(p) for p in err["loc"])) or "(top level)"
-    msg = _capped(err["msg"], 160)
+    key = capped(".".join(str(p) for p in err["loc"])) or "(top level)"
+    msg = capped(err["msg"], 160)
     if err["type"] == "extra_forbidden":
         msg = "unknown key"
     elif "input" in err and err["type"] != "missing":
@@ -595,14 +510,8 @@ def _describe(exc: ValidationError) -> str:
 
 def _shown_value(value: object) -> str | None:
     """The repr of a short scalar, else None."""
-    if isinstance(value, str) and len(value) <= _SHOWN_CHARS:
+    if isinstance(value, str) and len(value) <= SHOWN_CHARS:
         return repr(value)
     if isinstance(value, bool | float) or (isinstance(value, int) and value.bit_length() < 64):
         return repr(value)
     return None
-
-
-def _capped(text: str, limit: int = _SHOWN_CHARS) -> str:
-    """`text` on one printable line, cut to `limit` characters."""
-    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text[: limit + 1])
-    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -10,7 +10,6 @@ A failure's detail says what is wrong and, where one is known, the fix.
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,7 @@ import aiohttp
 from gateway.agent.model_client import ModelClient
 from gateway.config import Config, DiscordConfig, TelegramConfig
 from gateway.errors import ModelAuthError, ModelError, ModelNotServedError, ModelStalledError
+from memory_core.sessions import sqlite_problem
 
 MAX_NAMES_SHOWN = 10  # served model ids a "not served" line lists
 
@@ -80,23 +80,9 @@ def check_skills_dir(folder: Path, promotable: bool) -> Check:
 
 def check_sqlite() -> Check:
     """This Python's SQLite has FTS5 and a working trigram tokenizer (history search)."""
-    version = sqlite3.sqlite_version
-    conn = sqlite3.connect(":memory:")
-    try:
-        conn.execute("CREATE VIRTUAL TABLE w USING fts5(t, tokenize='unicode61')")
-    except sqlite3.OperationalError as exc:
-        conn.close()
-        return Check("sqlite", False, f"SQLite {version} has no FTS5 ({exc})")
-    try:
-        conn.execute("CREATE VIRTUAL TABLE g USING fts5(t, tokenize='trigram')")
-        conn.execute("INSERT INTO g(t) VALUES ('服务器重启')")
-        hits = conn.execute("SELECT count(*) FROM g WHERE g MATCH '服务器'").fetchone()[0]
-    except sqlite3.OperationalError as exc:
-        return Check("sqlite", False, f"SQLite {version} has no trigram tokenizer ({exc})")
-    finally:
-        conn.close()
-    if hits != 1:
-        return Check("sqlite", False, f"SQLite {version}: trigram search found {hits} rows, not 1")
+    version, problem = sqlite_problem()
+    if problem is not None:
+        return Check("sqlite", False, f"SQLite {version} has {problem}")
     return Check("sqlite", True, f"SQLite {version} with FTS5 and trigram")
 
 

@@ -26,7 +26,7 @@ from memory_core.errors import (
 )
 from memory_core.scopes import CHAT_TYPES, ChatType, SearchScope, recall_scope
 from memory_core.sessions.activity import SessionActivity
-from memory_core.sessions.connection import ConnectHook
+from memory_core.sessions.connection import ConnectHook, sqlite_problem
 from memory_core.sessions.db import SessionDB
 from memory_core.sessions.erase import UserTotals
 from memory_core.sessions.inbox import QueuedMessage
@@ -103,4 +103,5 @@ __all__ = [
     "parse_timestamp",
     "recall_scope",
     "search_sessions",
+    "sqlite_problem",
 ]

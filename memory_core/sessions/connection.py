@@ -107,3 +107,26 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
             conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
+
+
+def sqlite_problem() -> tuple[str, str | None]:
+    """(this Python's SQLite version, what it lacks for history search or None): FTS5,
+    and a trigram tokenizer that finds a CJK substring."""
+    version = sqlite3.sqlite_version
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.execute("CREATE VIRTUAL TABLE w USING fts5(t, tokenize='unicode61')")
+    except sqlite3.OperationalError as exc:
+        conn.close()
+        return version, f"no FTS5 ({exc})"
+    try:
+        conn.execute("CREATE VIRTUAL TABLE g USING fts5(t, tokenize='trigram')")
+        conn.execute("INSERT INTO g(t) VALUES ('服务器重启')")
+        hits = conn.execute("SELECT count(*) FROM g WHERE g MATCH '服务器'").fetchone()[0]
+    except sqlite3.OperationalError as exc:
+        return version, f"no trigram tokenizer ({exc})"
+    finally:
+        conn.close()
+    if hits != 1:
+        return version, f"a trigram search that found {hits} rows, not 1"
+    return version, None
