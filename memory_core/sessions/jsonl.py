@@ -40,11 +40,11 @@ import signal
 import sqlite3
 import stat
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from multiprocessing.connection import Connection
-from typing import IO, NamedTuple, cast
+from typing import IO, Any, NamedTuple, cast
 
 from memory_core.errors import ImportFormatError, InvalidUserKeyError, SessionStoreError
 from memory_core.scopes import CHAT_TYPES
@@ -425,20 +425,33 @@ def parse_bot_session_id(external_id: str) -> tuple[int, float] | None:
         return None
 
 
+EXPORT_COLUMNS = (
+    "s.external_id, s.id, s.started_at, s.user_key, s.source, s.chat_id, "
+    "s.chat_type, m.role, m.content, m.timestamp, m.speaker_name, m.tool_name, "
+    "m.tool_calls, m.tool_call_id"
+)
+"""What `export_line` reads from a row of sessions `s` joined with its messages `m`."""
+EXPORT_ORDER = "s.id, m.timestamp, m.id"
+
+
 def export_lines(conn: sqlite3.Connection, user_key: str) -> Iterable[str]:
     """Every message of one person, in the import format, one JSON line each (no newline)."""
     rows = conn.execute(
-        "SELECT s.external_id, s.id, s.started_at, s.user_key, s.source, s.chat_id, "
-        "s.chat_type, m.role, m.content, m.timestamp, m.speaker_name, m.tool_name, "
-        "m.tool_calls, m.tool_call_id FROM sessions s JOIN messages m ON m.session_id = s.id "
-        "WHERE s.user_key = ? ORDER BY s.id, m.timestamp, m.id",
+        f"SELECT {EXPORT_COLUMNS} FROM sessions s JOIN messages m ON m.session_id = s.id "
+        f"WHERE s.user_key = ? ORDER BY {EXPORT_ORDER}",
         (user_key,),
     )
-    for external_id, session_id, started_at, *row in rows:
-        name = external_id if external_id is not None else bot_session_id(session_id, started_at)
-        record: dict[str, object] = dict(zip(REQUIRED, [name, *row[:7]], strict=True))
-        record["timestamp"] = datetime.fromtimestamp(float(row[6]), UTC).isoformat()
-        for key, value in zip(OPTIONAL, row[7:], strict=True):
-            if value is not None:
-                record[key] = value
-        yield json.dumps(record, ensure_ascii=False)
+    for row in rows:
+        yield export_line(row)
+
+
+def export_line(row: Sequence[Any]) -> str:
+    """One message row read with `EXPORT_COLUMNS` as an import-format JSON line."""
+    external_id, session_id, started_at, *rest = row
+    name = external_id if external_id is not None else bot_session_id(session_id, started_at)
+    record: dict[str, object] = dict(zip(REQUIRED, [name, *rest[:7]], strict=True))
+    record["timestamp"] = datetime.fromtimestamp(float(rest[6]), UTC).isoformat()
+    for key, value in zip(OPTIONAL, rest[7:], strict=True):
+        if value is not None:
+            record[key] = value
+    return json.dumps(record, ensure_ascii=False)
