@@ -1,0 +1,312 @@
+"""Loading JSON Lines into the PostgreSQL session tables: one transaction, rows by COPY.
+
+The lines are parsed and checked by the SQLite importer's own parser
+(`jsonl.parsed_batches`: same errors, same line numbers), sessions are
+matched and messages deduplicated the same way (`fingerprint`), and the
+result is the same `ImportResult`. What differs is how all-or-nothing is
+kept. SQLite has one writer, so its import stages rows in short transactions
+under a hidden user key; PostgreSQL lets live writes go on beside a long
+transaction (MVCC), so here the whole import is ONE transaction and nothing
+of it is visible to anyone before it commits. A bad line, a crash or a lost
+connection rolls everything back.
+
+Rows are written with ``COPY … FROM STDIN`` in chunks of `CHUNK_ROWS`
+messages: the new sessions of a chunk first, then its messages, each with its
+tsvector (`search_text.index_documents`) and `symbols` value. A session the
+import creates is locked by nobody else (nobody can see it). A session that
+already existed is only touched at the very end: its new messages wait in a
+temporary table and move in with one ``INSERT … SELECT``, and its bounds are
+updated just before the commit, so a live write to that session waits for
+the last moments of the import, not for all of it.
+
+Imports take a transaction-level advisory lock (`IMPORT_LOCK`): one at a
+time per database; a second one fails at once with `SessionStoreBusyError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import re
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import IO, Any, cast
+
+from psycopg import AsyncConnection, errors
+
+from memory_core.errors import ImportFormatError, SessionConflictError, SessionStoreBusyError
+from memory_core.pg.database import PgDatabase
+from memory_core.pg.search_text import index_documents
+from memory_core.scopes import ChatType
+from memory_core.sessions.jsonl import (
+    Batch,
+    ImportResult,
+    Message,
+    fingerprint,
+    parse_bot_session_id,
+    parsed_batches,
+)
+from memory_core.sessions.query import SYMBOL_CLASS
+from memory_core.sessions.schema import owner_token
+
+__all__ = ["CHUNK_ROWS", "IMPORT_LOCK", "import_lines", "symbols_value"]
+
+CHUNK_ROWS = 10_000
+# Held for the import's transaction: sha256("mnemo_session_import")[:8] as a signed bigint.
+IMPORT_LOCK = int.from_bytes(
+    hashlib.sha256(b"mnemo_session_import").digest()[:8], "big", signed=True
+)
+_SYMBOL = re.compile(f"[{SYMBOL_CLASS}]")
+_MESSAGE_COLUMNS = (
+    "session_id, role, content, tool_name, tool_calls, tool_call_id, timestamp, "
+    "speaker_name, words, symbols"
+)
+_SESSION_COPY = (
+    "COPY sessions (id, root_id, source, user_key, owner_token, chat_id, chat_type, "
+    "started_at, ended_at, end_reason, external_id) FROM STDIN"
+)
+_EXTRA = "import_extra_messages"  # the temporary table of rows for existing sessions
+_CREATE_EXTRA = (
+    f"CREATE TEMPORARY TABLE {_EXTRA} (ord BIGINT NOT NULL, session_id BIGINT NOT NULL, "
+    "role TEXT NOT NULL, content TEXT NOT NULL, tool_name TEXT, tool_calls TEXT, "
+    "tool_call_id TEXT, timestamp DOUBLE PRECISION NOT NULL, speaker_name TEXT, "
+    "words TSVECTOR, symbols TEXT) ON COMMIT DROP"
+)
+
+Connection = AsyncConnection[Any]
+
+
+def symbols_value(role: str, content: str) -> str | None:
+    """What a message keeps in `symbols`: its content when it holds an emoji or symbol
+    (and it is not tool output), else None: the rows of SQLite's trigram index."""
+    if role == "tool" or content.isascii() or _SYMBOL.search(content) is None:
+        return None
+    return content
+
+
+@dataclass
+class _Session:
+    platform: str
+    user: str
+    external_id: str
+    chat: str
+    chat_type: ChatType
+    first: float
+    last: float
+    existing: int | None = None  # the stored session this import extends
+    known: set[str] | None = None  # fingerprints of its stored messages
+    id: int | None = None  # a new session's id, given with its first chunk
+    written: tuple[float, float] | None = None  # (first, last) as its row holds them
+    added: bool = False  # a message of this import goes to it
+
+    @property
+    def target(self) -> int | None:
+        return self.existing if self.existing is not None else self.id
+
+
+@dataclass
+class _Import:
+    """One import's sessions, the rows waiting for their chunk, and counts."""
+
+    conn: Connection
+    chunk_rows: int
+    sessions: dict[tuple[str, str, str], _Session] = field(default_factory=dict)
+    by_head: dict[tuple[str, ...], _Session] = field(default_factory=dict)
+    pending: list[tuple[_Session, Message]] = field(default_factory=list)
+    inserted: int = 0
+    skipped: int = 0
+    extra_rows: int = 0
+
+    async def add(self, message: Message) -> None:
+        session = self.by_head.get(message.head)
+        if session is None:
+            session = self.by_head[message.head] = await self._session(message)
+        ts = message.timestamp
+        session.first = min(session.first, ts)
+        session.last = max(session.last, ts)
+        if session.known is not None:
+            mark = fingerprint(message.role, ts, message.content, message.name)
+            if mark in session.known:
+                self.skipped += 1
+                return
+            session.known.add(mark)
+        session.added = True
+        self.pending.append((session, message))
+        if len(self.pending) >= self.chunk_rows:
+            await self.flush()
+
+    async def flush(self) -> None:
+        """COPY the pending rows: new sessions first, then their messages."""
+        if not self.pending:
+            return
+        await self._create_sessions([s for s, _ in self.pending if s.target is None])
+        words = index_documents([(m.role, m.content) for _, m in self.pending])
+        fresh: list[tuple[object, ...]] = []
+        extra: list[tuple[object, ...]] = []
+        for (s, m), vector in zip(self.pending, words, strict=True):
+            row = (s.target, m.role, m.content, m.tool_name, m.tool_calls, m.tool_call_id,
+                   m.timestamp, m.name, vector, symbols_value(m.role, m.content))  # fmt: skip
+            if s.existing is None:
+                fresh.append(row)
+            else:
+                self.extra_rows += 1
+                extra.append((self.extra_rows, *row))
+        await _copy(self.conn, f"COPY messages ({_MESSAGE_COLUMNS}) FROM STDIN", fresh)
+        if extra:
+            if self.extra_rows == len(extra):
+                await self.conn.execute(_CREATE_EXTRA)
+            await _copy(self.conn, f"COPY {_EXTRA} (ord, {_MESSAGE_COLUMNS}) FROM STDIN", extra)
+        self.inserted += len(self.pending)
+        self.pending.clear()
+
+    async def finish(self) -> None:
+        """The last chunk, the rows for existing sessions, every session's bounds."""
+        await self.flush()
+        if self.extra_rows:
+            await self.conn.execute(
+                f"INSERT INTO messages ({_MESSAGE_COLUMNS}) "
+                f"SELECT {_MESSAGE_COLUMNS} FROM {_EXTRA} ORDER BY ord"
+            )
+        moved = [(s.first, s.last, s.id) for s in self.sessions.values()
+                 if s.id is not None and s.written != (s.first, s.last)]  # fmt: skip
+        async with self.conn.cursor() as cur:
+            if moved:
+                await cur.executemany(
+                    "UPDATE sessions SET started_at = %s, ended_at = %s WHERE id = %s", moved
+                )
+            extended = [(s.first, s.last, s.existing) for s in self.sessions.values()
+                        if s.existing is not None and s.added]  # fmt: skip
+            if extended:  # a session of the bot's keeps its start (its exported name), stays open
+                await cur.executemany(
+                    "UPDATE sessions SET started_at = CASE WHEN external_id IS NULL "
+                    "THEN started_at ELSE least(started_at, %s) END, ended_at = CASE WHEN "
+                    "ended_at IS NULL THEN NULL ELSE greatest(ended_at, %s) END WHERE id = %s",
+                    extended,
+                )
+
+    def result(self, lines: int) -> ImportResult:
+        created = sum(1 for s in self.sessions.values() if s.existing is None)
+        return ImportResult(
+            lines=lines,
+            sessions_created=created,
+            sessions_extended=len(self.sessions) - created,
+            messages_inserted=self.inserted,
+            messages_skipped=self.skipped,
+        )
+
+    async def _create_sessions(self, new: list[_Session]) -> None:
+        unique = list({id(s): s for s in new}.values())  # in order of first appearance
+        if not unique:
+            return
+        cur = await self.conn.execute(
+            "SELECT nextval(pg_get_serial_sequence('sessions', 'id')) FROM generate_series(1, %s)",
+            (len(unique),),
+        )
+        ids = sorted(int(row[0]) for row in await cur.fetchall())
+        rows = []
+        for s, session_id in zip(unique, ids, strict=True):
+            s.id, s.written = session_id, (s.first, s.last)
+            rows.append((session_id, session_id, s.platform, s.user, owner_token(s.user), s.chat,
+                         s.chat_type, s.first, s.last, "imported", s.external_id))  # fmt: skip
+        await _copy(self.conn, _SESSION_COPY, rows)
+
+    async def _session(self, message: Message) -> _Session:
+        key = message.head[:3]
+        session = self.sessions.get(key)
+        if session is None:
+            session = self.sessions[key] = await self._find(key, message)
+        if (session.chat, session.chat_type) != message.head[3:]:
+            chat, chat_type = message.head[3:]
+            raise ImportFormatError(
+                message.line,
+                f"session {session.external_id[:60]!r} is in chat {session.chat[:60]!r} "
+                f"({session.chat_type}), not {chat[:60]!r} ({chat_type})",
+            )
+        return session
+
+    async def _find(self, key: tuple[str, str, str], message: Message) -> _Session:
+        ts = message.timestamp
+        cur = await self.conn.execute(
+            "SELECT id, chat_id, chat_type FROM sessions "
+            "WHERE source = %s AND user_key = %s AND external_id = %s",
+            key,
+        )
+        row = await cur.fetchone()
+        own = parse_bot_session_id(key[2])
+        if row is None and own is not None:  # exported from a session the bot made here
+            cur = await self.conn.execute(
+                "SELECT id, chat_id, chat_type FROM sessions WHERE id = %s AND started_at = %s "
+                "AND source = %s AND user_key = %s AND external_id IS NULL",
+                (*own, *key[:2]),
+            )
+            row = await cur.fetchone()
+        if row is None:
+            chat_type = cast(ChatType, message.head[4])  # checked by parse_line
+            return _Session(*key, message.head[3], chat_type, ts, ts)
+        cur = await self.conn.execute(
+            "SELECT role, timestamp, content, speaker_name FROM messages WHERE session_id = %s",
+            (row[0],),
+        )
+        known = {fingerprint(r, t, c, n) for r, t, c, n in await cur.fetchall()}
+        return _Session(*key, row[1], row[2], ts, ts, existing=int(row[0]), known=known)
+
+
+async def _copy(conn: Connection, statement: str, rows: Sequence[Sequence[object]]) -> None:
+    if not rows:
+        return
+    async with conn.cursor() as cur, cur.copy(statement) as copy:
+        for row in rows:
+            await copy.write_row(row)
+
+
+async def _batches(lines: Iterable[bytes | str] | IO[bytes]) -> AsyncIterator[Batch]:
+    """`parsed_batches`, each batch waited for on a thread so the event loop runs meanwhile."""
+    batches: Iterator[Batch] = parsed_batches(lines)
+    done = object()
+    try:
+        while (batch := await asyncio.to_thread(next, batches, done)) is not done:
+            yield cast(Batch, batch)
+    finally:
+        close = getattr(batches, "close", None)
+        if close is not None:
+            await asyncio.to_thread(close)  # stops the parser's thread or process
+
+
+async def import_lines(
+    db: PgDatabase,
+    lines: Iterable[bytes | str] | IO[bytes],
+    *,
+    progress: Callable[[int], None] | None = None,
+    chunk_rows: int = CHUNK_ROWS,
+) -> ImportResult:
+    """Import JSON Lines (bytes or text, one message each, or a binary file): all or nothing.
+
+    The same checks, matching and result as SQLite's `importer.import_lines`;
+    `progress` is called with the number of lines just done. A bad line raises
+    `ImportFormatError` and nothing stays; another import running raises
+    `SessionStoreBusyError`; a session created meanwhile by another writer
+    under one of the imported names raises `SessionConflictError`.
+    """
+    count = 0
+    try:
+        async with db.transaction() as conn:
+            cur = await conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (IMPORT_LOCK,))
+            locked = await cur.fetchone()
+            if not (locked and locked[0]):
+                raise SessionStoreBusyError(
+                    "another import into this database is running; wait for it to finish"
+                )
+            run = _Import(conn, max(1, chunk_rows))
+            async for batch, consumed in _batches(lines):
+                for message in batch:
+                    await run.add(message)
+                count += consumed
+                if progress is not None:
+                    progress(consumed)
+            await run.finish()
+    except errors.UniqueViolation:
+        raise SessionConflictError(
+            "another writer created one of the imported sessions meanwhile; "
+            "nothing was imported, run the import again"
+        ) from None
+    return run.result(count)

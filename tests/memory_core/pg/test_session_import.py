@@ -1,0 +1,142 @@
+"""Importing JSON Lines into PostgreSQL: the same result and the same export as SQLite's import."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memory_core.errors import ImportFormatError, SessionStoreBusyError
+from memory_core.pg.database import PgDatabase
+from memory_core.pg.search_text import index_document
+from memory_core.pg.session_import import IMPORT_LOCK, import_lines, symbols_value
+from memory_core.pg.sessions_schema import SESSION_MIGRATIONS
+from memory_core.sessions import ImportResult, SessionDB
+from memory_core.sessions.jsonl import EXPORT_COLUMNS, EXPORT_ORDER, export_line
+
+ALICE, BOB = "telegram-1001", "discord-2002"
+
+
+def line(session: str, user: str, role: str, content: str, ts: float, **more: Any) -> str:
+    platform = user.split("-")[0]
+    record = {"session": session, "user": user, "platform": platform,
+              "chat": more.pop("chat", user), "chat_type": more.pop("chat_type", "private"),
+              "role": role, "content": content, "timestamp": ts, **more}  # fmt: skip
+    return json.dumps(record, ensure_ascii=False)
+
+
+LINES = [
+    line("a1", ALICE, "user", "Booked the ferry to Hydra for Friday", 1_700_000_000.5),
+    line("a1", ALICE, "assistant", "Noted: the ferry leaves at 7:40 🚢⛴", 1_700_000_010.25),
+    line("a1", ALICE, "assistant", "", 1_700_000_011, tool_calls='[{"id": "c1"}]'),
+    line("a1", ALICE, "tool", "x" * 9000, 1_700_000_012, tool_name="web", tool_call_id="c1"),
+    line("g1", ALICE, "user", "服务器部署失败了 again", 1_700_000_100, chat="-100", chat_type="group",
+         name="Ann"),  # fmt: skip
+    line("b1", BOB, "user", "Dinner with mum on Sunday ☕", "2023-11-14T22:20:00+00:00"),
+    line("a1", ALICE, "user", "And back on Sunday", 1_699_999_990),  # earlier than the rest
+]
+
+
+async def pg_export(db: PgDatabase, user_key: str) -> list[str]:
+    async with db.connection() as conn:
+        cur = await conn.execute(
+            f"SELECT {EXPORT_COLUMNS} FROM sessions s JOIN messages m ON m.session_id = s.id "
+            f"WHERE s.user_key = %s ORDER BY {EXPORT_ORDER}",
+            (user_key,),
+        )
+        return [export_line(row) for row in await cur.fetchall()]
+
+
+async def counts(db: PgDatabase) -> tuple[int, int]:
+    async with db.connection() as conn:
+        cur = await conn.execute("SELECT (SELECT count(*) FROM sessions), count(*) FROM messages")
+        row = await cur.fetchone()
+        assert row is not None
+        return int(row[0]), int(row[1])
+
+
+@pytest.fixture
+async def pg(pg_database: str) -> AsyncIterator[PgDatabase]:
+    async with PgDatabase(pg_database, max_size=3) as db:
+        await db.migrate(SESSION_MIGRATIONS)
+        yield db
+
+
+def sqlite_import(path: Path, lines: list[str]) -> tuple[ImportResult, dict[str, list[str]]]:
+    with SessionDB(path) as db:
+        result = db.import_lines(lines)
+        return result, {user: list(db.export_lines(user)) for user in (ALICE, BOB)}
+
+
+async def test_an_import_exports_as_it_does_from_sqlite(pg: PgDatabase, tmp_path: Path) -> None:
+    expected, exports = sqlite_import(tmp_path / "state.db", LINES)
+    result = await import_lines(pg, LINES, chunk_rows=2)  # several chunks, sessions across them
+    assert result == expected == ImportResult(7, 3, 0, 7, 0)
+    assert {user: await pg_export(pg, user) for user in (ALICE, BOB)} == exports
+    async with pg.connection() as conn:
+        cur = await conn.execute(
+            "SELECT m.role, m.content, m.words::text, m.symbols, s.message_count, "
+            "(SELECT count(*) FROM messages WHERE session_id = s.id), s.root_id = s.id, "
+            "s.end_reason, s.started_at, s.ended_at, "
+            "(SELECT min(timestamp) FROM messages WHERE session_id = s.id), "
+            "(SELECT max(timestamp) FROM messages WHERE session_id = s.id) "
+            "FROM messages m JOIN sessions s ON s.id = m.session_id ORDER BY m.id"
+        )
+        rows = await cur.fetchall()
+    assert len(rows) == 7
+    async with pg.connection() as conn:
+        for role, content, words, symbols, count, real, rooted, reason, *bounds in rows:
+            want = index_document(role, content)
+            found = await (await conn.execute("SELECT %s::tsvector::text", (want,))).fetchone()
+            assert words == (found[0] if found else None)
+            assert symbols == symbols_value(role, content)
+            assert (count, rooted, reason) == (real, True, "imported")
+            assert bounds[:2] == bounds[2:]  # a session spans its messages
+    assert sum(symbols is not None for _, _, _, symbols, *_ in rows) == 2  # the emoji lines
+
+
+async def test_an_import_again_adds_nothing_and_extends_as_sqlite(
+    pg: PgDatabase, tmp_path: Path
+) -> None:
+    more = [line("a1", ALICE, "user", "One more thing", 1_700_000_500)]
+    sqlite_import(tmp_path / "state.db", LINES[:4])
+    expected, exports = sqlite_import(tmp_path / "state.db", LINES + more)
+    await import_lines(pg, LINES[:4])
+    result = await import_lines(pg, LINES + more, chunk_rows=3)
+    assert result == expected == ImportResult(8, 2, 1, 4, 4)
+    assert {user: await pg_export(pg, user) for user in (ALICE, BOB)} == exports
+    async with pg.connection() as conn:
+        cur = await conn.execute(
+            "SELECT count(*) FROM sessions s WHERE message_count != "
+            "(SELECT count(*) FROM messages WHERE session_id = s.id)"
+        )
+        assert await cur.fetchone() == (0,)
+    again = await import_lines(pg, [*LINES, *more])
+    assert again == ImportResult(8, 0, 3, 0, 8)
+
+
+async def test_a_bad_line_leaves_nothing(pg: PgDatabase, tmp_path: Path) -> None:
+    bad = [*LINES, '{"session": "a1"']
+    with pytest.raises(ImportFormatError) as in_sqlite:
+        sqlite_import(tmp_path / "state.db", bad)
+    with pytest.raises(ImportFormatError) as in_pg:
+        await import_lines(pg, bad, chunk_rows=2)  # after rows were copied
+    assert str(in_pg.value) == str(in_sqlite.value)
+    assert await counts(pg) == (0, 0)
+    clash = [*LINES, line("a1", ALICE, "user", "elsewhere", 1, chat="-5", chat_type="group")]
+    with pytest.raises(ImportFormatError, match="line 8: session 'a1' is in chat"):
+        await import_lines(pg, clash)
+    assert await counts(pg) == (0, 0)
+
+
+async def test_one_import_at_a_time(pg: PgDatabase) -> None:
+    async with pg.connection() as other:
+        await other.execute("SELECT pg_advisory_lock(%s)", (IMPORT_LOCK,))
+        with pytest.raises(SessionStoreBusyError):
+            await import_lines(pg, LINES)
+        await other.execute("SELECT pg_advisory_unlock(%s)", (IMPORT_LOCK,))
+    assert await counts(pg) == (0, 0)
+    assert (await import_lines(pg, LINES)).messages_inserted == 7
