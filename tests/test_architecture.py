@@ -19,6 +19,9 @@ RESTRICTED = {
     "discord": ("gateway/adapters/",),
     "openai": ("gateway/agent/model_client.py",),
     "apscheduler": ("gateway/scheduler.py",),
+    # the store implementations: nothing else knows which database it talks to. The
+    # PostgreSQL index takes its words from SQLite's own FTS5 tokenizer, so both rank alike.
+    "sqlite3": ("memory_core/sessions/", "memory_core/pg/search_text.py"),
     "psycopg": ("memory_core/pg/",),
     "psycopg_pool": ("memory_core/pg/",),
 }
