@@ -33,8 +33,16 @@ LINES = [
     line("a1", ALICE, "assistant", "Noted: the ferry leaves at 7:40 🚢⛴", 1_700_000_010.25),
     line("a1", ALICE, "assistant", "", 1_700_000_011, tool_calls='[{"id": "c1"}]'),
     line("a1", ALICE, "tool", "x" * 9000, 1_700_000_012, tool_name="web", tool_call_id="c1"),
-    line("g1", ALICE, "user", "服务器部署失败了 again", 1_700_000_100, chat="-100", chat_type="group",
-         name="Ann"),  # fmt: skip
+    line(
+        "g1",
+        ALICE,
+        "user",
+        "服务器部署失败了 again",
+        1_700_000_100,
+        chat="-100",
+        chat_type="group",
+        name="Ann",
+    ),
     line("b1", BOB, "user", "Dinner with mum on Sunday ☕", "2023-11-14T22:20:00+00:00"),
     line("a1", ALICE, "user", "And back on Sunday", 1_699_999_990),  # earlier than the rest
 ]
