@@ -109,6 +109,7 @@ if TYPE_CHECKING:
         UndoResult,
         WriteResult,
     )
+    from memory_core.file_memory.backend import MemoryBackend
     from memory_core.providers import (
         ENTRY_POINT_GROUP,
         AgentKind,
@@ -158,6 +159,7 @@ if TYPE_CHECKING:
         parse_timestamp,
         search_sessions,
     )
+    from memory_core.sessions.backend import SessionBackend
     from memory_core.skills import (
         GENERAL,
         SKILL_TOOL_SCHEMAS,
@@ -174,6 +176,8 @@ if TYPE_CHECKING:
 # The module each public name comes from (the TYPE_CHECKING imports above,
 # which give mypy the real types; a test keeps the two the same).
 _EXPORTS: dict[str, tuple[str, ...]] = {
+    "memory_core.sessions.backend": ("SessionBackend",),
+    "memory_core.file_memory.backend": ("MemoryBackend",),
     "memory_core.atomic": ("atomic_write_text",),
     "memory_core.context": (
         "StreamingContextScrubber",
@@ -390,6 +394,7 @@ __all__ = [
     "InvalidMessageError",
     "InvalidUserKeyError",
     "LedgerChange",
+    "MemoryBackend",
     "MemoryChange",
     "MemoryCoreError",
     "MemoryDriftError",
@@ -433,6 +438,7 @@ __all__ = [
     "SearchOptions",
     "SearchScope",
     "SessionActivity",
+    "SessionBackend",
     "SessionConflictError",
     "SessionContext",
     "SessionDB",
