@@ -52,11 +52,13 @@ from memory_core import (
     SKILL_TOOL_SCHEMAS,
     ErasureFence,
     FileMemoryStore,
+    MemoryBackend,
     MemoryManager,
     PendingChanges,
     PersonSettingsStore,
     ProviderError,
     ProviderResources,
+    SessionBackend,
     SessionStore,
     SkillsStore,
     default_registry,
@@ -76,9 +78,9 @@ class Services:
     config: Config
     model: ModelClient
     auxiliary: ModelClient  # non-streamed background calls: recaps, compression, review
-    memory: FileMemoryStore
+    memory: MemoryBackend
     skills: SkillsStore
-    sessions: SessionStore
+    sessions: SessionBackend
     new_manager: ManagerFactory
     locales: PersonLocales
     """Each person's language, time zone and notice mode, and the bot's clock."""
@@ -453,7 +455,7 @@ def read_persona(path: Path | None) -> str | None:
     return text
 
 
-def _manager_factory(config: Config, sessions: SessionStore) -> ManagerFactory:
+def _manager_factory(config: Config, sessions: SessionBackend) -> ManagerFactory:
     """Build each session's provider manager; a bad provider name fails at start-up."""
     registry = default_registry()
     registry.load_entry_points()

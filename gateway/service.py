@@ -44,7 +44,7 @@ from gateway.logs import configure_logging
 from gateway.messages import Adapter, CommandSpec, InboundMessage, ReplySink
 from gateway.preflight import check_startup
 from gateway.session_queue import SessionQueue
-from memory_core import SessionStore, split_user_key
+from memory_core import SessionBackend, split_user_key
 
 log = logging.getLogger("mnemo")
 
@@ -284,7 +284,7 @@ class Service:
 
 async def answer_unanswered(
     conversations: Conversations,
-    store: SessionStore,
+    store: SessionBackend,
     platform: str,
     sink_for: Callable[[InboundMessage], ReplySink],
     within: float = UNANSWERED_WITHIN,

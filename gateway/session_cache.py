@@ -38,11 +38,11 @@ from gateway.agent.prompt import build_system_prompt
 from gateway.agent.sent_history import SentHistory
 from gateway.messages import MessageIdentity
 from memory_core import (
-    FileMemoryStore,
+    MemoryBackend,
     MemoryManager,
+    SessionBackend,
     SessionContext,
     SessionInfo,
-    SessionStore,
     SkillsStore,
     TranscriptMessage,
 )
@@ -182,7 +182,7 @@ class PromptMaker:
     """Builds a session's system prompt when it starts: memory snapshot, skills index and
     provider block as of now, with the operator's persona."""
 
-    memory: FileMemoryStore
+    memory: MemoryBackend
     skills: SkillsStore
     profile_in_groups: bool = False  # `memory.profile_in_groups`
     persona: str | None = None  # the operator's persona text (`persona_file`)
@@ -209,7 +209,7 @@ class OpenSessions:
 
     def __init__(
         self,
-        store: SessionStore,
+        store: SessionBackend,
         new_manager: ManagerFactory,
         prompts: PromptMaker,
         max_open: int,

@@ -4,7 +4,7 @@ A person's follow-up that arrives while their previous reply is still being
 written cannot be stored in the session yet (it would land before that reply),
 and it must not wait in memory either: the platform is told a message arrived
 only once it cannot be lost, and a Telegram adapter fetches nothing new until
-then. So it is queued here first (`SessionStore.queue_message`), the platform
+then. So it is queued here first (`SessionBackend.queue_message`), the platform
 is told, and its turn, in arrival order, stores it in the session and drops it
 from the queue. What is still queued at a stop is answered at the next start.
 """
@@ -16,7 +16,7 @@ import logging
 from dataclasses import asdict, dataclass
 
 from gateway.messages import InboundMessage, MediaRef, MessageIdentity
-from memory_core import SessionStore
+from memory_core import SessionBackend
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ class Waiting:
 class SessionQueue:
     """The durable queue of messages waiting for their session, over the session store."""
 
-    def __init__(self, store: SessionStore) -> None:
+    def __init__(self, store: SessionBackend) -> None:
         self._store = store
 
     async def put(self, who: MessageIdentity, message: InboundMessage) -> int:

@@ -52,10 +52,10 @@ from gateway.session_cache import OpenSession, OpenSessions
 from gateway.session_queue import SessionQueue
 from memory_core import (
     AppendResult,
-    FileMemoryStore,
+    MemoryBackend,
     NewMessage,
+    SessionBackend,
     SessionOrigin,
-    SessionStore,
     SkillsStore,
     TranscriptMessage,
 )
@@ -81,9 +81,9 @@ class MediaReading(Protocol):
 class ToolBox:
     """What a turn's tools are made from; `for_turn` gives one person's set."""
 
-    memory: FileMemoryStore
+    memory: MemoryBackend
     skills: SkillsStore
-    sessions: SessionStore
+    sessions: SessionBackend
     recapper: Recapper  # the auxiliary model, for session_search recaps
     recap_timeout: float
     is_admin: Callable[[str, str], bool]  # (platform, user id): `AccessPolicy.is_admin`
@@ -125,7 +125,7 @@ class Turns:
     def __init__(
         self,
         model: ModelClient,
-        store: SessionStore,
+        store: SessionBackend,
         sessions: OpenSessions,
         tools: ToolBox,
         compressor: Compressor,

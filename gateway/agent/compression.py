@@ -53,7 +53,7 @@ from gateway.errors import ModelError
 from memory_core import (
     NewMessage,
     SearchScope,
-    SessionStore,
+    SessionBackend,
     StoredMessage,
     sanitize_context,
 )
@@ -236,7 +236,7 @@ def summary_request(transcript: str, limit: int) -> list[dict[str, Any]]:
 class Compressor:
     """Decides when a session compresses, and moves it into a child session."""
 
-    def __init__(self, sessions: SessionStore, auxiliary: ModelClient, context_chars: int):
+    def __init__(self, sessions: SessionBackend, auxiliary: ModelClient, context_chars: int):
         self._sessions = sessions
         self._auxiliary = auxiliary
         self.budget = Budget(context_chars)

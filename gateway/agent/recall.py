@@ -88,7 +88,7 @@ class Recapper(Protocol):
 
 
 class HistoryReader(Protocol):
-    """The part of the session store a history search reads (`SessionStore` is one)."""
+    """The part of the session store a history search reads (`SessionBackend` is one)."""
 
     async def search(
         self, query: str, scope: SearchScope, options: SearchOptions = ...

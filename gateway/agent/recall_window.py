@@ -1,7 +1,7 @@
 """The conversations of a time window, each with a one-line recap (`/recall last week`).
 
 `list_window` reads the conversations of a `SearchScope` active in a window
-(`SessionStore.active_sessions`: the search's own scope filter, so the same
+(`SessionBackend.active_sessions`: the search's own scope filter, so the same
 privacy as a search: thread, group and private rules, internal background
 sessions left out, and the current conversation's lineage when asked), the
 latest active first, at most `MAX_LISTED`. For each it asks the auxiliary
@@ -56,7 +56,7 @@ _SPACE = re.compile(r"\s+")
 
 
 class ActivityReader(Protocol):
-    """The part of the session store a window listing reads (`SessionStore` is one)."""
+    """The part of the session store a window listing reads (`SessionBackend` is one)."""
 
     async def active_sessions(
         self, scope: SearchScope, options: SearchOptions = ...

@@ -31,7 +31,7 @@ from gateway.agent.session_search import SESSION_SEARCH_SCHEMA, SessionSearch
 from memory_core import (
     MEMORY_TOOL_SCHEMA,
     Approval,
-    FileMemoryStore,
+    MemoryBackend,
     MemoryManager,
     MemoryTool,
     Origin,
@@ -61,7 +61,7 @@ class Tool:
 
 
 def build_tools(
-    memory: FileMemoryStore,
+    memory: MemoryBackend,
     skills: SkillsStore,
     *,
     user_key: str,
@@ -88,7 +88,7 @@ def build_tools(
     return tools + skill_tools(SkillsTools(skills, role="primary", user_key=user_key))
 
 
-def turn_approval(memory: FileMemoryStore, approve_all: bool) -> Approval:
+def turn_approval(memory: MemoryBackend, approve_all: bool) -> Approval:
     """How one turn's memory tool stages: a batch of its own, everything with `approve_all`."""
     return Approval(PendingChanges(memory), everything=approve_all, batch=token_hex(8))
 
@@ -106,7 +106,7 @@ class TurnStaging:
         self._open: dict[tuple[str, str], list[Approval]] = {}
 
     def approval(
-        self, session_key: str, user_key: str, memory: FileMemoryStore, approve_all: bool
+        self, session_key: str, user_key: str, memory: MemoryBackend, approve_all: bool
     ) -> Approval:
         """A new turn's approval, kept until `take` (earlier ones that staged nothing go)."""
         approval = turn_approval(memory, approve_all)

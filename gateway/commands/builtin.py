@@ -26,11 +26,11 @@ from gateway.i18n import N_
 from gateway.pairing import AccessList
 from gateway.person_locale import PersonLocales
 from memory_core import (
-    FileMemoryStore,
+    MemoryBackend,
     NoticeMode,
     PendingChanges,
     PersonData,
-    SessionStore,
+    SessionBackend,
     SkillsStore,
 )
 
@@ -39,9 +39,9 @@ from memory_core import (
 class CommandResources:
     """What the built-in commands work on, bound when they are built."""
 
-    memory: FileMemoryStore
+    memory: MemoryBackend
     skills: SkillsStore
-    sessions: SessionStore
+    sessions: SessionBackend
     recapper: Recapper
     """The auxiliary model, which writes /recall's recaps."""
     recall_timeout: float

@@ -45,11 +45,11 @@ from gateway.commands.registry import (
 from gateway.i18n import N_
 from gateway.person_locale import PersonLocale, PersonLocales
 from memory_core import (
-    FileMemoryStore,
+    MemoryBackend,
     MemoryManager,
     PersonData,
     PersonHoldings,
-    SessionStore,
+    SessionBackend,
     SkillsStore,
 )
 
@@ -74,9 +74,9 @@ EXPIRED = N_(
 
 
 def person_data(
-    memory: FileMemoryStore,
+    memory: MemoryBackend,
     skills: SkillsStore,
-    sessions: SessionStore,
+    sessions: SessionBackend,
     new_manager: Callable[[], MemoryManager],
     home: Path,
 ) -> PersonData:

@@ -10,7 +10,7 @@ from gateway.commands.registry import (
     CommandReply,
 )
 from gateway.i18n import N_
-from memory_core import FileMemoryStore, SessionStore, SkillsStore
+from memory_core import MemoryBackend, SessionBackend, SkillsStore
 
 INTRO = N_(
     "I'm Mnemo, a chat assistant that remembers you: what you tell me about yourself "
@@ -88,7 +88,7 @@ def skills_command(skills: SkillsStore) -> Command:
     return Command("skills", N_("the skills I can use for you"), list_skills)
 
 
-def status_command(memory: FileMemoryStore, sessions: SessionStore, model_name: str) -> Command:
+def status_command(memory: MemoryBackend, sessions: SessionBackend, model_name: str) -> Command:
     """/status: the chat's open session in `sessions` (its start in the person's zone), the
     model, and (in a private chat only: a group would see it) how full the person's USER.md is."""
 

@@ -37,7 +37,7 @@ from gateway.errors import ChoiceRefusedError
 from gateway.i18n import N_
 from gateway.messages import CommandArgument
 from memory_core import (
-    FileMemoryStore,
+    MemoryBackend,
     MemoryEditError,
     MemoryFileError,
     MemoryState,
@@ -89,7 +89,7 @@ def entries_version(entries: tuple[str, ...]) -> str:
 
 
 def memory_command(
-    memory: FileMemoryStore,
+    memory: MemoryBackend,
     open_sessions: SessionControl | None = None,
     discard_export: Callable[[str], object] | None = None,
 ) -> Command:
@@ -125,7 +125,7 @@ def memory_command(
     )
 
 
-def _listing(locale: PersonLocale, memory: FileMemoryStore, key: str, is_admin: bool) -> str:
+def _listing(locale: PersonLocale, memory: MemoryBackend, key: str, is_admin: bool) -> str:
     """The person's entries, numbered, each with who wrote it and when (admins: MEMORY.md's
     too)."""
     state = memory.read("user", key)
@@ -147,7 +147,7 @@ def _listing(locale: PersonLocale, memory: FileMemoryStore, key: str, is_admin: 
 
 
 def forget_command(
-    memory: FileMemoryStore,
+    memory: MemoryBackend,
     choices: PendingChoices,
     open_sessions: SessionControl,
     discard_export: Callable[[str], object] | None = None,
@@ -173,7 +173,7 @@ class _Forget:
 
     def __init__(
         self,
-        memory: FileMemoryStore,
+        memory: MemoryBackend,
         choices: PendingChoices,
         open_sessions: SessionControl,
         discard_export: Callable[[str], object] | None,

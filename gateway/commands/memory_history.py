@@ -22,8 +22,8 @@ from gateway.i18n import N_
 from memory_core import (
     ArchivedEntry,
     EntryOrigin,
-    FileMemoryStore,
     LedgerChange,
+    MemoryBackend,
     MemoryEditError,
     Origin,
     UndoRefusedError,
@@ -176,7 +176,7 @@ def archive_text(locale: PersonLocale, archived: Sequence[ArchivedEntry]) -> str
 
 async def undo(
     locale: PersonLocale,
-    memory: FileMemoryStore,
+    memory: MemoryBackend,
     user_key: str,
     args: str,
     sessions: SessionControl | None,

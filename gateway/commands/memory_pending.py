@@ -36,7 +36,7 @@ from gateway.commands.registry import (
 )
 from gateway.i18n import N_
 from gateway.messages import ChoiceSink, InboundMessage, ReplySink
-from memory_core import Decision, PendingChanges, SessionStore, StagedChange
+from memory_core import Decision, PendingChanges, SessionBackend, StagedChange
 
 if TYPE_CHECKING:
     from gateway.person_locale import PersonLocale
@@ -205,7 +205,7 @@ class StagedNotices:
     def __init__(
         self,
         review: PendingReview,
-        sessions: SessionStore,
+        sessions: SessionBackend,
         sink_for: SinkFor,
         clock: Callable[[], float],
         locale_of: LocaleOf,

@@ -41,9 +41,9 @@ from gateway.person_locale import PersonLocale
 from memory_core import (
     STOPWORDS,
     ArchivedEntry,
-    FileMemoryStore,
+    MemoryBackend,
     SearchScope,
-    SessionStore,
+    SessionBackend,
     SessionStoreError,
     TimeWindow,
     parse_time_phrase,
@@ -66,10 +66,10 @@ _ROLE = {"user": N_("you"), "assistant": N_("me")}
 
 
 def recall_command(
-    sessions: SessionStore,
+    sessions: SessionBackend,
     recapper: Recapper,
     timeout: float,
-    memory: FileMemoryStore | None = None,
+    memory: MemoryBackend | None = None,
 ) -> Command:
     """/recall over `sessions`, its recaps written by `recapper` within `timeout` seconds;
     in a private chat also over the person's archive in `memory` (`archived_matches`)."""

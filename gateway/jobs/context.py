@@ -19,7 +19,7 @@ from gateway.config import Config
 from gateway.jobs.learning import Notifications
 from gateway.messages import Notifier
 from gateway.person_locale import PersonLocale, PersonLocales
-from memory_core import FileMemoryStore, SessionStore, SkillsStore, StagedChange
+from memory_core import MemoryBackend, SessionBackend, SkillsStore, StagedChange
 
 WriteApproval = Literal["off", "background", "all"]
 Announcer = Callable[[str, str, Sequence[StagedChange]], Awaitable[bool]]
@@ -81,8 +81,8 @@ async def _no_ender(session_key: str, session_id: int, quiet_since: float) -> No
 class JobContext:
     """Everything a review or extraction job may touch."""
 
-    sessions: SessionStore
-    memory: FileMemoryStore
+    sessions: SessionBackend
+    memory: MemoryBackend
     skills: SkillsStore
     model: ModelClient  # the auxiliary model, background priority
     context_chars: int  # the request budget (`llm.context_chars`)

@@ -20,7 +20,7 @@ from gateway.i18n import N_
 from memory_core import (
     MEMORY_TOOL_SCHEMA,
     Approval,
-    FileMemoryStore,
+    MemoryBackend,
     MemoryChange,
     MemoryTool,
     Origin,
@@ -54,7 +54,7 @@ class LearningTools:
 
     def __init__(
         self,
-        memory: FileMemoryStore,
+        memory: MemoryBackend,
         skills: SkillsStore,
         user_key: str,
         origin: Origin,
