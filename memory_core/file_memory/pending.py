@@ -1,8 +1,9 @@
 """Staged changes: memory writes that wait for the person's approval.
 
-Each person's staged changes live in ``USER.pending.json`` beside their USER.md
-(mode 0600), read and written under USER.md's lock (`FileMemoryStore.beside_user`),
-so erasing the person's folder erases them too. A `StagedChange` holds what
+Each person's staged changes are their record ``USER.pending.json`` (on files,
+that file beside their USER.md, mode 0600), read and written under the person's
+lock (`MemoryBackend.person_record`), so erasing the person erases them too and
+they work the same on files and PostgreSQL. A `StagedChange` holds what
 to do (add, replace, remove), the full text of the entry it was made against
 (a replace or remove is pinned to that entry: approving it is refused if the
 entry changed meanwhile), who wanted it (`Origin`), why it waits, and when it
@@ -11,7 +12,7 @@ it, and a guess about them does not linger longer than that). Changes staged
 together (one background run) share a `batch`, which the person is told about
 once.
 
-`approve` writes through `FileMemoryStore.apply` with the staged origin, one
+`approve` writes through the store's `apply` with the staged origin, one
 change at a time (so one refused change keeps the others), then drops the
 decided changes from the file. A crash between the two leaves an approved
 change still listed; approving it again adds nothing twice (an identical entry
@@ -24,21 +25,21 @@ beyond that `stage` raises `StagingLimitError` and nothing is kept.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import secrets
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from memory_core.atomic import atomic_write_text
 from memory_core.errors import MemoryEditError, MemoryFileError, NoMatchError, StagingLimitError
+from memory_core.file_memory.backend import MemoryBackend
 from memory_core.file_memory.edits import ACTIONS, Action, Operation
 from memory_core.file_memory.origin import Origin
+from memory_core.file_memory.records import PersonRecord
 from memory_core.file_memory.render import entry_handle
-from memory_core.file_memory.store import FileMemoryStore
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +116,7 @@ class PendingChanges:
 
     def __init__(
         self,
-        store: FileMemoryStore,
+        store: MemoryBackend,
         *,
         ttl: float = DEFAULT_TTL,
         flagged_per_day: int = FLAGGED_PER_DAY,
@@ -129,9 +130,6 @@ class PendingChanges:
     @property
     def ttl(self) -> float:
         return self._ttl
-
-    def path(self, user_key: str) -> Path:
-        return self._store.path("user", user_key).with_name(PENDING_FILE)
 
     def new_batch(self) -> str:
         """A fresh batch id, for changes to be announced together."""
@@ -152,8 +150,8 @@ class PendingChanges:
         if not proposals:
             return ()
         now = self._clock()
-        with self._store.beside_user(user_key) as folder:
-            data = self._load(folder / PENDING_FILE, now)
+        with self._store.person_record(user_key, PENDING_FILE) as record:
+            data = self._load(record.read, user_key, now)
             flagged = [t for t in data["flagged"] if t > now - _DAY]
             wanted = sum(1 for p in proposals if p.flagged)
             if origin.kind in ("review", "extraction") and wanted:
@@ -188,15 +186,13 @@ class PendingChanges:
                 )
             data["changes"] = [*data["changes"], *staged]
             data["flagged"] = flagged
-            self._save(folder / PENDING_FILE, data)
+            self._save(record, data)
         return tuple(staged)
 
     def list(self, user_key: str) -> tuple[StagedChange, ...]:
         """`user_key`'s staged changes not yet expired, oldest first."""
-        path = self.path(user_key)
-        if not path.exists():
-            return ()
-        return tuple(self._load(path, self._clock())["changes"])
+        peek = functools.partial(self._store.peek_record, user_key, PENDING_FILE)
+        return tuple(self._load(peek, user_key, self._clock())["changes"])
 
     def approve(self, user_key: str, ids: Iterable[int] | None = None) -> Decision:
         """Write the changes `ids` names (None: all) with their staged origin."""
@@ -250,24 +246,27 @@ class PendingChanges:
         return None
 
     def _drop(self, user_key: str, ids: set[int]) -> None:
-        if not ids or not self.path(user_key).exists():
+        if not ids or self._store.peek_record(user_key, PENDING_FILE) is None:
             return
         now = self._clock()
-        with self._store.beside_user(user_key) as folder:
-            data = self._load(folder / PENDING_FILE, now)
+        with self._store.person_record(user_key, PENDING_FILE) as record:
+            data = self._load(record.read, user_key, now)
             data["changes"] = [c for c in data["changes"] if c.id not in ids]
-            self._save(folder / PENDING_FILE, data)
+            self._save(record, data)
 
-    def _load(self, path: Path, now: float) -> dict[str, Any]:
-        """The file's content, expired changes left out; a missing or unreadable file is empty
-        (an unreadable one is logged: approvals are lost, never the person's USER.md)."""
+    def _load(self, read: Callable[[], str | None], user_key: str, now: float) -> dict[str, Any]:
+        """The record's content, expired changes left out; a missing or unreadable record is
+        empty (an unreadable one is logged: approvals are lost, never the person's USER.md)."""
         data: dict[str, Any] = {"next_id": 0, "changes": [], "flagged": []}
         try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return data
-        except (OSError, ValueError) as exc:
-            log.warning("%s is unreadable and counts as empty: %s", path, exc)
+            text = read()
+            if text is None:
+                return data
+            raw = json.loads(text)
+        except (MemoryFileError, ValueError) as exc:
+            log.warning(
+                "%s of %s is unreadable and counts as empty: %s", PENDING_FILE, user_key, exc
+            )
             return data
         if not isinstance(raw, dict):
             return data
@@ -278,13 +277,13 @@ class PendingChanges:
         data["next_id"] = max([data["next_id"], *(c.id for c in data["changes"])])
         return data
 
-    def _save(self, path: Path, data: dict[str, Any]) -> None:
+    def _save(self, record: PersonRecord, data: dict[str, Any]) -> None:
         body = {
             "next_id": data["next_id"],
             "changes": [c.as_json() for c in data["changes"]],
             "flagged": data["flagged"],
         }
-        atomic_write_text(path, json.dumps(body, ensure_ascii=False, indent=1) + "\n", mode=0o600)
+        record.write(json.dumps(body, ensure_ascii=False, indent=1) + "\n")
 
 
 def _change(item: object) -> StagedChange | None:

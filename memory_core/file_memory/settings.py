@@ -1,10 +1,10 @@
 """A person's own settings (language, time zone, background-notice mode), beside USER.md.
 
-They are the person's data: kept in ``settings.json`` in their folder, so
-they are erased with it and refused, like any write about the person, once
-they are erased (`FileMemoryStore.beside_user`). A missing file means no
-setting; an unreadable one is logged and read as none (the person sets them
-again, nothing else is lost). What a value may be (a shipped language, a
+They are the person's data: kept as their record ``settings.json`` (on files,
+that file in their folder), so they are erased with USER.md and refused, like
+any write about the person, once they are erased (`MemoryBackend.person_record`).
+A missing record means no setting; an unreadable one is logged and read as
+none (the person sets them again, nothing else is lost). What a value may be (a shipped language, a
 known zone) is the application's to check; the store keeps short strings.
 """
 
@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Literal
 
-from memory_core.atomic import atomic_write_text
-from memory_core.errors import InvalidArgumentsError
-from memory_core.file_memory.store import FileMemoryStore
+from memory_core.errors import InvalidArgumentsError, MemoryFileError
+from memory_core.file_memory.backend import MemoryBackend
 
 log = logging.getLogger(__name__)
 
@@ -48,22 +48,14 @@ _NAMES = frozenset(f.name for f in fields(PersonSettings))
 
 
 class PersonSettingsStore:
-    """Every person's settings, in their USER.md folder of `memory`."""
+    """Every person's settings, a record of theirs in `memory`."""
 
-    def __init__(self, memory: FileMemoryStore) -> None:
+    def __init__(self, memory: MemoryBackend) -> None:
         self._memory = memory
 
     def read(self, user_key: str) -> PersonSettings:
-        """`user_key`'s settings (none chosen when there is no file)."""
-        path = self._memory.path("user", user_key).with_name(SETTINGS_FILE)
-        try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return PersonSettings()
-        except (OSError, ValueError) as exc:
-            log.warning("%s is unreadable and counts as no settings: %s", path, exc)
-            return PersonSettings()
-        return _parsed(raw)
+        """`user_key`'s settings (none chosen when there is no record)."""
+        return self._parse(lambda: self._memory.peek_record(user_key, SETTINGS_FILE), user_key)
 
     def update(self, user_key: str, **changes: str | None) -> PersonSettings:
         """Set (a string) or clear (None) the named settings; the settings now.
@@ -81,16 +73,24 @@ class PersonSettingsStore:
                 raise InvalidArgumentsError(f"setting {name} is over {MAX_VALUE_CHARS} characters")
             if name == "notices" and value is not None and value not in NOTICE_MODES:
                 raise InvalidArgumentsError(f"notices must be one of {', '.join(NOTICE_MODES)}")
-        with self._memory.beside_user(user_key) as folder:
-            path = folder / SETTINGS_FILE
-            current = self.read(user_key)
+        with self._memory.person_record(user_key, SETTINGS_FILE) as record:
+            current = self._parse(record.read, user_key)
             updated = replace(current, **changes)  # type: ignore[arg-type]
             if updated.empty:
-                path.unlink(missing_ok=True)
+                record.delete()
             else:
-                body = json.dumps(updated.as_json(), ensure_ascii=False, indent=1) + "\n"
-                atomic_write_text(path, body, mode=0o600)
+                record.write(json.dumps(updated.as_json(), ensure_ascii=False, indent=1) + "\n")
         return updated
+
+    def _parse(self, read: Callable[[], str | None], user_key: str) -> PersonSettings:
+        try:
+            text = read()
+            return PersonSettings() if text is None else _parsed(json.loads(text))
+        except (MemoryFileError, ValueError) as exc:
+            log.warning(
+                "%s of %s is unreadable and counts as no settings: %s", SETTINGS_FILE, user_key, exc
+            )
+            return PersonSettings()
 
 
 def _parsed(raw: object) -> PersonSettings:

@@ -36,6 +36,7 @@ from memory_core.errors import (
     UnreadableMemoryError,
 )
 from memory_core.fence import ErasureFence
+from memory_core.file_memory.backend import content_digest
 from memory_core.file_memory.edits import Operation, apply_operations
 from memory_core.file_memory.entries import file_text, is_canonical, parse_entries, usage
 from memory_core.file_memory.ledger import (
@@ -58,6 +59,13 @@ from memory_core.file_memory.ledger import (
     write_archive,
 )
 from memory_core.file_memory.origin import OPERATOR, Origin
+from memory_core.file_memory.records import (
+    FileRecord,
+    PersonRecord,
+    check_record_name,
+    is_record_name,
+    read_record_file,
+)
 from memory_core.file_memory.render import (
     MEMORY_TITLE,
     USER_TITLE,
@@ -245,12 +253,35 @@ class FileMemoryStore:
         return read_archive(archive_path(self.path("user", user_key)))
 
     @contextlib.contextmanager
-    def beside_user(self, user_key: str) -> Iterator[Path]:
-        """Hold `user_key`'s USER.md lock and yield their folder, for files kept beside
-        USER.md (erased with it); an erased person is refused as for a write."""
+    def person_record(self, user_key: str, name: str) -> Iterator[PersonRecord]:
+        """`user_key`'s record `name` (the file of that name beside USER.md), under
+        USER.md's lock; an erased person is refused as for a write."""
         path = self.path("user", user_key)
+        check_record_name(name)
         with self._writing(path, user_key):
-            yield path.parent
+            yield FileRecord(path.with_name(name))
+
+    def peek_record(self, user_key: str, name: str) -> str | None:
+        """`user_key`'s record `name` as last written (no lock: a write replaces it atomically)."""
+        return read_record_file(self.path("user", user_key).with_name(check_record_name(name)))
+
+    def record_names(self, user_key: str) -> list[str]:
+        """The names of `user_key`'s records, sorted."""
+        folder = self.path("user", user_key).parent
+        if not folder.is_dir():
+            return []
+        return sorted(p.name for p in folder.iterdir() if is_record_name(p.name) and p.is_file())
+
+    def user_keys(self) -> list[str]:
+        """The people with a folder under ``memories/users/``, sorted."""
+        users = self._root / "users"
+        if not users.is_dir():
+            return []
+        return sorted(p.name for p in users.iterdir() if p.is_dir() and _is_user_key(p.name))
+
+    def content_digest(self) -> str:
+        """The sha256 of everything held (see `memory_core.file_memory.backend`)."""
+        return content_digest(self)
 
     @contextlib.contextmanager
     def _writing(self, path: Path, person: str | None) -> Iterator[None]:
@@ -350,6 +381,14 @@ def _checked_target(target: str) -> Target:
     if target not in TARGETS:
         raise MemoryFileError(f"unknown target {target!r}: use 'memory' or 'user'")
     return target
+
+
+def _is_user_key(name: str) -> bool:
+    try:
+        check_user_key(name)
+    except InvalidUserKeyError:
+        return False
+    return True
 
 
 def _read_text(path: Path) -> str:

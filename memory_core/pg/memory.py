@@ -1,7 +1,7 @@
 """MEMORY.md and USER.md as PostgreSQL rows, with `FileMemoryStore`'s semantics.
 
 `PgMemoryStore` reads and writes the tables of `memory_schema`. Each write is one
-transaction (`PgDatabase.transact`) that locks the file's `memory_versions` row
+transaction (`PgSyncDatabase.transact`) that locks the file's `memory_versions` row
 `FOR UPDATE` (so writers of one file run one after the other, on any machine),
 checks the erasure fence under that lock, reads the entries, applies the
 operations with the same pure code as the file store (`apply_operations`,
@@ -17,26 +17,23 @@ history (to `HISTORY_LIMIT` changes) never turns an entry into the operator's.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Sequence
+import functools
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
 
 from memory_core.errors import (
-    InvalidUserKeyError,
     MemoryFileError,
     OverBudgetError,
     PostgresConflictError,
     UndoRefusedError,
 )
 from memory_core.fence import ErasureFence
+from memory_core.file_memory.backend import MemoryBackend, content_digest
 from memory_core.file_memory.edits import EditOutcome, Operation, apply_operations
 from memory_core.file_memory.entries import usage
 from memory_core.file_memory.ledger import (
-    ARCHIVE_LIMIT,
     ARCHIVE_LOST,
-    HISTORY_LIMIT,
-    HISTORY_SLACK,
     NOTHING_TO_UNDO,
     ArchivedEntry,
     Draft,
@@ -48,6 +45,7 @@ from memory_core.file_memory.ledger import (
     undo_outcome,
 )
 from memory_core.file_memory.origin import OPERATOR, Origin
+from memory_core.file_memory.records import PersonRecord, check_record_name
 from memory_core.file_memory.render import (
     MEMORY_TITLE,
     USER_TITLE,
@@ -61,30 +59,25 @@ from memory_core.file_memory.store import (
     UndoResult,
     WriteResult,
 )
-from memory_core.pg.database import Connection, PgDatabase
-from memory_core.user_keys import check_user_key
+from memory_core.pg.blocking import PgSyncDatabase
+from memory_core.pg.blocking import SyncConnection as Connection
+from memory_core.pg.memory_rows import (
+    CHANGE_COLUMNS,
+    MemoryFile,
+    add_archive,
+    bump,
+    change_of,
+    file_of,
+    insert_changes,
+    read_all_changes,
+    read_archive,
+    read_entries,
+    record_changes,
+    write_entries,
+)
+from memory_core.pg.person_records import PgRecord, read_record, record_names
 
 _LOCK_TRIES = 3  # a file's row deleted by an erasure between our insert and our lock
-
-_ENTRY_COLUMNS = "text, origin_kind, origin_session, origin_by, created_at"
-_CHANGE_COLUMNS = "id, at, action, before, after, origin_kind, origin_session, origin_by, undoes"
-_ARCHIVE_COLUMNS = "text, origin_kind, origin_session, origin_by, at, change_id"
-
-
-@dataclass(frozen=True)
-class _File:
-    """One memory file's key: ('memory', '') or ('user', a checked user key)."""
-
-    target: Target
-    user_key: str
-
-    @property
-    def person(self) -> str | None:
-        return self.user_key if self.target == "user" else None
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return (self.target, self.user_key)
 
 
 @dataclass(frozen=True)
@@ -102,13 +95,13 @@ class PgMemoryStore:
 
     def __init__(
         self,
-        db: PgDatabase,
+        db: PgSyncDatabase,
         *,
         memory_char_limit: int = 2200,
         user_char_limit: int = 1375,
         fence: ErasureFence | None = None,
     ) -> None:
-        """`db`: an open `PgDatabase` migrated with `MEMORY_MIGRATIONS`; `fence`: the
+        """`db`: an open `PgSyncDatabase` migrated with `MEMORY_MIGRATIONS`; `fence`: the
         erasures a write about a person is checked against (share one per process)."""
         self._db = db
         self.fence = fence if fence is not None else ErasureFence()
@@ -120,48 +113,48 @@ class PgMemoryStore:
             raise MemoryFileError(f"unknown target {target!r}: use 'memory' or 'user'")
         return self._limits[target]
 
-    async def read(self, target: Target, user_key: str | None = None) -> MemoryState:
+    def read(self, target: Target, user_key: str | None = None) -> MemoryState:
         """The live entries of `target` (a file never written has none)."""
-        file = _file(target, user_key)
-        async with self._db.connection() as conn:
-            rows = await _entries(conn, file)
+        file = file_of(target, user_key)
+        with self._db.connection() as conn:
+            rows = read_entries(conn, file)
         return self._state(file.target, [o.text for o in rows])
 
-    async def origins(self, target: Target, user_key: str | None = None) -> list[EntryOrigin]:
+    def origins(self, target: Target, user_key: str | None = None) -> list[EntryOrigin]:
         """The live entries of `target`, each with who wrote it and when."""
-        async with self._db.connection() as conn:
-            return await _entries(conn, _file(target, user_key))
+        with self._db.connection() as conn:
+            return read_entries(conn, file_of(target, user_key))
 
-    async def history(
+    def history(
         self, target: Target, user_key: str | None = None, limit: int | None = 20
     ) -> tuple[LedgerChange, ...]:
         """The latest `limit` changes of `target` (None: all it keeps), newest first."""
         if limit is not None and limit <= 0:
             return ()
-        file = _file(target, user_key)
-        async with self._db.connection() as conn:
-            cur = await conn.execute(
-                f"SELECT {_CHANGE_COLUMNS} FROM memory_history"
+        file = file_of(target, user_key)
+        with self._db.connection() as conn:
+            cur = conn.execute(
+                f"SELECT {CHANGE_COLUMNS} FROM memory_history"
                 " WHERE target = %s AND user_key = %s ORDER BY id DESC LIMIT %s",
                 (*file.key, limit),
             )
-            return tuple(_change(row) for row in await cur.fetchall())
+            return tuple(change_of(row) for row in cur.fetchall())
 
-    async def archived(self, user_key: str) -> list[ArchivedEntry]:
+    def archived(self, user_key: str) -> list[ArchivedEntry]:
         """The entries moved out of `user_key`'s full USER.md, oldest first."""
-        async with self._db.connection() as conn:
-            return await _archive(conn, _file("user", user_key))
+        with self._db.connection() as conn:
+            return read_archive(conn, file_of("user", user_key))
 
-    async def snapshot(self, user_key: str | None, include_profile: bool) -> MemorySnapshot:
+    def snapshot(self, user_key: str | None, include_profile: bool) -> MemorySnapshot:
         """Render the prompt blocks once: MEMORY.md, and the user's USER.md if asked."""
-        memory = await self.read("memory")
+        memory = self.read("memory")
         user_block = ""
         if include_profile and user_key is not None:
-            profile = await self.read("user", user_key)
+            profile = self.read("user", user_key)
             user_block = render_block(USER_TITLE, profile.entries, profile.limit)
         return MemorySnapshot(render_block(MEMORY_TITLE, memory.entries, memory.limit), user_block)
 
-    async def apply(
+    def apply(
         self,
         target: Target,
         user_key: str | None,
@@ -173,14 +166,14 @@ class PgMemoryStore:
         person did not write to its archive, as `FileMemoryStore.apply` does."""
         if not operations:
             raise MemoryFileError("no operations given")
-        file = _file(target, user_key)
+        file = file_of(target, user_key)
         limit = self.limit(file.target)
         if file.person is not None:
             self.fence.check(file.person)
 
-        async def work(conn: Connection) -> _Written:
-            await self._lock(conn, file)
-            rows = await _entries(conn, file)
+        def work(conn: Connection) -> _Written:
+            self._lock(conn, file)
+            rows = read_entries(conn, file)
             entries = [r.text for r in rows]
             moved: list[EntryOrigin] = []
             try:
@@ -195,25 +188,25 @@ class PgMemoryStore:
                 return _Written(outcome)
             drafts = [Draft("archive", m.text, None) for m in moved]
             drafts += [Draft(c.action, c.before, c.after) for c in outcome.changes]
-            made = await _record(conn, file, drafts, origin)
-            await _bump(conn, file)
+            made = record_changes(conn, file, drafts, origin)
+            bump(conn, file)
             writers = {r.text: r for r in rows}
             for change in made:
                 if change.after is not None:
                     writers[change.after] = EntryOrigin(change.after, origin, change.at)
-            await _write_entries(conn, file, rows, [writers[e] for e in outcome.entries])
+            write_entries(conn, file, rows, [writers[e] for e in outcome.entries])
             archived = [
                 ArchivedEntry(m.text, m.origin, c.at, c.id)
                 for m, c in zip(moved, made, strict=False)
             ]
-            await _add_archive(conn, file, archived)
+            add_archive(conn, file, archived)
             return _Written(outcome, tuple(m.text for m in moved))
 
-        written = await self._db.transact(work)
+        written = self._db.transact(work)
         state = self._state(file.target, written.outcome.entries)
         return WriteResult(state, written.outcome.changed, written.outcome.notes, written.moved)
 
-    async def undo(
+    def undo(
         self,
         target: Target,
         user_key: str | None,
@@ -222,84 +215,170 @@ class PgMemoryStore:
     ) -> UndoResult:
         """Revert the latest change still in force, or change `change_id`, as a new change
         by `origin`; `UndoRefusedError` as `FileMemoryStore.undo` refuses."""
-        file = _file(target, user_key)
+        file = file_of(target, user_key)
         limit = self.limit(file.target)
         if file.person is not None:
             self.fence.check(file.person)
 
-        async def work(conn: Connection) -> _Written:
-            await self._lock(conn, file)
-            changes = await _all_changes(conn, file)
+        def work(conn: Connection) -> _Written:
+            self._lock(conn, file)
+            changes = read_all_changes(conn, file)
             if not changes:
                 raise UndoRefusedError(NOTHING_TO_UNDO)
-            rows = await _entries(conn, file)
+            rows = read_entries(conn, file)
             entries = [r.text for r in rows]
             change = pick_undo(changes, change_id)
-            archive = await _archive(conn, file) if change.action == "archive" else []
+            archive = read_archive(conn, file) if change.action == "archive" else []
             kept = next((a for a in archive if a.change_id == change.id), None)
             if change.action == "archive" and kept is None:
                 raise UndoRefusedError(ARCHIVE_LOST, change_id=change.id)
             outcome = undo_outcome(change, entries, limit)
             drafts = [Draft("undo", c.before, c.after, change.id) for c in outcome.changes]
-            made = await _record(conn, file, drafts, origin)
-            await _bump(conn, file)
+            made = record_changes(conn, file, drafts, origin)
+            bump(conn, file)
             writers = {r.text: r for r in rows}
             for new in made:
                 if new.after is not None:
                     writers[new.after] = _brought_back(new, changes, kept)
-            await _write_entries(conn, file, rows, [writers[e] for e in outcome.entries])
+            write_entries(conn, file, rows, [writers[e] for e in outcome.entries])
             if kept is not None:
-                await conn.execute(
+                conn.execute(
                     "DELETE FROM memory_archive"
                     " WHERE target = %s AND user_key = %s AND change_id = %s",
                     (*file.key, change.id),
                 )
             return _Written(outcome, undone=change, made=tuple(made))
 
-        written = await self._db.transact(work)
+        written = self._db.transact(work)
         assert written.undone is not None
         state = self._state(file.target, written.outcome.entries)
         return UndoResult(
             written.undone, written.made, WriteResult(state, True, written.outcome.notes)
         )
 
-    async def erase_user(self, user_key: str) -> bool:
-        """Delete `user_key`'s USER.md (entries, history, archive) and their name as the
-        writer (`by`) of any other change, in one transaction; whether they had one.
+    def erase_user(self, user_key: str) -> bool:
+        """Delete `user_key`'s USER.md (entries, history, archive), their records and their
+        name as the writer (`by`) of any other change, in one transaction; whether there
+        was anything of theirs.
 
         The delete waits for a write in progress on their row; a write that then takes
         the lock finds no row and meets the fence (call `fence.erasing` first)."""
-        file = _file("user", user_key)
+        file = file_of("user", user_key)
 
-        async def work(conn: Connection) -> bool:
-            cur = await conn.execute(
+        def work(conn: Connection) -> bool:
+            cur = conn.execute(
                 "DELETE FROM memory_versions WHERE target = %s AND user_key = %s RETURNING 1",
                 file.key,
             )
-            gone = await cur.fetchone() is not None
+            gone = cur.fetchone() is not None
+            cur = conn.execute(
+                "DELETE FROM person_records WHERE user_key = %s RETURNING 1", (file.user_key,)
+            )
+            gone = cur.fetchone() is not None or gone
             for table in ("memory_entries", "memory_history", "memory_archive"):
-                await conn.execute(
+                conn.execute(
                     f"UPDATE {table} SET origin_by = NULL WHERE origin_by = %s",
                     (file.user_key,),
                 )
             return gone
 
-        return await self._db.transact(work)
+        return self._db.transact(work)
 
-    async def _lock(self, conn: Connection, file: _File) -> int:
+    @contextmanager
+    def person_record(self, user_key: str, name: str) -> Iterator[PersonRecord]:
+        """`user_key`'s record `name`, in one transaction holding their USER.md row lock
+        (committed when the block ends, rolled back when it raises); an erased person
+        is refused as for a write."""
+        file = file_of("user", user_key)
+        check_record_name(name)
+        self.fence.check(file.user_key)
+        with self._db.transaction() as conn:
+            self._lock(conn, file)
+            yield PgRecord(conn, file.user_key, name)
+
+    def peek_record(self, user_key: str, name: str) -> str | None:
+        """`user_key`'s record `name` as last committed (no lock)."""
+        file = file_of("user", user_key)
+        with self._db.connection() as conn:
+            return read_record(conn, file.user_key, check_record_name(name))
+
+    def record_names(self, user_key: str) -> list[str]:
+        """The names of `user_key`'s records, sorted."""
+        file = file_of("user", user_key)
+        with self._db.connection() as conn:
+            return record_names(conn, file.user_key)
+
+    def user_keys(self) -> list[str]:
+        """The people with a USER.md row or a record, sorted."""
+        with self._db.connection() as conn:
+            cur = conn.execute(
+                "SELECT user_key FROM memory_versions WHERE target = 'user'"
+                " UNION SELECT user_key FROM person_records"
+            )
+            return sorted(str(key) for (key,) in cur.fetchall())
+
+    def content_digest(self) -> str:
+        """The sha256 of everything held (see `memory_core.file_memory.backend`)."""
+        return content_digest(self)
+
+    def import_from(self, files: MemoryBackend) -> dict[str, int]:
+        """Copy everything `files` holds into this store, which must hold nothing yet:
+        MEMORY.md, then each person, each in one transaction, entries with their writers,
+        the whole history (ids and times kept), the archive and the records, verbatim;
+        {"people", "entries", "changes", "archived", "records"}: how many of each."""
+        if self.user_keys() or self.read("memory").entries or self.history("memory"):
+            raise MemoryFileError("the PostgreSQL memory is not empty: import only into a new one")
+        counts = dict.fromkeys(("people", "entries", "changes", "archived", "records"), 0)
+        files_of: list[tuple[Target, str | None]] = [("memory", None)]
+        for target, key in files_of + [("user", k) for k in files.user_keys()]:
+            copy = functools.partial(self._copy, files=files, target=target, user_key=key)
+            copied = self._db.transact(copy)
+            for name, count in copied.items():
+                counts[name] += count
+        return counts
+
+    def _copy(
+        self, conn: Connection, files: MemoryBackend, target: Target, user_key: str | None
+    ) -> dict[str, int]:
+        """One file's entries, history, archive and records from `files`, as they are."""
+        file = file_of(target, user_key)
+        origins = files.origins(target, user_key)
+        changes = list(reversed(files.history(target, user_key, None)))
+        archived = files.archived(file.user_key) if file.person else []
+        names = files.record_names(file.user_key) if file.person else []
+        if not (origins or changes or archived or names):
+            return {}
+        self._lock(conn, file)
+        write_entries(conn, file, [], origins)
+        insert_changes(conn, file, changes)
+        add_archive(conn, file, archived)
+        for name in names:
+            text = files.peek_record(file.user_key, name)
+            if text is not None:
+                PgRecord(conn, file.user_key, name).write(text)
+        people = 1 if file.person else 0
+        return {
+            "people": people,
+            "entries": len(origins),
+            "changes": len(changes),
+            "archived": len(archived),
+            "records": len(names),
+        }
+
+    def _lock(self, conn: Connection, file: MemoryFile) -> int:
         """Lock `file`'s version row (creating it), then check the fence; its version."""
         for _ in range(_LOCK_TRIES):
-            await conn.execute(
+            conn.execute(
                 "INSERT INTO memory_versions (target, user_key) VALUES (%s, %s)"
                 " ON CONFLICT DO NOTHING",
                 file.key,
             )
-            cur = await conn.execute(
+            cur = conn.execute(
                 "SELECT version FROM memory_versions"
                 " WHERE target = %s AND user_key = %s FOR UPDATE",
                 file.key,
             )
-            row = await cur.fetchone()
+            row = cur.fetchone()
             if file.person is not None:
                 self.fence.check(file.person)  # erased while we waited: nothing lands
             if row is not None:
@@ -308,26 +387,6 @@ class PgMemoryStore:
 
     def _state(self, target: Target, entries: Sequence[str]) -> MemoryState:
         return MemoryState(target, tuple(entries), usage(entries), self.limit(target))
-
-
-def _file(target: str, user_key: str | None) -> _File:
-    if target not in TARGETS:
-        raise MemoryFileError(f"unknown target {target!r}: use 'memory' or 'user'")
-    if target == "memory":
-        return _File("memory", "")
-    if user_key is None:
-        raise InvalidUserKeyError("the user target needs a user key")
-    return _File("user", check_user_key(user_key))
-
-
-def _origin(kind: Any, session_id: Any, by: Any) -> Origin:
-    return Origin.from_json({"kind": kind, "session_id": session_id, "by": by})
-
-
-def _change(row: Sequence[Any]) -> LedgerChange:
-    change_id, at, action, before, after, kind, session_id, by, undoes = row
-    origin = _origin(kind, session_id, by)
-    return LedgerChange(int(change_id), float(at), action, before, after, origin, undoes)
 
 
 def _as_changes(rows: Sequence[EntryOrigin]) -> list[LedgerChange]:
@@ -346,135 +405,3 @@ def _brought_back(
     if found.at is None:
         return EntryOrigin(text, change.origin, change.at)
     return found
-
-
-async def _entries(conn: Connection, file: _File) -> list[EntryOrigin]:
-    cur = await conn.execute(
-        f"SELECT {_ENTRY_COLUMNS} FROM memory_entries"
-        " WHERE target = %s AND user_key = %s ORDER BY position",
-        file.key,
-    )
-    return [
-        EntryOrigin(text, _origin(kind, session_id, by), at)
-        for text, kind, session_id, by, at in await cur.fetchall()
-    ]
-
-
-async def _all_changes(conn: Connection, file: _File) -> list[LedgerChange]:
-    cur = await conn.execute(
-        f"SELECT {_CHANGE_COLUMNS} FROM memory_history"
-        " WHERE target = %s AND user_key = %s ORDER BY id",
-        file.key,
-    )
-    return [_change(row) for row in await cur.fetchall()]
-
-
-async def _archive(conn: Connection, file: _File) -> list[ArchivedEntry]:
-    cur = await conn.execute(
-        f"SELECT {_ARCHIVE_COLUMNS} FROM memory_archive"
-        " WHERE target = %s AND user_key = %s ORDER BY change_id",
-        file.key,
-    )
-    return [
-        ArchivedEntry(text, _origin(kind, session_id, by), float(at), int(change_id))
-        for text, kind, session_id, by, at, change_id in await cur.fetchall()
-    ]
-
-
-async def _record(
-    conn: Connection, file: _File, drafts: Sequence[Draft], origin: Origin
-) -> list[LedgerChange]:
-    """Append `drafts` to `file`'s history as made by `origin` now, trimming it back to
-    `HISTORY_LIMIT` once it holds `HISTORY_SLACK` more; the changes as recorded."""
-    if not drafts:
-        return []
-    cur = await conn.execute(
-        "SELECT coalesce(max(id), 0), count(*) FROM memory_history"
-        " WHERE target = %s AND user_key = %s",
-        file.key,
-    )
-    row = await cur.fetchone()
-    assert row is not None
-    last, count = int(row[0]), int(row[1])
-    at = time.time()
-    made = [
-        LedgerChange(last + 1 + i, at, d.action, d.before, d.after, origin, d.undoes)
-        for i, d in enumerate(drafts)
-    ]
-    async with conn.cursor() as cursor:
-        await cursor.executemany(
-            f"INSERT INTO memory_history (target, user_key, {_CHANGE_COLUMNS})"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-            [
-                (
-                    *file.key,
-                    c.id,
-                    c.at,
-                    c.action,
-                    c.before,
-                    c.after,
-                    *_origin_row(c.origin),
-                    c.undoes,
-                )
-                for c in made
-            ],
-        )
-    if count + len(made) > HISTORY_LIMIT + HISTORY_SLACK:
-        await conn.execute(
-            "DELETE FROM memory_history WHERE target = %s AND user_key = %s AND id <= %s",
-            (*file.key, made[-1].id - HISTORY_LIMIT),
-        )
-    return made
-
-
-async def _write_entries(
-    conn: Connection, file: _File, old: Sequence[EntryOrigin], new: Sequence[EntryOrigin]
-) -> None:
-    """Make `file`'s rows `new`, rewriting only the positions from the first difference."""
-    same = 0
-    while same < min(len(old), len(new)) and old[same] == new[same]:
-        same += 1
-    await conn.execute(
-        "DELETE FROM memory_entries WHERE target = %s AND user_key = %s AND position >= %s",
-        (*file.key, same),
-    )
-    if same == len(new):
-        return
-    async with conn.cursor() as cursor:
-        await cursor.executemany(
-            f"INSERT INTO memory_entries (target, user_key, position, {_ENTRY_COLUMNS})"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-            [
-                (*file.key, position, e.text, *_origin_row(e.origin), e.at)
-                for position, e in enumerate(new[same:], start=same)
-            ],
-        )
-
-
-async def _add_archive(conn: Connection, file: _File, archived: Sequence[ArchivedEntry]) -> None:
-    """Add `archived` to `file`'s archive, keeping its last `ARCHIVE_LIMIT` entries."""
-    if not archived:
-        return
-    async with conn.cursor() as cursor:
-        await cursor.executemany(
-            f"INSERT INTO memory_archive (target, user_key, {_ARCHIVE_COLUMNS})"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-            [(*file.key, a.text, *_origin_row(a.origin), a.at, a.change_id) for a in archived],
-        )
-    await conn.execute(
-        "DELETE FROM memory_archive WHERE target = %s AND user_key = %s AND change_id NOT IN"
-        " (SELECT change_id FROM memory_archive WHERE target = %s AND user_key = %s"
-        "  ORDER BY change_id DESC LIMIT %s)",
-        (*file.key, *file.key, ARCHIVE_LIMIT),
-    )
-
-
-async def _bump(conn: Connection, file: _File) -> None:
-    await conn.execute(
-        "UPDATE memory_versions SET version = version + 1 WHERE target = %s AND user_key = %s",
-        file.key,
-    )
-
-
-def _origin_row(origin: Origin) -> tuple[str, int | None, str | None]:
-    return (origin.kind, origin.session_id, origin.by)

@@ -9,6 +9,10 @@ entries are `memory_entries` rows in `position` order, each with who wrote it
 file) and `memory_archive` the entries moved out of a full USER.md. Everything
 about a file hangs off its `memory_versions` row with ON DELETE CASCADE, so an
 erasure deletes one row.
+
+Version 2 adds `person_records`: the small named texts kept with a person's
+USER.md (staged changes, settings), one row per (user_key, name), erased with
+the person in the same transaction as their USER.md.
 """
 
 from __future__ import annotations
@@ -70,4 +74,16 @@ CREATE INDEX memory_history_by ON memory_history (origin_by) WHERE origin_by IS 
 CREATE INDEX memory_archive_by ON memory_archive (origin_by) WHERE origin_by IS NOT NULL;
 """
 
-MEMORY_MIGRATIONS: tuple[PgMigration, ...] = (PgMigration(COMPONENT, 1, _V1),)
+_V2 = """
+CREATE TABLE person_records (
+    user_key TEXT NOT NULL,
+    name TEXT NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (user_key, name)
+);
+"""
+
+MEMORY_MIGRATIONS: tuple[PgMigration, ...] = (
+    PgMigration(COMPONENT, 1, _V1),
+    PgMigration(COMPONENT, 2, _V2),
+)

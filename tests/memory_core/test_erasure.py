@@ -182,11 +182,12 @@ async def test_erasing_the_person_erases_her_staged_changes_not_anothers(home: H
     review = Origin("review")
     pending.stage(ALICE, [Proposal("add", "wants zebrawaffle", None, "waits")], review, "b1")
     pending.stage(BOB, [Proposal("add", "wants bobcatpudding", None, "waits")], review, "b2")
-    assert pending.path(ALICE).exists()
+    assert home.memory.peek_record(ALICE, "USER.pending.json") is not None
 
     await PersonData(home.memory, home.skills, home.sessions).erase(ALICE)
 
-    assert not pending.path(ALICE).exists() and pending.list(ALICE) == ()
+    assert home.memory.peek_record(ALICE, "USER.pending.json") is None
+    assert pending.list(ALICE) == ()
     assert files_holding(home.root, ("zebrawaffle",)) == []
     assert [c.content for c in pending.list(BOB)] == ["wants bobcatpudding"]
 

@@ -268,9 +268,9 @@ def test_concurrent_writers_never_lose_or_reuse_a_history_line(tmp_path: Path) -
     def writer(key: str, prefix: str, count: int, slow: bool) -> None:
         store = FileMemoryStore(tmp_path)  # its own lock objects, like another process
         for i in range(count):
-            if slow:  # also holds the lock in between, reading the files beside USER.md
-                with store.beside_user(key) as folder:
-                    sorted(folder.iterdir())
+            if slow:  # also holds the lock in between, reading a record beside USER.md
+                with store.person_record(key, "settings.json") as record:
+                    record.read()
             store.apply("user", key, [Operation("add", content=f"{prefix} {i}")], ME)
 
     threads = [

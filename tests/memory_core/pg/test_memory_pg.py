@@ -1,12 +1,12 @@
 """PgMemoryStore's own guarantees: the fence under the row lock, erasure in one
-transaction, versions, the history's trim."""
+transaction, versions, the history's trim, records in their transaction."""
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, TypeVar
 
 import psycopg
 import pytest
@@ -16,149 +16,212 @@ from memory_core.fence import ErasureFence, working
 from memory_core.file_memory.edits import Operation
 from memory_core.file_memory.ledger import HISTORY_LIMIT, HISTORY_SLACK
 from memory_core.file_memory.origin import Origin
-from memory_core.pg.database import PgDatabase
+from memory_core.file_memory.store import Target
+from memory_core.pg.blocking import PgSyncDatabase
 from memory_core.pg.memory import PgMemoryStore
 from memory_core.pg.memory_schema import MEMORY_MIGRATIONS
 
 ALICE, BOB = "telegram-1001", "discord-2002"
-TABLES = ("memory_versions", "memory_entries", "memory_history", "memory_archive")
+TABLES = ("memory_versions", "memory_entries", "memory_history", "memory_archive", "person_records")
+T = TypeVar("T")
 
 
 @pytest.fixture
-async def db(pg_database: str) -> AsyncIterator[PgDatabase]:
-    async with PgDatabase(pg_database, max_size=4) as database:
-        assert await database.migrate(MEMORY_MIGRATIONS) == {"memory": 1}
+def db(pg_database: str) -> Iterator[PgSyncDatabase]:
+    with PgSyncDatabase(pg_database, max_size=4) as database:
+        assert database.migrate(MEMORY_MIGRATIONS) == {"memory": 2}
         yield database
 
 
 @pytest.fixture
-def store(db: PgDatabase) -> PgMemoryStore:
+def store(db: PgSyncDatabase) -> PgMemoryStore:
     return PgMemoryStore(db, user_char_limit=200, fence=ErasureFence())
 
 
-async def _rows(db: PgDatabase, query: str, *params: Any) -> list[tuple[Any, ...]]:
-    async with db.connection() as conn:
-        return await (await conn.execute(query.encode(), params)).fetchall()
+@pytest.fixture
+def pool() -> Iterator[ThreadPoolExecutor]:
+    with ThreadPoolExecutor(4) as executor:
+        yield executor
 
 
-async def _add(
-    store: PgMemoryStore, key: str | None, text: str, origin: Origin | None = None
-) -> None:
-    target = "memory" if key is None else "user"
-    await store.apply(target, key, [Operation("add", content=text)], origin or Origin("operator"))
+def _rows(db: PgSyncDatabase, query: str, *params: Any) -> list[tuple[Any, ...]]:
+    with db.connection() as conn:
+        return conn.execute(query.encode(), params).fetchall()
 
 
-async def _wait_for_lock_waiters(db: PgDatabase, count: int) -> None:
+def _add(store: PgMemoryStore, key: str | None, text: str, origin: Origin | None = None) -> None:
+    target: Target = "memory" if key is None else "user"
+    store.apply(target, key, [Operation("add", content=text)], origin or Origin("operator"))
+
+
+def _wait_for_lock_waiters(db: PgSyncDatabase, count: int) -> None:
     """Until `count` backends of this database wait on a row lock (10 s at most)."""
     deadline = time.monotonic() + 10
     query = (
         "SELECT count(*) FROM pg_stat_activity"
         " WHERE datname = current_database() AND wait_event_type = 'Lock'"
     )
-    while (await _rows(db, query))[0][0] < count:
+    while _rows(db, query)[0][0] < count:
         assert time.monotonic() < deadline, "the write never waited for the lock"
-        await asyncio.sleep(0.005)
+        time.sleep(0.005)
 
 
-async def _holding_the_row(url: str, key: str) -> psycopg.AsyncConnection[Any]:
-    conn = await psycopg.AsyncConnection.connect(url)
-    await conn.execute(
+def _holding_the_row(url: str, key: str) -> psycopg.Connection[Any]:
+    conn = psycopg.connect(url)
+    conn.execute(
         "SELECT 1 FROM memory_versions WHERE target = 'user' AND user_key = %s FOR UPDATE", (key,)
     )
     return conn
 
 
-async def test_a_write_waiting_for_the_lock_when_the_erasure_begins_is_refused(
-    pg_database: str, db: PgDatabase, store: PgMemoryStore
+def _as_work_begun_now(pool: ThreadPoolExecutor, call: Callable[[], T]) -> Future[T]:
+    """Run `call` in a thread as work that began before this returns."""
+    with working() as mark:
+        pass
+
+    def run() -> T:
+        with working(mark):
+            return call()
+
+    return pool.submit(run)
+
+
+def test_a_write_waiting_for_the_lock_when_the_erasure_begins_is_refused(
+    pg_database: str, db: PgSyncDatabase, store: PgMemoryStore, pool: ThreadPoolExecutor
 ) -> None:
-    await _add(store, ALICE, "Alice likes tea")
-    holder = await _holding_the_row(pg_database, ALICE)
+    _add(store, ALICE, "Alice likes tea")
+    holder = _holding_the_row(pg_database, ALICE)
     try:
-        with working():  # the write begins now, before the erasure
-            write = asyncio.create_task(
-                store.apply("user", ALICE, [Operation("add", content="Alice likes jazz")])
-            )
-        await _wait_for_lock_waiters(db, 1)  # it passed the fence's first check
+        ops = [Operation("add", content="Alice likes jazz")]
+        write = _as_work_begun_now(pool, lambda: store.apply("user", ALICE, ops))
+        _wait_for_lock_waiters(db, 1)  # it passed the fence's first check
         store.fence.erasing(ALICE)
     finally:
-        await holder.rollback()
-        await holder.close()
+        holder.rollback()
+        holder.close()
     with pytest.raises(PersonErasedError):
-        await write
-    assert (await store.read("user", ALICE)).entries == ("Alice likes tea",)
-    assert [c.after for c in await store.history("user", ALICE)] == ["Alice likes tea"]
+        write.result(timeout=10)
+    assert store.read("user", ALICE).entries == ("Alice likes tea",)
+    assert [c.after for c in store.history("user", ALICE)] == ["Alice likes tea"]
 
 
-async def test_an_erasure_waits_for_a_write_in_progress_and_removes_it_too(
-    pg_database: str, db: PgDatabase, store: PgMemoryStore
+def test_a_record_waiting_for_the_lock_when_the_erasure_begins_is_refused(
+    pg_database: str, db: PgSyncDatabase, store: PgMemoryStore, pool: ThreadPoolExecutor
 ) -> None:
-    await _add(store, ALICE, "Alice likes tea")
-    holder = await _holding_the_row(pg_database, ALICE)
+    _add(store, ALICE, "Alice likes tea")
+    holder = _holding_the_row(pg_database, ALICE)
+
+    def write_record() -> None:
+        with store.person_record(ALICE, "settings.json") as record:
+            record.write('{"language": "nb"}')
+
     try:
-        await holder.execute(
+        write = _as_work_begun_now(pool, write_record)
+        _wait_for_lock_waiters(db, 1)
+        store.fence.erasing(ALICE)
+    finally:
+        holder.rollback()
+        holder.close()
+    with pytest.raises(PersonErasedError):
+        write.result(timeout=10)
+    assert store.peek_record(ALICE, "settings.json") is None
+
+
+def test_an_erasure_waits_for_a_write_in_progress_and_removes_it_too(
+    pg_database: str, db: PgSyncDatabase, store: PgMemoryStore, pool: ThreadPoolExecutor
+) -> None:
+    _add(store, ALICE, "Alice likes tea")
+    holder = _holding_the_row(pg_database, ALICE)
+    try:
+        holder.execute(
             "INSERT INTO memory_entries (target, user_key, position, text, origin_kind)"
             " VALUES ('user', %s, 1, 'written by the holder', 'person')",
             (ALICE,),
         )
+        holder.execute(
+            "INSERT INTO person_records VALUES (%s, 'USER.pending.json', '{}')", (ALICE,)
+        )
         store.fence.erasing(ALICE)
-        erase = asyncio.create_task(store.erase_user(ALICE))
-        await _wait_for_lock_waiters(db, 1)
-        await holder.commit()  # the write in progress lands, then the erasure runs
+        erase = pool.submit(store.erase_user, ALICE)
+        _wait_for_lock_waiters(db, 1)
+        holder.commit()  # the write in progress lands, then the erasure runs
     finally:
-        await holder.close()
-    assert await erase is True
+        holder.close()
+    assert erase.result(timeout=10) is True
     for table in TABLES:
-        assert await _rows(db, f"SELECT * FROM {table} WHERE user_key = %s", ALICE) == []
+        assert _rows(db, f"SELECT * FROM {table} WHERE user_key = %s", ALICE) == []
 
 
-async def test_after_an_erasure_no_table_holds_the_persons_words_or_key(
-    db: PgDatabase, store: PgMemoryStore
+def test_after_an_erasure_no_table_holds_the_persons_words_or_key(
+    db: PgSyncDatabase, store: PgMemoryStore
 ) -> None:
-    await _add(store, ALICE, "Alice's secret: she hums Abba", Origin("person", session_id=3))
-    await _add(store, ALICE, "Review: Alice likes marzipan", Origin("review", session_id=4))
-    await store.apply("user", ALICE, [Operation("remove", old_text="marzipan")])
-    await _add(store, BOB, "Bob likes rain", Origin("admin", by=ALICE))
-    await _add(store, None, "House rule: no spoilers", Origin("admin", by=ALICE))
+    _add(store, ALICE, "Alice's secret: she hums Abba", Origin("person", session_id=3))
+    _add(store, ALICE, "Review: Alice likes marzipan", Origin("review", session_id=4))
+    store.apply("user", ALICE, [Operation("remove", old_text="marzipan")])
+    with store.person_record(ALICE, "USER.pending.json") as record:
+        record.write('{"changes": ["Abba again"]}')
+    _add(store, BOB, "Bob likes rain", Origin("admin", by=ALICE))
+    _add(store, None, "House rule: no spoilers", Origin("admin", by=ALICE))
     store.fence.erasing(ALICE)
-    assert await store.erase_user(ALICE) is True
+    assert store.erase_user(ALICE) is True
     for table in TABLES:
-        dump = str(await _rows(db, f"SELECT * FROM {table}"))
+        dump = str(_rows(db, f"SELECT * FROM {table}"))
         assert ALICE not in dump and "Abba" not in dump and "marzipan" not in dump
-    assert (await store.read("user", BOB)).entries == ("Bob likes rain",)
-    (shared,) = await store.origins("memory")
+    assert store.read("user", BOB).entries == ("Bob likes rain",)
+    (shared,) = store.origins("memory")
     assert shared.origin == Origin("admin") and shared.text == "House rule: no spoilers"
+    assert store.user_keys() == [BOB]
 
 
-async def test_each_write_that_changes_the_file_bumps_its_version(
-    db: PgDatabase, store: PgMemoryStore
+def test_a_person_with_only_records_is_erased_too(store: PgMemoryStore) -> None:
+    with store.person_record(ALICE, "settings.json") as record:
+        record.write("{}")
+    assert store.user_keys() == [ALICE]
+    assert store.erase_user(ALICE) is True
+    assert store.user_keys() == [] and store.record_names(ALICE) == []
+
+
+def test_a_record_block_that_raises_keeps_nothing(store: PgMemoryStore) -> None:
+    with store.person_record(ALICE, "settings.json") as record:
+        record.write("first")
+    failing = pytest.raises(RuntimeError, match="midway")
+    with failing, store.person_record(ALICE, "settings.json") as record:
+        record.write("second")
+        assert record.read() == "second"  # the block sees its own write
+        raise RuntimeError("midway")
+    assert store.peek_record(ALICE, "settings.json") == "first"
+
+
+def test_each_write_that_changes_the_file_bumps_its_version(
+    db: PgSyncDatabase, store: PgMemoryStore
 ) -> None:
     query = "SELECT version FROM memory_versions WHERE target = 'user' AND user_key = %s"
-    await _add(store, ALICE, "Alice likes tea")
-    await _add(store, ALICE, "Alice likes jazz")
-    assert await _rows(db, query, ALICE) == [(2,)]
-    await _add(store, ALICE, "Alice likes tea")  # already there: nothing changes
-    assert await _rows(db, query, ALICE) == [(2,)]
-    await store.undo("user", ALICE)
-    assert await _rows(db, query, ALICE) == [(3,)]
+    _add(store, ALICE, "Alice likes tea")
+    _add(store, ALICE, "Alice likes jazz")
+    assert _rows(db, query, ALICE) == [(2,)]
+    _add(store, ALICE, "Alice likes tea")  # already there: nothing changes
+    assert _rows(db, query, ALICE) == [(2,)]
+    store.undo("user", ALICE)
+    assert _rows(db, query, ALICE) == [(3,)]
 
 
-async def test_the_history_is_cut_back_to_its_limit(db: PgDatabase, store: PgMemoryStore) -> None:
-    await _add(store, ALICE, "Alice likes tea")
-    async with db.transaction() as conn:
-        await conn.execute(
+def test_the_history_is_cut_back_to_its_limit(db: PgSyncDatabase, store: PgMemoryStore) -> None:
+    _add(store, ALICE, "Alice likes tea")
+    with db.transaction() as conn:
+        conn.execute(
             "INSERT INTO memory_history (target, user_key, id, at, action, after, origin_kind)"
             " SELECT 'user', %s, n, 0, 'add', 'old ' || n, 'operator'"
             " FROM generate_series(2, %s) AS n",
             (ALICE, HISTORY_LIMIT + HISTORY_SLACK),
         )
-    await _add(store, ALICE, "Alice likes jazz")
-    history = await store.history("user", ALICE, None)
+    _add(store, ALICE, "Alice likes jazz")
+    history = store.history("user", ALICE, None)
     assert len(history) == HISTORY_LIMIT
     assert (
         history[0].after == "Alice likes jazz"
         and history[0].id == HISTORY_LIMIT + HISTORY_SLACK + 1
     )
-    origins = await store.origins("user", ALICE)  # the first writer is kept on the row
+    origins = store.origins("user", ALICE)  # the first writer is kept on the row
     assert [(o.text, o.origin.kind) for o in origins] == [
         ("Alice likes tea", "operator"),
         ("Alice likes jazz", "operator"),
@@ -166,15 +229,15 @@ async def test_the_history_is_cut_back_to_its_limit(db: PgDatabase, store: PgMem
     assert all(o.at is not None for o in origins)
 
 
-async def test_concurrent_writers_in_one_process_lose_nothing(
-    pg_database: str, store: PgMemoryStore
+def test_concurrent_writers_in_one_process_lose_nothing(
+    pg_database: str, store: PgMemoryStore, pool: ThreadPoolExecutor
 ) -> None:
-    async with PgDatabase(pg_database, max_size=4) as other_db:
+    with PgSyncDatabase(pg_database, max_size=4) as other_db:
         other = PgMemoryStore(other_db, user_char_limit=200)
-        await asyncio.gather(
-            *(_add(store, ALICE, f"a{i}") for i in range(10)),
-            *(_add(other, ALICE, f"b{i}") for i in range(10)),
-        )
-    entries = (await store.read("user", ALICE)).entries
+        futures = [pool.submit(_add, store, ALICE, f"a{i}") for i in range(10)]
+        futures += [pool.submit(_add, other, ALICE, f"b{i}") for i in range(10)]
+        for future in futures:
+            future.result(timeout=30)
+    entries = store.read("user", ALICE).entries
     assert sorted(entries) == sorted([f"a{i}" for i in range(10)] + [f"b{i}" for i in range(10)])
-    assert [c.id for c in await store.history("user", ALICE, None)] == list(range(20, 0, -1))
+    assert [c.id for c in store.history("user", ALICE, None)] == list(range(20, 0, -1))

@@ -3,7 +3,6 @@ never take it past its budget, at any commit."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 import sys
@@ -12,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from memory_core.file_memory.entries import usage
-from memory_core.pg.database import PgDatabase
+from memory_core.pg.blocking import PgSyncDatabase
 from memory_core.pg.memory import PgMemoryStore
 from memory_core.pg.memory_schema import MEMORY_MIGRATIONS
 
@@ -24,9 +23,9 @@ BIG_BUDGET = 1_000_000
 SMALL_BUDGET = 2_000  # about 140 of the 400 entries
 
 
-async def _migrated(url: str) -> None:
-    async with PgDatabase(url) as db:
-        await db.migrate(MEMORY_MIGRATIONS)
+def _migrated(url: str) -> None:
+    with PgSyncDatabase(url) as db:
+        db.migrate(MEMORY_MIGRATIONS)
 
 
 def _run_four(url: str, budget: int) -> list[dict[str, list[int]]]:
@@ -53,22 +52,22 @@ def _run_four(url: str, budget: int) -> list[dict[str, list[int]]]:
     return [json.loads(out) for out in outputs]
 
 
-async def _state(url: str, budget: int) -> tuple[tuple[str, ...], list[str]]:
+def _state(url: str, budget: int) -> tuple[tuple[str, ...], list[str]]:
     """The entries, and the history's adds in commit order."""
-    async with PgDatabase(url) as db:
+    with PgSyncDatabase(url) as db:
         store = PgMemoryStore(db, user_char_limit=budget)
-        entries = (await store.read("user", KEY)).entries
-        history = await store.history("user", KEY, None)
+        entries = store.read("user", KEY).entries
+        history = store.history("user", KEY, None)
     assert all(c.action == "add" and c.after is not None for c in history)
     return entries, [c.after or "" for c in reversed(history)]
 
 
 @pytest.mark.timeout(180)
 def test_four_processes_adding_100_entries_each_lose_none(pg_database: str) -> None:
-    asyncio.run(_migrated(pg_database))
+    _migrated(pg_database)
     results = _run_four(pg_database, BIG_BUDGET)
     assert all(r == {"added": list(range(100)), "full": []} for r in results)
-    entries, adds = asyncio.run(_state(pg_database, BIG_BUDGET))
+    entries, adds = _state(pg_database, BIG_BUDGET)
     expected = {f"p{n} entry {i}" for n in range(4) for i in range(100)}
     assert len(entries) == 400 and set(entries) == expected
     assert list(entries) == adds  # the rows are the history, in commit order
@@ -80,11 +79,11 @@ def test_four_processes_adding_100_entries_each_lose_none(pg_database: str) -> N
 
 @pytest.mark.timeout(180)
 def test_four_processes_on_a_small_budget_never_exceed_it(pg_database: str) -> None:
-    asyncio.run(_migrated(pg_database))
+    _migrated(pg_database)
     results = _run_four(pg_database, SMALL_BUDGET)
     for r in results:  # every add was either written or refused as over budget
         assert sorted(r["added"] + r["full"]) == list(range(100))
-    entries, adds = asyncio.run(_state(pg_database, SMALL_BUDGET))
+    entries, adds = _state(pg_database, SMALL_BUDGET)
     written = {f"p{n} entry {i}" for n, r in enumerate(results) for i in r["added"]}
     assert set(entries) == written and len(entries) == len(written)
     assert sum(len(r["full"]) for r in results) > 0  # the budget did bind

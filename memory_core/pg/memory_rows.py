@@ -1,0 +1,205 @@
+"""The rows of the memory tables: reading and writing them on one connection.
+
+`PgMemoryStore` calls these inside its transactions, after locking the file's
+`memory_versions` row; they take no lock of their own. `MemoryFile` names one
+file: ('memory', '') or ('user', a checked user key).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from memory_core.errors import InvalidUserKeyError, MemoryFileError
+from memory_core.file_memory.ledger import (
+    ARCHIVE_LIMIT,
+    HISTORY_LIMIT,
+    HISTORY_SLACK,
+    ArchivedEntry,
+    Draft,
+    EntryOrigin,
+    LedgerChange,
+)
+from memory_core.file_memory.origin import Origin
+from memory_core.file_memory.store import TARGETS, Target
+from memory_core.pg.blocking import SyncConnection as Connection
+from memory_core.user_keys import check_user_key
+
+ENTRY_COLUMNS = "text, origin_kind, origin_session, origin_by, created_at"
+CHANGE_COLUMNS = "id, at, action, before, after, origin_kind, origin_session, origin_by, undoes"
+ARCHIVE_COLUMNS = "text, origin_kind, origin_session, origin_by, at, change_id"
+
+
+@dataclass(frozen=True)
+class MemoryFile:
+    """One memory file's key: ('memory', '') or ('user', a checked user key)."""
+
+    target: Target
+    user_key: str
+
+    @property
+    def person(self) -> str | None:
+        return self.user_key if self.target == "user" else None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.target, self.user_key)
+
+
+def file_of(target: str, user_key: str | None) -> MemoryFile:
+    if target not in TARGETS:
+        raise MemoryFileError(f"unknown target {target!r}: use 'memory' or 'user'")
+    if target == "memory":
+        return MemoryFile("memory", "")
+    if user_key is None:
+        raise InvalidUserKeyError("the user target needs a user key")
+    return MemoryFile("user", check_user_key(user_key))
+
+
+def origin_of(kind: Any, session_id: Any, by: Any) -> Origin:
+    return Origin.from_json({"kind": kind, "session_id": session_id, "by": by})
+
+
+def change_of(row: Sequence[Any]) -> LedgerChange:
+    change_id, at, action, before, after, kind, session_id, by, undoes = row
+    origin = origin_of(kind, session_id, by)
+    return LedgerChange(int(change_id), float(at), action, before, after, origin, undoes)
+
+
+def read_entries(conn: Connection, file: MemoryFile) -> list[EntryOrigin]:
+    cur = conn.execute(
+        f"SELECT {ENTRY_COLUMNS} FROM memory_entries"
+        " WHERE target = %s AND user_key = %s ORDER BY position",
+        file.key,
+    )
+    return [
+        EntryOrigin(text, origin_of(kind, session_id, by), at)
+        for text, kind, session_id, by, at in cur.fetchall()
+    ]
+
+
+def read_all_changes(conn: Connection, file: MemoryFile) -> list[LedgerChange]:
+    cur = conn.execute(
+        f"SELECT {CHANGE_COLUMNS} FROM memory_history"
+        " WHERE target = %s AND user_key = %s ORDER BY id",
+        file.key,
+    )
+    return [change_of(row) for row in cur.fetchall()]
+
+
+def read_archive(conn: Connection, file: MemoryFile) -> list[ArchivedEntry]:
+    cur = conn.execute(
+        f"SELECT {ARCHIVE_COLUMNS} FROM memory_archive"
+        " WHERE target = %s AND user_key = %s ORDER BY change_id",
+        file.key,
+    )
+    return [
+        ArchivedEntry(text, origin_of(kind, session_id, by), float(at), int(change_id))
+        for text, kind, session_id, by, at, change_id in cur.fetchall()
+    ]
+
+
+def record_changes(
+    conn: Connection, file: MemoryFile, drafts: Sequence[Draft], origin: Origin
+) -> list[LedgerChange]:
+    """Append `drafts` to `file`'s history as made by `origin` now, trimming it back to
+    `HISTORY_LIMIT` once it holds `HISTORY_SLACK` more; the changes as recorded."""
+    if not drafts:
+        return []
+    cur = conn.execute(
+        "SELECT coalesce(max(id), 0), count(*) FROM memory_history"
+        " WHERE target = %s AND user_key = %s",
+        file.key,
+    )
+    row = cur.fetchone()
+    assert row is not None
+    last, count = int(row[0]), int(row[1])
+    at = time.time()
+    made = [
+        LedgerChange(last + 1 + i, at, d.action, d.before, d.after, origin, d.undoes)
+        for i, d in enumerate(drafts)
+    ]
+    insert_changes(conn, file, made)
+    if count + len(made) > HISTORY_LIMIT + HISTORY_SLACK:
+        conn.execute(
+            "DELETE FROM memory_history WHERE target = %s AND user_key = %s AND id <= %s",
+            (*file.key, made[-1].id - HISTORY_LIMIT),
+        )
+    return made
+
+
+def insert_changes(conn: Connection, file: MemoryFile, changes: Sequence[LedgerChange]) -> None:
+    """Add `changes` to `file`'s history as they are (ids, times and writers kept)."""
+    with conn.cursor() as cursor:
+        cursor.executemany(
+            f"INSERT INTO memory_history (target, user_key, {CHANGE_COLUMNS})"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            [
+                (
+                    *file.key,
+                    c.id,
+                    c.at,
+                    c.action,
+                    c.before,
+                    c.after,
+                    *origin_row(c.origin),
+                    c.undoes,
+                )
+                for c in changes
+            ],
+        )
+
+
+def write_entries(
+    conn: Connection, file: MemoryFile, old: Sequence[EntryOrigin], new: Sequence[EntryOrigin]
+) -> None:
+    """Make `file`'s rows `new`, rewriting only the positions from the first difference."""
+    same = 0
+    while same < min(len(old), len(new)) and old[same] == new[same]:
+        same += 1
+    conn.execute(
+        "DELETE FROM memory_entries WHERE target = %s AND user_key = %s AND position >= %s",
+        (*file.key, same),
+    )
+    if same == len(new):
+        return
+    with conn.cursor() as cursor:
+        cursor.executemany(
+            f"INSERT INTO memory_entries (target, user_key, position, {ENTRY_COLUMNS})"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+            [
+                (*file.key, position, e.text, *origin_row(e.origin), e.at)
+                for position, e in enumerate(new[same:], start=same)
+            ],
+        )
+
+
+def add_archive(conn: Connection, file: MemoryFile, archived: Sequence[ArchivedEntry]) -> None:
+    """Add `archived` to `file`'s archive, keeping its last `ARCHIVE_LIMIT` entries."""
+    if not archived:
+        return
+    with conn.cursor() as cursor:
+        cursor.executemany(
+            f"INSERT INTO memory_archive (target, user_key, {ARCHIVE_COLUMNS})"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+            [(*file.key, a.text, *origin_row(a.origin), a.at, a.change_id) for a in archived],
+        )
+    conn.execute(
+        "DELETE FROM memory_archive WHERE target = %s AND user_key = %s AND change_id NOT IN"
+        " (SELECT change_id FROM memory_archive WHERE target = %s AND user_key = %s"
+        "  ORDER BY change_id DESC LIMIT %s)",
+        (*file.key, *file.key, ARCHIVE_LIMIT),
+    )
+
+
+def bump(conn: Connection, file: MemoryFile) -> None:
+    conn.execute(
+        "UPDATE memory_versions SET version = version + 1 WHERE target = %s AND user_key = %s",
+        file.key,
+    )
+
+
+def origin_row(origin: Origin) -> tuple[str, int | None, str | None]:
+    return (origin.kind, origin.session_id, origin.by)
