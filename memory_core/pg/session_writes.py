@@ -1,0 +1,390 @@
+"""Writes of the PostgreSQL session store: the statements of SQLite's `writes`,
+`chats`, `inbox` and `backlog` writes, each function one transaction's work.
+
+Every function takes a connection inside a transaction (`PgDatabase.transact`
+runs it, again on a conflict). Where SQLite relied on its single writer, a
+session's row is locked `FOR UPDATE` first, so two processes appending to one
+session take turns: ids follow the order the appends committed, and the unique
+indexes with ``ON CONFLICT DO NOTHING`` keep a message written twice once.
+The writes about a person take `person_lock` shared, the erasure exclusive:
+an erasure waits for the writes already past their fence check, and sees
+their rows (see `sessions.PgSessionStore`).
+
+Text is cleaned as SQLite's store cleans it (lone surrogates become U+FFFD),
+and NUL characters, which PostgreSQL text cannot hold, become U+FFFD too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from memory_core.errors import InvalidMessageError, SessionConflictError, SessionNotFoundError
+from memory_core.pg.database import Connection
+from memory_core.sessions.models import (
+    INTERNAL_SOURCES,
+    AppendResult,
+    CounterUpdate,
+    NewMessage,
+    SessionOrigin,
+)
+from memory_core.sessions.query import SYMBOL_CLASS
+from memory_core.sessions.schema import owner_token
+from memory_core.sessions.writes import DeleteResult, without_lone_surrogates
+
+_SYMBOL = re.compile(f"[{SYMBOL_CLASS}]")
+
+_INSERT_MESSAGE = """
+INSERT INTO messages (session_id, role, content, tool_name, tool_calls, tool_call_id,
+    timestamp, platform_message_id, speaker_name, dedupe_key, own_words, words, symbols)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector, %s)
+ON CONFLICT DO NOTHING RETURNING id
+"""
+
+_SESSION_INSERT = (
+    "INSERT INTO sessions (source, user_key, owner_token, chat_id, chat_type, thread_id, "
+    "session_key, title, model, started_at, parent_session_id) "
+    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING id"
+)
+
+
+def clean(text: str) -> str:
+    """`text` as PostgreSQL can store it: no lone surrogate, no NUL."""
+    return without_lone_surrogates(text).replace("\x00", "\ufffd")
+
+
+def _clean(text: str | None) -> str | None:
+    return None if text is None else clean(text)
+
+
+def symbols(role: str, content: str) -> str | None:
+    """The `symbols` column: the content when it holds an emoji or symbol (not tool)."""
+    return content if role != "tool" and _SYMBOL.search(content) else None
+
+
+def person_lock(user_key: str) -> int:
+    """The advisory lock key of a person's session rows (64 bits of a hash)."""
+    digest = hashlib.blake2b(b"mnemo-sessions:" + user_key.encode("utf-8", "surrogatepass"))
+    return int.from_bytes(digest.digest()[:8], "big", signed=True)
+
+
+async def lock_person(conn: Connection, user_key: str, *, exclusive: bool) -> None:
+    """Hold `person_lock(user_key)` until the transaction ends."""
+    kind = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
+    await conn.execute(f"SELECT {kind}(%s)", (person_lock(user_key),))
+
+
+def message_row(session_id: int, m: NewMessage, words: str | None) -> tuple[object, ...]:
+    """The parameters of `_INSERT_MESSAGE`; `words` is the message's tsvector literal."""
+    content = clean(m.content)
+    return (
+        session_id,
+        m.role,
+        content,
+        m.tool_name,
+        _clean(m.tool_calls),
+        m.tool_call_id,
+        float(m.timestamp),
+        m.platform_message_id,
+        _clean(m.speaker_name),
+        m.key,
+        bool(m.own_words),
+        words,
+        symbols(m.role, content),
+    )
+
+
+async def _one(conn: Connection, sql: str, params: Sequence[object] = ()) -> Any:
+    return await (await conn.execute(sql.encode(), params)).fetchone()
+
+
+async def append_messages(
+    conn: Connection,
+    origin: SessionOrigin,
+    messages: Sequence[NewMessage],
+    words: Sequence[str | None],
+    counters: CounterUpdate | None = None,
+) -> AppendResult:
+    """`writes.append_messages`: into the open session of `origin`, created if needed."""
+    if not messages:
+        raise InvalidMessageError("append_messages needs at least one message")
+    session_id, created = await _open_session(conn, origin, messages[0].timestamp)
+    ids: list[int] = []
+    inserted = 0
+    for message, vector in zip(messages, words, strict=True):
+        row = await _one(conn, _INSERT_MESSAGE, message_row(session_id, message, vector))
+        if row is not None:
+            ids.append(int(row[0]))
+            inserted += 1
+        else:
+            ids.append(await _existing_message_id(conn, session_id, message))
+    if counters is not None and inserted:
+        await conn.execute(
+            "UPDATE sessions SET "
+            "turns_since_memory = CASE WHEN %s THEN 0 ELSE turns_since_memory END + %s, "
+            "steps_since_skill = CASE WHEN %s THEN 0 ELSE steps_since_skill END + %s "
+            "WHERE id = %s",
+            (*_counter_params(counters), session_id),
+        )
+    return AppendResult(session_id, created, tuple(ids), inserted)
+
+
+def _counter_params(c: CounterUpdate) -> tuple[object, ...]:
+    return (c.memory_written, c.turns, c.skill_written, c.steps)
+
+
+async def _existing_message_id(conn: Connection, session_id: int, m: NewMessage) -> int:
+    row = await _one(
+        conn,
+        "SELECT id FROM messages WHERE session_id = %s AND "
+        "(platform_message_id = %s OR dedupe_key = %s) ORDER BY id LIMIT 1",
+        (session_id, m.platform_message_id, m.key),
+    )
+    return int(row[0])
+
+
+async def _open_session(
+    conn: Connection, origin: SessionOrigin, first_at: float
+) -> tuple[int, bool]:
+    """The open session of the routing key, locked; created (and locked) when there is none.
+
+    Two processes creating it at once: the unique index lets one insert, the
+    other finds it on its second look (after the first committed).
+    """
+    for _ in range(2):
+        row = await _one(
+            conn,
+            "SELECT id, user_key, chat_id FROM sessions "
+            "WHERE session_key = %s AND ended_at IS NULL FOR UPDATE",
+            (origin.session_key,),
+        )
+        if row is not None:
+            if (row[1], row[2]) != (origin.user_key, origin.chat_id):
+                raise SessionConflictError(
+                    f"session key {origin.session_key!r} is open for another user or chat"
+                )
+            return int(row[0]), False
+        parent = await _previous(conn, origin)
+        made = await _one(conn, _SESSION_INSERT, _new_session(origin, first_at, parent))
+        if made is not None:
+            session_id = int(made[0])
+            await conn.execute("UPDATE sessions SET root_id = id WHERE id = %s", (session_id,))
+            return session_id, True
+    raise SessionConflictError(f"session key {origin.session_key!r} could not be opened")
+
+
+def _new_session(origin: SessionOrigin, first_at: float, parent: int | None) -> tuple[object, ...]:
+    return (
+        origin.source,
+        origin.user_key,
+        owner_token(origin.user_key),
+        origin.chat_id,
+        origin.chat_type,
+        origin.thread_id,
+        origin.session_key,
+        origin.title,
+        origin.model,
+        float(first_at),
+        parent,
+    )
+
+
+async def _previous(conn: Connection, origin: SessionOrigin) -> int | None:
+    """The last ended session of this routing key and person (`writes._previous_session`)."""
+    row = await _one(
+        conn,
+        "SELECT id FROM sessions WHERE user_key = %s AND chat_id = %s AND session_key = %s "
+        "AND ended_at IS NOT NULL ORDER BY ended_at DESC, id DESC LIMIT 1",
+        (origin.user_key, origin.chat_id, origin.session_key),
+    )
+    return None if row is None else int(row[0])
+
+
+async def set_system_prompt(conn: Connection, session_id: int, prompt: str) -> str:
+    """`writes.set_system_prompt`: stored once; the one kept is returned."""
+    row = await _one(
+        conn, "SELECT system_prompt FROM sessions WHERE id = %s FOR UPDATE", (session_id,)
+    )
+    if row is None:
+        raise SessionNotFoundError(f"no session {session_id}")
+    if row[0] is not None:
+        return str(row[0])
+    await conn.execute(
+        "UPDATE sessions SET system_prompt = %s WHERE id = %s", (clean(prompt), session_id)
+    )
+    return prompt
+
+
+async def clear_system_prompts(conn: Connection, user_key: str) -> int:
+    """`writes.clear_system_prompts`: the person's open sessions' prompts dropped; how many."""
+    cursor = await conn.execute(
+        "UPDATE sessions SET system_prompt = NULL "
+        "WHERE user_key = %s AND ended_at IS NULL AND system_prompt IS NOT NULL",
+        (user_key,),
+    )
+    return cursor.rowcount
+
+
+async def record_notice(conn: Connection, message_id: int, notice: str) -> bool:
+    """`writes.record_notice`: whether that person's message was there."""
+    cursor = await conn.execute(
+        "UPDATE messages SET notice = %s WHERE id = %s AND role = 'user'",
+        (clean(notice), message_id),
+    )
+    return cursor.rowcount == 1
+
+
+async def end_session(conn: Connection, session_id: int, reason: str, now: float) -> None:
+    """`writes.end_session`: ending an ended session keeps its first end."""
+    row = await _one(conn, "SELECT ended_at FROM sessions WHERE id = %s FOR UPDATE", (session_id,))
+    if row is None:
+        raise SessionNotFoundError(f"no session {session_id}")
+    if row[0] is None:
+        await end_open_session(conn, session_id, reason, now)
+
+
+async def end_open_session(conn: Connection, session_id: int, reason: str, now: float) -> None:
+    """`writes.end_open_session`: due for extraction if it has messages past its mark."""
+    await conn.execute(
+        "UPDATE sessions SET ended_at = %s, end_reason = %s, system_prompt = NULL, "
+        "extraction_due = CASE WHEN external_id IS NULL AND source <> ALL(%s) "
+        "AND extracted_through < coalesce((SELECT max(m.id) FROM messages m "
+        "WHERE m.session_id = sessions.id), 0) THEN TRUE ELSE extraction_due END WHERE id = %s",
+        (now, reason, list(INTERNAL_SOURCES), session_id),
+    )
+
+
+async def start_child_session(
+    conn: Connection,
+    parent_id: int,
+    *,
+    now: float,
+    end_reason: str,
+    model: str | None,
+    title: str | None,
+    messages: Sequence[NewMessage],
+    words: Sequence[str | None],
+) -> int:
+    """`writes.start_child_session`: the parent ended, its continuation started."""
+    parent = await _one(
+        conn,
+        "SELECT source, user_key, chat_id, chat_type, thread_id, session_key, model, title, "
+        "root_id, ended_at, owner_token, turns_since_memory, steps_since_skill "
+        "FROM sessions WHERE id = %s FOR UPDATE",
+        (parent_id,),
+    )
+    if parent is None:
+        raise SessionNotFoundError(f"no session {parent_id}")
+    if parent[9] is None:
+        await end_open_session(conn, parent_id, end_reason, now)
+    made = await _one(
+        conn,
+        "INSERT INTO sessions (source, user_key, chat_id, chat_type, thread_id, "
+        "session_key, model, title, started_at, parent_session_id, root_id, owner_token, "
+        "turns_since_memory, steps_since_skill) "
+        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+        "ON CONFLICT DO NOTHING RETURNING id",
+        (
+            *parent[:6],
+            model or parent[6],
+            title or parent[7],
+            now,
+            parent_id,
+            *parent[8:9],
+            *parent[10:13],
+        ),
+    )
+    if made is None:
+        raise SessionConflictError(f"session key {parent[5]!r} already has another open session")
+    child_id = int(made[0])
+    for message, vector in zip(messages, words, strict=True):
+        await conn.execute(_INSERT_MESSAGE.encode(), message_row(child_id, message, vector))
+    return child_id
+
+
+async def migrate_chat(
+    conn: Connection, source: str, old_chat_id: str, new_chat_id: str, now: float
+) -> int:
+    """`chats.migrate_chat`: the chat's sessions and routing keys under the new id."""
+    cursor = await conn.execute(
+        "SELECT id, session_key, chat_type, ended_at FROM sessions "
+        "WHERE source = %s AND chat_id = %s ORDER BY id FOR UPDATE",
+        (source, old_chat_id),
+    )
+    rows = await cursor.fetchall()
+    for session_id, key, chat_type, ended_at in rows:
+        prefix = f"{source}:{chat_type}:{old_chat_id}"
+        if key is not None and (key == prefix or key.startswith(prefix + ":")):
+            key = f"{source}:{chat_type}:{new_chat_id}" + key[len(prefix) :]
+        if ended_at is None and await _open_elsewhere(conn, key, session_id):
+            await end_open_session(conn, session_id, "migrated", now)
+        await conn.execute(
+            "UPDATE sessions SET chat_id = %s, session_key = %s WHERE id = %s",
+            (new_chat_id, key, session_id),
+        )
+    return len(rows)
+
+
+async def _open_elsewhere(conn: Connection, key: str | None, session_id: int) -> bool:
+    row = await _one(
+        conn,
+        "SELECT 1 FROM sessions WHERE session_key = %s AND ended_at IS NULL AND id <> %s",
+        (key, session_id),
+    )
+    return row is not None
+
+
+async def queue(
+    conn: Connection, session_key: str, user_key: str, source: str, payload: str, now: float
+) -> int:
+    """`inbox.queue`: one message kept for its busy session; its queue id."""
+    row = await _one(
+        conn,
+        "INSERT INTO inbox (session_key, user_key, source, payload, received_at) "
+        "VALUES (%s, %s, %s, %s, %s) RETURNING id",
+        (session_key, user_key, source, clean(payload), now),
+    )
+    return int(row[0])
+
+
+async def drop_queued(conn: Connection, queue_id: int) -> None:
+    await conn.execute("DELETE FROM inbox WHERE id = %s", (queue_id,))
+
+
+async def mark_extracted(
+    conn: Connection, session_id: int, through_message_id: int, *, finished: bool
+) -> None:
+    """`backlog.mark_extracted`: the mark only moves forward."""
+    await conn.execute(
+        "UPDATE sessions SET extracted_through = GREATEST(extracted_through, %s), "
+        "extraction_due = CASE WHEN %s THEN FALSE ELSE extraction_due END WHERE id = %s",
+        (int(through_message_id), finished, session_id),
+    )
+
+
+async def reset_counters(conn: Connection, session_id: int) -> None:
+    await conn.execute(
+        "UPDATE sessions SET turns_since_memory = 0, steps_since_skill = 0 WHERE id = %s",
+        (session_id,),
+    )
+
+
+async def delete_user(conn: Connection, user_key: str) -> DeleteResult:
+    """`writes.delete_user`: the person's messages, waiting messages and sessions.
+
+    Takes `person_lock` exclusive first, so writes already past their fence
+    check have committed and are deleted too.
+    """
+    await lock_person(conn, user_key, exclusive=True)
+    messages = await conn.execute(
+        "DELETE FROM messages WHERE session_id IN (SELECT id FROM sessions WHERE user_key = %s)",
+        (user_key,),
+    )
+    await conn.execute("DELETE FROM inbox WHERE user_key = %s", (user_key,))
+    await conn.execute(
+        "UPDATE sessions SET parent_session_id = NULL WHERE user_key = %s", (user_key,)
+    )
+    sessions = await conn.execute("DELETE FROM sessions WHERE user_key = %s", (user_key,))
+    return DeleteResult(sessions=sessions.rowcount, messages=messages.rowcount)
