@@ -1,0 +1,164 @@
+"""Moving a filled SQLite data directory into PostgreSQL, and checking both backends."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from memory_core.errors import PostgresError
+from memory_core.pg.database import PgDatabase
+from memory_core.pg.sessions_schema import SESSION_MIGRATIONS
+from memory_core.sessions import CounterUpdate, NewMessage, SessionDB, SessionOrigin, dump
+from memory_core.sessions.inbox import queue
+from memory_core.transfer import (
+    StorePart,
+    check_storage_pg,
+    check_storage_sqlite,
+    migrate_storage,
+    session_digest,
+)
+
+ALICE = "telegram-1001"
+ORIGIN = SessionOrigin("telegram:1001", "telegram", ALICE, "1001", "private")
+
+
+def fill(home: Path) -> None:
+    """A data directory as a bot leaves it: imported history, a live session with its
+    prompt, counters, a child session, a forwarded message, a notice, a queued message."""
+    lines = [
+        json.dumps({"session": f"s{n}", "user": ALICE, "platform": "telegram", "chat": "1001",
+                    "chat_type": "private", "role": role, "content": text, "timestamp": ts})
+        for n, role, text, ts in [(1, "user", "the ferry to Hydra 🚢", 1_700_000_000.125),
+                                  (1, "assistant", "服务器部署 noted", 1_700_000_001),
+                                  (2, "user", "dinner on Sunday", 1_700_100_000)]
+    ]  # fmt: skip
+    with SessionDB(home / "state.db", clock=lambda: 1_700_200_100.5) as db:
+        db.import_lines(lines)
+        first = db.append_messages(
+            origin=ORIGIN,
+            messages=[NewMessage("user", "remind me of the ferry", 1_700_200_000.25, key="t1:0"),
+                      NewMessage("user", "a forwarded note", 1_700_200_001, key="t1:1",
+                                 own_words=False),
+                      NewMessage("assistant", "Sure.", 1_700_200_002, key="t1:2")],
+            counters=CounterUpdate(turns=3, steps=2),
+        )  # fmt: skip
+        db.conn.execute("UPDATE messages SET notice = 'model fault' WHERE id = ?",
+                        (first.message_ids[2],))  # fmt: skip
+        db.conn.execute("UPDATE sessions SET extracted_through = ?, extraction_due = 1 "
+                        "WHERE id = ?", (first.message_ids[0], first.session_id))  # fmt: skip
+        child = db.start_child_session(first.session_id, model="m1", title="compressed")
+        db.set_system_prompt(child, "You are Mnemo.\n\nUSER.md: likes ferries")
+        queue(db.conn, "telegram:1001", ALICE, "telegram", '{"text": "waiting"}', 1_700_200_050.0)
+
+
+def tree_digest(home: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(home)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(home.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.fixture
+async def target(pg_database: str) -> AsyncIterator[PgDatabase]:
+    async with PgDatabase(pg_database, max_size=3) as db:
+        yield db
+
+
+class ListPart:
+    """A store part over two lists (a fake memory: the real ones have their own tests)."""
+
+    def __init__(self, source: list[str]) -> None:
+        self.source, self.target = source, list[str]()
+
+    def part(self) -> StorePart:
+        def digest(items: list[str]) -> str:
+            return hashlib.sha256("\n".join(items).encode()).hexdigest()
+
+        def copy() -> dict[str, int]:
+            self.target.extend(self.source)
+            return {"items": len(self.source)}
+
+        return StorePart("list", lambda: not self.target, copy,
+                         lambda: digest(self.source), lambda: digest(self.target))  # fmt: skip
+
+
+async def test_a_move_copies_every_row_and_leaves_the_source_untouched(
+    tmp_path: Path, target: PgDatabase
+) -> None:
+    fill(tmp_path)
+    before = tree_digest(tmp_path)
+    conn = dump.open_readonly(tmp_path / "state.db")
+    source_rows = [
+        (t, r) for t in ("sessions", "messages", "inbox") for r in dump.table_rows(conn, t)
+    ]
+    conn.close()
+    lines: list[str] = []
+    extra = ListPart(["a", "b"])
+    report = await migrate_storage(tmp_path, target, [extra.part()], echo=lines.append)
+    assert report.ok, report
+    assert tree_digest(tmp_path) == before  # not a byte of the data directory changed
+    sessions = report.parts[0]
+    assert sessions.target_counts == {"sessions": 4, "messages": 6, "inbox": 1}
+    assert sessions.source_digest == sessions.target_digest == session_digest(source_rows)
+    assert [p.name for p in report.parts] == ["sessions", "list"] and extra.target == ["a", "b"]
+    assert len(lines) == 2 and lines[0].startswith("ok   sessions: 4 sessions, 6 messages")
+    async with target.connection() as pg:
+        prompt = await (await pg.execute("SELECT system_prompt, turns_since_memory, "
+                                         "steps_since_skill FROM sessions WHERE system_prompt "
+                                         "IS NOT NULL")).fetchall()  # fmt: skip
+        assert prompt == [("You are Mnemo.\n\nUSER.md: likes ferries", 3, 2)]
+        insert = (
+            "INSERT INTO sessions (source, user_key, chat_id, chat_type, started_at) "
+            "VALUES ('console', 'console-x', 'c', 'private', 1) RETURNING id"
+        )
+        new = await (await pg.execute(insert)).fetchone()
+        assert new == (5,)  # a live write takes the next id, past the copied ones
+        await pg.execute("DELETE FROM sessions WHERE id = 5")
+    checked = await check_storage_pg(
+        target, SESSION_MIGRATIONS, {"list": extra.part().target_digest}
+    )
+    assert checked.ok, checked.problems
+    assert checked.digests["sessions"] == sessions.source_digest
+    assert "message words" in checked.passed
+    assert (await check_storage_sqlite(tmp_path)).ok
+
+
+async def test_a_move_into_a_database_holding_anything_is_refused(
+    tmp_path: Path, target: PgDatabase
+) -> None:
+    fill(tmp_path)
+    await migrate_storage(tmp_path, target)
+    digest = (await check_storage_pg(target, SESSION_MIGRATIONS)).digests["sessions"]
+    with pytest.raises(PostgresError, match="already holds inbox, messages, sessions"):
+        await migrate_storage(tmp_path, target)
+    assert (await check_storage_pg(target, SESSION_MIGRATIONS)).digests["sessions"] == digest
+    other = tmp_path / "other"
+    other.mkdir()
+    full = ListPart([])
+    full.target.append("x")
+    async with target.connection() as pg:
+        await pg.execute("TRUNCATE inbox, messages, sessions")
+    with pytest.raises(PostgresError, match="already holds list"):
+        await migrate_storage(other, target, [full.part()])
+
+
+async def test_a_check_finds_what_is_wrong(tmp_path: Path, target: PgDatabase) -> None:
+    fill(tmp_path)
+    await migrate_storage(tmp_path, target)
+    async with target.connection() as pg:
+        await pg.execute("UPDATE messages SET words = NULL WHERE id = 1")
+        await pg.execute("UPDATE sessions SET message_count = 9 WHERE id = 1")
+        await pg.execute("UPDATE mnemo_schema SET sha256 = 'edited' WHERE component = 'sessions'")
+    report = await check_storage_pg(target, SESSION_MIGRATIONS, sample=100)
+    assert not report.ok
+    assert "1 rows with wrong message words" in report.problems
+    assert "1 rows with wrong message counts" in report.problems
+    assert any("differs from the one this database ran" in p for p in report.problems)
+    state = tmp_path / "state.db"
+    state.write_bytes(state.read_bytes()[:4096])  # cut short
+    assert not (await check_storage_sqlite(tmp_path)).ok
