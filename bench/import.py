@@ -22,7 +22,18 @@ included), the ratio, each process's CPU seconds (a shared machine's load
 moves wall time; `--repeat N` alternates N runs of each) and the probe's
 p50/max wait.
 
+With ``--storage postgresql://…`` each run also times, on that server and each
+in a schema of its own made for it and dropped after:
+
+- plain PostgreSQL: the file read with `json.loads` and every line written by
+  one ``COPY … FROM STDIN`` into a bare table of the line's fields (no index,
+  no tokenizing, no checks): the floor the issue measures the import against;
+- ours: the real ``mnemo sessions import FILE`` with ``MNEMO_DATABASE_URL``
+  naming that schema (one transaction, sessions and messages by COPY, each
+  message's tsvector from the project's tokenizer, every index kept live).
+
     .venv/bin/python bench/import.py [--messages 300000] [--seed 1] [--repeat 3] [--digest]
+        [--storage postgresql://user@host/db]
 """
 
 from __future__ import annotations
@@ -43,9 +54,11 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from urllib.parse import quote
 
 from machine import describe, load_average
 
@@ -353,6 +366,85 @@ def plain_load(file: Path, db: Path) -> None:
     conn.close()
 
 
+_PLAIN_TABLE = (
+    "CREATE TABLE plain_messages (session TEXT, user_key TEXT, platform TEXT, chat TEXT, "
+    "chat_type TEXT, role TEXT, content TEXT, timestamp DOUBLE PRECISION, name TEXT, "
+    "tool_name TEXT, tool_calls TEXT, tool_call_id TEXT)"
+)
+_PLAIN_KEYS = ("session", "user", "platform", "chat", "chat_type", "role", "content")
+_PLAIN_OPTIONAL = ("name", "tool_name", "tool_calls", "tool_call_id")
+
+
+def pg_plain_load(file: Path, url: str) -> None:
+    """Every line's fields into a bare table by one COPY, in one transaction."""
+    import psycopg  # only this mode needs it
+
+    with psycopg.connect(url) as conn, conn.cursor() as cur:
+        cur.execute(_PLAIN_TABLE)
+        with file.open("rb") as lines, cur.copy("COPY plain_messages FROM STDIN") as copy:
+            for raw in lines:
+                r = json.loads(raw)
+                ts = datetime.fromisoformat(r["timestamp"]).timestamp()
+                copy.write_row([*(r[k] for k in _PLAIN_KEYS[:7]), ts,
+                                *(r.get(k) for k in _PLAIN_OPTIONAL)])  # fmt: skip
+
+
+class PgSchema:
+    """A schema of its own on the server for one run: its URL, dropped on exit."""
+
+    def __init__(self, url: str) -> None:
+        self.server = url
+        self.name = f"bench_{uuid.uuid4().hex[:12]}"
+        options = quote(f"-csearch_path={self.name},public")
+        self.url = f"{url}{'&' if '?' in url else '?'}options={options}"
+
+    def __enter__(self) -> PgSchema:
+        import psycopg
+
+        with psycopg.connect(self.server, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public")
+            conn.execute(f'CREATE SCHEMA "{self.name}"')
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import psycopg
+
+        with psycopg.connect(self.server, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{self.name}" CASCADE')
+
+
+def run_pg_plain(file: Path, url: str) -> tuple[float, float]:
+    """The plain COPY in a fresh process and schema, timed like the others."""
+    with PgSchema(url) as schema:
+        cpu = children_cpu()
+        started = time.perf_counter()
+        subprocess.run([sys.executable, __file__, "--pg-plain", str(file), schema.url],
+                       cwd=ROOT, check=True)  # fmt: skip
+        return time.perf_counter() - started, children_cpu() - cpu
+
+
+def run_pg_ours(file: Path, url: str, home: Path) -> tuple[float, float]:
+    """`mnemo sessions import` into a fresh schema (MNEMO_DATABASE_URL), timed the same way."""
+    home.mkdir(parents=True)
+    with PgSchema(url) as schema:
+        cpu = children_cpu()
+        started = time.perf_counter()
+        done = subprocess.run(
+            [mnemo(), "sessions", "import", str(file)],
+            cwd=ROOT,
+            env={**os.environ, "MNEMO_HOME": str(home), "MNEMO_DATABASE_URL": schema.url},
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        elapsed, cpu = time.perf_counter() - started, children_cpu() - cpu
+    if done.returncode != 0:
+        sys.exit(f"import into PostgreSQL failed: {done.stderr.strip()}")
+    if (home / "state.db").exists():
+        sys.exit("the PostgreSQL import wrote a state.db: storage.url was not followed")
+    return elapsed, cpu
+
+
 def index_statements(trigger: str) -> list[str]:
     """The insert trigger's full-text INSERTs as statements over every row of `messages`.
 
@@ -404,11 +496,16 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="runs of each, alternating")
     parser.add_argument("--dir", type=Path, default=None, help="where the temporary files go")
     parser.add_argument("--keep", action="store_true", help="keep the file and the last databases")
+    parser.add_argument("--storage", default=None, help="a postgresql:// URL: time it there too")
     parser.add_argument("--plain", nargs=2, type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--pg-plain", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--digest", action="store_true", help="print the corpus line and stop")
     args = parser.parse_args()
     if args.plain:
         plain_load(*args.plain)
+        return
+    if args.pg_plain:
+        pg_plain_load(Path(args.pg_plain[0]), args.pg_plain[1])
         return
     print(describe(), flush=True)
     base = Path(tempfile.mkdtemp(prefix="bench-import-", dir=args.dir))
@@ -424,7 +521,10 @@ def main() -> None:
         )
         if args.digest:
             return
-        ratios = [compare(file, base, args.messages, run) for run in range(1, args.repeat + 1)]
+        ratios = [
+            compare(file, base, args.messages, run, args.storage)
+            for run in range(1, args.repeat + 1)
+        ]
         if len(ratios) > 1:
             print(f"median ratio over {len(ratios)} runs: {statistics.median(ratios):.2f}x")
     finally:
@@ -434,9 +534,10 @@ def main() -> None:
             print(f"kept in {base}")
 
 
-def compare(file: Path, base: Path, messages: int, run: int) -> float:
-    """One plain load and one import, one after the other; print both; return the ratio."""
-    for old in ("plain", "home"):
+def compare(file: Path, base: Path, messages: int, run: int, storage: str | None = None) -> float:
+    """One plain load and one import, one after the other (and on PostgreSQL when
+    `storage` names it); print them all; return the SQLite ratio."""
+    for old in ("plain", "home", "pg-home"):
         shutil.rmtree(base / old, ignore_errors=True)
     plain, plain_cpu = run_plain(file, base / "plain" / "state.db")
     ours, our_cpu, waits = run_ours(file, base / "home")
@@ -451,6 +552,21 @@ def compare(file: Path, base: Path, messages: int, run: int) -> float:
         print(
             f"  live write during the import: {len(waits)} probes, p50 "
             f"{statistics.median(waits) * 1000:.0f} ms, max {max(waits) * 1000:.0f} ms"
+        )
+    if storage:
+        pg_plain, pg_plain_cpu = run_pg_plain(file, storage)
+        pg_ours, pg_cpu = run_pg_ours(file, storage, base / "pg-home")
+        print(
+            f"  plain PostgreSQL COPY: {pg_plain:6.2f} s {messages / pg_plain:9,.0f} msg/s  "
+            f"cpu {pg_plain_cpu:5.1f} s"
+        )
+        print(
+            f"  import (PostgreSQL):   {pg_ours:6.2f} s {messages / pg_ours:9,.0f} msg/s  "
+            f"cpu {pg_cpu:5.1f} s"
+        )
+        print(
+            f"  ratio: {pg_plain / pg_ours:.2f}x the plain COPY; "
+            f"{ours / pg_ours:.2f}x the SQLite import's rate"
         )
     sys.stdout.flush()
     return our_rate / plain_rate
