@@ -90,6 +90,11 @@ def read_manifest(path: Path) -> Manifest:
         return Manifest()
     except (OSError, UnicodeDecodeError) as exc:
         raise SkillManifestError(f"cannot read skills manifest {path}: {exc}") from None
+    return parse_manifest(raw, path)
+
+
+def parse_manifest(raw: str, path: Path) -> Manifest:
+    """The manifest in the text `raw` (version 1 or 2); `path` names it in errors."""
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
@@ -119,12 +124,17 @@ def _entries(value: object, path: Path) -> Entries:
 
 def write_manifest(path: Path, manifest: Manifest) -> None:
     """Replace the manifest with `manifest` (as version 2), sorted by name."""
+    atomic_write_text(path, manifest_text(manifest))
+
+
+def manifest_text(manifest: Manifest) -> str:
+    """The manifest's text as written: version 2, each map sorted by name."""
     data = {
         "version": MANIFEST_VERSION,
         "unowned": dict(sorted(manifest.unowned.items())),
         "promoted": dict(sorted(manifest.promoted.items())),
     }
-    atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
 def is_bot_owned(entry: Mapping[str, str] | None, relpath: str, digest: str) -> bool:

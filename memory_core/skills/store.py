@@ -52,31 +52,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memory_core.atomic import atomic_write_text
 from memory_core.errors import (
-    InvalidUserKeyError,
     SkillArgumentError,
     SkillExistsError,
     SkillManifestError,
     SkillNotFoundError,
     SkillPathError,
     SkillProtectedError,
-    SkillStorageError,
 )
 from memory_core.fence import ErasureFence
 from memory_core.safety import check
 from memory_core.skills.cache import LruCache
-from memory_core.skills.changes import (
-    PRIVATE_DIR_MODE,
-    PRIVATE_FILE_MODE,
-    SHARED_DIR_MODE,
-    archive,
-    make_dirs,
-    move_aside,
-    remove_made,
-    remove_tree,
-    share_modes,
-)
+from memory_core.skills.changes import SHARED_DIR_MODE, make_dirs, remove_made, share_modes
 from memory_core.skills.folders import (
     GENERAL,
     FolderReader,
@@ -85,32 +72,26 @@ from memory_core.skills.folders import (
     Owner,
     Skill,
     SkillProblem,
-    list_dir,
     ordered,
     render_index,
-    stat_key,
 )
 from memory_core.skills.format import (
     SKILL_FILE,
-    SUPPORT_DIRS,
     apply_patch,
     check_model_writable,
     check_not_script,
     check_text_size,
     parse_skill,
-    read_skill_file,
-    read_support_file,
-    resolve_support_path,
+    support_path,
     validate_name,
 )
-from memory_core.skills.manifest import (
-    Manifest,
-    is_bot_owned,
-    locked,
-    read_manifest,
-    record_promotion,
-    text_digest,
-    write_manifest,
+from memory_core.skills.manifest import Manifest, is_bot_owned, record_promotion, text_digest
+from memory_core.skills.private import PrivateSkills, PrivateWrite
+from memory_core.skills.private_folders import (
+    FolderPrivateSkills,
+    free_path,
+    read_in,
+    support_files_in,
 )
 from memory_core.user_keys import check_user_key
 
@@ -157,12 +138,16 @@ class SkillsStore:
         on_problem: Callable[[SkillProblem], None] | None = None,
         cached_people: int = CACHED_PEOPLE,
         fence: ErasureFence | None = None,
+        private: PrivateSkills | None = None,
     ) -> None:
         """`private_dir`: where each person's skills live (default: ``skills-private``
         next to the manifest). `archive_dir`: where deleted skills are copied (None:
         not kept). `on_problem`: told once of each new problem; by default a logged
         warning. `cached_people`: how many people's scans and views stay cached.
-        `fence`: the erasures a person's write is checked against (`memory_core.fence`)."""
+        `fence`: the erasures a person's write is checked against (`memory_core.fence`).
+        `private`: where people's own skills and the manifest are kept (None: the
+        folders above, `FolderPrivateSkills`; `private_dir`, `archive_dir`,
+        `manifest_path` and `lock_timeout` are then the given backend's business)."""
         self.fence = fence if fence is not None else ErasureFence()
         self.skills_dir = Path(skills_dir)
         self.manifest_path = Path(manifest_path)
@@ -172,13 +157,27 @@ class SkillsStore:
             else self.manifest_path.with_name(PRIVATE_DIR_NAME)
         )
         self.archive_dir = Path(archive_dir) if archive_dir is not None else None
-        self._lock_timeout = lock_timeout
+        self._private: PrivateSkills = (
+            private
+            if private is not None
+            else FolderPrivateSkills(
+                self.private_dir,
+                self.manifest_path,
+                archive_dir=self.archive_dir,
+                lock_timeout=lock_timeout,
+                cached_people=cached_people,
+            )
+        )
         self._shared_reader = FolderReader(self.skills_dir)
-        self._private_readers: LruCache[str, FolderReader] = LruCache(cached_people)
         self._shared_cache: _Shared | None = None
         self._views: LruCache[str | None, _View] = LruCache(cached_people + 1)  # + shared
         self._warned: set[tuple[str, str]] = set()
         self._on_problem = on_problem or _log_problem
+
+    @property
+    def private(self) -> PrivateSkills:
+        """Where people's own skills and the manifest are kept."""
+        return self._private
 
     # ------------------------------------------------------------- reading
 
@@ -213,22 +212,35 @@ class SkillsStore:
 
     def text_of(self, skill: Skill, file_path: str | None = None) -> str:
         """`read_text` for a skill already found (e.g. by `every_skill`)."""
-        return _read(skill, file_path)
+        if skill.owner == "user" and skill.user_key is not None:
+            return self._private.read(skill.user_key, skill.relpath, file_path)
+        return read_in(skill.folder, skill.name, file_path)
 
     def files_of(self, skill: Skill) -> tuple[str, ...]:
         """`support_files` for a skill already found (e.g. by `every_skill`)."""
-        return _support_files(skill.folder)
+        if skill.owner == "user" and skill.user_key is not None:
+            return self._private.support_files(skill.user_key, skill.relpath)
+        return support_files_in(skill.folder)
 
     @property
     def people_cached(self) -> int:
         """How many people's folder scans are cached now (at most `cached_people`)."""
-        return len(self._private_readers)
+        return self._private.people_cached
+
+    def people(self) -> list[str]:
+        """The user keys that have skills of their own (or had, on folders)."""
+        return self._private.people([])
+
+    def content_digest(self) -> str:
+        """sha256 hex of every person's skills, the archive and the manifest, taken the
+        same way on every backend (`PrivateSkills.content_digest`)."""
+        return self._private.content_digest()
 
     def every_skill(self) -> tuple[Skill, ...]:
         """The operator's view: every shared skill (unowned ones too) and every
         person's own skills, ordered (same names by user key)."""
         found = list(self._shared().skills)
-        for key in self._user_keys([]):
+        for key in self._private.people([]):
             found.extend(self._own_skills(key))
         return ordered(found)
 
@@ -236,8 +248,8 @@ class SkillsStore:
         """Every file that was skipped (invalid, unreadable, duplicate) in the shared
         folder and in each person's folder, plus manifest trouble."""
         problems = list(self._shared().problems)
-        for key in self._user_keys(problems):
-            problems.extend(self._private(key).problems)
+        for key in self._private.people(problems):
+            problems.extend(self._scan(key).problems)
         for problem in problems:
             self._warn(problem)
         return tuple(problems)
@@ -251,26 +263,24 @@ class SkillsStore:
         validate_name(name)
         if category is not None:
             validate_name(category, "category")
-        root = self._user_root(user_key)
+        check_user_key(user_key)
         document = parse_skill(content, name)
         check(content)
-        with self._writing(user_key):
-            folder = self._free_folder(name, category, user_key, root)
-            made = make_dirs(folder, PRIVATE_DIR_MODE)
-            try:
-                atomic_write_text(folder / SKILL_FILE, content, mode=PRIVATE_FILE_MODE)
-            except BaseException:
-                remove_made(made)
-                raise
+        with self._writing(user_key) as tx:
+            if self._shared().visible(name) is not None:
+                raise SkillExistsError(f"a shared skill named {name!r} exists; choose another name")
+            if tx.scan(user_key).find(name) is not None:
+                raise SkillExistsError(f"you already have a skill named {name!r}")
+            folder = tx.create(user_key, name, category, content)
         return Skill(document, category, folder, "user", text_digest(content), user_key)
 
     def edit(self, name: str, content: str, *, user_key: str) -> Skill:
         """Replace the SKILL.md of `user_key`'s skill with a full new text."""
-        with self._writing(user_key):
-            found, _ = self._own(name, user_key)
+        with self._writing(user_key) as tx:
+            found, _ = self._own(tx, name, user_key)
             document = parse_skill(content, found.folder.name)
             check(content)
-            atomic_write_text(found.folder / SKILL_FILE, content)
+            tx.write(user_key, found.relpath, None, content)
         return Skill(document, found.category, found.folder, "user", text_digest(content), user_key)
 
     def patch(
@@ -284,56 +294,48 @@ class SkillsStore:
         file_path: str | None = None,
     ) -> int:
         """Replace `old_string` (unique unless `replace_all`); return the count replaced."""
-        with self._writing(user_key):
-            found, old = self._own(name, user_key)
+        with self._writing(user_key) as tx:
+            found, old = self._own(tx, name, user_key)
             if file_path is None or file_path == SKILL_FILE:
                 new, count = apply_patch(old, old_string, new_string, replace_all, SKILL_FILE)
                 parse_skill(new, found.folder.name)
                 check(new)
-                atomic_write_text(found.folder / SKILL_FILE, new)
+                tx.write(user_key, found.relpath, None, new)
                 return count
             check_model_writable(file_path)
-            target = resolve_support_path(found.folder, file_path)
-            if not target.is_file():
+            if tx.kind(user_key, found.relpath, file_path) != "file":
                 raise SkillNotFoundError(f"skill {name!r} has no file {file_path!r}")
-            text = read_support_file(target, file_path)
+            text = tx.read(user_key, found.relpath, file_path)
             new, count = apply_patch(text, old_string, new_string, replace_all, file_path)
-            _write_support(target, new, file_path)
+            _check_support(new, file_path)
+            tx.write(user_key, found.relpath, file_path, new)
             return count
 
     def write_file(self, name: str, file_path: str, content: str, *, user_key: str) -> None:
         """Create or replace a text support file (not under scripts/) of `user_key`'s skill."""
-        with self._writing(user_key):
-            found, _ = self._own(name, user_key)
+        with self._writing(user_key) as tx:
+            found, _ = self._own(tx, name, user_key)
             check_model_writable(file_path)
-            target = resolve_support_path(found.folder, file_path)
-            if target.is_dir():
+            if tx.kind(user_key, found.relpath, file_path) == "folder":
                 raise SkillPathError(f"file_path {file_path!r} is a folder")
-            _write_support(target, content, file_path)
+            _check_support(content, file_path)
+            tx.write(user_key, found.relpath, file_path, content)
 
     def remove_file(self, name: str, file_path: str, *, user_key: str) -> None:
         """Delete one support file of `user_key`'s skill."""
-        with self._writing():
-            found, _ = self._own(name, user_key)
-            target = resolve_support_path(found.folder, file_path)
-            if not (target.is_file() or target.is_symlink()):
+        with self._writing(lock=user_key) as tx:
+            found, _ = self._own(tx, name, user_key)
+            support_path(file_path)
+            if tx.kind(user_key, found.relpath, file_path) not in ("file", "link"):
                 raise SkillNotFoundError(f"skill {name!r} has no file {file_path!r}")
-            target.unlink()
+            tx.remove(user_key, found.relpath, file_path)
 
     def delete(self, name: str, *, user_key: str) -> Path | None:
         """Delete `user_key`'s skill (even one a shared skill hides); return where it
         was archived (None: no archive)."""
-        with self._writing():
-            found, _ = self._own(name, user_key, hidden_ok=True)
-            keep = self.archive_dir / user_key if self.archive_dir is not None else None
-            doomed = move_aside(found.folder, "deleting")
-            try:
-                archived = archive(doomed, name, keep) if keep is not None else None
-            except BaseException:
-                os.rename(doomed, found.folder)
-                raise
-        remove_tree(doomed, name)
-        return archived
+        with self._writing(lock=user_key) as tx:
+            found, _ = self._own(tx, name, user_key, hidden_ok=True)
+            return tx.delete(user_key, found.relpath)
 
     # -------------------------------------------------------------- admin
 
@@ -341,20 +343,8 @@ class SkillsStore:
         """Remove `user_key`'s own skills and their archived copies, under the writers'
         lock (call `fence.erasing` first); how many folders went."""
         key = check_user_key(user_key)
-        folders = [self.private_dir / key]
-        if self.archive_dir is not None:
-            folders.append(self.archive_dir / key)
-        removed = 0
-        with self._writing():
-            for folder in folders:
-                if folder.is_symlink() or folder.is_file():
-                    folder.unlink()
-                elif folder.exists():
-                    shutil.rmtree(folder)
-                else:
-                    continue
-                removed += 1
-        return removed
+        with self._writing(lock=key) as tx:
+            return tx.erase(key)
 
     def promotion_owner(self, name: str) -> str | None:
         """Whose skill `name` an admin means when they give no user key: None for
@@ -362,7 +352,7 @@ class SkillsStore:
         `SkillArgumentError` when several people do; `SkillNotFoundError` when nobody."""
         if any(s.name == name and s.owner == "unowned" for s in self._shared().skills):
             return None
-        owners = [key for key in self._user_keys([]) if self._private(key).find(name)]
+        owners = [key for key in self._private.people([]) if self._scan(key).find(name)]
         if not owners:
             raise SkillNotFoundError(f"nobody has a skill named {name!r} to share")
         if len(owners) > 1:
@@ -375,43 +365,34 @@ class SkillsStore:
         """Share `user_key`'s skill `name` with everyone (None: the unowned legacy
         skill of that name). It moves into the shared folder and becomes the
         operator's: read-only to every model."""
-        with self._writing():
-            manifest = read_manifest(self.manifest_path)  # unreadable: refuse before moving
+        with self._writing(lock=user_key) as tx:
+            manifest = tx.read_manifest()  # unreadable: refuse before moving
             if user_key is None:
-                return self._promote_unowned(name, manifest)
-            found = self._private(user_key).find(name)
+                return self._promote_unowned(tx, name, manifest)
+            found = tx.scan(user_key).find(name)
             if found is None:
                 raise SkillNotFoundError(f"{user_key} has no skill named {name!r}")
-            _scan_folder(found.folder)
+            for _, text in tx.texts(user_key, found.relpath):
+                check(text)  # the scan may have improved since the skill was written
             target = self._shared_target(name, found.category)
             made = make_dirs(target.parent, SHARED_DIR_MODE)
             staging = target.with_name(f".promoting-{name}-{uuid.uuid4().hex[:8]}")
             placed = False
             try:
-                shutil.copytree(found.folder, staging, symlinks=True)
+                tx.export(user_key, found.relpath, staging)
                 share_modes(staging)
                 os.rename(staging, target)
                 placed = True
                 record_promotion(manifest, name, found.relpath, user_key)
-                write_manifest(self.manifest_path, manifest)
+                tx.write_manifest(manifest)
+                tx.drop(user_key, found.relpath)
             except BaseException:
                 shutil.rmtree(target if placed else staging, ignore_errors=True)
                 remove_made(made)
                 raise
-            self._drop_private(found.folder, name)
         return self.get(name)
 
-    def _drop_private(self, folder: Path, name: str) -> None:
-        """Remove the person's copy once the shared one is in place; if the disk
-        refuses, the promotion still stands and the copy stays, hidden by it."""
-        try:
-            doomed = move_aside(folder, "promoted")
-        except OSError as exc:
-            log.warning("skill %r promoted, but %s could not be removed: %s", name, folder, exc)
-            return
-        remove_tree(doomed, name)
-
-    def _promote_unowned(self, name: str, manifest: Manifest) -> Skill:
+    def _promote_unowned(self, tx: PrivateWrite, name: str, manifest: Manifest) -> Skill:
         skill = next((s for s in self._shared().skills if s.name == name), None)
         if skill is None:
             raise SkillNotFoundError(f"no unowned skill named {name!r}; give the user key")
@@ -419,29 +400,28 @@ class SkillsStore:
             raise SkillExistsError(f"skill {name!r} is already shared")
         _scan_folder(skill.folder)
         record_promotion(manifest, name, skill.relpath, None)
-        write_manifest(self.manifest_path, manifest)
+        tx.write_manifest(manifest)
         return self.get(name)
 
     # ----------------------------------------------------------- internals
 
     @contextlib.contextmanager
-    def _writing(self, user_key: str | None = None) -> Iterator[None]:
-        """Hold the writers' lock; OS errors become `SkillStorageError`. A write for
+    def _writing(
+        self, user_key: str | None = None, *, lock: str | None = None
+    ) -> Iterator[PrivateWrite]:
+        """Hold the writers' lock for `user_key` (or `lock`: a removal, which the fence
+        does not refuse); storage failures become `SkillStorageError`. A write for
         `user_key` is refused once that person was erased since the work began."""
-        with locked(self.manifest_path, self._lock_timeout):
-            if user_key is not None:
-                self.fence.check(user_key)
-            try:
-                yield
-            except OSError as exc:
-                raise SkillStorageError(f"the change could not be made on disk: {exc}") from exc
+        person = user_key if user_key is not None else lock
+        guard = (lambda: self.fence.check(user_key)) if user_key is not None else None
+        with self._private.writing(person, guard) as tx:
+            yield tx
 
-    def _user_root(self, user_key: str) -> Path:
-        return self.private_dir / check_user_key(user_key)
-
-    def _own(self, name: str, user_key: str, *, hidden_ok: bool = False) -> tuple[Found, str]:
+    def _own(
+        self, tx: PrivateWrite, name: str, user_key: str, *, hidden_ok: bool = False
+    ) -> tuple[Found, str]:
         """`user_key`'s own skill `name` and its text; refuse a shared one."""
-        found = self._private(user_key).find(name)
+        found = tx.scan(user_key).find(name)
         shared = self._shared().visible(name)
         if shared is not None and not (hidden_ok and found is not None):
             raise SkillProtectedError(
@@ -450,14 +430,7 @@ class SkillsStore:
             )
         if found is None:
             raise SkillNotFoundError(f"no skill named {name!r}")
-        return found, read_skill_file(found.folder / SKILL_FILE)
-
-    def _free_folder(self, name: str, category: str | None, user_key: str, root: Path) -> Path:
-        if self._shared().visible(name) is not None:
-            raise SkillExistsError(f"a shared skill named {name!r} exists; choose another name")
-        if self._private(user_key).find(name) is not None:
-            raise SkillExistsError(f"you already have a skill named {name!r}")
-        return _free_path(root, name, category)
+        return found, tx.read(user_key, found.relpath, None)
 
     def _shared_target(self, name: str, category: str | None) -> Path:
         clash = next((s for s in self._shared().skills if s.name == name), None)
@@ -466,14 +439,10 @@ class SkillsStore:
                 f"a shared skill named {name!r} already exists at {clash.folder}; "
                 "rename or remove one of them first"
             )
-        return _free_path(self.skills_dir, name, category)
+        return free_path(self.skills_dir, name, category)
 
-    def _private(self, user_key: str) -> FolderScan:
-        reader = self._private_readers.get(user_key)
-        if reader is None:
-            reader = FolderReader(self._user_root(user_key))
-            self._private_readers.put(user_key, reader)
-        result = reader.scan()
+    def _scan(self, user_key: str) -> FolderScan:
+        result = self._private.scan(user_key)
         for problem in result.problems:
             self._warn(problem)
         return result
@@ -481,29 +450,19 @@ class SkillsStore:
     def _own_skills(self, user_key: str) -> list[Skill]:
         return [
             Skill(f.document, f.category, f.folder, "user", f.digest, user_key)
-            for f in self._private(user_key).found
+            for f in self._scan(user_key).found
         ]
-
-    def _user_keys(self, problems: list[SkillProblem]) -> list[str]:
-        """The user keys that have a folder of their own skills."""
-        keys = []
-        for folder in list_dir(self.private_dir, problems):
-            try:
-                keys.append(check_user_key(folder.name))
-            except InvalidUserKeyError:
-                problems.append(SkillProblem(folder, "not a user key; ignored"))
-        return keys
 
     def _shared(self) -> _Shared:
         result = self._shared_reader.scan()
-        key = (result.key, stat_key(self.manifest_path))
+        key = (result.key, self._private.manifest_key())
         if self._shared_cache is not None and self._shared_cache.key == key:
             return self._shared_cache
         problems = list(result.problems)
         try:
-            unowned = read_manifest(self.manifest_path).unowned
+            unowned = self._private.read_manifest().unowned
         except SkillManifestError as exc:
-            problems.append(SkillProblem(self.manifest_path, str(exc)))
+            problems.append(SkillProblem(self._private.manifest_label, str(exc)))
             unowned = {}  # with no readable record, every shared skill counts as the operator's
         skills = []
         for found in result.found:
@@ -517,7 +476,7 @@ class SkillsStore:
 
     def _view(self, user_key: str | None) -> _View:
         shared = self._shared()
-        own = self._private(user_key) if user_key is not None else None
+        own = self._scan(user_key) if user_key is not None else None
         key = (shared.key, own.key if own is not None else None)
         cached = self._views.get(user_key)
         if cached is not None and cached.key == key:
@@ -542,57 +501,15 @@ def _log_problem(problem: SkillProblem) -> None:
     log.warning("skills: skipped %s", problem)
 
 
-def _read(skill: Skill, file_path: str | None) -> str:
-    if file_path is None or file_path == SKILL_FILE:
-        return read_skill_file(skill.folder / SKILL_FILE)
-    target = resolve_support_path(skill.folder, file_path)
-    if not target.is_file():
-        raise SkillNotFoundError(f"skill {skill.name!r} has no file {file_path!r}")
-    return read_support_file(target, file_path)
-
-
-def _support_files(folder: Path) -> tuple[str, ...]:
-    found: list[str] = []
-    for sub in SUPPORT_DIRS:
-        top = folder / sub
-        if top.is_symlink() or not top.is_dir():
-            continue
-        for root, dirs, files in os.walk(top):
-            dirs[:] = [d for d in dirs if not d.startswith(".")]
-            rel = Path(root).relative_to(folder).as_posix()
-            found.extend(f"{rel}/{f}" for f in files if not f.startswith("."))
-    return tuple(sorted(found))
-
-
-def _free_path(root: Path, name: str, category: str | None) -> Path:
-    """Where a new skill `name` goes under `root`, refusing any folder in the way."""
-    if os.path.lexists(root / name):
-        raise SkillExistsError(f"a folder named {name!r} is in the way; choose another name")
-    if category is None:
-        return root / name
-    if os.path.lexists(root / category / SKILL_FILE):
-        raise SkillExistsError(f"category {category!r} is the name of a skill")
-    if os.path.lexists(root / category / name):
-        raise SkillExistsError(f"{category}/{name} already exists; choose another name")
-    return root / category / name
-
-
-def _write_support(path: Path, text: str, label: str) -> None:
-    """Check and write a support file; folders made for it go again if the write fails."""
+def _check_support(text: str, label: str) -> None:
+    """The rules for a support file the model writes: size, no script, the scan."""
     check_text_size(text, label)
     check_not_script(text, label)
     check(text)
-    made = make_dirs(path.parent, PRIVATE_DIR_MODE)
-    try:
-        atomic_write_text(path, text, mode=PRIVATE_FILE_MODE)
-    except BaseException:
-        remove_made(made)
-        raise
 
 
 def _scan_folder(folder: Path) -> None:
     """Scan SKILL.md and every support file again (the scan may have improved)."""
-    check(read_skill_file(folder / SKILL_FILE))
-    for rel in _support_files(folder):
-        target = resolve_support_path(folder, rel)
-        check(read_support_file(target, rel))
+    check(read_in(folder, folder.name, None))
+    for rel in support_files_in(folder):
+        check(read_in(folder, folder.name, rel))
