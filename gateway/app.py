@@ -50,8 +50,6 @@ from gateway.turns import MediaReading, ToolBox, Turns
 from memory_core import (
     MEMORY_TOOL_SCHEMA,
     SKILL_TOOL_SCHEMAS,
-    ErasureFence,
-    FileMemoryStore,
     MemoryBackend,
     MemoryManager,
     PendingChanges,
@@ -59,10 +57,12 @@ from memory_core import (
     ProviderError,
     ProviderResources,
     SessionBackend,
-    SessionStore,
     SkillsStore,
+    Storage,
+    StorageSettings,
     default_registry,
     make_user_key,
+    open_storage,
 )
 
 log = logging.getLogger(__name__)
@@ -345,10 +345,32 @@ async def open_services(config: Config, metrics: Metrics | None = None) -> Async
     """Open the stores and the model clients for `config`; close them on the way out.
     `metrics`: where the model clients count their requests (None: nowhere)."""
     persona = read_persona(config.persona_file)
-    config.home.mkdir(parents=True, exist_ok=True)
-    fence = ErasureFence()  # one for every store: an erasure fences them all at once
-    sessions = SessionStore(config.home / "state.db", fence=fence)
-    await sessions.open()
+    config.home.mkdir(parents=True, exist_ok=True)  # the lock, logs and exports stay here
+    async with (
+        open_storage(storage_settings(config)) as storage,
+        _services(config, storage, persona, metrics) as services,
+    ):
+        yield services
+
+
+def storage_settings(config: Config) -> StorageSettings:
+    """Where `config` keeps the state: SQLite under home, or `storage.url`."""
+    return StorageSettings(
+        home=config.home,
+        skills_dir=config.skills.dir,
+        url=config.storage.url,
+        memory_char_limit=config.memory.memory_char_limit,
+        user_char_limit=config.memory.user_char_limit,
+        pool_size=config.storage.pool_size,
+    )
+
+
+@contextlib.asynccontextmanager
+async def _services(
+    config: Config, storage: Storage, persona: str | None, metrics: Metrics | None
+) -> AsyncIterator[Services]:
+    """The model clients and the rest of `Services` around the open `storage`."""
+    sessions, memory = storage.sessions, storage.memory
     limiter = ModelCallLimiter(config.llm.max_concurrency)  # one for every model call
     model = ModelClient(
         base_url=config.llm.base_url,
@@ -369,12 +391,6 @@ async def open_services(config: Config, metrics: Metrics | None = None) -> Async
         background=True,  # replies go first
         on_call=metrics.model_call_recorder("auxiliary") if metrics is not None else None,
     )
-    memory = FileMemoryStore(
-        config.home,
-        memory_char_limit=config.memory.memory_char_limit,
-        user_char_limit=config.memory.user_char_limit,
-        fence=fence,
-    )
     transcriber = transcription_client(config, limiter, metrics)
     locales = PersonLocales(
         Catalogs(),
@@ -389,13 +405,7 @@ async def open_services(config: Config, metrics: Metrics | None = None) -> Async
             model=model,
             auxiliary=auxiliary,
             memory=memory,
-            skills=SkillsStore(
-                config.skills.dir,
-                config.home / "skills-manifest.json",
-                private_dir=config.home / "skills-private",
-                archive_dir=config.home / "skills-archive",
-                fence=fence,
-            ),
+            skills=storage.skills,
             sessions=sessions,
             new_manager=_manager_factory(config, sessions),
             locales=locales,
@@ -407,7 +417,6 @@ async def open_services(config: Config, metrics: Metrics | None = None) -> Async
             await transcriber.close()
         await auxiliary.close()
         await model.close()
-        await sessions.close()
 
 
 def transcription_client(

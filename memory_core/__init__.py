@@ -170,12 +170,18 @@ if TYPE_CHECKING:
         SkillsStore,
         SkillsTools,
     )
+    from memory_core.storage import Storage, StorageSettings, open_storage
     from memory_core.tool_args import decode_arguments
     from memory_core.user_keys import check_user_key, make_user_key, split_user_key
 
 # The module each public name comes from (the TYPE_CHECKING imports above,
 # which give mypy the real types; a test keeps the two the same).
 _EXPORTS: dict[str, tuple[str, ...]] = {
+    "memory_core.storage": (
+        "open_storage",
+        "StorageSettings",
+        "Storage",
+    ),
     "memory_core.sessions.backend": ("SessionBackend",),
     "memory_core.file_memory.backend": ("MemoryBackend",),
     "memory_core.atomic": ("atomic_write_text",),
@@ -471,6 +477,8 @@ __all__ = [
     "Snippet",
     "StagedChange",
     "StagingLimitError",
+    "Storage",
+    "StorageSettings",
     "StoredMessage",
     "StreamingContextScrubber",
     "Target",
@@ -491,6 +499,7 @@ __all__ = [
     "default_registry",
     "instruction_reasons",
     "make_user_key",
+    "open_storage",
     "parse_time_phrase",
     "parse_timestamp",
     "recall_scope",

@@ -1,0 +1,70 @@
+"""Every store on one PostgreSQL database: the pools, the migrations, the stores.
+
+`open_postgres_stores` opens two pools on the URL, an async one for the session
+store and a blocking one for memory, settings, staged changes and private skills
+(whose callers block), runs every component's migrations once (under the
+migration lock, so replicas starting together migrate once), and registers the
+pools' closing on `stack`.
+"""
+
+from __future__ import annotations
+
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+
+from memory_core.fence import ErasureFence
+from memory_core.pg.blocking import PgSyncDatabase
+from memory_core.pg.database import PgDatabase
+from memory_core.pg.memory import PgMemoryStore
+from memory_core.pg.memory_schema import MEMORY_MIGRATIONS
+from memory_core.pg.migrations import PgMigration
+from memory_core.pg.sessions import PgSessionStore
+from memory_core.pg.sessions_schema import SESSION_MIGRATIONS
+from memory_core.pg.skills import PgPrivateSkills
+from memory_core.pg.skills_schema import SKILLS_MIGRATIONS
+
+ALL_MIGRATIONS: tuple[PgMigration, ...] = (
+    *SESSION_MIGRATIONS,
+    *MEMORY_MIGRATIONS,
+    *SKILLS_MIGRATIONS,
+)
+
+
+@dataclass(frozen=True)
+class PgStores:
+    """The stores on one database, and the pools they share."""
+
+    database: PgDatabase
+    blocking: PgSyncDatabase
+    sessions: PgSessionStore
+    memory: PgMemoryStore
+    private_skills: PgPrivateSkills
+
+
+async def open_postgres_stores(
+    url: str,
+    fence: ErasureFence,
+    stack: AsyncExitStack,
+    *,
+    memory_char_limit: int,
+    user_char_limit: int,
+    pool_size: int = 8,
+) -> PgStores:
+    """Open, migrate and build every store on `url`; `stack` closes the pools."""
+    database = PgDatabase(url, max_size=pool_size)
+    await database.open()
+    stack.push_async_callback(database.close)
+    await database.migrate(ALL_MIGRATIONS)
+    blocking = PgSyncDatabase(url, max_size=pool_size)
+    blocking.open()
+    stack.callback(blocking.close)
+    sessions = PgSessionStore(database, fence=fence)
+    await sessions.open()
+    stack.push_async_callback(sessions.close)
+    memory = PgMemoryStore(
+        blocking,
+        memory_char_limit=memory_char_limit,
+        user_char_limit=user_char_limit,
+        fence=fence,
+    )
+    return PgStores(database, blocking, sessions, memory, PgPrivateSkills(blocking))

@@ -1,0 +1,121 @@
+"""Opening every store on the backend the operator chose: the one place that knows which.
+
+`open_storage(where)` yields a `Storage` whose session, memory and skills stores
+are either today's embedded default (SQLite ``state.db`` and files under the data
+directory) or, when `where.url` is a ``postgresql://`` URL, PostgreSQL: sessions
+through an async pool, memory, settings, staged changes and private skills through
+a blocking pool (their callers are blocking), every component's migrations run
+once at the start, under the migration lock. Shared operator skills stay the
+mounted folder on both. The stores share one erasure fence, so an erasure fences
+them all at once.
+
+Nothing else in Mnemo names a backend: the gateway and the CLI take the
+protocols (`SessionBackend`, `MemoryBackend`) and a `SkillsStore`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+from urllib.parse import urlsplit
+
+from memory_core.fence import ErasureFence
+from memory_core.file_memory import FileMemoryStore
+from memory_core.file_memory.backend import MemoryBackend
+from memory_core.sessions import SessionStore
+from memory_core.sessions.backend import SessionBackend
+from memory_core.skills import SkillsStore
+
+if TYPE_CHECKING:
+    from memory_core.skills import PrivateSkills
+
+Backend = Literal["sqlite", "postgresql"]
+
+
+@dataclass(frozen=True)
+class StorageSettings:
+    """Where the stores live and the memory budgets they enforce."""
+
+    home: Path
+    skills_dir: Path
+    url: str | None = None  # None: SQLite and files under `home`
+    memory_char_limit: int = 2200
+    user_char_limit: int = 1375
+    pool_size: int = 8
+
+    @property
+    def backend(self) -> Backend:
+        return "sqlite" if self.url is None else "postgresql"
+
+
+@dataclass(frozen=True)
+class Storage:
+    """The open stores, sharing one erasure fence."""
+
+    backend: Backend
+    sessions: SessionBackend
+    memory: MemoryBackend
+    skills: SkillsStore
+    fence: ErasureFence
+
+
+def describe(settings: StorageSettings) -> str:
+    """Where the state is, for a log line: never a password."""
+    if settings.url is None:
+        return f"SQLite and files in {settings.home}"
+    parts = urlsplit(settings.url)
+    host = parts.hostname or "the local socket"
+    port = f":{parts.port}" if parts.port else ""
+    return f"PostgreSQL database {parts.path.lstrip('/') or '(default)'} on {host}{port}"
+
+
+@asynccontextmanager
+async def open_storage(settings: StorageSettings) -> AsyncIterator[Storage]:
+    """Open (creating or migrating) every store; close them on the way out."""
+    fence = ErasureFence()
+    async with AsyncExitStack() as stack:
+        if settings.url is None:
+            settings.home.mkdir(parents=True, exist_ok=True)
+            sessions: SessionBackend = SessionStore(settings.home / "state.db", fence=fence)
+            await sessions.open()
+            stack.push_async_callback(sessions.close)
+            memory: MemoryBackend = FileMemoryStore(
+                settings.home,
+                memory_char_limit=settings.memory_char_limit,
+                user_char_limit=settings.user_char_limit,
+                fence=fence,
+            )
+            skills = _skills(settings, fence)
+        else:
+            # imported here: the embedded default never loads psycopg
+            from memory_core.pg.stores import open_postgres_stores
+
+            stores = await open_postgres_stores(
+                settings.url,
+                fence,
+                stack,
+                memory_char_limit=settings.memory_char_limit,
+                user_char_limit=settings.user_char_limit,
+                pool_size=settings.pool_size,
+            )
+            sessions, memory = stores.sessions, stores.memory
+            skills = _skills(settings, fence, stores.private_skills)
+        yield Storage(settings.backend, sessions, memory, skills, fence)
+
+
+def _skills(
+    settings: StorageSettings, fence: ErasureFence, private: PrivateSkills | None = None
+) -> SkillsStore:
+    home = settings.home
+    more = {} if private is None else {"private": private}
+    return SkillsStore(
+        settings.skills_dir,
+        home / "skills-manifest.json",
+        private_dir=home / "skills-private",
+        archive_dir=home / "skills-archive",
+        fence=fence,
+        **more,
+    )
