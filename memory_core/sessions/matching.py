@@ -77,12 +77,24 @@ def collect_hits(
     floor = _lineage_floor(conn, where.exclude_lineage_of)
     for term in parsed.terms:
         found = _term_hits(conn, term, where, floor)
-        if not found and term.kind is TermKind.WORD and len(term.text) >= 3:
-            term = term.as_prefix()  # no such word: try it as the start of longer ones
+        retry = None if found else prefix_retry(term)
+        if retry is not None:
+            term = retry
             found = _fts_hits(conn, WORD_INDEX, term, where, floor)
         terms.append(term)
         hits.append(found)
     return terms, hits
+
+
+def prefix_retry(term: QueryTerm) -> QueryTerm | None:
+    """The term to look up instead when `term` found nothing (None: none).
+
+    A word of three or more letters with no hit is tried as the start of
+    longer words.
+    """
+    if term.kind is TermKind.WORD and len(term.text) >= 3:
+        return term.as_prefix()
+    return None
 
 
 def _lineage_floor(conn: sqlite3.Connection, session_id: int | None) -> int | None:

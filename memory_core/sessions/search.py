@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from operator import itemgetter
 
 from memory_core.scopes import SearchScope
-from memory_core.sessions.matching import ScopeFilter, collect_hits
+from memory_core.sessions.matching import Hit, ScopeFilter, collect_hits
 from memory_core.sessions.models import (
     DEFAULT_SEARCH_OPTIONS,
     MATCH_END,
@@ -50,11 +50,16 @@ __all__ = [
     "MATCH_START",
     "Ranking",
     "ScopeFilter",
+    "ScopeStats",
     "SearchOptions",
     "SearchScope",
     "SessionHit",
     "Snippet",
+    "hit_roots",
+    "score_hits",
     "search_sessions",
+    "snippet_messages",
+    "top_roots",
 ]
 
 MAX_LIMIT = 100
@@ -99,23 +104,39 @@ def search_sessions(
     terms, hits = collect_hits(conn, parsed, where)
     if not any(hits):
         return []
-    stats = _scope_stats(conn, where, {root for found in hits for _, root, _ in found})
-    scored, weights = _score(hits, stats, ranking)
-    top = sorted(scored, key=lambda r: (-scored[r][0], -scored[r][1], -r))[: min(limit, MAX_LIMIT)]
+    stats = _scope_stats(conn, where, hit_roots(hits))
+    scored, weights = score_hits(hits, stats, ranking)
+    top = top_roots(scored, limit)
     scores = {r: scored[r][0] for r in top}
     return _hits(conn, top, scores, terms, hits, weights, options.snippets_per_hit)
 
 
 @dataclass(frozen=True)
-class _Stats:
+class ScopeStats:
     """Document statistics of the caller's scope: messages, lineages, candidate lengths."""
 
     messages: int
     lineages: int
     lengths: dict[int, int]
 
+    @classmethod
+    def of(cls, messages: int, lineages: int, lengths: dict[int, int]) -> ScopeStats:
+        """The statistics as counted; an empty scope counts as one message in one lineage."""
+        return cls(max(1, messages), max(1, lineages), lengths)
 
-def _scope_stats(conn: sqlite3.Connection, where: ScopeFilter, roots: set[int]) -> _Stats:
+
+def hit_roots(hits: list[list[Hit]]) -> set[int]:
+    """The lineage roots of all the hits."""
+    return {root for found in hits for _, root, _ in found}
+
+
+def top_roots(scored: dict[int, tuple[float, float]], limit: int) -> list[int]:
+    """The best `limit` roots (at most `MAX_LIMIT`): by score, then recency, then newest root."""
+    order = sorted(scored, key=lambda r: (-scored[r][0], -scored[r][1], -r))
+    return order[: min(limit, MAX_LIMIT)]
+
+
+def _scope_stats(conn: sqlite3.Connection, where: ScopeFilter, roots: set[int]) -> ScopeStats:
     messages, lineages = conn.execute(
         "SELECT coalesce(sum(s.message_count), 0), count(DISTINCT s.root_id) FROM sessions s "
         f"WHERE {where.sessions_sql}",
@@ -131,11 +152,11 @@ def _scope_stats(conn: sqlite3.Connection, where: ScopeFilter, roots: set[int]) 
             chunk,
         )
         lengths.update(rows.fetchall())
-    return _Stats(max(1, messages), max(1, lineages), lengths)
+    return ScopeStats.of(messages, lineages, lengths)
 
 
-def _score(
-    hits: list[list[tuple[int, int, float]]], stats: _Stats, ranking: Ranking
+def score_hits(
+    hits: list[list[Hit]], stats: ScopeStats, ranking: Ranking
 ) -> tuple[dict[int, tuple[float, float]], dict[int, float]]:
     """Score and latest match time per lineage root, and the weight of each matching message."""
     idf = [math.log(1 + (stats.messages - len(h) + 0.5) / (len(h) + 0.5)) for h in hits]
@@ -180,11 +201,22 @@ def _hits(
     roots: list[int],
     scores: dict[int, float],
     terms: list[QueryTerm],
-    hits: list[list[tuple[int, int, float]]],
+    hits: list[list[Hit]],
     weights: dict[int, float],
     per_hit: int,
 ) -> list[SessionHit]:
     """SessionHits for the chosen roots, each with its `per_hit` best messages as snippets."""
+    chosen = snippet_messages(roots, hits, weights, per_hit)
+    ids = [m for root in roots for m in chosen[root]]
+    texts = highlighted_texts(conn, ids, terms)
+    details = _message_details(conn, ids)
+    return [_session_hit(conn, root, scores[root], chosen[root], texts, details) for root in roots]
+
+
+def snippet_messages(
+    roots: list[int], hits: list[list[Hit]], weights: dict[int, float], per_hit: int
+) -> dict[int, list[int]]:
+    """The `per_hit` best messages of each root: by weight, then newest (by timestamp)."""
     wanted = set(roots)
     where_root = {m: (r, ts) for found in hits for m, r, ts in found if r in wanted}
     chosen: dict[int, list[int]] = defaultdict(list)
@@ -192,10 +224,7 @@ def _hits(
         root = where_root[message_id][0]
         if len(chosen[root]) < per_hit:
             chosen[root].append(message_id)
-    ids = [m for root in roots for m in chosen[root]]
-    texts = highlighted_texts(conn, ids, terms)
-    details = _message_details(conn, ids)
-    return [_session_hit(conn, root, scores[root], chosen[root], texts, details) for root in roots]
+    return chosen
 
 
 def _message_details(conn: sqlite3.Connection, ids: list[int]) -> dict[int, tuple[str, float]]:

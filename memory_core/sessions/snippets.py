@@ -60,18 +60,38 @@ def highlighted_texts(
     if not message_ids:
         return {}
     marks = ",".join("?" * len(message_ids))
-    found = conn.execute(f"SELECT id FROM messages WHERE id IN ({marks})", tuple(message_ids))
+    found = conn.execute(
+        f"SELECT id FROM messages WHERE id IN ({marks}) ORDER BY id", tuple(message_ids)
+    )
+    heads: list[tuple[int, str, bool]] = []
+    for (message_id,) in found.fetchall():
+        try:
+            head, size = _head(conn, message_id)
+        except sqlite3.OperationalError:  # deleted since it matched
+            continue
+        heads.append((message_id, decode_head(head), size > len(head)))
+    return mark_heads(heads, terms)
+
+
+def decode_head(head: bytes) -> str:
+    """The text of a message's first `FETCH_BYTES` (a character cut at the end is dropped)."""
+    return head.decode("utf-8", errors="ignore")
+
+
+def mark_heads(
+    heads: Sequence[tuple[int, str, bool]], terms: Sequence[QueryTerm]
+) -> dict[int, str]:
+    """Marked snippet text for each (message id, head of its text, whether it goes on).
+
+    The heads are taken in the order given, which decides what `SCAN_BUDGET`
+    is spent on first: the stores give them in ascending id order.
+    """
     literals, words = _split_terms(terms)
     windows: list[tuple[int, str, int, bool]] = []  # message id, text, window start, cut
     with _Scratch(word_index_expression(words)) as scratch:
-        for (message_id,) in found.fetchall():
-            try:
-                head, size = _head(conn, message_id)
-            except sqlite3.OperationalError:  # deleted since it matched
-                continue
-            content = head.decode("utf-8", errors="ignore")  # a character cut at the end
+        for message_id, content, cut in heads:
             start = _window_start(scratch, content, literals)
-            windows.append((message_id, content, start, size > len(head)))
+            windows.append((message_id, content, start, cut))
         texts = [content[start : start + WINDOW_CHARS] for _, content, start, _ in windows]
         marked = scratch.spans_of(texts) if scratch.expression else [[] for _ in texts]
     out: dict[int, str] = {}

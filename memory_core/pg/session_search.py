@@ -1,0 +1,142 @@
+"""Scoped search over session history on PostgreSQL, ranked as on SQLite.
+
+The steps of `memory_core.sessions.search`, with its pure parts shared:
+`parse_query` cuts the text into terms; every statement carries the scope
+(`PgScopeFilter`, the rules of SQLite's `ScopeFilter`), so nothing outside it
+is read or weighs on a score; each term is looked up on its own
+(`session_search_terms`); the hits are scored by `score_hits` (BM25 over
+lineage roots from the scope's own statistics, the best-message bonus,
+recency as the tie-break) and the best messages become snippets marked by
+`snippets.mark_heads`, the very code SQLite's snippets come from, over the
+same first `FETCH_BYTES` of each message. A query thus returns the same
+conversations, in the same order, with the same scores and snippets, on both
+backends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from memory_core.pg.database import Connection
+from memory_core.pg.session_scope import PgScopeFilter
+from memory_core.pg.session_search_terms import collect_hits
+from memory_core.scopes import SearchScope
+from memory_core.sessions.models import DEFAULT_SEARCH_OPTIONS, SearchOptions, SessionHit, Snippet
+from memory_core.sessions.query import QueryTerm, parse_query
+from memory_core.sessions.search import (
+    DEFAULT_RANKING,
+    Ranking,
+    ScopeStats,
+    hit_roots,
+    score_hits,
+    snippet_messages,
+    top_roots,
+)
+from memory_core.sessions.snippets import FETCH_BYTES, decode_head, mark_heads
+
+__all__ = ["search_sessions"]
+
+_CHUNK = 500  # roots per statement when their lengths are read
+
+
+async def search_sessions(
+    conn: Connection,
+    scope: SearchScope,
+    query: str,
+    options: SearchOptions = DEFAULT_SEARCH_OPTIONS,
+    *,
+    ranking: Ranking = DEFAULT_RANKING,
+) -> list[SessionHit]:
+    """Ranked conversations of `scope` matching `query` (see the module docstring)."""
+    parsed = parse_query(query)
+    if not parsed or options.limit < 1:
+        return []
+    where = PgScopeFilter.build(scope, options)
+    terms, hits = await collect_hits(conn, parsed, where, scope.user_key)
+    if not any(hits):
+        return []
+    stats = await _scope_stats(conn, where, hit_roots(hits))
+    scored, weights = score_hits(hits, stats, ranking)
+    top = top_roots(scored, options.limit)
+    chosen = snippet_messages(top, hits, weights, options.snippets_per_hit)
+    ids = [m for root in top for m in chosen[root]]
+    messages = await _messages(conn, ids, terms)
+    roots = await _roots(conn, top)
+    return [
+        _session_hit(root, roots[root], scored[root][0], chosen[root], messages) for root in top
+    ]
+
+
+def _session_hit(
+    root: int,
+    row: tuple[Any, ...],
+    score: float,
+    message_ids: list[int],
+    messages: dict[int, Snippet],
+) -> SessionHit:
+    external_id, source, chat_id, chat_type, started_at, ended_at = row
+    snippets = tuple(messages[m] for m in message_ids if m in messages)
+    return SessionHit(
+        root, external_id, source, chat_id, chat_type, started_at, ended_at, score, snippets
+    )
+
+
+async def _scope_stats(conn: Connection, where: PgScopeFilter, roots: set[int]) -> ScopeStats:
+    cursor = await conn.execute(
+        "SELECT coalesce(sum(s.message_count), 0), count(DISTINCT s.root_id) FROM sessions s "
+        f"WHERE {where.sessions_sql}",
+        where.sessions_params,
+    )
+    row = await cursor.fetchone()
+    messages, lineages = (int(row[0]), int(row[1])) if row else (0, 0)
+    ordered = sorted(roots)
+    lengths: dict[int, int] = {}
+    for start in range(0, len(ordered), _CHUNK):
+        cursor = await conn.execute(
+            "SELECT root_id, sum(message_count) FROM sessions "
+            "WHERE root_id = ANY(%s) GROUP BY root_id",
+            (ordered[start : start + _CHUNK],),
+        )
+        lengths.update((int(r), int(n)) for r, n in await cursor.fetchall())
+    return ScopeStats.of(messages, lineages, lengths)
+
+
+async def _messages(
+    conn: Connection, ids: Sequence[int], terms: Sequence[QueryTerm]
+) -> dict[int, Snippet]:
+    """A marked snippet for each message id that still exists.
+
+    What is read of a message is SQLite's: its first `FETCH_BYTES` bytes of
+    UTF-8 (a character cut at the end dropped), in ascending id order.
+    """
+    if not ids:
+        return {}
+    cursor = await conn.execute(
+        "SELECT id, role, timestamp, left(content, %s), octet_length(content) "
+        "FROM messages WHERE id = ANY(%s) ORDER BY id",
+        (FETCH_BYTES, list(ids)),
+    )
+    rows = await cursor.fetchall()
+    heads = [
+        (int(m), decode_head(head.encode()[:FETCH_BYTES]), int(size) > FETCH_BYTES)
+        for m, _, _, head, size in rows
+    ]
+    texts = await asyncio.to_thread(mark_heads, heads, terms)
+    return {
+        int(m): Snippet(int(m), role, float(ts), texts.get(int(m), ""))
+        for m, role, ts, _, _ in rows
+    }
+
+
+async def _roots(conn: Connection, roots: Sequence[int]) -> dict[int, tuple[Any, ...]]:
+    """external_id, source, chat_id, chat_type, started_at and the lineage's end, per root."""
+    cursor = await conn.execute(
+        "SELECT r.id, r.external_id, r.source, r.chat_id, r.chat_type, r.started_at, "
+        "(SELECT CASE WHEN count(*) = count(x.ended_at) THEN max(x.ended_at) END "
+        " FROM sessions x WHERE x.root_id = r.id) "
+        "FROM sessions r WHERE r.id = ANY(%s)",
+        (list(roots),),
+    )
+    return {int(row[0]): tuple(row[1:]) for row in await cursor.fetchall()}

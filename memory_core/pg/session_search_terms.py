@@ -1,0 +1,142 @@
+"""Which messages in a caller's scope match each search term, on PostgreSQL.
+
+The lookups of SQLite's `sessions.matching`, one for one:
+
+- words, phrases and prefixes in `messages.words` (the tsvector of exactly the
+  tokens SQLite's word index holds, GIN-indexed): the term's text is cut into
+  lexemes by the same tokenizer (`search_text.word_tokens`), and the tsquery
+  is built from those quoted lexemes (phrases with `<->`, a prefix's last
+  lexeme with `:*`), never from the user's text;
+- emoji/symbol literals of three or more characters in `messages.symbols`
+  (the rows SQLite keeps in its trigram index) with `LIKE`;
+- shorter ones with `strpos()` on the content of non-tool messages in scope;
+- a word of three or more letters with no hit is retried as a prefix.
+
+As in SQLite, an index lookup takes the person's newest `max_hits` matches
+first and applies the rest of the scope after (SQLite's FTS5 narrows by the
+owner column, then SQL filters), with the lineage left out capped on its own
+(`exclude_lineage_of`, see `matching._fts_hits`); hits come in the order
+SQLite gives them, as they break ties between equal snippets.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memory_core.pg.database import Connection
+from memory_core.pg.search_text import quote_lexeme, word_tokens
+from memory_core.pg.session_scope import PgScopeFilter
+from memory_core.sessions.matching import Hit, prefix_retry
+from memory_core.sessions.query import ParsedQuery, QueryTerm, TermKind
+
+__all__ = ["collect_hits", "term_tsquery"]
+
+
+def term_tsquery(term: QueryTerm) -> str | None:
+    """The `::tsquery` literal of a word-index term (None: it has no token, so no match)."""
+    lexemes = [quote_lexeme(token) for token in word_tokens(term.text)]
+    if not lexemes:
+        return None
+    if term.kind is TermKind.PREFIX:
+        lexemes[-1] += ":*"
+    return " <-> ".join(lexemes)
+
+
+async def collect_hits(
+    conn: Connection, parsed: ParsedQuery, where: PgScopeFilter, owner: str
+) -> tuple[list[QueryTerm], list[list[Hit]]]:
+    """Each term as looked up (a retried word as its prefix), and its hits.
+
+    `owner` is the scope's user key: the index lookups are narrowed to that
+    person's messages before the rest of the scope applies.
+    """
+    terms: list[QueryTerm] = []
+    hits: list[list[Hit]] = []
+    floor = await _lineage_floor(conn, where.exclude_lineage_of)
+    lookup = _Lookup(conn, where, owner, floor)
+    for term in parsed.terms:
+        found = await lookup.term_hits(term)
+        retry = None if found else prefix_retry(term)
+        if retry is not None:
+            term = retry
+            found = await lookup.word_hits(term)
+        terms.append(term)
+        hits.append(found)
+    return terms, hits
+
+
+async def _lineage_floor(conn: Connection, session_id: int | None) -> int | None:
+    """The first message id of the conversation left out (None: none, or it has none)."""
+    if session_id is None:
+        return None
+    cursor = await conn.execute(
+        "SELECT min(m.id) FROM sessions s JOIN messages m ON m.session_id = s.id "
+        "WHERE s.root_id = (SELECT x.root_id FROM sessions x WHERE x.id = %s)",
+        (session_id,),
+    )
+    row = await cursor.fetchone()
+    return None if row is None or row[0] is None else int(row[0])
+
+
+class _Lookup:
+    """The statements of one search: the scope, the owner and the lineage floor."""
+
+    def __init__(
+        self, conn: Connection, where: PgScopeFilter, owner: str, floor: int | None
+    ) -> None:
+        self._conn = conn
+        self._where = where
+        self._owner = owner
+        self._floor = floor
+
+    async def term_hits(self, term: QueryTerm) -> list[Hit]:
+        if term.kind is not TermKind.LITERAL:
+            return await self.word_hits(term)
+        if len(term.text) >= 3:
+            pattern = "%" + _like_escape(term.text) + "%"
+            return await self._indexed("c.symbols LIKE %s", pattern)
+        # SQLite scans the base table for fewer than three characters (its
+        # trigram index cannot match them): the scope first, then the limit.
+        where = self._where
+        cursor = await self._conn.execute(
+            "SELECT m.id, s.root_id, m.timestamp FROM sessions s "
+            "JOIN messages m ON m.session_id = s.id "
+            f"WHERE {where.sql} AND m.role <> 'tool' AND strpos(m.content, %s) > 0 "
+            "ORDER BY m.id DESC LIMIT %s",
+            (*where.params, term.text, where.max_hits),
+        )
+        return _hits(await cursor.fetchall())
+
+    async def word_hits(self, term: QueryTerm) -> list[Hit]:
+        query = term_tsquery(term)
+        if query is None:
+            return []
+        return await self._indexed("c.words @@ %s::tsquery", query)
+
+    async def _indexed(self, match: str, value: str) -> list[Hit]:
+        """The person's newest matches, then the scope (see `matching._fts_hits`)."""
+        if self._floor is None:
+            return await self._range(match, value, "", "")
+        newer = await self._range(match, value, "AND c.id >= %s ", "DESC", self._floor)
+        older = await self._range(match, value, "AND c.id < %s ", "DESC", self._floor)
+        return (newer + older)[: self._where.max_hits]
+
+    async def _range(self, match: str, value: str, ids: str, order: str, *floor: int) -> list[Hit]:
+        where = self._where
+        cursor = await self._conn.execute(
+            "SELECT m.id, s.root_id, m.timestamp FROM messages m "
+            "JOIN sessions s ON s.id = m.session_id "
+            "WHERE m.id IN (SELECT c.id FROM messages c JOIN sessions o ON o.id = c.session_id "
+            f"WHERE o.user_key = %s AND {match} {ids}ORDER BY c.id DESC LIMIT %s) "
+            f"AND {where.sql} ORDER BY m.id {order}",
+            (self._owner, value, *floor, where.max_hits, *where.params),
+        )
+        return _hits(await cursor.fetchall())
+
+
+def _hits(rows: list[tuple[Any, ...]]) -> list[Hit]:
+    return [(int(m), int(r), float(ts)) for m, r, ts in rows]
+
+
+def _like_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
