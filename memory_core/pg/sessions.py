@@ -31,6 +31,7 @@ from memory_core.errors import SessionStoreError
 from memory_core.fence import ErasureFence, current_mark
 from memory_core.pg.database import Connection, PgDatabase
 from memory_core.pg.search_text import index_documents
+from memory_core.pg.session_search import search_sessions
 from memory_core.pg.sessions_schema import SESSION_MIGRATIONS
 from memory_core.scopes import SearchScope
 from memory_core.sessions.activity import SessionActivity
@@ -253,9 +254,8 @@ class PgSessionStore:
     async def search(
         self, query: str, scope: SearchScope, options: SearchOptions = DEFAULT_SEARCH_OPTIONS
     ) -> list[SessionHit]:
-        """Ranked conversations of `scope` matching `query` (not wired yet: waits for
-        `memory_core.pg.session_search`)."""
-        raise NotImplementedError("search on PostgreSQL waits for memory_core.pg.session_search")
+        """Ranked conversations of `scope` matching `query` (see `session_search`)."""
+        return await self._read(lambda conn: search_sessions(conn, scope, query, options))
 
     async def active_sessions(
         self, scope: SearchScope, options: SearchOptions = DEFAULT_SEARCH_OPTIONS

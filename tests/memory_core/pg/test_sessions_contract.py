@@ -487,6 +487,19 @@ async def test_user_totals_and_keys(store: SessionBackend) -> None:
     assert keys == sorted([a.session_key, alice(GROUP, chat_type="group").session_key])
 
 
+async def test_search_finds_a_persons_conversations_and_no_one_elses(
+    store: SessionBackend,
+) -> None:
+    mine = await store.append_messages(
+        origin=alice(), messages=[message("the deploy failed again", 10)]
+    )
+    await store.append_message(origin=origin(BOB), message=message("my deploy failed", 11))
+    hits = await store.search("deploy failed", scope_of())
+    assert [h.session_id for h in hits] == [mine.session_id]
+    assert hits[0].snippets and "deploy" in hits[0].snippets[0].text
+    assert await store.search("nothing like it", scope_of()) == []
+
+
 # erasure and the fence
 
 
