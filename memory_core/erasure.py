@@ -1,8 +1,8 @@
 """Everything held about one person: counted, exported as one file, or erased.
 
-A person's data lives in four places: USER.md and its folder
-(``memories/users/<key>/``, with its lock, backup, history, archive and staged
-changes), their private
+A person's data lives in four places: USER.md with its history, archive, staged
+changes and settings (the memory store: ``memories/users/<key>/`` on files, the
+memory tables on PostgreSQL), their private
 skills (``skills-private/<key>/``, and deleted ones under the skills archive),
 their exports (``exports/<key>/``),
 their sessions in state.db (messages, both full-text indexes, per-session
@@ -49,12 +49,12 @@ from pathlib import Path
 
 from memory_core.fence import ErasureFence
 from memory_core.file_memory import (
-    FileMemoryStore,
     PendingChanges,
     PersonSettingsStore,
     StagedChange,
 )
-from memory_core.sessions import SessionStore
+from memory_core.file_memory.backend import MemoryBackend
+from memory_core.sessions.backend import SessionBackend
 from memory_core.skills import SkillsStore
 from memory_core.user_keys import check_user_key
 
@@ -104,9 +104,9 @@ class PersonData:
 
     def __init__(
         self,
-        memory: FileMemoryStore,
+        memory: MemoryBackend,
         skills: SkillsStore,
-        sessions: SessionStore,
+        sessions: SessionBackend,
         erase_external: EraseExternal | None = None,
         exports_dir: Path | None = None,
         person_files: Callable[[str], Sequence[Path]] | None = None,
@@ -240,12 +240,11 @@ class PersonData:
         return [totals.user_key for totals in await self._sessions.all_user_totals()]
 
     def known_user_keys(self) -> list[str]:
-        """People with a USER.md folder or private skills (sessions are asked separately)."""
-        keys: set[str] = set()
-        users = self._memory.path("memory").parent / "users"
-        for root in (users, self._skills.private_dir):
-            if root.is_dir():
-                keys.update(p.name for p in root.iterdir() if p.is_dir())
+        """People with a profile in memory or private skills (sessions are asked separately)."""
+        keys = set(self._memory.user_keys())
+        root = self._skills.private_dir
+        if root.is_dir():
+            keys.update(p.name for p in root.iterdir() if p.is_dir())
         return sorted(keys)
 
     def _fences(self) -> list[ErasureFence]:

@@ -25,6 +25,7 @@ from memory_core.errors import (
     UnreadableMemoryError,
 )
 from memory_core.file_memory.approval import Approval
+from memory_core.file_memory.backend import MemoryBackend
 from memory_core.file_memory.edits import Operation
 from memory_core.file_memory.ledger import (
     ArchivedEntry,
@@ -33,6 +34,7 @@ from memory_core.file_memory.ledger import (
 )
 from memory_core.file_memory.origin import OPERATOR, Origin
 from memory_core.file_memory.pending import Decision, PendingChanges, Proposal, StagedChange
+from memory_core.file_memory.records import PersonRecord
 from memory_core.file_memory.render import MemorySnapshot
 from memory_core.file_memory.settings import (
     NOTICE_MODES,
@@ -71,6 +73,7 @@ __all__ = [
     "InvalidArgumentsError",
     "InvalidEntryError",
     "LedgerChange",
+    "MemoryBackend",
     "MemoryChange",
     "MemoryDriftError",
     "MemoryEditError",
@@ -88,6 +91,7 @@ __all__ = [
     "Origin",
     "OverBudgetError",
     "PendingChanges",
+    "PersonRecord",
     "PersonSettings",
     "PersonSettingsStore",
     "Proposal",

@@ -36,7 +36,7 @@ from memory_core.errors import (
     UnreadableMemoryError,
 )
 from memory_core.fence import ErasureFence
-from memory_core.file_memory.backend import content_digest
+from memory_core.file_memory.digest import content_digest
 from memory_core.file_memory.edits import Operation, apply_operations
 from memory_core.file_memory.entries import file_text, is_canonical, parse_entries, usage
 from memory_core.file_memory.ledger import (
@@ -280,7 +280,7 @@ class FileMemoryStore:
         return sorted(p.name for p in users.iterdir() if p.is_dir() and _is_user_key(p.name))
 
     def content_digest(self) -> str:
-        """The sha256 of everything held (see `memory_core.file_memory.backend`)."""
+        """The sha256 of everything held (see `memory_core.file_memory.digest`)."""
         return content_digest(self)
 
     @contextlib.contextmanager

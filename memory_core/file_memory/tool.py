@@ -37,12 +37,13 @@ from memory_core.errors import (
     UnsafeContentError,
 )
 from memory_core.file_memory.approval import Approval
+from memory_core.file_memory.backend import MemoryBackend
 from memory_core.file_memory.edits import ACTIONS, Operation
 from memory_core.file_memory.entries import usage
 from memory_core.file_memory.origin import OPERATOR, Origin
 from memory_core.file_memory.pending import StagedChange
 from memory_core.file_memory.render import safe_view, usage_label
-from memory_core.file_memory.store import TARGETS, FileMemoryStore, Target, WriteResult
+from memory_core.file_memory.store import TARGETS, Target, WriteResult
 from memory_core.tool_args import decode_arguments
 
 MAX_FAILURES_PER_TURN = 3
@@ -127,7 +128,7 @@ class MemoryTool:
 
     def __init__(
         self,
-        store: FileMemoryStore,
+        store: MemoryBackend,
         user_key: str | None,
         *,
         is_admin: bool,
@@ -135,7 +136,7 @@ class MemoryTool:
         origin: Origin = OPERATOR,
         approval: Approval | None = None,
     ) -> None:
-        """`origin`: who the changes are recorded as made by (see `FileMemoryStore.apply`);
+        """`origin`: who the changes are recorded as made by (see `MemoryBackend.apply`);
         `approval`: which USER.md writes wait for the person's approval (None: none wait)."""
         self._store = store
         self._approval = approval

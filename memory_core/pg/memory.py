@@ -29,7 +29,8 @@ from memory_core.errors import (
     UndoRefusedError,
 )
 from memory_core.fence import ErasureFence
-from memory_core.file_memory.backend import MemoryBackend, content_digest
+from memory_core.file_memory.backend import MemoryBackend
+from memory_core.file_memory.digest import content_digest
 from memory_core.file_memory.edits import EditOutcome, Operation, apply_operations
 from memory_core.file_memory.entries import usage
 from memory_core.file_memory.ledger import (
@@ -318,7 +319,7 @@ class PgMemoryStore:
             return sorted(str(key) for (key,) in cur.fetchall())
 
     def content_digest(self) -> str:
-        """The sha256 of everything held (see `memory_core.file_memory.backend`)."""
+        """The sha256 of everything held (see `memory_core.file_memory.digest`)."""
         return content_digest(self)
 
     def import_from(self, files: MemoryBackend) -> dict[str, int]:
