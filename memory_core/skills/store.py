@@ -30,9 +30,15 @@ so an operator's edit is seen on the next call without a restart. Invalid
 skills are skipped with one logged warning per problem. The caller freezes
 `index_block(user_key)` once per session; that keeps the prompt stable.
 
-Changes run under a file lock next to the manifest, validate the full result
-(front matter, names, sizes, paths), run the safety scan and write atomically,
-so a refused change leaves the skill byte-for-byte as it was.
+Backends. People's own skills, their archive and the manifest are kept by a
+`PrivateSkills` (`memory_core.skills.private`): the folders above by default
+(`FolderPrivateSkills`), or PostgreSQL rows (`memory_core.pg.skills`), with the
+same semantics. The shared folder, and promotion into it, stay files on both.
+
+Changes run under the backend's writers' lock (a file lock next to the
+manifest; a per-person lock in one transaction), check the erasure fence under
+it, validate the full result (front matter, names, sizes, paths), run the
+safety scan and write atomically, so a refused change leaves the skill as it was.
 
 Errors: the `SkillError` family of `memory_core.errors` (its docstring draws
 the tree), `UnsafeContentError` when the scan refuses content,
