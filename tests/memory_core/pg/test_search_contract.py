@@ -11,7 +11,9 @@ so they are compared by what the sessions are).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import sqlite3
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -21,10 +23,13 @@ import pytest
 import pytest_asyncio
 
 from memory_core.pg.database import PgDatabase
+from memory_core.pg.session_scope import PgScopeFilter
 from memory_core.pg.session_search import search_sessions
+from memory_core.pg.session_search_terms import collect_hits as pg_collect_hits
 from memory_core.pg.sessions import PgSessionStore
 from memory_core.scopes import ChatType, SearchScope
 from memory_core.sessions.backend import SessionBackend
+from memory_core.sessions.matching import ScopeFilter, collect_hits
 from memory_core.sessions.models import (
     DEFAULT_SEARCH_OPTIONS,
     NewMessage,
@@ -32,6 +37,7 @@ from memory_core.sessions.models import (
     SessionHit,
     SessionOrigin,
 )
+from memory_core.sessions.query import parse_query
 from memory_core.sessions.store import SessionStore
 from tests.postgres import schema_url
 
@@ -418,3 +424,31 @@ async def test_bobs_hits_are_neither_found_nor_scored_with_alices_words(
 async def test_one_snippet_is_marked_like_sqlites(stores: tuple[Loaded, Loaded]) -> None:
     hits = await stores[1].search("deploying", SCOPES["private"], replace(OPTIONS["one"]))
     assert hits and ">>>" in hits[0].snippets[0].text
+
+
+@pytest.mark.parametrize(
+    "query", ["deploy failed", "kube", "🎉🎉🎉", "🎉", "部署失败", '"connection refused"']
+)
+@pytest.mark.parametrize("left_out", [None, "by-hand"])
+async def test_the_hits_come_in_sqlites_order(
+    stores: tuple[Loaded, Loaded], query: str, left_out: str | None
+) -> None:
+    """Each term's hits, in order (they break ties between snippets), by message time."""
+    lite, pg = stores
+    assert isinstance(lite.store, SessionStore)
+    found = []
+    for loaded in stores:
+        session = None if left_out is None else loaded.ids[left_out]
+        options = SearchOptions(exclude_lineage_of=session, max_hits_per_term=3)
+        names = {session_id: name for name, session_id in loaded.ids.items()}
+        if loaded is lite:
+            with contextlib.closing(sqlite3.connect(lite.store.path)) as conn:
+                where = ScopeFilter.build(SCOPES["alice"], options)
+                terms, hits = collect_hits(conn, parse_query(query), where)
+        else:
+            async with pg.store.db.connection() as conn:  # type: ignore[attr-defined]
+                where_pg = PgScopeFilter.build(SCOPES["alice"], options)
+                terms, hits = await pg_collect_hits(conn, parse_query(query), where_pg, ALICE)
+        found.append((terms, [[(names[r], ts) for _, r, ts in term] for term in hits]))
+    assert found[0] == found[1]
+    assert any(found[0][1])
