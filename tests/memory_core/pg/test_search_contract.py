@@ -24,7 +24,6 @@ import pytest_asyncio
 
 from memory_core.pg.database import PgDatabase
 from memory_core.pg.session_scope import PgScopeFilter
-from memory_core.pg.session_search import search_sessions
 from memory_core.pg.session_search_terms import collect_hits as pg_collect_hits
 from memory_core.pg.sessions import PgSessionStore
 from memory_core.scopes import ChatType, SearchScope
@@ -300,11 +299,7 @@ class Loaded:
     async def search(
         self, query: str, scope: SearchScope, options: SearchOptions = DEFAULT_SEARCH_OPTIONS
     ) -> list[SessionHit]:
-        """The store's search; on PostgreSQL `search_sessions` on one of its connections."""
-        if not isinstance(self.store, PgSessionStore):
-            return await self.store.search(query, scope, options)
-        async with self.store.db.connection() as conn:
-            return await search_sessions(conn, scope, query, options)
+        return await self.store.search(query, scope, options)
 
 
 async def load(store: SessionBackend, conversations: list[tuple[SessionOrigin, Turn]]) -> Loaded:
