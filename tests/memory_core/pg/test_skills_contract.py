@@ -156,6 +156,11 @@ def test_a_shared_skill_of_the_same_name_wins(store: SkillsStore) -> None:
 
 
 def test_promotion_moves_a_persons_skill_into_the_shared_folder(store: SkillsStore) -> None:
+    store.create("notes", skill_md("notes"), user_key=A)
+    put_shared(store.skills_dir / "misc", "notes")
+    with pytest.raises(SkillExistsError, match="already exists"):
+        store.promote("notes", A)
+    assert "Step one." in store.private.read(A, "notes", None)  # refused: A keeps it
     store.create("deploy", skill_md("deploy", "How we deploy."), "ops", user_key=A)
     store.write_file("deploy", "references/steps.md", "1. build\n", user_key=A)
     assert store.promotion_owner("deploy") == A
@@ -165,7 +170,8 @@ def test_promotion_moves_a_persons_skill_into_the_shared_folder(store: SkillsSto
     assert files == ["SKILL.md", "references/steps.md"]
     assert (skill.folder / "references/steps.md").read_text() == "1. build\n"
     assert store.get("deploy", B).owner == "operator"
-    assert [(s.name, s.owner) for s in store.every_skill()] == [("deploy", "operator")]
+    deploys = [(s.owner, s.user_key) for s in store.every_skill() if s.name == "deploy"]
+    assert deploys == [("operator", None)]  # A's copy went
     assert store.private.read_manifest().promoted["deploy"]["from"] == A
     with pytest.raises(SkillExistsError):
         store.create("deploy", skill_md("deploy"), user_key=A)
@@ -200,6 +206,7 @@ def test_another_writer_s_change_is_seen_at_the_next_read(make: MakeStore) -> No
     assert first.skills(A) == ()
     second.create("deploy", skill_md("deploy"), user_key=A)
     assert [s.name for s in first.skills(A)] == ["deploy"]
+    assert first.private.scan(A) is first.private.scan(A)  # unchanged: the cached scan
     second.edit("deploy", skill_md("deploy", "Changed elsewhere."), user_key=A)
     assert "Changed elsewhere." in first.index_block(A)
     second.erase_user(A)
