@@ -35,7 +35,7 @@ from typing import TextIO, TypeVar
 from filelock import FileLock, Timeout
 from prometheus_client import CollectorRegistry, ProcessCollector
 
-from gateway.app import Bot, console_adapter, open_bot, platform_adapters
+from gateway.app import Bot, console_adapter, open_bot, platform_adapters, storage_settings
 from gateway.config import Config
 from gateway.conversation import Conversations
 from gateway.errors import AdapterFailedError, ConfigError, GatewayError, InstanceLockedError
@@ -44,7 +44,7 @@ from gateway.logs import configure_logging
 from gateway.messages import Adapter, CommandSpec, InboundMessage, ReplySink
 from gateway.preflight import check_startup
 from gateway.session_queue import SessionQueue
-from memory_core import SessionBackend, split_user_key
+from memory_core import SessionBackend, describe_storage, split_user_key
 
 log = logging.getLogger("mnemo")
 
@@ -182,7 +182,7 @@ class Service:
                 log.info(
                     "serving %s with data in %s and skills in %s",
                     self._describe(),
-                    self._config.home.resolve(),
+                    describe_storage(storage_settings(self._config)),
                     self._config.skills.dir.resolve(),
                 )
                 gc.freeze()  # what start-up built lives all run: later collections skip it

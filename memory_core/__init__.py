@@ -170,7 +170,7 @@ if TYPE_CHECKING:
         SkillsStore,
         SkillsTools,
     )
-    from memory_core.storage import Storage, StorageSettings, open_storage
+    from memory_core.storage import Storage, StorageSettings, describe_storage, open_storage
     from memory_core.tool_args import decode_arguments
     from memory_core.user_keys import check_user_key, make_user_key, split_user_key
 
@@ -178,6 +178,7 @@ if TYPE_CHECKING:
 # which give mypy the real types; a test keeps the two the same).
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "memory_core.storage": (
+        "describe_storage",
         "open_storage",
         "StorageSettings",
         "Storage",
@@ -497,6 +498,7 @@ __all__ = [
     "current_mark",
     "decode_arguments",
     "default_registry",
+    "describe_storage",
     "instruction_reasons",
     "make_user_key",
     "open_storage",

@@ -241,11 +241,7 @@ class PersonData:
 
     def known_user_keys(self) -> list[str]:
         """People with a profile in memory or private skills (sessions are asked separately)."""
-        keys = set(self._memory.user_keys())
-        root = self._skills.private_dir
-        if root.is_dir():
-            keys.update(p.name for p in root.iterdir() if p.is_dir())
-        return sorted(keys)
+        return sorted({*self._memory.user_keys(), *self._skills.people()})
 
     def _fences(self) -> list[ErasureFence]:
         return [self._memory.fence, self._skills.fence, self._sessions.fence]

@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 from urllib.parse import urlsplit
 
 from memory_core.fence import ErasureFence
@@ -27,10 +27,7 @@ from memory_core.file_memory import FileMemoryStore
 from memory_core.file_memory.backend import MemoryBackend
 from memory_core.sessions import SessionStore
 from memory_core.sessions.backend import SessionBackend
-from memory_core.skills import SkillsStore
-
-if TYPE_CHECKING:
-    from memory_core.skills import PrivateSkills
+from memory_core.skills import PrivateSkills, SkillsStore
 
 Backend = Literal["sqlite", "postgresql"]
 
@@ -62,10 +59,11 @@ class Storage:
     fence: ErasureFence
 
 
-def describe(settings: StorageSettings) -> str:
-    """Where the state is, for a log line: never a password."""
+def describe_storage(settings: StorageSettings) -> str:
+    """Where the state is, for a log line (never a password): the data directory, or
+    ``PostgreSQL database mnemo on db.internal:5432``."""
     if settings.url is None:
-        return f"SQLite and files in {settings.home}"
+        return str(settings.home.resolve())
     parts = urlsplit(settings.url)
     host = parts.hostname or "the local socket"
     port = f":{parts.port}" if parts.port else ""
@@ -110,12 +108,11 @@ def _skills(
     settings: StorageSettings, fence: ErasureFence, private: PrivateSkills | None = None
 ) -> SkillsStore:
     home = settings.home
-    more = {} if private is None else {"private": private}
     return SkillsStore(
         settings.skills_dir,
         home / "skills-manifest.json",
         private_dir=home / "skills-private",
         archive_dir=home / "skills-archive",
         fence=fence,
-        **more,
+        private=private,
     )

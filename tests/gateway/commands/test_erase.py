@@ -32,6 +32,7 @@ from memory_core import (
     Proposal,
     SearchScope,
 )
+from memory_core.file_memory.pending import PENDING_FILE
 from tests.fakes.base import serving_in_thread, wait_until
 from tests.fakes.openai import FakeOpenAI, Fault, ToolCall
 from tests.gateway.processes import run_mnemo
@@ -159,13 +160,13 @@ async def test_forget_all_erases_the_changes_staged_for_her_approval(
     for user, word in ((ADA, ADA_WORDS[3]), (BOB, BOB_WORDS[1])):
         proposal = Proposal("add", f"likes {word}", None, "it contains a link")
         pending.stage(f"telegram-{user}", [proposal], Origin("review"), pending.new_batch())
-    assert pending.path(f"telegram-{ADA}").exists()
+    assert services.memory.peek_record(f"telegram-{ADA}", PENDING_FILE) is not None
 
     await say(conversations, "/forget all")
     done = (await say(conversations, "/forget all confirm")).replies[-1]
 
     assert "Erased everything I held about you" in done
-    assert not pending.path(f"telegram-{ADA}").exists()
+    assert services.memory.peek_record(f"telegram-{ADA}", PENDING_FILE) is None
     assert files_holding(services.config.home, (ADA_WORDS[3],)) == []
     assert [c.content for c in pending.list(f"telegram-{BOB}")] == [f"likes {BOB_WORDS[1]}"]
 
