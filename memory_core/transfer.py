@@ -19,6 +19,12 @@ migrations, the message counts, owner tokens, and every message's (or a
 sample's) `words` and `symbols` against what its content gives; on both, each
 store's digest can be read.
 
+`migrate_data_dir` and `check_data_dir` are the whole of it for one data
+directory, as ``mnemo storage migrate|check`` use them: the memory files and
+the private skills folders as the parts (`memory_part`, `skills_part`), every
+PostgreSQL store's schema created on the target first; the check changes
+nothing, not even a migration.
+
 This module is backend-neutral: it imports neither sqlite3 nor psycopg, only
 the store modules that do.
 """
@@ -29,27 +35,39 @@ import asyncio
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from memory_core.errors import MemoryCoreError, PostgresError, PostgresSchemaError
+from memory_core.fence import ErasureFence
+from memory_core.file_memory import FileMemoryStore
 from memory_core.pg import session_rows
+from memory_core.pg.blocking import PgSyncDatabase
 from memory_core.pg.database import PgDatabase
+from memory_core.pg.memory import PgMemoryStore
 from memory_core.pg.migrations import PgMigration, check_recorded, plan
 from memory_core.pg.sessions_schema import SESSION_MIGRATIONS
+from memory_core.pg.skills import PgPrivateSkills
+from memory_core.pg.stores import ALL_MIGRATIONS, open_postgres_stores
 from memory_core.sessions import dump
+from memory_core.skills.private_folders import FolderPrivateSkills
+from memory_core.storage import StorageSettings
 
 __all__ = [
     "CheckReport",
     "MigrationReport",
     "PartReport",
     "StorePart",
+    "check_data_dir",
     "check_storage_pg",
     "check_storage_sqlite",
     "memory_part",
+    "migrate_data_dir",
     "migrate_storage",
     "session_digest",
+    "skills_part",
 ]
 
 STATE_DB = "state.db"
@@ -175,6 +193,26 @@ def memory_part(files: _MemorySource, target: _MemoryTarget) -> StorePart:
 
     return StorePart("memory", empty, lambda: target.import_from(files),
                      files.content_digest, target.content_digest)  # fmt: skip
+
+
+class _SkillsTarget(Protocol):
+    def is_empty(self) -> bool: ...
+
+    def content_digest(self) -> str: ...
+
+    def import_from_folders(
+        self, private_dir: Path, archive_dir: Path | None, manifest_path: Path
+    ) -> dict[str, int]: ...
+
+
+def skills_part(folders: FolderPrivateSkills, target: _SkillsTarget) -> StorePart:
+    """People's own skills, their archive and the skills manifest as a part:
+    `target.import_from_folders` of the folders'."""
+
+    def copy() -> dict[str, int]:
+        return target.import_from_folders(folders.root, folders.archive_dir, folders.manifest_label)
+
+    return StorePart("skills", target.is_empty, copy, folders.content_digest, target.content_digest)
 
 
 async def _session_counts_pg(db: PgDatabase) -> dict[str, int]:
@@ -316,3 +354,64 @@ async def _read_digests(report: CheckReport, digests: Mapping[str, Callable[[], 
             report.problems.append(f"{name}: {exc}")
         else:
             report.passed.append(f"{name} readable")
+
+
+# A whole data directory, as `mnemo storage migrate|check` see it. The folder names
+# are the ones `memory_core.storage.open_storage` lays out under home.
+PRIVATE_SKILLS = "skills-private"
+SKILLS_MANIFEST = "skills-manifest.json"
+SKILLS_ARCHIVE = "skills-archive"
+
+
+def _folder_stores(settings: StorageSettings) -> tuple[FileMemoryStore, FolderPrivateSkills]:
+    """The data directory's memory files and private skills folders, to read."""
+    home = settings.home
+    files = FileMemoryStore(
+        home,
+        memory_char_limit=settings.memory_char_limit,
+        user_char_limit=settings.user_char_limit,
+    )
+    skills = FolderPrivateSkills(
+        home / PRIVATE_SKILLS, home / SKILLS_MANIFEST, archive_dir=home / SKILLS_ARCHIVE
+    )
+    return files, skills
+
+
+async def migrate_data_dir(
+    settings: StorageSettings, url: str, *, echo: Callable[[str], None] | None = None
+) -> MigrationReport:
+    """Copy the SQLite data directory `settings.home` (sessions, memory with its settings
+    and staged changes, private skills with their archive and the manifest) into the
+    empty PostgreSQL database at `url`, whose every store's schema is created first;
+    the report of `migrate_storage`, which refuses a target holding anything."""
+    files, skills = _folder_stores(settings)
+    async with AsyncExitStack() as stack:
+        stores = await open_postgres_stores(
+            url,
+            ErasureFence(),
+            stack,
+            memory_char_limit=settings.memory_char_limit,
+            user_char_limit=settings.user_char_limit,
+            pool_size=2,
+        )
+        parts = [memory_part(files, stores.memory), skills_part(skills, stores.private_skills)]
+        return await migrate_storage(settings.home, stores.database, parts, echo=echo)
+
+
+async def check_data_dir(settings: StorageSettings, *, sample: int | None = None) -> CheckReport:
+    """Look over the backend `settings` names, changing nothing (no migration runs):
+    `check_storage_sqlite` or `check_storage_pg` with the digests of memory and private
+    skills (on PostgreSQL, of those whose schema is there)."""
+    if settings.url is None:
+        files, skills = _folder_stores(settings)
+        return await check_storage_sqlite(
+            settings.home, {"memory": files.content_digest, "skills": skills.content_digest}
+        )
+    async with PgDatabase(settings.url, max_size=2) as db:
+        recorded = {component for component, _, _ in await session_rows.schema_records(db)}
+        with PgSyncDatabase(settings.url, max_size=2) as blocking:
+            memory = PgMemoryStore(blocking)
+            digests = {"memory": memory.content_digest}
+            digests["skills"] = PgPrivateSkills(blocking).content_digest
+            digests = {name: d for name, d in digests.items() if name in recorded}
+            return await check_storage_pg(db, ALL_MIGRATIONS, digests, sample=sample)

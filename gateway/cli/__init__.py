@@ -18,6 +18,7 @@ from gateway.cli.jobs import jobs
 from gateway.cli.memory_cmd import memory
 from gateway.cli.sessions_cmd import sessions
 from gateway.cli.skills_cmd import skills
+from gateway.cli.storage_cmd import storage
 from gateway.cli.users_cmd import users
 
 
@@ -94,4 +95,5 @@ main.add_command(jobs)
 main.add_command(memory)
 main.add_command(sessions)
 main.add_command(skills)
+main.add_command(storage)
 main.add_command(users)

@@ -17,7 +17,7 @@ from typing import TypeVar
 
 import click
 
-from gateway.config import Config, load_config
+from gateway.config import Config, load_config, redact_url_credentials
 from gateway.errors import GatewayError
 from memory_core import InvalidUserKeyError, MemoryCoreError, check_user_key
 
@@ -77,8 +77,9 @@ class CliState:
 
 
 def fail(message: str, code: int = EXIT_FAILURE) -> None:
-    """Print one line on stderr (controls made visible) and exit with `code`."""
-    click.echo(f"mnemo: {visible(message)}", err=True)
+    """Print one line on stderr (controls made visible, a URL's credentials taken out:
+    a database error may quote its URL) and exit with `code`."""
+    click.echo(f"mnemo: {visible(redact_url_credentials(message))}", err=True)
     raise SystemExit(code)
 
 

@@ -2,15 +2,14 @@
 
 It runs as a process of its own, beside the bot or without it, so it reads
 what the bot would act on: the configuration (the periodic quiet-time
-extraction, the review thresholds) and the backlog in ``<home>/state.db``
+extraction, the review thresholds) and the backlog in the session store
 (session-end extractions due, quiet sessions awaiting extraction now,
-sessions due for a review). It never creates state.db: without one, nothing
-is pending.
+sessions due for a review), SQLite or PostgreSQL as configured. It never
+creates state.db: without one, nothing is pending.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,8 +18,10 @@ from datetime import UTC, datetime
 import click
 
 from gateway.cli.base import CliState, json_text, run_command, visible
+from gateway.cli.stores import missing_history, open_stores
 from gateway.config import Config
-from memory_core.sessions import BacklogEntry, ReviewDue, SessionStore
+from memory_core import SessionBackend
+from memory_core.sessions import BacklogEntry, ReviewDue
 
 MOST = 10_000  # rows read per list; beyond this the count shows a "+"
 
@@ -54,19 +55,13 @@ def review_line(config: Config) -> str:
     return "background review: after a reply, once a session reaches " + " or ".join(parts)
 
 
-async def read_backlog(config: Config, now: float) -> Backlog:
-    """The backlog in state.db as the bot's jobs would see it at `now`."""
-    path = config.home / "state.db"
-    if not path.exists():
-        return Backlog(now, [], [], [])
-    async with SessionStore(path) as store:
-        pending = await store.pending_extractions(limit=MOST)
-        quiet = await store.quiet_sessions(
-            before=now - config.sessions.idle_minutes * 60, limit=MOST
-        )
-        reviews = await store.reviews_due(
-            config.memory.nudge_interval, config.skills.creation_nudge_interval, limit=MOST
-        )
+async def read_backlog(store: SessionBackend, config: Config, now: float) -> Backlog:
+    """The backlog in `store` as the bot's jobs would see it at `now`."""
+    pending = await store.pending_extractions(limit=MOST)
+    quiet = await store.quiet_sessions(before=now - config.sessions.idle_minutes * 60, limit=MOST)
+    reviews = await store.reviews_due(
+        config.memory.nudge_interval, config.skills.creation_nudge_interval, limit=MOST
+    )
     return Backlog(now, pending, quiet, reviews)
 
 
@@ -161,11 +156,14 @@ def json_payload(config: Config, backlog: Backlog) -> dict[str, object]:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 @click.pass_obj
 def jobs(state: CliState, as_json: bool) -> None:
-    """Show the background work: what is scheduled, and what is pending in state.db."""
+    """Show the background work: what is scheduled, and what is pending in the session store."""
 
     def body() -> tuple[Config, Backlog]:
-        config = state.config()
-        return config, asyncio.run(read_backlog(config, time.time()))
+        config, now = state.config(), time.time()
+        if missing_history(config) is not None:
+            return config, Backlog(now, [], [], [])
+        with open_stores(config) as stores:
+            return config, stores.run(read_backlog(stores.storage.sessions, config, now))
 
     config, backlog = run_command(body)
     if as_json:

@@ -1,27 +1,30 @@
-"""`mnemo memory …`: the operator's view of file memory.
+"""`mnemo memory …`: the operator's view of memory (USER.md and MEMORY.md entries).
 
 Every command goes through `MemoryTool.execute`, the same path as the model's
 `memory` tool, bound to the chosen user (`--user telegram-12345`, the key as
 stored) or to the shared notes (`--shared`). The operator counts as an admin.
 A refusal prints one line (with the pattern id for a safety refusal) and exits
 non-zero. `history` and `undo` work on a profile (`--user KEY`) or, without
-it, on the shared MEMORY.md: its history is the audit of who changed it.
+it, on the shared MEMORY.md: its history is the audit of who changed it. The
+store is the configured one (files under home, or PostgreSQL), opened per command.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import click
 
 from gateway.cli.base import CliState, json_text, run_command, visible
+from gateway.cli.stores import open_stores
 from memory_core import check_user_key
 from memory_core.file_memory import (
     OPERATOR,
-    FileMemoryStore,
     LedgerChange,
+    MemoryBackend,
     MemoryRequest,
     MemoryState,
     MemoryTool,
@@ -45,13 +48,10 @@ def _target(user_key: str | None, shared: bool) -> Target:
     return "memory" if shared else "user"
 
 
-def _store(state: CliState) -> FileMemoryStore:
-    config = state.config()
-    return FileMemoryStore(
-        config.home,
-        memory_char_limit=config.memory.memory_char_limit,
-        user_char_limit=config.memory.user_char_limit,
-    )
+@contextmanager
+def _store(state: CliState) -> Iterator[MemoryBackend]:
+    with open_stores(state.config()) as stores:
+        yield stores.storage.memory
 
 
 def _write(state: CliState, user_key: str | None, shared: bool, operation: Operation) -> None:
@@ -59,8 +59,9 @@ def _write(state: CliState, user_key: str | None, shared: bool, operation: Opera
 
     def body() -> None:
         key = check_user_key(user_key) if user_key is not None else None
-        tool = MemoryTool(_store(state), key, is_admin=True, origin=OPERATOR)
-        result = tool.execute(MemoryRequest(target, (operation,)))
+        with _store(state) as store:
+            tool = MemoryTool(store, key, is_admin=True, origin=OPERATOR)
+            result = tool.execute(MemoryRequest(target, (operation,)))
         count = len(result.state.entries)
         entries = "entry" if count == 1 else "entries"
         click.echo(visible(f"{result.notes[0]} · {result.state.usage_label}, {count} {entries}"))
@@ -89,7 +90,8 @@ def show(state: CliState, user_key: str | None, shared: bool, as_json: bool) -> 
 
     def body() -> MemoryState:
         key = check_user_key(user_key) if user_key is not None else None
-        return _store(state).read(target, key)
+        with _store(state) as store:
+            return store.read(target, key)
 
     current = run_command(body)
     if as_json:
@@ -150,7 +152,8 @@ def history(state: CliState, user_key: str | None, limit: int, as_json: bool) ->
 
     def body() -> tuple[LedgerChange, ...]:
         key = check_user_key(user_key) if user_key is not None else None
-        return _store(state).history(target, key, limit)
+        with _store(state) as store:
+            return store.history(target, key, limit)
 
     changes = run_command(body)
     if as_json:
@@ -180,7 +183,8 @@ def undo(state: CliState, change_id: int | None, user_key: str | None) -> None:
 
     def body() -> None:
         key = check_user_key(user_key) if user_key is not None else None
-        result = _store(state).undo(target, key, change_id, OPERATOR)
+        with _store(state) as store:
+            result = store.undo(target, key, change_id, OPERATOR)
         made = ", ".join(f"#{c.id}" for c in result.made)
         click.echo(f"undid #{result.undone.id} ({result.undone.action}) as {made}")
 

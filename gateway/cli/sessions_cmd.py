@@ -1,13 +1,16 @@
 """`mnemo sessions …`: import, export, search, delete and check session history.
 
-The history lives in ``<home>/state.db``. Every command opens it through the
-synchronous `SessionDB`; failures print one line and exit non-zero.
+Every command opens the configured session store (state.db under home, or
+PostgreSQL when ``storage.url`` is set) through `gateway.cli.stores`; on SQLite,
+the commands that only read or erase refuse a data directory without a state.db
+rather than create one. Failures print one line and exit non-zero.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO
@@ -24,26 +27,26 @@ from gateway.cli.base import (
     user_key_option,
     visible,
 )
+from gateway.cli.stores import OpenStores, missing_history, open_stores
 from memory_core.sessions import (
     ImportFormatError,
     SearchOptions,
     SearchScope,
-    SessionDB,
     SessionHit,
     parse_time_phrase,
     parse_timestamp,
 )
 
 
-def _db_path(state: CliState) -> Path:
-    return state.config().home / "state.db"
-
-
-def _existing_db(state: CliState) -> SessionDB:
-    path = _db_path(state)
-    if not path.exists():
+@contextmanager
+def _existing(state: CliState) -> Iterator[OpenStores]:
+    """The open stores, refusing (one line) a SQLite data directory without history."""
+    config = state.config()
+    path = missing_history(config)
+    if path is not None:
         fail(f"no session history at {path}")
-    return SessionDB(path)
+    with open_stores(config) as stores:
+        yield stores
 
 
 @click.group()
@@ -63,13 +66,14 @@ def import_(state: CliState, file: Path) -> None:
     """
 
     def body() -> None:
-        with SessionDB(_db_path(state)) as db, file.open("rb") as lines:
+        with open_stores(state.config()) as stores, file.open("rb") as lines:
+            db = stores.storage.sessions
             if sys.stderr.isatty() and file.is_file():  # never count /dev/zero or a pipe
                 total = _count_lines(file)
                 with click.progressbar(length=total, label="importing", file=sys.stderr) as bar:
-                    result = db.import_lines(lines, progress=bar.update)
+                    result = stores.run(db.import_lines(lines, progress=bar.update))
             else:
-                result = db.import_lines(lines)
+                result = stores.run(db.import_lines(lines))
         click.echo(
             f"imported {result.messages_inserted:,} messages "
             f"({result.sessions_created:,} new sessions, {result.sessions_extended:,} extended, "
@@ -102,19 +106,20 @@ def export(state: CliState, user_key: str, output: Path | None) -> None:
     """Write all of a person's messages as JSON Lines (the import format)."""
 
     def body() -> int:
-        with _existing_db(state) as db:
-            if output is None:
-                return _write_lines(db, user_key, sys.stdout)
-            with output.open("w", encoding="utf-8") as handle:
-                return _write_lines(db, user_key, handle)
+        with _existing(state) as stores:
+            lines = stores.run(stores.storage.sessions.export_lines(user_key))
+        if output is None:
+            return _write_lines(lines, sys.stdout)
+        with output.open("w", encoding="utf-8") as handle:
+            return _write_lines(lines, handle)
 
     count = run_command(body)
     click.echo(f"exported {count:,} messages of {user_key}", err=True)
 
 
-def _write_lines(db: SessionDB, user_key: str, out: IO[str]) -> int:
+def _write_lines(lines: list[str], out: IO[str]) -> int:
     count = 0
-    for line in db.export_lines(user_key):
+    for line in lines:
         out.write(json_visible(line) + "\n")  # the same JSON, safe to print
         count += 1
     out.flush()
@@ -168,11 +173,12 @@ def search(
     since_at, until_at = _when(since, "since"), _when(until, "until")
 
     def body() -> list[SessionHit]:
-        with _existing_db(state) as db:
-            options = SearchOptions(
-                since=since_at, until=until_at, limit=limit, include_internal=include_internal
-            )
-            return db.search(query, SearchScope(user_key, chat_id), options)
+        options = SearchOptions(
+            since=since_at, until=until_at, limit=limit, include_internal=include_internal
+        )
+        with _existing(state) as stores:
+            found = stores.storage.sessions.search(query, SearchScope(user_key, chat_id), options)
+            return stores.run(found)
 
     hits = run_command(body)
     if as_json:
@@ -234,8 +240,8 @@ def delete(state: CliState, user_key: str, yes: bool) -> None:
         click.confirm(f"Erase every session of {user_key}? This cannot be undone", abort=True)
 
     def body() -> tuple[int, int]:
-        with _existing_db(state) as db:
-            result = db.delete_user(user_key)
+        with _existing(state) as stores:
+            result = stores.run(stores.storage.sessions.delete_user(user_key))
             return result.sessions, result.messages
 
     sessions_deleted, messages_deleted = run_command(body)
@@ -247,11 +253,12 @@ def delete(state: CliState, user_key: str, yes: bool) -> None:
 @sessions.command()
 @click.pass_obj
 def check(state: CliState) -> None:
-    """Check the database and both full-text indexes."""
+    """Check the session store: the database, its search indexes, the message counts."""
 
-    def body() -> None:
-        with _existing_db(state) as db:
-            db.check(lambda line: click.echo(visible(line)))
+    def body() -> str:
+        with _existing(state) as stores:
+            stores.run(stores.storage.sessions.check(lambda line: click.echo(visible(line))))
+            return stores.storage.backend
 
-    run_command(body)
-    click.echo("state.db is consistent")
+    backend = run_command(body)
+    click.echo("state.db is consistent" if backend == "sqlite" else "session history is consistent")

@@ -23,11 +23,13 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TypeVar
+from typing import IO, TypeVar
 
+import memory_core.pg.session_import as session_import
 import memory_core.pg.session_reads as reads
+import memory_core.pg.session_rows as session_rows
 import memory_core.pg.session_writes as writes
-from memory_core.errors import SessionStoreError
+from memory_core.errors import IndexIntegrityError, SessionStoreError
 from memory_core.fence import ErasureFence, current_mark
 from memory_core.pg.database import Connection, PgDatabase
 from memory_core.pg.search_text import index_documents
@@ -37,6 +39,7 @@ from memory_core.scopes import SearchScope
 from memory_core.sessions.activity import SessionActivity
 from memory_core.sessions.erase import UserTotals
 from memory_core.sessions.inbox import QueuedMessage
+from memory_core.sessions.jsonl import ImportResult
 from memory_core.sessions.models import (
     DEFAULT_SEARCH_OPTIONS,
     AppendResult,
@@ -299,3 +302,25 @@ class PgSessionStore:
     async def export_lines(self, user_key: str) -> list[str]:
         """Every message of `user_key` as import-format JSON lines (see `jsonl.export_lines`)."""
         return await self._read(lambda conn: reads.export_lines(conn, user_key))
+
+    # operator work
+    async def import_lines(
+        self, lines: IO[bytes], progress: Callable[[int], None] | None = None
+    ) -> ImportResult:
+        """Import JSON Lines all or nothing, in one transaction (see `session_import`)."""
+        self._check_open()
+        return await session_import.import_lines(self.db, lines, progress=progress)
+
+    async def check(self, echo: Callable[[str], None]) -> None:
+        """The session rows against what their content gives (counts, owner tokens,
+        every message's words and symbols: `session_rows.check_rows`), each passed
+        check told to `echo`; `IndexIntegrityError` naming what is wrong. The schema
+        is this code's: `open` migrated it."""
+        self._check_open()
+        found = await session_rows.check_rows(self.db)
+        wrong = "; ".join(f"{n} rows with wrong {what}" for what, n in found.items() if n)
+        if wrong:
+            raise IndexIntegrityError(f"the session tables are damaged: {wrong}")
+        for what in found:
+            echo(f"ok   {what}")
+        echo(f"ok   schema version {max(s.version for s in SESSION_MIGRATIONS)}")

@@ -8,14 +8,15 @@ only this protocol, so it never knows which backend it talks to.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Callable, Sequence
+from typing import IO, Protocol
 
 from memory_core.fence import ErasureFence
 from memory_core.scopes import SearchScope
 from memory_core.sessions.activity import SessionActivity
 from memory_core.sessions.erase import UserTotals
 from memory_core.sessions.inbox import QueuedMessage
+from memory_core.sessions.jsonl import ImportResult
 from memory_core.sessions.models import (
     DEFAULT_SEARCH_OPTIONS,
     AppendResult,
@@ -140,3 +141,14 @@ class SessionBackend(Protocol):
     async def user_session_keys(self, user_key: str) -> list[str]: ...
 
     async def export_lines(self, user_key: str) -> list[str]: ...
+
+    # operator work
+    async def import_lines(
+        self, lines: IO[bytes], progress: Callable[[int], None] | None = None
+    ) -> ImportResult:
+        """JSON Lines in, all or nothing; `progress` told of each batch of lines done."""
+        ...
+
+    async def check(self, echo: Callable[[str], None]) -> None:
+        """Look the store over, each passed check told to `echo`; raise on a problem."""
+        ...

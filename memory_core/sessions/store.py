@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
-from typing import TypeVar
+from typing import IO, TypeVar
 
 import memory_core.sessions.activity as activity
 import memory_core.sessions.backlog as backlog
@@ -37,7 +37,7 @@ from memory_core.errors import SessionStoreBusyError, SessionStoreError
 from memory_core.fence import ErasureFence, current_mark
 from memory_core.scopes import SearchScope
 from memory_core.sessions.connection import ConnectHook, connect
-from memory_core.sessions.db import open_writer
+from memory_core.sessions.db import SessionDB, open_writer
 from memory_core.sessions.interrupts import ReadCall, usable
 from memory_core.sessions.models import (
     DEFAULT_SEARCH_OPTIONS,
@@ -407,6 +407,34 @@ class SessionStore:
     async def export_lines(self, user_key: str) -> list[str]:
         """Every message of `user_key` as import-format JSON lines (see `jsonl.export_lines`)."""
         return await self._read(lambda conn: list(jsonl.export_lines(conn, user_key)))
+
+    # operator work
+    async def import_lines(
+        self, lines: IO[bytes], progress: Callable[[int], None] | None = None
+    ) -> jsonl.ImportResult:
+        """Import JSON Lines all or nothing (see `importer`), on a connection of its own
+        in a worker thread: short transactions beside the bot's writes. `progress` is
+        called there with the number of lines just done."""
+
+        def job() -> jsonl.ImportResult:
+            with self._operator_db() as db:
+                return db.import_lines(lines, progress=progress)
+
+        return await asyncio.to_thread(job)
+
+    async def check(self, echo: Callable[[str], None]) -> None:
+        """SQLite's integrity check, both full-text indexes, the message counts and the
+        schema version, each passed check told to `echo`; `IndexIntegrityError` on a
+        problem (see `schema.check_integrity`)."""
+
+        def job() -> None:
+            with self._operator_db() as db:
+                db.check(echo)
+
+        await asyncio.to_thread(job)
+
+    def _operator_db(self) -> SessionDB:
+        return SessionDB(self.path, clock=self._clock, on_connect=self._on_connect)
 
 
 def _log_late_failure(done: asyncio.Future[object]) -> None:
