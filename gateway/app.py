@@ -33,7 +33,7 @@ from gateway.commands.choices import PendingChoices
 from gateway.commands.erase import CONSOLE_HISTORY_FOLDER, PendingErasures, person_data
 from gateway.commands.memory_pending import PendingReview, StagedNotices
 from gateway.commands.router import CommandRouter
-from gateway.config import Config
+from gateway.config import Config, storage_settings
 from gateway.conversation import Conversations
 from gateway.errors import ConfigError, MediaDownloadError
 from gateway.i18n import DEFAULT_LANGUAGE, N_, Catalogs
@@ -59,7 +59,6 @@ from memory_core import (
     SessionBackend,
     SkillsStore,
     Storage,
-    StorageSettings,
     default_registry,
     make_user_key,
     open_storage,
@@ -351,18 +350,6 @@ async def open_services(config: Config, metrics: Metrics | None = None) -> Async
         _services(config, storage, persona, metrics) as services,
     ):
         yield services
-
-
-def storage_settings(config: Config) -> StorageSettings:
-    """Where `config` keeps the state: SQLite under home, or `storage.url`."""
-    return StorageSettings(
-        home=config.home,
-        skills_dir=config.skills.dir,
-        url=config.storage.url,
-        memory_char_limit=config.memory.memory_char_limit,
-        user_char_limit=config.memory.user_char_limit,
-        pool_size=config.storage.pool_size,
-    )
 
 
 @contextlib.asynccontextmanager

@@ -20,7 +20,7 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 from urllib.parse import urlsplit
 
 from pydantic import (
@@ -37,6 +37,9 @@ from pydantic import (
 from gateway.config_yaml import SHOWN_CHARS, capped, read_yaml
 from gateway.errors import ConfigError
 from gateway.i18n import LANGUAGES, negotiate, parse_zone
+
+if TYPE_CHECKING:
+    from memory_core import StorageSettings
 
 DEFAULT_CONFIG_FILE = Path("mnemo.yaml")
 REMOVED_GROUP_SESSIONS = (  # a shared session mixed people's sessions and commands
@@ -515,3 +518,17 @@ def _shown_value(value: object) -> str | None:
     if isinstance(value, bool | float) or (isinstance(value, int) and value.bit_length() < 64):
         return repr(value)
     return None
+
+
+def storage_settings(config: Config) -> StorageSettings:
+    """Where `config` keeps the state: SQLite and files under home, or `storage.url`."""
+    from memory_core import StorageSettings  # here: reading a config loads no store
+
+    return StorageSettings(
+        home=config.home,
+        skills_dir=config.skills.dir,
+        url=config.storage.url,
+        memory_char_limit=config.memory.memory_char_limit,
+        user_char_limit=config.memory.user_char_limit,
+        pool_size=config.storage.pool_size,
+    )

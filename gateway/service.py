@@ -35,8 +35,8 @@ from typing import TextIO, TypeVar
 from filelock import FileLock, Timeout
 from prometheus_client import CollectorRegistry, ProcessCollector
 
-from gateway.app import Bot, console_adapter, open_bot, platform_adapters, storage_settings
-from gateway.config import Config
+from gateway.app import Bot, console_adapter, open_bot, platform_adapters
+from gateway.config import Config, storage_settings
 from gateway.conversation import Conversations
 from gateway.errors import AdapterFailedError, ConfigError, GatewayError, InstanceLockedError
 from gateway.health import HealthServer

@@ -172,11 +172,18 @@ if TYPE_CHECKING:
     )
     from memory_core.storage import Storage, StorageSettings, describe_storage, open_storage
     from memory_core.tool_args import decode_arguments
+    from memory_core.transfer import CheckReport, MigrationReport, check_data_dir, migrate_data_dir
     from memory_core.user_keys import check_user_key, make_user_key, split_user_key
 
 # The module each public name comes from (the TYPE_CHECKING imports above,
 # which give mypy the real types; a test keeps the two the same).
 _EXPORTS: dict[str, tuple[str, ...]] = {
+    "memory_core.transfer": (
+        "CheckReport",
+        "MigrationReport",
+        "check_data_dir",
+        "migrate_data_dir",
+    ),
     "memory_core.storage": (
         "describe_storage",
         "open_storage",
@@ -381,6 +388,7 @@ __all__ = [
     "BacklogEntry",
     "BatchRejectedError",
     "ChatType",
+    "CheckReport",
     "ConnectHook",
     "CounterUpdate",
     "Decision",
@@ -415,6 +423,7 @@ __all__ = [
     "MemorySnapshot",
     "MemoryState",
     "MemoryTool",
+    "MigrationReport",
     "MissingOldTextError",
     "NewMessage",
     "NoMatchError",
@@ -494,6 +503,7 @@ __all__ = [
     "WriteResult",
     "append_memory_context",
     "atomic_write_text",
+    "check_data_dir",
     "check_user_key",
     "current_mark",
     "decode_arguments",
@@ -501,6 +511,7 @@ __all__ = [
     "describe_storage",
     "instruction_reasons",
     "make_user_key",
+    "migrate_data_dir",
     "open_storage",
     "parse_time_phrase",
     "parse_timestamp",

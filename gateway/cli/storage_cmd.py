@@ -19,13 +19,12 @@ from urllib.parse import urlsplit
 import click
 
 from gateway.cli.base import EXIT_USAGE, CliState, fail, run_command, visible
-from gateway.cli.stores import settings_of
-from gateway.config import redact_url_credentials
+from gateway.config import redact_url_credentials, storage_settings
 from gateway.errors import InstanceLockedError
 from memory_core import StorageSettings
 
 if TYPE_CHECKING:
-    from memory_core.transfer import MigrationReport  # imported when run: it loads psycopg
+    from memory_core import MigrationReport  # imported when run: it loads psycopg
 
 _SCHEMES = ("postgresql", "postgres")
 
@@ -58,7 +57,7 @@ def migrate(state: CliState, url: str, yes: bool) -> None:
         fail(f"nothing to move: no data directory at {home}")
     if not yes:
         click.confirm(f"Copy the data in {home} into {shown}?", abort=True)
-    report = run_command(lambda: _migrate_alone(home, url, settings_of(config)))
+    report = run_command(lambda: _migrate_alone(home, url, storage_settings(config)))
     if not report.ok:
         wrong = ", ".join(part.name for part in report.parts if not part.ok)
         fail(f"the copy differs from the source in {wrong}: do not use {shown}")
@@ -69,7 +68,7 @@ def migrate(state: CliState, url: str, yes: bool) -> None:
 def _migrate_alone(home: Path, url: str, settings: StorageSettings) -> MigrationReport:
     """The move, holding the data directory's lock: no bot may write while it runs."""
     from gateway.service import instance_lock
-    from memory_core.transfer import migrate_data_dir
+    from memory_core import migrate_data_dir
 
     def echo(line: str) -> None:
         click.echo(visible(line))
@@ -94,10 +93,10 @@ def _migrate_alone(home: Path, url: str, settings: StorageSettings) -> Migration
 def check(state: CliState, sample: int | None) -> None:
     """Verify the configured storage (SQLite and files, or PostgreSQL), changing nothing:
     one line per check and per store's digest; exit 1 on a problem."""
-    from memory_core.transfer import check_data_dir
+    from memory_core import check_data_dir
 
     config = run_command(state.config)
-    settings = settings_of(config)
+    settings = storage_settings(config)
     report = run_command(lambda: asyncio.run(check_data_dir(settings, sample=sample)))
     for line in report.passed:
         click.echo(visible(f"ok   {line}"))

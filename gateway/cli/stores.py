@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from gateway.config import Config
-from memory_core import Storage, StorageSettings, open_storage
+from gateway.config import Config, storage_settings
+from memory_core import Storage, open_storage
 
 T = TypeVar("T")
 
@@ -37,25 +37,12 @@ class OpenStores:
         return self._runner.run(work)
 
 
-def settings_of(config: Config) -> StorageSettings:
-    """Where `config` keeps the state: what `gateway.app.storage_settings` says (a test
-    holds them equal), without importing the application (a second per command)."""
-    return StorageSettings(
-        home=config.home,
-        skills_dir=config.skills.dir,
-        url=config.storage.url,
-        memory_char_limit=config.memory.memory_char_limit,
-        user_char_limit=config.memory.user_char_limit,
-        pool_size=config.storage.pool_size,
-    )
-
-
 @contextmanager
 def open_stores(config: Config) -> Iterator[OpenStores]:
     """Every store `config` names, open for the block (created or migrated as the bot
     would), closed after it."""
     with asyncio.Runner() as runner:
-        opened = open_storage(settings_of(config))
+        opened = open_storage(storage_settings(config))
         storage = runner.run(opened.__aenter__())
         try:
             yield OpenStores(storage, runner)

@@ -9,7 +9,13 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
-from gateway.config import Config, SkillsConfig, load_config, redact_url_credentials
+from gateway.config import (
+    Config,
+    SkillsConfig,
+    load_config,
+    redact_url_credentials,
+    storage_settings,
+)
 from gateway.errors import ConfigError
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "config" / "mnemo.example.yaml"
@@ -393,8 +399,13 @@ def test_storage_defaults_to_sqlite_and_takes_a_postgres_url_from_the_environmen
 ) -> None:
     assert load_config(None, environ={}).storage.url is None
     url = "postgresql://mnemo:s3cret@db.internal:5432/mnemo"
-    config = load_config(write(tmp_path, "{}\n"), environ={"MNEMO_DATABASE_URL": url})
+    config = load_config(
+        write(tmp_path, "storage: {pool_size: 4}\n"), environ={"MNEMO_DATABASE_URL": url}
+    )
     assert config.storage.url == url and config.storage.postgres
+    settings = storage_settings(config)  # what the bot and every CLI command open
+    assert (settings.url, settings.pool_size, settings.home) == (url, 4, config.home)
+    assert settings.backend == "postgresql" and storage_settings(Config()).backend == "sqlite"
 
 
 def test_storage_url_in_the_file_may_name_a_user_but_not_a_password(tmp_path: Path) -> None:

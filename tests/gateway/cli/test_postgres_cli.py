@@ -9,10 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from gateway.app import storage_settings
 from gateway.cli import main
-from gateway.cli.stores import settings_of
-from gateway.config import load_config
 
 ADA, BOB = "telegram-1", "telegram-2"
 
@@ -44,15 +41,6 @@ def mnemo(env: dict[str, str], *args: str, input: str | None = None) -> Result:
 
 def files_under(home: Path) -> list[str]:
     return sorted(str(p.relative_to(home)) for p in home.rglob("*") if p.name != "mnemo.lock")
-
-
-def test_the_cli_settings_are_the_applications(
-    env: dict[str, str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    config = load_config(None)
-    assert settings_of(config) == storage_settings(config) and settings_of(config).url
 
 
 def test_sessions_import_search_export_check_delete(env: dict[str, str], tmp_path: Path) -> None:
