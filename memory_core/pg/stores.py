@@ -9,9 +9,13 @@ pools' closing on `stack`.
 
 from __future__ import annotations
 
+import asyncio
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 
+import psycopg
+
+from memory_core.errors import PostgresUnavailableError
 from memory_core.fence import ErasureFence
 from memory_core.pg.blocking import PgSyncDatabase
 from memory_core.pg.database import PgDatabase
@@ -49,8 +53,14 @@ async def open_postgres_stores(
     memory_char_limit: int,
     user_char_limit: int,
     pool_size: int = 8,
+    connect_timeout: float = 10.0,
 ) -> PgStores:
-    """Open, migrate and build every store on `url`; `stack` closes the pools."""
+    """Open, migrate and build every store on `url`; `stack` closes the pools.
+
+    One plain connection is tried first, so that a server that refuses or a wrong
+    password is one line at once (`PostgresUnavailableError`), not the pool's half
+    minute of retries and warnings."""
+    await asyncio.to_thread(probe, url, connect_timeout)
     database = PgDatabase(url, max_size=pool_size)
     await database.open()
     stack.push_async_callback(database.close)
@@ -68,3 +78,14 @@ async def open_postgres_stores(
         fence=fence,
     )
     return PgStores(database, blocking, sessions, memory, PgPrivateSkills(blocking))
+
+
+def probe(url: str, timeout: float) -> None:
+    """Connect once and close; a failure is `PostgresUnavailableError` with libpq's first
+    line (it names the host and user, never the password)."""
+    try:
+        with psycopg.connect(url, connect_timeout=max(1, round(timeout))):
+            pass
+    except psycopg.Error as err:
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise PostgresUnavailableError(f"cannot connect to PostgreSQL: {reason}") from None
