@@ -1,9 +1,10 @@
 """`mnemo doctor`: check that this installation can run turns.
 
 The checks (`gateway.doctor_checks`) cover the configuration, the data dir,
-the skills folder, SQLite, the model endpoints, Telegram and Discord. Each one
-prints one line, ``ok`` or ``FAIL`` with the reason, or, as JSON, one object
-``{name, ok, detail}`` of a list; the result is False when any check failed.
+the skills folder, the storage (SQLite, or PostgreSQL with `storage.url`), the
+model endpoints, Telegram and Discord. Each one prints one line, ``ok`` or
+``FAIL`` with the reason, or, as JSON, one object ``{name, ok, detail}`` of a
+list; the result is False when any check failed.
 Secrets never appear: credentials in a URL (``OPENAI_BASE_URL`` may hold
 ``https://user:key@host/v1``) are masked in every line, including error text
 from a client that repeats the URL, and so are the API key and bot tokens.
@@ -20,7 +21,7 @@ from gateway.doctor_checks import (
     Check,
     check_data_dir,
     check_skills_dir,
-    check_sqlite,
+    check_storage,
     network_checks,
 )
 
@@ -31,7 +32,7 @@ def run_checks(config: Config, timeout: float, spend: bool = True) -> list[Check
         Check("config", True, "valid"),
         check_data_dir(config.home),
         check_skills_dir(config.skills.dir, promotable=bool(config.admins)),
-        check_sqlite(),
+        check_storage(config),
         *asyncio.run(network_checks(config, timeout, spend)),
     ]
     given = (config.llm.api_key, config.telegram.token, config.discord.token)

@@ -18,9 +18,9 @@ from urllib.parse import urlsplit
 import aiohttp
 
 from gateway.agent.model_client import ModelClient
-from gateway.config import Config, DiscordConfig, TelegramConfig
+from gateway.config import Config, DiscordConfig, TelegramConfig, storage_settings
 from gateway.errors import ModelAuthError, ModelError, ModelNotServedError, ModelStalledError
-from memory_core.sessions import sqlite_problem
+from memory_core import PostgresUnavailableError, storage_problem
 
 MAX_NAMES_SHOWN = 10  # served model ids a "not served" line lists
 
@@ -78,12 +78,18 @@ def check_skills_dir(folder: Path, promotable: bool) -> Check:
     return Check("skills", True, f"{detail} and writable (admins may /promote)")
 
 
-def check_sqlite() -> Check:
-    """This Python's SQLite has FTS5 and a working trigram tokenizer (history search)."""
-    version, problem = sqlite_problem()
+def check_storage(config: Config) -> Check:
+    """The configured backend can hold the bot's state: this Python's SQLite has FTS5 and
+    a working trigram tokenizer, or the PostgreSQL server answers, has pg_trgm and a
+    schema this Mnemo can migrate (nothing is changed)."""
+    name = "storage"
+    try:
+        detail, problem = storage_problem(storage_settings(config))
+    except PostgresUnavailableError as exc:
+        return Check(name, False, str(exc))
     if problem is not None:
-        return Check("sqlite", False, f"SQLite {version} has {problem}")
-    return Check("sqlite", True, f"SQLite {version} with FTS5 and trigram")
+        return Check(name, False, problem)
+    return Check(name, True, detail)
 
 
 def model_targets(config: Config) -> list[tuple[str, ModelTarget]]:

@@ -170,7 +170,13 @@ if TYPE_CHECKING:
         SkillsStore,
         SkillsTools,
     )
-    from memory_core.storage import Storage, StorageSettings, describe_storage, open_storage
+    from memory_core.storage import (
+        Storage,
+        StorageSettings,
+        describe_storage,
+        open_storage,
+        storage_problem,
+    )
     from memory_core.tool_args import decode_arguments
     from memory_core.transfer import CheckReport, MigrationReport, check_data_dir, migrate_data_dir
     from memory_core.user_keys import check_user_key, make_user_key, split_user_key
@@ -185,6 +191,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "migrate_data_dir",
     ),
     "memory_core.storage": (
+        "storage_problem",
         "describe_storage",
         "open_storage",
         "StorageSettings",
@@ -522,6 +529,7 @@ __all__ = [
     "scrub_context",
     "search_sessions",
     "split_user_key",
+    "storage_problem",
     "working",
     "wrap_memory_context",
 ]

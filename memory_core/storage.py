@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 from memory_core.fence import ErasureFence
 from memory_core.file_memory import FileMemoryStore
 from memory_core.file_memory.backend import MemoryBackend
-from memory_core.sessions import SessionStore
+from memory_core.sessions import SessionStore, sqlite_problem
 from memory_core.sessions.backend import SessionBackend
 from memory_core.skills import PrivateSkills, SkillsStore
 
@@ -116,3 +116,18 @@ def _skills(
         fence=fence,
         private=private,
     )
+
+
+def storage_problem(settings: StorageSettings) -> tuple[str, str | None]:
+    """(what the backend is, what keeps the bot from using it or None), changing nothing:
+    SQLite's FTS5 and trigram tokenizer, or the PostgreSQL server, pg_trgm and the
+    recorded schema (`PostgresUnavailableError` when it cannot be reached)."""
+    if settings.url is None:
+        version, problem = sqlite_problem()
+        return (
+            f"SQLite {version} with FTS5 and trigram",
+            problem and f"SQLite {version} has {problem}",
+        )
+    from memory_core.pg.stores import postgres_problem
+
+    return postgres_problem(settings.url)

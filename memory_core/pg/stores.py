@@ -15,13 +15,13 @@ from dataclasses import dataclass
 
 import psycopg
 
-from memory_core.errors import PostgresUnavailableError
+from memory_core.errors import PostgresSchemaError, PostgresUnavailableError
 from memory_core.fence import ErasureFence
 from memory_core.pg.blocking import PgSyncDatabase
 from memory_core.pg.database import PgDatabase
 from memory_core.pg.memory import PgMemoryStore
 from memory_core.pg.memory_schema import MEMORY_MIGRATIONS
-from memory_core.pg.migrations import PgMigration
+from memory_core.pg.migrations import PgMigration, check_recorded, plan
 from memory_core.pg.sessions import PgSessionStore
 from memory_core.pg.sessions_schema import SESSION_MIGRATIONS
 from memory_core.pg.skills import PgPrivateSkills
@@ -89,3 +89,37 @@ def probe(url: str, timeout: float) -> None:
     except psycopg.Error as err:
         reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise PostgresUnavailableError(f"cannot connect to PostgreSQL: {reason}") from None
+
+
+def postgres_problem(url: str, timeout: float = 10.0) -> tuple[str, str | None]:
+    """(the server and database, what keeps Mnemo from using them or None), changing
+    nothing: the server answers, `pg_trgm` can be created or is there, and every
+    component's recorded schema is one this code can migrate from."""
+    probe(url, timeout)
+    with psycopg.connect(url, connect_timeout=max(1, round(timeout))) as conn:
+        found = conn.execute(
+            "SELECT current_setting('server_version'), current_database(), "
+            "EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'pg_trgm'), "
+            "to_regclass('mnemo_schema') IS NOT NULL"
+        ).fetchone()
+        assert found is not None  # one row, always
+        version, database, trigrams, recorded = found
+        where = f"PostgreSQL {version}, database {database}"
+        if not trigrams:
+            return where, "the pg_trgm extension is not available on this server"
+        if not recorded:
+            return f"{where} (empty: mnemo run creates the schema)", None
+        rows = conn.execute("SELECT component, version, sha256 FROM mnemo_schema").fetchall()
+    by_component: dict[str, dict[int, str]] = {}
+    for component, step, digest in rows:
+        by_component.setdefault(str(component), {})[int(step)] = str(digest)
+    try:
+        for component, steps in plan(ALL_MIGRATIONS).items():
+            check_recorded(component, steps, by_component.get(component, {}))
+    except PostgresSchemaError as err:
+        return where, str(err)
+    return f"{where}, schema {_versions(by_component)}", None
+
+
+def _versions(recorded: dict[str, dict[int, str]]) -> str:
+    return ", ".join(f"{name} v{max(steps)}" for name, steps in sorted(recorded.items()))

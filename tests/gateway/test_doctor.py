@@ -99,7 +99,7 @@ def test_doctor_fails_when_the_endpoint_is_a_closed_port(tmp_path: Path) -> None
     result = doctor(url, tmp_path / "data")
     assert result.exit_code == 1
     assert f"FAIL model: {url}: unreachable" in result.stdout
-    assert "ok   sqlite" in result.stdout  # the other checks still ran and reported
+    assert "ok   storage" in result.stdout  # the other checks still ran and reported
 
 
 def test_doctor_fails_when_the_key_is_rejected(tmp_path: Path) -> None:
@@ -366,7 +366,7 @@ def test_one_model_line_when_the_auxiliary_model_is_the_main_one(
     result = doctor(fake.url + "/v1", tmp_path / "data")
     assert result.exit_code == 0, result.output
     assert [line.split(":")[0] for line in lines(result.stdout)] == [
-        "ok   config", "ok   data dir", "ok   skills", "ok   sqlite", "ok   model",
+        "ok   config", "ok   data dir", "ok   skills", "ok   storage", "ok   model",
         "ok   telegram", "ok   discord",
     ]  # fmt: skip
     assert len(fake.requests) == 1
@@ -481,7 +481,7 @@ def test_json_lists_the_same_checks(fake: FakeOpenAI, tmp_path: Path) -> None:
     assert result.exit_code == 1
     checks = json.loads(result.stdout)
     assert [c["name"] for c in checks] == [
-        "config", "data dir", "skills", "sqlite", "model", "telegram", "discord",
+        "config", "data dir", "skills", "storage", "model", "telegram", "discord",
     ]  # fmt: skip
     assert all(set(c) == {"name", "ok", "detail"} for c in checks)
     assert [c["name"] for c in checks if not c["ok"]] == ["skills"]
@@ -490,3 +490,24 @@ def test_json_lists_the_same_checks(fake: FakeOpenAI, tmp_path: Path) -> None:
     assert lines(text) == [
         f"{'ok  ' if c['ok'] else 'FAIL'} {c['name']}: {c['detail']}" for c in checks
     ]
+
+
+def test_doctor_on_postgres_names_the_server_and_a_fresh_database(
+    fake: FakeOpenAI, tmp_path: Path, pg_database: str
+) -> None:
+    result = doctor(fake.url + "/v1", tmp_path / "data", MNEMO_DATABASE_URL=pg_database)
+    assert result.exit_code == 0, result.output
+    line = next(line for line in lines(result.stdout) if "storage:" in line)
+    assert line.startswith("ok   storage: PostgreSQL 18") and "database mnemo_tests" in line
+    assert line.endswith("(empty: mnemo run creates the schema)")
+
+
+def test_doctor_fails_when_postgres_is_unreachable_and_hides_the_password(
+    fake: FakeOpenAI, tmp_path: Path
+) -> None:
+    url = f"postgresql://mnemo:s3cret@127.0.0.1:{closed_port()}/mnemo"
+    result = doctor(fake.url + "/v1", tmp_path / "data", MNEMO_DATABASE_URL=url)
+    assert result.exit_code == 1
+    (line,) = [line for line in lines(result.stdout) if "storage:" in line]
+    assert line.startswith("FAIL storage: cannot connect to PostgreSQL:") and "s3cret" not in line
+    assert "ok   model:" in result.stdout  # the other checks still ran

@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from memory_core import (
@@ -14,6 +15,7 @@ from memory_core import (
     StorageSettings,
     describe_storage,
     open_storage,
+    storage_problem,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,3 +64,21 @@ async def test_an_unreachable_server_is_one_line_at_once_without_the_password(
     message = str(caught.value)
     assert message.startswith("cannot connect to PostgreSQL:") and "\n" not in message
     assert "s3cret" not in message
+
+
+async def test_the_storage_check_reads_the_schema_and_refuses_one_from_a_newer_mnemo(
+    tmp_path: Path, pg_database: str
+) -> None:
+    settings = _settings(tmp_path, pg_database)
+    async with open_storage(settings):
+        pass
+    detail, problem = storage_problem(settings)
+    assert problem is None and "schema memory v" in detail and "sessions v1" in detail
+    with psycopg.connect(pg_database, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO mnemo_schema (component, version, sha256) VALUES ('sessions', 99, 'x')"
+        )
+    _, problem = storage_problem(settings)
+    assert problem is not None and "newer than this Mnemo's" in problem
+    sqlite_detail, sqlite_problem = storage_problem(_settings(tmp_path, None))
+    assert sqlite_detail.startswith("SQLite ") and sqlite_problem is None
