@@ -39,6 +39,7 @@ MAX_LEXEME_BYTES = 2046  # PostgreSQL refuses a lexeme of 2048 bytes or more
 MAX_VECTOR_BYTES = 1_000_000  # a tsvector's lexemes may take 1 MB in all
 MAX_POSITION = 16383  # PostgreSQL clamps positions to this
 MAX_POSITIONS = 256  # and keeps this many per lexeme
+_SHORT = MAX_LEXEME_BYTES // 4  # a token of this many characters or fewer is never cut
 _PER_THREAD = threading.local()
 
 
@@ -53,14 +54,31 @@ def index_document(role: str, content: str) -> str | None:
 
 
 def index_documents(rows: Sequence[tuple[str, str]]) -> list[str | None]:
-    """`index_document` for many (role, content) rows, in one pass of the tokenizer."""
-    tokens = _tokenize([index_value(role, content) for role, content in rows])
-    return [tsvector_literal(found) for found in tokens]
+    """`index_document` for many (role, content) rows, in one pass of the tokenizer.
+
+    The tokens come sorted by message and position, and each message's are grouped
+    in one loop: this runs for every message imported (the import's main cost)."""
+    out: list[str | None] = [None] * len(rows)
+    current = 0
+    positions: dict[str, list[int]] = {}
+    for doc, token, offset in _tokenize([index_value(role, content) for role, content in rows]):
+        if doc != current:
+            if positions:
+                out[current - 1] = _literal(positions)
+            positions, current = {}, doc
+        found = positions.get(token)
+        if found is None:
+            positions[token] = [offset + 1]
+        else:
+            found.append(offset + 1)
+    if positions:
+        out[current - 1] = _literal(positions)
+    return out
 
 
 def word_tokens(text: str) -> list[str]:
     """The tokens of `text` in order, as the word index makes them (stemmed, folded)."""
-    return [token for token, _ in _tokenize([text])[0]]
+    return [token for _, token, _ in _tokenize([text])]
 
 
 def tsvector_literal(tokens: Iterable[tuple[str, int]]) -> str | None:
@@ -87,6 +105,38 @@ def quote_lexeme(lexeme: str) -> str:
     return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
+def _literal(positions: dict[str, list[int]]) -> str | None:
+    """`tsvector_literal` of one message's {token: 1-based positions}, made directly when
+    no limit applies and nothing needs quoting (nearly always), else by it."""
+    parts: list[str] = []
+    chars = 0
+    for token, at in positions.items():
+        chars += len(token)
+        if (
+            len(token) > _SHORT
+            or len(at) > MAX_POSITIONS
+            or at[-1] > MAX_POSITION
+            or "'" in token
+            or "\\" in token
+        ):
+            return _exact(positions)
+        parts.append(
+            f"'{token}':{at[0]}" if len(at) == 1 else f"'{token}':{','.join(map(str, at))}"
+        )
+    if chars * 4 > MAX_VECTOR_BYTES:  # a character is 4 bytes at most
+        return _exact(positions)
+    return " ".join(parts) or None
+
+
+def _exact(positions: dict[str, list[int]]) -> str | None:
+    pairs = sorted(((token, p - 1) for token, at in positions.items() for p in at), key=_second)
+    return tsvector_literal(pairs)
+
+
+def _second(pair: tuple[str, int]) -> int:
+    return pair[1]
+
+
 def _cut(token: str) -> str:
     data = token.encode()
     if len(data) <= MAX_LEXEME_BYTES:
@@ -94,24 +144,23 @@ def _cut(token: str) -> str:
     return data[:MAX_LEXEME_BYTES].decode("utf-8", errors="ignore")
 
 
-def _tokenize(texts: Sequence[str]) -> list[list[tuple[str, int]]]:
-    """Each text's (token, position) pairs in order, from FTS5's own tokenizer."""
+def _tokenize(texts: Sequence[str]) -> list[tuple[int, str, int]]:
+    """(1-based text number, token, 0-based position) of every token of `texts`, by text
+    and position, from FTS5's own tokenizer."""
     conn = _scratch()
-    out: list[list[tuple[str, int]]] = [[] for _ in texts]
     conn.execute("BEGIN")
     try:
         conn.executemany(
             "INSERT INTO t(rowid, content) VALUES (?, ?)",
             ((n, text) for n, text in enumerate(texts, 1) if text),
         )
-        for doc, term, offset in conn.execute("SELECT doc, term, offset FROM v"):
-            out[doc - 1].append((term, offset))
+        found: list[tuple[int, str, int]] = conn.execute(
+            "SELECT doc, term, offset FROM v ORDER BY doc, offset"
+        ).fetchall()
     finally:
         conn.execute("INSERT INTO t(t) VALUES ('delete-all')")
         conn.execute("COMMIT")
-    for found in out:
-        found.sort(key=lambda pair: pair[1])
-    return out
+    return found
 
 
 def _scratch() -> sqlite3.Connection:
