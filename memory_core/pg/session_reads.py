@@ -17,6 +17,7 @@ from memory_core.pg.database import Connection
 from memory_core.pg.session_scope import PgScopeFilter, scope_sql
 from memory_core.scopes import SearchScope
 from memory_core.sessions.activity import SessionActivity
+from memory_core.sessions.backlog import backlog_entry
 from memory_core.sessions.erase import UserTotals
 from memory_core.sessions.inbox import QueuedMessage
 from memory_core.sessions.jsonl import EXPORT_COLUMNS, EXPORT_ORDER, export_line
@@ -147,25 +148,6 @@ SELECT * FROM (
 """
 
 
-def _entry(row: Sequence[Any]) -> BacklogEntry:
-    last_at = row[11] if row[11] is not None else (row[7] or 0.0)
-    return BacklogEntry(
-        session_id=int(row[0]),
-        session_key=row[1],
-        user_key=str(row[2]),
-        chat_id=str(row[3]),
-        chat_type=row[4],
-        thread_id=row[5],
-        source=str(row[6]),
-        ended_at=row[7],
-        end_reason=row[8],
-        extracted_through=int(row[9]),
-        last_message_id=int(row[10] or 0),
-        last_message_at=float(last_at),
-        pending_messages=int(row[12]),
-    )
-
-
 async def extraction_progress(conn: Connection, session_id: int) -> int | None:
     row = await _one(conn, "SELECT extracted_through FROM sessions WHERE id = %s", (session_id,))
     return None if row is None else int(row[0])
@@ -176,7 +158,7 @@ async def pending_extractions(conn: Connection, limit: int = 100) -> list[Backlo
     sql = _ENTRIES.format(
         where="s.extraction_due AND s.ended_at IS NOT NULL", having="TRUE", order="ended_at, id"
     )
-    return [_entry(row) for row in await _all(conn, sql, (max(1, limit),))]
+    return [backlog_entry(row) for row in await _all(conn, sql, (max(1, limit),))]
 
 
 async def quiet_sessions(conn: Connection, before: float, limit: int = 100) -> list[BacklogEntry]:
@@ -187,7 +169,7 @@ async def quiet_sessions(conn: Connection, before: float, limit: int = 100) -> l
         order="last_at, id",
     )
     rows = await _all(conn, sql, (list(INTERNAL_SOURCES), float(before), max(1, limit)))
-    return [_entry(row) for row in rows]
+    return [backlog_entry(row) for row in rows]
 
 
 async def reviews_due(

@@ -31,8 +31,7 @@ from memory_core.sessions.models import (
     SessionOrigin,
 )
 from memory_core.sessions.query import SYMBOL_CLASS
-from memory_core.sessions.schema import owner_token
-from memory_core.sessions.writes import DeleteResult, without_lone_surrogates
+from memory_core.sessions.writes import DeleteResult, new_session_row, without_lone_surrogates
 
 _SYMBOL = re.compile(f"[{SYMBOL_CLASS}]")
 
@@ -167,28 +166,12 @@ async def _open_session(
                 )
             return int(row[0]), False
         parent = await _previous(conn, origin)
-        made = await _one(conn, _SESSION_INSERT, _new_session(origin, first_at, parent))
+        made = await _one(conn, _SESSION_INSERT, new_session_row(origin, first_at, parent))
         if made is not None:
             session_id = int(made[0])
             await conn.execute("UPDATE sessions SET root_id = id WHERE id = %s", (session_id,))
             return session_id, True
     raise SessionConflictError(f"session key {origin.session_key!r} could not be opened")
-
-
-def _new_session(origin: SessionOrigin, first_at: float, parent: int | None) -> tuple[object, ...]:
-    return (
-        origin.source,
-        origin.user_key,
-        owner_token(origin.user_key),
-        origin.chat_id,
-        origin.chat_type,
-        origin.thread_id,
-        origin.session_key,
-        origin.title,
-        origin.model,
-        float(first_at),
-        parent,
-    )
 
 
 async def _previous(conn: Connection, origin: SessionOrigin) -> int | None:

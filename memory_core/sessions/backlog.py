@@ -16,6 +16,7 @@ or the open sessions (partial indexes) and each one's messages through the
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from typing import Any
 
 from memory_core.sessions.connection import transaction
@@ -37,7 +38,8 @@ SELECT * FROM (
 """
 
 
-def _entry(row: tuple[Any, ...]) -> BacklogEntry:
+def backlog_entry(row: Sequence[Any]) -> BacklogEntry:
+    """A backlog row (the columns of the backlog query, on either backend) as an entry."""
     last_at = row[11] if row[11] is not None else (row[7] or 0.0)
     return BacklogEntry(
         session_id=int(row[0]),
@@ -101,7 +103,7 @@ def pending_extractions(conn: sqlite3.Connection, limit: int = 100) -> list[Back
         having="1",
         order="ended_at, id",
     )
-    return [_entry(row) for row in conn.execute(sql, (max(1, limit),))]
+    return [backlog_entry(row) for row in conn.execute(sql, (max(1, limit),))]
 
 
 def quiet_sessions(conn: sqlite3.Connection, before: float, limit: int = 100) -> list[BacklogEntry]:
@@ -115,7 +117,7 @@ def quiet_sessions(conn: sqlite3.Connection, before: float, limit: int = 100) ->
         having="last_at < ? AND last_id > extracted_through",
         order="last_at, id",
     )
-    return [_entry(row) for row in conn.execute(sql, (float(before), max(1, limit)))]
+    return [backlog_entry(row) for row in conn.execute(sql, (float(before), max(1, limit)))]
 
 
 def reviews_due(

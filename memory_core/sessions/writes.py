@@ -180,19 +180,7 @@ def _open_session(
         "INSERT INTO sessions(source, user_key, owner_token, chat_id, chat_type, thread_id, "
         "session_key, title, model, started_at, parent_session_id) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            origin.source,
-            origin.user_key,
-            owner_token(origin.user_key),
-            origin.chat_id,
-            origin.chat_type,
-            origin.thread_id,
-            origin.session_key,
-            origin.title,
-            origin.model,
-            float(first_at),
-            _previous_session(conn, origin),
-        ),
+        new_session_row(origin, first_at, _previous_session(conn, origin)),
     )
     session_id = int(cursor.lastrowid or 0)
     conn.execute("UPDATE sessions SET root_id = id WHERE id = ?", (session_id,))
@@ -323,3 +311,24 @@ def delete_user(conn: sqlite3.Connection, user_key: str, *, purge: bool = True) 
     if purge and sessions:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     return DeleteResult(sessions=sessions, messages=messages)
+
+
+def new_session_row(
+    origin: SessionOrigin, first_at: float, parent: int | None
+) -> tuple[object, ...]:
+    """A new session's values, in the insert's column order (source, user_key, owner_token,
+    chat_id, chat_type, thread_id, session_key, title, model, started_at,
+    parent_session_id), on either backend."""
+    return (
+        origin.source,
+        origin.user_key,
+        owner_token(origin.user_key),
+        origin.chat_id,
+        origin.chat_type,
+        origin.thread_id,
+        origin.session_key,
+        origin.title,
+        origin.model,
+        float(first_at),
+        parent,
+    )
