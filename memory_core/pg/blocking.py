@@ -38,6 +38,7 @@ from memory_core.pg.database import (
     Isolation,
     exhausted,
     pauses,
+    pool_options,
 )
 from memory_core.pg.migrations import PgMigration, apply_migrations
 
@@ -62,12 +63,7 @@ class PgSyncDatabase:
         self._attempts = attempts
         self._timeout = connect_timeout
         self._pool: ConnectionPool[SyncConnection] = ConnectionPool(
-            url,
-            min_size=min_size,
-            max_size=max_size,
-            kwargs={"autocommit": True},
-            open=False,
-            timeout=connect_timeout,
+            url, **pool_options(min_size, max_size, connect_timeout)
         )
 
     def open(self) -> None:

@@ -63,6 +63,17 @@ def pauses(attempts: int) -> Iterator[float]:
         pause = min(pause * 2, MAX_PAUSE)
 
 
+def pool_options(min_size: int, max_size: int, connect_timeout: float) -> dict[str, Any]:
+    """The options both pools share: autocommit connections, opened by `open()`."""
+    return {
+        "min_size": min_size,
+        "max_size": max_size,
+        "kwargs": {"autocommit": True},
+        "open": False,
+        "timeout": connect_timeout,
+    }
+
+
 def exhausted(attempts: int, err: PostgresConflictError) -> PostgresConflictError:
     """The error of a `transact` whose every attempt conflicted."""
     return PostgresConflictError(f"transaction conflicted on all {attempts} attempts: {err}")
@@ -86,12 +97,7 @@ class PgDatabase:
         self._attempts = attempts
         self._timeout = connect_timeout
         self._pool: AsyncConnectionPool[Connection] = AsyncConnectionPool(
-            url,
-            min_size=min_size,
-            max_size=max_size,
-            kwargs={"autocommit": True},
-            open=False,
-            timeout=connect_timeout,
+            url, **pool_options(min_size, max_size, connect_timeout)
         )
 
     async def open(self) -> None:
