@@ -54,12 +54,12 @@ def model(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str]:
 class Chat:
     """A running `mnemo chat`: type lines, read its output line by line (with timeouts)."""
 
-    def __init__(self, tmp_path: Path, model_url: str, config: str) -> None:
+    def __init__(self, tmp_path: Path, model_url: str, config: str, **more_env: str) -> None:
         (tmp_path / "mnemo.yaml").write_text(config, encoding="utf-8")  # found in the cwd
         self.home = tmp_path / "data"
         self.errors = tmp_path / "stderr.txt"
         env = {**os.environ, "OPENAI_BASE_URL": model_url, "MNEMO_HOME": str(self.home)}
-        env.update(USER=USER, LOGNAME=USER)
+        env.update(USER=USER, LOGNAME=USER, **more_env)
         env.pop("MNEMO_CONFIG", None)
         with self.errors.open("w", encoding="utf-8") as errors:
             self.proc = subprocess.Popen(

@@ -12,15 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import queue
-import subprocess
-import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TextIO
 
 import psycopg
 import pytest
@@ -35,6 +29,7 @@ from memory_core import (
 )
 from tests.fakes.base import serving_in_thread
 from tests.fakes.openai import FakeOpenAI, ToolCall
+from tests.gateway.test_background_e2e import Chat
 
 ROOT = Path(__file__).resolve().parents[2]
 USER = "ada"
@@ -55,73 +50,13 @@ def fake() -> Iterator[FakeOpenAI]:
         yield server
 
 
-class Chat:
-    """A running `mnemo chat` on PostgreSQL: type lines, read its output with timeouts."""
-
-    def __init__(self, tmp_path: Path, model_url: str, database_url: str, nudge: int) -> None:
-        (tmp_path / "mnemo.yaml").write_text(  # nudge 1: a review after every reply
-            f"memory: {{nudge_interval: {nudge}}}\nskills: {{creation_nudge_interval: 0}}\n",
-            encoding="utf-8",
-        )
-        self.errors = tmp_path / "stderr.txt"
-        env = {
-            **os.environ,
-            "OPENAI_BASE_URL": model_url,
-            "MNEMO_HOME": str(tmp_path / "data"),
-            "MNEMO_SKILLS_DIR": str(ROOT / "skills"),
-            "MNEMO_DATABASE_URL": database_url,
-            "USER": USER,
-            "LOGNAME": USER,
-        }
-        env.pop("MNEMO_CONFIG", None)
-        with self.errors.open("a", encoding="utf-8") as errors:
-            self.proc = subprocess.Popen(
-                [str(Path(sys.executable).parent / "mnemo"), "chat"],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors,
-                text=True, encoding="utf-8", cwd=tmp_path, env=env,
-            )  # fmt: skip
-        self.lines: list[str] = []
-        self._lines: queue.Queue[str | None] = queue.Queue()
-        assert self.proc.stdout is not None
-        threading.Thread(target=self._read, args=(self.proc.stdout,), daemon=True).start()
-
-    def _read(self, stdout: TextIO) -> None:
-        for line in stdout:
-            self._lines.put(line.rstrip("\n"))
-        self._lines.put(None)
-
-    def type(self, line: str) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(line + "\n")
-        self.proc.stdin.flush()
-
-    def read_until(self, text: str) -> str:
-        deadline = time.monotonic() + TIMEOUT
-        while True:
-            try:
-                line = self._lines.get(timeout=max(deadline - time.monotonic(), 0.0))
-            except queue.Empty:
-                raise AssertionError(f"no {text!r} within {TIMEOUT} s: {self.output()}") from None
-            if line is None:
-                raise AssertionError(f"output ended before {text!r}: {self.output()}")
-            self.lines.append(line)
-            if text in line:
-                return line
-
-    def quit(self) -> None:
-        self.type("/quit")
-        assert self.proc.wait(timeout=TIMEOUT) == 0, self.output()
-        for stream in (self.proc.stdin, self.proc.stdout):
-            if stream is not None:
-                stream.close()
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
-
-    def output(self) -> str:
-        return f"stdout {self.lines!r}, stderr {self.errors.read_text(encoding='utf-8')!r}"
+def chat(tmp_path: Path, model_url: str, database_url: str, nudge: int) -> Chat:
+    """A `mnemo chat` on the database (nudge 1: a review after every reply)."""
+    config = f"memory: {{nudge_interval: {nudge}}}\nskills: {{creation_nudge_interval: 0}}\n"
+    skills = str(ROOT / "skills")
+    return Chat(
+        tmp_path, model_url, config, MNEMO_DATABASE_URL=database_url, MNEMO_SKILLS_DIR=skills
+    )
 
 
 def settings(tmp_path: Path, url: str) -> StorageSettings:
@@ -194,7 +129,7 @@ def test_mnemo_chat_on_postgres_remembers_restarts_recalls_and_forgets_with_noth
     fake.say("Nice to meet you, Ada!")
     fake.call_tools(ToolCall("memory", {"target": "user", "action": "add", "content": FACT}))
     fake.say("Saved.")
-    first = Chat(tmp_path, model, url, nudge=1)
+    first = chat(tmp_path, model, url, nudge=1)
     try:
         first.type(said)
         first.read_until(NOTICE)
@@ -202,13 +137,13 @@ def test_mnemo_chat_on_postgres_remembers_restarts_recalls_and_forgets_with_noth
         first.read_until(FACT)
         first.quit()
     finally:
-        first.kill()
+        first.close()
     before = [r.body["messages"] for r in fake.requests if r.path.endswith("/chat/completions")]
 
     fake.say("Welcome back, Ada.")
     fake.call_tools(ToolCall("memory", {"target": "user", "action": "add", "content": LEARNED}))
     fake.say("Saved.")  # the extraction /new starts
-    second = Chat(tmp_path, model, url, nudge=0)  # no review: the script stays in order
+    second = chat(tmp_path, model, url, nudge=0)  # no review: the script stays in order
     try:
         second.type(BACK)
         second.read_until("Welcome back, Ada.")
@@ -237,7 +172,7 @@ def test_mnemo_chat_on_postgres_remembers_restarts_recalls_and_forgets_with_noth
         second.read_until("I don't remember anything about you yet.")
         second.quit()
     finally:
-        second.kill()
+        second.close()
 
     home = tmp_path / "data"
     assert not (home / "state.db").exists() and not (home / "memories").exists()
