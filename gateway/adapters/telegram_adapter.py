@@ -23,10 +23,13 @@ stored and an update left unstored at a crash is delivered again. The loop is
 outage and retried with a capped backoff, an update PTB cannot parse is logged
 by id, confirmed and skipped, and only a refused token ends it (`done` is set).
 
-Webhook mode (``telegram.webhook.url``) runs PTB's webhook server, which checks
-the secret token on every request. Its limitation: the server acknowledges an
-update to Telegram when it queues it, before it is stored, so an update that
-arrives just before a crash can be lost (long polling has no such window).
+Webhook mode (``telegram.webhook.url``) serves our own small server
+(`telegram_webhook.WebhookServer`) and registers it with ``setWebhook`` (the
+secret token, the allowed updates) at start: each update is handed out exactly
+as long polling hands it out, and Telegram's request is answered 200 only once
+the update is stored (or done with), 503 when its handling failed before that
+or the replica is stopping, so Telegram delivers it again, maybe to another
+replica. A stop leaves the webhook set: other replicas still serve it.
 """
 
 from __future__ import annotations
@@ -63,6 +66,7 @@ from gateway.adapters.media_download import DOWNLOAD_TIMEOUT, not_fetched
 from gateway.adapters.telegram_format import MAX_UNITS, render, utf16_units
 from gateway.adapters.telegram_media import TelegramFiles, media_of
 from gateway.adapters.telegram_polling import ALLOWED_UPDATES, LongPoll, UpdatesRequest
+from gateway.adapters.telegram_webhook import STORE_TIMEOUT, Handling, WebhookServer
 from gateway.config import TelegramConfig
 from gateway.delivery import ChannelLimits, StreamedReply, Throttles, images_as_links
 from gateway.errors import AdapterFailedError, DeliveryError, RateLimitedError
@@ -197,10 +201,13 @@ class TelegramAdapter:
         backoff: tuple[float, float] = (0.5, 30.0),
         overall_max_rate: float = 30.0,
         download_timeout: float = DOWNLOAD_TIMEOUT,
+        store_timeout: float = STORE_TIMEOUT,
     ) -> None:
         """`download_timeout`: seconds one file's download may take
-        (``media.download_timeout``)."""
+        (``media.download_timeout``); `store_timeout`: seconds a webhook request waits
+        for its update to be stored before it is answered 503."""
         self._config, self._poll_timeout, self._clock = config, poll_timeout, clock
+        self._store_timeout = store_timeout
         self._files = TelegramFiles(download_timeout)
         self._backoff, self._overall_max_rate = backoff, overall_max_rate
         self.done = asyncio.Event()
@@ -210,9 +217,10 @@ class TelegramAdapter:
         self._inbox: Inbox | None = None
         self._bot_user: User | None = None
         self._loop: asyncio.Task[None] | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: set[asyncio.Task[bool]] = set()
         self._stopping = asyncio.Event()
         self._poll: LongPoll | None = None
+        self._webhook: WebhookServer | None = None
 
     # ----- the Adapter protocol ----------------------------------------------------
 
@@ -229,7 +237,7 @@ class TelegramAdapter:
             .get_updates_request(updates_request)
         )
         webhook = self._config.webhook.url is not None
-        app = builder.build() if webhook else builder.updater(None).build()
+        app = builder.updater(None).build()
         self._app = app
         try:
             await app.initialize()
@@ -244,10 +252,12 @@ class TelegramAdapter:
             self.done.set()
             return
         except TelegramError as error:
-            self._app = None
-            with contextlib.suppress(TelegramError, RuntimeError):
-                await app.shutdown()
+            await self._abandon(app)
             raise AdapterFailedError(f"Telegram did not answer at start: {error}") from error
+        except OSError as error:  # the webhook's address
+            await self._abandon(app)
+            where = f"{self._config.webhook.listen}:{self._config.webhook.port}"
+            raise AdapterFailedError(f"cannot listen for the webhook on {where}: {error}") from None
         if not webhook:
             self._poll = LongPoll(
                 app.bot,
@@ -276,8 +286,6 @@ class TelegramAdapter:
             self._loop.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._loop
-        if self._app is not None and self._app.updater is not None and self._app.updater.running:
-            await self._app.updater.stop()
         if not already:
             log.info("telegram: stopped taking updates")
 
@@ -288,6 +296,9 @@ class TelegramAdapter:
             _, pending = await asyncio.wait(set(self._tasks), timeout=CLOSE_WAIT)
             for task in pending:
                 task.cancel()
+        if self._webhook is not None:  # after the handlers: their requests are answered
+            await self._webhook.close()
+            self._webhook = None
         app, self._app = self._app, None
         await self._files.close()
         if app is None:
@@ -327,40 +338,54 @@ class TelegramAdapter:
             self.done.set()
 
     async def _start_webhook(self, app: Application[Any, Any, Any, Any, Any, Any]) -> None:
-        webhook = self._config.webhook
-        assert app.updater is not None and webhook.url is not None
-        queue = await app.updater.start_webhook(
+        """Listen first, then tell Telegram where (its first request finds us up)."""
+        webhook, secret = self._config.webhook, self._config.webhook_secret
+        assert webhook.url is not None and secret is not None  # the config's validator
+        server = WebhookServer(
+            app.bot,
+            self._handling,
             listen=webhook.listen,
             port=webhook.port,
-            url_path=urlsplit(str(webhook.url)).path.lstrip("/"),
-            webhook_url=str(webhook.url),
-            secret_token=self._config.webhook_secret,
-            allowed_updates=list(ALLOWED_UPDATES),
+            path=urlsplit(str(webhook.url)).path,
+            secret=secret,
+            stopping=self._stopping,
+            store_timeout=self._store_timeout,
         )
-        self._loop = asyncio.create_task(self._consume(queue), name="telegram-webhook")
+        await server.start()
+        self._webhook = server
+        await app.bot.set_webhook(
+            str(webhook.url), secret_token=secret, allowed_updates=list(ALLOWED_UPDATES)
+        )
 
-    async def _consume(self, queue: asyncio.Queue[object]) -> None:
-        """Webhook mode: updates as PTB's server queued them (already acknowledged)."""
-        while True:
-            update = await queue.get()
-            if isinstance(update, Update):
-                self._dispatch(update)
+    async def _abandon(self, app: Application[Any, Any, Any, Any, Any, Any]) -> None:
+        """A start that failed: nothing stays open."""
+        self._app = None
+        if self._webhook is not None:
+            await self._webhook.close()
+            self._webhook = None
+        with contextlib.suppress(TelegramError, RuntimeError):
+            await app.shutdown()
 
     def _dispatch(self, update: Update) -> asyncio.Event:
         """Start handling one update; the event is set once it is stored or done with."""
-        stored = asyncio.Event()
-        task = asyncio.create_task(self._handle(update, stored.set))
+        return self._handling(update).done
+
+    def _handling(self, update: Update) -> Handling:
+        """Start handling one update; its `Handling` tells when it is stored or done with,
+        and whether it failed (or was cancelled) before it was stored."""
+        handling = Handling()
+        task = asyncio.create_task(self._handle(update, handling.stored))
         self._tasks.add(task)
 
-        def finished(done: asyncio.Task[None]) -> None:
+        def finished(done: asyncio.Task[bool]) -> None:
             self._tasks.discard(done)
-            stored.set()
+            handling.ended(not done.cancelled() and done.result())
 
         task.add_done_callback(finished)
-        return stored
+        return handling
 
-    async def _handle(self, update: Update, on_stored: Callable[[], None]) -> None:
-        """One update, from start to end; the top of an adapter task."""
+    async def _handle(self, update: Update, on_stored: Callable[[], None]) -> bool:
+        """One update, from start to end; the top of an adapter task. False: it failed."""
         try:
             if update.callback_query is not None:
                 await self._on_callback(update.callback_query, on_stored)
@@ -368,6 +393,8 @@ class TelegramAdapter:
                 await self._on_message(update.message, on_stored)
         except Exception:
             log.exception("telegram: update %s failed", update.update_id)
+            return False
+        return True
 
     async def _on_message(self, message: Message, on_stored: Callable[[], None]) -> None:
         inbox, me = self._running()
