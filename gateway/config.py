@@ -222,12 +222,26 @@ class DiscordConfig(_Section):
     allowed_guilds: tuple[str, ...] = ()  # server ids the bot answers in; empty: any server
     guild_ids: tuple[str, ...] = ()  # slash commands synced to these servers; empty: globally
     edit_interval: float = Field(default=1.0, gt=0)  # seconds between edits of one channel
+    shard_count: int | None = Field(default=None, ge=1)  # None: one connection, no sharding
+    shard_ids: tuple[int, ...] = ()  # the shards this process runs; empty: its replica's
     token: str | None = Field(default=None, exclude=True)  # from DISCORD_BOT_TOKEN only
 
     @field_validator("allowed_users", mode="before")
     @classmethod
     def _user_ids(cls, value: Any) -> Any:
         return _allowed_ids(value)
+
+    @model_validator(mode="after")
+    def _shards_in_range(self) -> DiscordConfig:
+        if self.shard_ids and self.shard_count is None:
+            raise ValueError("shard_ids is set: set shard_count too (the shards in all)")
+        count = self.shard_count or 0
+        for shard in self.shard_ids:
+            if not 0 <= shard < count:
+                raise ValueError(f"shard_ids: {shard} is not a shard of 0..{count - 1}")
+        if len(set(self.shard_ids)) != len(self.shard_ids):
+            raise ValueError("shard_ids: a shard is named twice")
+        return self
 
     @field_validator("allowed_guilds", "guild_ids", mode="before")
     @classmethod
@@ -294,6 +308,21 @@ class HealthConfig(_Section):
     port: int = Field(default=8080, ge=0, le=65535)  # 0: any free port (tests)
 
 
+class ReplicasConfig(_Section):
+    """Several `mnemo run` on one PostgreSQL (`storage.url`): which one this is. Discord
+    shard i runs on replica i % count (unless `discord.shard_ids`), and replica 0 alone
+    syncs the slash commands."""
+
+    index: int = Field(default=0, ge=0)  # MNEMO_REPLICA_INDEX
+    count: int = Field(default=1, ge=1)  # MNEMO_REPLICA_COUNT
+
+    @model_validator(mode="after")
+    def _index_below_count(self) -> ReplicasConfig:
+        if self.index >= self.count:
+            raise ValueError(f"index {self.index} is not below count {self.count}")
+        return self
+
+
 class Config(_Section):
     """The whole validated configuration, frozen."""
 
@@ -309,6 +338,7 @@ class Config(_Section):
     telegram: TelegramConfig = TelegramConfig()
     discord: DiscordConfig = DiscordConfig()
     health: HealthConfig = HealthConfig()
+    replicas: ReplicasConfig = ReplicasConfig()
     locale: LocaleConfig = LocaleConfig()
     media: MediaConfig = MediaConfig()
     logging: LoggingConfig = LoggingConfig()
@@ -325,6 +355,22 @@ class Config(_Section):
         if not isinstance(value, tuple):
             return value  # not a list: the type check says so
         return tuple(_admin(str(item)) for item in value)
+
+    @model_validator(mode="after")
+    def _replicas_share_a_database(self) -> Config:
+        replicas = self.replicas
+        if replicas.count > 1 and not self.storage.postgres:
+            raise ValueError(
+                "replicas.count is above 1: set storage.url (MNEMO_DATABASE_URL) too; on "
+                "SQLite one mnemo runs per data directory"
+            )
+        shards = self.discord.shard_count
+        if not self.discord.shard_ids and shards is not None and shards < replicas.count:
+            raise ValueError(
+                f"discord.shard_count ({shards}) is below replicas.count ({replicas.count}): "
+                "a replica would have no shard"
+            )
+        return self
 
     @property
     def aux_model(self) -> str:
@@ -486,6 +532,10 @@ def _apply_env(raw: dict[str, Any], env: Mapping[str, str]) -> None:
         section("health")["enabled"] = env["MNEMO_HEALTH_ENABLED"]
     if env.get("MNEMO_HEALTH_LISTEN"):
         section("health")["listen"] = env["MNEMO_HEALTH_LISTEN"]
+    if env.get("MNEMO_REPLICA_INDEX"):
+        section("replicas")["index"] = env["MNEMO_REPLICA_INDEX"]
+    if env.get("MNEMO_REPLICA_COUNT"):
+        section("replicas")["count"] = env["MNEMO_REPLICA_COUNT"]
     for (name, key), var in _SECRET_KEYS.items():
         if env.get(var):
             section(name)[key] = env[var]

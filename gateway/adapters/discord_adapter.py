@@ -33,6 +33,8 @@ message, so nothing is confirmed after it is stored. A gateway event that
 discord.py cannot parse (a MESSAGE_CREATE without ``type``, say) fails alone: it
 is logged with its type and id and dropped, and the connection goes on (only an
 unreadable READY or RESUMED still ends it, since nothing works without them).
+With ``discord.shard_count`` (or several ``replicas``) the client runs only this
+process's shards (`discord_shards`), and only replica 0 syncs the slash commands.
 """
 
 from __future__ import annotations
@@ -40,13 +42,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Callable, MutableMapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
 import discord
 
+from gateway.adapters.discord_client import ClientEvents, EventClient, ShardedClient, intents
 from gateway.adapters.discord_commands import (
     DiscordCommands,
     Lines,
@@ -61,8 +64,9 @@ from gateway.adapters.discord_endpoints import (
     use_discord_endpoints,
 )
 from gateway.adapters.discord_media import DiscordFiles, media_of
+from gateway.adapters.discord_shards import DiscordShards, discord_shards
 from gateway.adapters.media_download import DOWNLOAD_TIMEOUT
-from gateway.config import DiscordConfig
+from gateway.config import DiscordConfig, ReplicasConfig
 from gateway.delivery import ChannelLimits, StreamedReply, Throttles, images_as_links
 from gateway.errors import AdapterFailedError, DeliveryError, RateLimitedError
 from gateway.i18n import DEFAULT_LANGUAGE, Catalogs
@@ -89,8 +93,6 @@ MAX_RATELIMIT_WAIT = 30.0
 _ANSWERED_TYPES = (discord.MessageType.default, discord.MessageType.reply)
 _MASS_MENTION = re.compile(r"@(everyone|here)")
 _NO_PINGS = discord.AllowedMentions.none()
-_VITAL_EVENTS = frozenset({"READY", "RESUMED"})  # a connection is useless without them
-Parser = Callable[[Any], None]
 
 
 def defuse_mentions(text: str) -> str:
@@ -195,35 +197,6 @@ class DiscordChannel:
         return str(message.id)
 
 
-class _Client(discord.Client):
-    """discord.Client whose events go to the adapter."""
-
-    def __init__(self, adapter: DiscordAdapter, **options: Any) -> None:
-        super().__init__(**options)
-        self._adapter = adapter
-        # the websocket calls these parsers straight from its read loop, where an error
-        # would end the connection; the dict is the one each new websocket is given
-        guard_parsers(self._connection.parsers)
-
-    async def setup_hook(self) -> None:
-        await self._adapter._setup()
-
-    async def on_ready(self) -> None:
-        self._adapter.ready.set()
-
-    async def on_resumed(self) -> None:
-        self._adapter.ready.set()
-
-    async def on_disconnect(self) -> None:
-        self._adapter.ready.clear()  # discord.py reconnects; /healthz says so meanwhile
-
-    async def on_message(self, message: discord.Message) -> None:
-        await self._adapter._on_message(message)
-
-    async def on_interaction(self, interaction: discord.Interaction) -> None:
-        await self._adapter._on_interaction(interaction)
-
-
 class DiscordAdapter:
     """One bot's connection to Discord (implements `gateway.messages.Adapter`)."""
 
@@ -238,14 +211,17 @@ class DiscordAdapter:
         commands_factory: CommandsFactory | None = _slash_commands,
         language: str = DEFAULT_LANGUAGE,
         download_timeout: float = DOWNLOAD_TIMEOUT,
+        replicas: ReplicasConfig | None = None,
     ) -> None:
         """`guild_ready_timeout`: discord.py's wait for server data before READY (tests
         shorten it); `commands_factory` builds the slash commands from the menu given
         at start (None: none); `language`: the bot's default (``locale.language``), for
         the adapter's own lines to a person whose Discord is in no shipped language;
         `download_timeout`: seconds one attachment's download may take
-        (``media.download_timeout``)."""
+        (``media.download_timeout``); `replicas`: which replica this is, for its shards
+        and whether it syncs the slash commands (`discord_shards`; None: the only one)."""
         self._config = config
+        self.shards: DiscordShards = discord_shards(config, replicas or ReplicasConfig())
         self._files = DiscordFiles(download_timeout)
         self._lines = hinted_lines(Catalogs(), language)
         self._guild_ready_timeout, self._ready_timeout = guild_ready_timeout, ready_timeout
@@ -253,7 +229,7 @@ class DiscordAdapter:
         self.done = asyncio.Event()
         self.ready = asyncio.Event()  # READY came (cleared while the gateway is down)
         self._throttles = Throttles(config.edit_interval)
-        self._client: _Client | None = None
+        self._client: EventClient | None = None
         self._runner: asyncio.Task[None] | None = None
         self._inbox: Inbox | None = None
         self._slash: SlashCommands | None = None
@@ -270,9 +246,17 @@ class DiscordAdapter:
         become the slash commands."""
         self._inbox = inbox
         self._endpoints = use_discord_endpoints(self._config.api_base, self._config.gateway_url)
-        client = _Client(
-            self,
-            intents=_intents(),
+        shards = self.shards
+        sharding: dict[str, Any] = {}
+        if shards.sharded:
+            sharding["shard_count"] = shards.count
+            if shards.ids is not None:
+                sharding["shard_ids"] = list(shards.ids)
+        events = ClientEvents(self.ready, self._setup, self._on_message, self._on_interaction)
+        client = (ShardedClient if shards.sharded else EventClient)(
+            events,
+            **sharding,
+            intents=intents(),
             guild_ready_timeout=self._guild_ready_timeout,
             chunk_guilds_at_startup=False,
             member_cache_flags=discord.MemberCacheFlags.none(),
@@ -292,7 +276,7 @@ class DiscordAdapter:
         if self.ready.is_set():
             runner.add_done_callback(self._ended)
             me = client.user
-            log.info("discord: started as %s (%d servers)", me, len(client.guilds))
+            log.info("discord: started as %s (%d servers%s)", me, len(client.guilds), _of(shards))
             return
         await self._failed_start(runner)
 
@@ -331,6 +315,9 @@ class DiscordAdapter:
     async def _setup(self) -> None:
         """discord.py's setup hook: logged in, not yet connected; sync slash commands."""
         if self._slash is None:
+            return
+        if not self.shards.sync_commands:
+            log.info("discord: slash commands are synced by replica 0, not this one")
             return
         try:
             await self._slash.sync()
@@ -507,41 +494,12 @@ class DiscordAdapter:
         return self._inbox, client.user
 
 
-def guard_parsers(parsers: MutableMapping[str, Parser]) -> None:
-    """Make each gateway event parser (but READY's and RESUMED's) fail alone: an
-    event it cannot read is logged with its type and id, the traceback once per type."""
-    failed: set[str] = set()
-    for event, parse in list(parsers.items()):
-        if event not in _VITAL_EVENTS:
-            parsers[event] = _guarded(event, parse, failed)
-
-
-def _guarded(event: str, parse: Parser, failed: set[str]) -> Parser:
-    def guarded(data: Any) -> None:
-        try:
-            parse(data)
-        except Exception as error:  # the top of one event: it is dropped, the connection stays
-            first = event not in failed
-            failed.add(event)
-            log.warning(
-                "discord: a %s event (id %s) could not be read and was skipped (%s)",
-                event,
-                data.get("id") if isinstance(data, dict) else None,
-                type(error).__name__,
-                exc_info=error if first else None,
-            )
-
-    return guarded
-
-
-def _intents() -> discord.Intents:
-    """Servers, their messages, DMs, and message content (privileged); nothing else."""
-    intents = discord.Intents.none()
-    intents.guilds = True
-    intents.guild_messages = True
-    intents.dm_messages = True
-    intents.message_content = True
-    return intents
+def _of(shards: DiscordShards) -> str:
+    """ ", shards 1, 3 of 4" for the start line; nothing without sharding."""
+    if not shards.sharded:
+        return ""
+    ids = shards.ids if shards.ids is not None else range(shards.count or 0)
+    return f", shards {', '.join(map(str, ids))} of {shards.count}"
 
 
 def _forwarded_text(message: discord.Message) -> str | None:
