@@ -2,10 +2,13 @@
 
 `HealthServer` is a small aiohttp web server (`health.listen`:`health.port`)
 that `mnemo run` starts before its adapters when `health.enabled` is on (the
-image turns it on). ``GET /healthz`` answers 200 "ready" only when every
-adapter is connected (its `ready` is set and it has not ended) and the data
-directory is writable; otherwise (and once the service is stopping) 503 with
-one line per thing not ready.
+image turns it on). ``GET /healthz`` answers 200 "ready" only when the replica
+can take updates: every adapter is connected (its `ready` is set and it has not
+ended) and the storage answers (on SQLite the data directory is writable; on
+PostgreSQL a one-row read through the session store comes back within
+`STORE_TIMEOUT`); otherwise 503 with one line per thing not ready. From the
+first stop signal it answers 503 "stopping", before the adapters stop and while
+the turns in flight drain, so that a load balancer sends the updates elsewhere.
 ``GET /metrics`` answers the bot's `Metrics` in the Prometheus text format,
 its queue depths read at that moment. Neither shows a message, a person or a
 secret.
@@ -23,13 +26,16 @@ from pathlib import Path
 from aiohttp import web
 
 from gateway.app import Bot
-from gateway.config import HealthConfig
+from gateway.config import Config, HealthConfig, redact_url_credentials
+from gateway.config_yaml import capped
 from gateway.messages import Adapter
 from gateway.metrics import CONTENT_TYPE
+from memory_core import SessionBackend
 
 log = logging.getLogger(__name__)
 
 STATE_DB = "state.db"
+STORE_TIMEOUT = 2.0  # seconds PostgreSQL gets to answer one /healthz
 
 
 class HealthServer:
@@ -41,9 +47,12 @@ class HealthServer:
         bot: Bot,
         adapters: Sequence[Adapter],
         stopping: asyncio.Event | None = None,
+        store_timeout: float = STORE_TIMEOUT,
     ) -> None:
-        """`stopping`: set once the service is stopping (then it is not ready)."""
+        """`stopping`: set once the service is stopping (then it is not ready);
+        `store_timeout`: seconds the storage gets to answer."""
         self._config = config
+        self._store_timeout = store_timeout
         self._stopping = stopping if stopping is not None else asyncio.Event()
         self._bot = bot
         self._adapters = list(adapters)
@@ -83,8 +92,8 @@ class HealthServer:
             for a in self._adapters
             if a.done.is_set() or not a.ready.is_set()
         ]
-        home = self._bot.services.config.home
-        problem = await asyncio.to_thread(unwritable, home)
+        services = self._bot.services
+        problem = await store_problem(services.config, services.sessions, self._store_timeout)
         if problem is not None:
             problems.append(f"store: {problem}")
         return problems
@@ -107,6 +116,25 @@ class HealthServer:
             ((a.platform, a.ready.is_set() and not a.done.is_set()) for a in self._adapters),
         )
         return web.Response(body=bot.metrics.text(), headers={"Content-Type": CONTENT_TYPE})
+
+
+async def store_problem(
+    config: Config, sessions: SessionBackend, timeout: float = STORE_TIMEOUT
+) -> str | None:
+    """Why the storage cannot take a message now, or None: on SQLite the data directory
+    must be writable (`unwritable`); on PostgreSQL a one-row read through the session
+    store (as cheap as ``SELECT 1``) must come back within `timeout` seconds."""
+    if not config.storage.postgres:
+        return await asyncio.to_thread(unwritable, config.home)
+    try:
+        await asyncio.wait_for(sessions.get_session(0), timeout)
+    except TimeoutError:
+        return f"PostgreSQL did not answer within {timeout:g} s"
+    except Exception as exc:  # any failure of the read: not ready, said in one line
+        first = str(exc).strip().splitlines()[:1]
+        detail = capped(redact_url_credentials(first[0]), 160) if first else ""
+        return f"PostgreSQL: {type(exc).__name__}" + (f": {detail}" if detail else "")
+    return None
 
 
 def unwritable(home: Path) -> str | None:

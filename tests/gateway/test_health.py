@@ -1,6 +1,7 @@
 """/healthz and /metrics of `mnemo run` (an in-process `Service`) against the fake
-Telegram and the fake model: ready only once Telegram answered, and the turns of the
-run counted in the Prometheus text format."""
+Telegram and the fake model: ready only once Telegram answered and while the storage
+answers, not ready from the first stop signal while a turn still drains, and the turns
+of the run counted in the Prometheus text format."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import aiohttp
 import pytest
@@ -16,9 +17,11 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
 from gateway.adapters.telegram_adapter import TelegramAdapter
-from gateway.config import Config, HealthConfig, TelegramConfig
+from gateway.config import Config, HealthConfig, StorageConfig, TelegramConfig, storage_settings
 from gateway.errors import ConfigError
+from gateway.health import store_problem
 from gateway.service import Service
+from memory_core import SessionBackend, open_storage
 from tests.fakes.base import wait_until
 from tests.fakes.openai import FakeOpenAI, Fault
 from tests.fakes.telegram import FakeTelegram
@@ -166,3 +169,88 @@ async def test_a_health_port_in_use_is_one_line(tmp_path: Path) -> None:
         with pytest.raises(ConfigError, match=r"^config error: health: cannot listen on 127"):
             await asyncio.wait_for(service.run(), 10)
         assert tg.calls == []  # it stopped before connecting anything
+
+
+class Watched(TelegramAdapter):
+    """The Telegram adapter, noting what /healthz said when the service stopped it."""
+
+    port = 0
+    health_at_stop: tuple[int, str] | None = None
+
+    async def stop(self) -> None:
+        if self.health_at_stop is None:
+            self.health_at_stop = await get(self.port, "/healthz")
+        await super().stop()
+
+
+async def test_a_stop_turns_not_ready_first_and_the_turn_in_flight_still_finishes(
+    tmp_path: Path,
+) -> None:
+    async with FakeOpenAI(chunk_size=8) as model, FakeTelegram(token=TOKEN) as tg:
+        config = configured(model, tg, tmp_path / "data")
+        adapter = Watched(config.telegram)
+        service = Service(config, [adapter], signals=(), registry=CollectorRegistry())
+        task = asyncio.create_task(service.run())
+        adapter.port = await health_port(service, task)
+        await wait_until(lambda: task.done() or adapter.ready.is_set(), 10)
+        assert (await get(adapter.port, "/healthz")) == (200, "ready\n")
+        model.say("Here is your answer, Alice.")
+        model.fail_next(Fault.stall())  # Alice's turn is held at the model
+        tg.inject_text(ALICE, ALICE, "a slow question")
+        await wait_until(lambda: model.stalled == 1 or task.done(), 10)
+
+        service.request_stop("SIGTERM")  # what the signal handler does
+        await wait_until(lambda: adapter.health_at_stop is not None or task.done(), 10)
+        assert adapter.health_at_stop == (503, "not ready\nstopping\n")  # before the stop
+        assert (await get(adapter.port, "/healthz")) == (503, "not ready\nstopping\n")
+        assert not task.done() and not _shown(tg, ALICE, "Here is your answer, Alice.")
+
+        model.release()  # the drain: the turn in flight finishes, then the service exits
+        await asyncio.wait_for(task, 15)
+        assert _shown(tg, ALICE, "Here is your answer, Alice.")
+        with pytest.raises(aiohttp.ClientConnectionError):
+            await get(adapter.port, "/healthz")
+
+
+class HungSessions:
+    """A session store whose reads never come back (a PostgreSQL that stopped answering)."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    async def get_session(self, session_id: int) -> None:
+        self.asked += 1
+        await asyncio.Event().wait()
+
+
+class FailingSessions:
+    async def get_session(self, session_id: int) -> None:
+        raise OSError("connection to postgresql://mnemo:s3cret@db/mnemo refused")
+
+
+def on_postgres(home: Path, url: str = "postgresql://mnemo@db/mnemo") -> Config:
+    return Config(home=home, storage=StorageConfig(url=url))
+
+
+async def test_on_postgresql_ready_only_while_the_database_answers(
+    tmp_path: Path, pg_database: str
+) -> None:
+    config = on_postgres(tmp_path / "absent", pg_database)  # no data dir needed at all
+    async with open_storage(storage_settings(config)) as storage:
+        assert await store_problem(config, storage.sessions) is None
+    assert await store_problem(config, storage.sessions) == (
+        "PostgreSQL: SessionStoreError: the session store is not open"
+    )
+    hung = HungSessions()
+    problem = await store_problem(config, cast(SessionBackend, hung), timeout=0.05)
+    assert (problem, hung.asked) == ("PostgreSQL did not answer within 0.05 s", 1)
+    problem = await store_problem(config, cast(SessionBackend, FailingSessions()))
+    assert problem == "PostgreSQL: OSError: connection to postgresql://***@db/mnemo refused"
+
+
+async def test_on_sqlite_the_data_directory_must_be_writable(tmp_path: Path) -> None:
+    config = Config(home=tmp_path)
+    hung = cast(SessionBackend, HungSessions())  # not asked: SQLite is checked on disk
+    assert await store_problem(config, hung) is None
+    missing = Config(home=tmp_path / "gone")
+    assert (await store_problem(missing, hung) or "").startswith(f"{tmp_path / 'gone'} is not")
