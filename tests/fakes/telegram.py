@@ -11,7 +11,12 @@ modified" and measured; ``parse_mode`` is not interpreted, so markup counts as t
 Tests inject updates (`inject_text`, `inject_command`, `inject_callback_query`,
 `inject_migration`, forum topics through ``message_thread_id``/``is_topic_message``
 fields, ...), read the state (`chat_messages`, `calls`, `commands`, `drafts`,
-`webhook`) and wait for the bot (`wait_for`). `set_language` gives a user's app a
+`webhook`) and wait for the bot (`wait_for`). With `webhook_targets` (the replicas'
+listen addresses) and a ``setWebhook`` of the bot, injected updates are not handed
+out by ``getUpdates`` (409 while a webhook is set, as on Telegram) but POSTed to the
+targets in turn and retried on the next until one answers 200
+(`tests.fakes.telegram_webhook`); `webhook_attempts` lists every POST, `deliver_again`
+sends an update once more. `set_language` gives a user's app a
 language (``from.language_code`` of everything they send or press); every
 ``setMyCommands`` is kept per scope and ``language_code`` (`commands`). `fail_next` /
 `respond_next` script one error or raw answer for a method (a 429 with ``retry_after``,
@@ -51,6 +56,10 @@ it:
 - ``GET /_fake/chats/{chat_id}``: the chat's visible messages (user's and bot's).
 - ``GET /_fake/drafts/{chat_id}``: the drafts the bot showed there, in order.
 - ``GET /_fake/pending``: the updates not yet confirmed by the bot.
+- ``POST /_fake/webhook_targets`` JSON ``targets`` (URLs): where updates are POSTed
+  once the bot set its webhook (empty: nowhere).
+- ``GET /_fake/webhook_attempts``: every POST of an update, as ``{"update_id",
+  "target", "status"}`` (status null: no answer).
 """
 
 from __future__ import annotations
@@ -69,6 +78,7 @@ from typing import Any, Literal
 from aiohttp import web
 
 from tests.fakes.base import FakeServer, json_response, run_standalone
+from tests.fakes.telegram_webhook import Attempt, WebhookDelivery
 
 MAX_TEXT_UTF16 = 4096
 MAX_DOWNLOAD_BYTES = 20 * 1024 * 1024  # what getFile serves to bots (Bot API limit)
@@ -136,8 +146,20 @@ def utf16_len(text: str) -> int:
 class FakeTelegram(FakeServer):
     """The fake Bot API. ``token=None`` accepts any token (used by the standalone process)."""
 
-    def __init__(self, token: str | None = "123:ABC", bot_username: str = "mnemo_bot") -> None:
+    def __init__(
+        self,
+        token: str | None = "123:ABC",
+        bot_username: str = "mnemo_bot",
+        webhook_targets: list[str] | None = None,
+        webhook_backoff: float = 0.05,
+        webhook_timeout: float = 30.0,
+    ) -> None:
+        """`webhook_targets`: where a set webhook's updates are POSTed (see the module);
+        `webhook_backoff`: seconds before a refused POST is retried on the next target;
+        `webhook_timeout`: seconds a POST may take before it counts as unanswered."""
         self.token, self.bot_username = token, bot_username
+        self._delivery = WebhookDelivery(self._notify, webhook_backoff, webhook_timeout)
+        self._delivery.targets = list(webhook_targets or [])
         self.calls: list[Call] = []
         self.my_commands: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self.languages: dict[int, str] = {}  # user id -> their app's language_code
@@ -187,12 +209,37 @@ class FakeTelegram(FakeServer):
         app.router.add_get("/_fake/drafts/{chat_id}", self._handle_control_drafts)
         app.router.add_get("/_fake/pending", self._handle_control_pending)
         app.router.add_get("/_fake/commands", self._handle_control_commands)
+        app.router.add_post("/_fake/webhook_targets", self._handle_control_targets)
+        app.router.add_get("/_fake/webhook_attempts", self._handle_control_attempts)
 
     # ----- state a test reads ---------------------------------------------------------
 
     @property
     def bot_id(self) -> int:
         return int((self.token or "123:").split(":")[0])
+
+    @property
+    def webhook_targets(self) -> list[str]:
+        """Where updates are POSTed once the bot set its webhook."""
+        return self._delivery.targets
+
+    @webhook_targets.setter
+    def webhook_targets(self, targets: list[str]) -> None:
+        self._delivery.targets = list(targets)
+        self._deliver_pending()
+
+    @property
+    def webhook_attempts(self) -> list[Attempt]:
+        """Every POST of an update to a target, in order."""
+        return list(self._delivery.attempts)
+
+    def webhook_answered(self, update_id: int) -> int:
+        """How many POSTs of the update were answered 200."""
+        return self._delivery.answered(update_id)
+
+    def deliver_again(self, update: dict[str, Any]) -> None:
+        """POST `update` once more, now, to the next target (retried until a 200)."""
+        self._delivery.again(update, str(self.webhook.get("secret_token", "")))
 
     @property
     def pending_updates(self) -> list[dict[str, Any]]:
@@ -245,6 +292,7 @@ class FakeTelegram(FakeServer):
         self._closing = True
         self._files_released.set()
         self._notify()
+        await self._delivery.close()
         await super().stop()
 
     def release_files(self) -> None:
@@ -296,8 +344,17 @@ class FakeTelegram(FakeServer):
         """Queue a raw update (its ``update_id`` is assigned here) and wake long polls."""
         update = {"update_id": next(self._update_ids), **update}
         self._pending.append(update)
+        self._deliver_pending()
         self._notify()
         return update
+
+    def _deliver_pending(self) -> None:
+        """With a webhook set and targets named, the pending updates go out by POST."""
+        if self.webhook and self._delivery.targets:
+            secret = str(self.webhook.get("secret_token", ""))
+            for update in self._pending:
+                self._delivery.deliver(update, secret)
+            self._pending = []
 
     def inject_message(
         self, chat_id: int, user_id: int, chat_type: str | None = None, **fields: Any
@@ -573,6 +630,20 @@ class FakeTelegram(FakeServer):
     async def _handle_control_pending(self, request: web.Request) -> web.Response:
         return json_response(self.pending_updates)
 
+    async def _handle_control_targets(self, request: web.Request) -> web.Response:
+        try:
+            targets = (await request.json())["targets"]
+            if not isinstance(targets, list) or not all(isinstance(t, str) for t in targets):
+                raise TypeError("targets must be a list of URLs")
+        except (ValueError, KeyError, TypeError) as error:
+            return web.Response(status=400, text=f"expected JSON targets: {error}")
+        self.webhook_targets = targets
+        return json_response({"ok": True})
+
+    async def _handle_control_attempts(self, request: web.Request) -> web.Response:
+        attempts = self._delivery.attempts
+        return json_response([vars(a) for a in attempts])
+
     async def _handle_control_commands(self, request: web.Request) -> web.Response:
         menus = [
             {"scope": json.loads(scope), "language_code": language, "commands": commands}
@@ -593,6 +664,7 @@ class FakeTelegram(FakeServer):
         if not str(params.get("url") or "").startswith(("https://", "http://")):
             raise BotApiError(400, "Bad Request: bad webhook: an HTTPS URL must be provided")
         self.webhook = dict(params)
+        self._deliver_pending()
         return True
 
     async def _api_getWebhookInfo(self, params: dict[str, Any]) -> dict[str, Any]:
