@@ -30,6 +30,7 @@ from memory_core.sessions.connection import ConnectHook, sqlite_problem
 from memory_core.sessions.db import SessionDB
 from memory_core.sessions.erase import UserTotals
 from memory_core.sessions.inbox import QueuedMessage
+from memory_core.sessions.jobs import ClaimedJob, InProcessJobs, JobQueue, JobRequest, OpenJob
 from memory_core.sessions.jsonl import ImportResult, parse_timestamp
 from memory_core.sessions.models import (
     DEFAULT_SEARCH_OPTIONS,
@@ -68,14 +69,19 @@ __all__ = [
     "BacklogEntry",
     "Backoff",
     "ChatType",
+    "ClaimedJob",
     "ConnectHook",
     "CounterUpdate",
     "DeleteResult",
     "ImportFormatError",
     "ImportResult",
+    "InProcessJobs",
     "IndexIntegrityError",
     "InvalidMessageError",
+    "JobQueue",
+    "JobRequest",
     "NewMessage",
+    "OpenJob",
     "QueuedMessage",
     "Ranking",
     "ReadTimeoutError",
