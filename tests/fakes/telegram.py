@@ -237,9 +237,10 @@ class FakeTelegram(FakeServer):
         """How many POSTs of the update were answered 200."""
         return self._delivery.answered(update_id)
 
-    def deliver_again(self, update: dict[str, Any]) -> None:
-        """POST `update` once more, now, to the next target (retried until a 200)."""
-        self._delivery.again(update, str(self.webhook.get("secret_token", "")))
+    def deliver_again(self, update: dict[str, Any], target: str | None = None) -> None:
+        """POST `update` once more, now, to `target` (None: the next in turn), retried
+        on the next until a 200."""
+        self._delivery.again(update, str(self.webhook.get("secret_token", "")), target)
 
     @property
     def pending_updates(self) -> list[dict[str, Any]]:

@@ -59,9 +59,11 @@ class WebhookDelivery:
         task = self._spawn(self._post_until_answered(update, secret, before))
         self._lanes[lane] = task
 
-    def again(self, update: dict[str, Any], secret: str) -> None:
-        """Deliver `update` once more, now (retried like any delivery)."""
-        self._spawn(self._post_until_answered(update, secret, None))
+    def again(self, update: dict[str, Any], secret: str, target: str | None = None) -> None:
+        """Deliver `update` once more, now, first to `target` (None: the next in turn;
+        retried like any delivery)."""
+        first = None if target is None else self.targets.index(target)
+        self._spawn(self._post_until_answered(update, secret, None, first))
 
     async def close(self) -> None:
         self._closing.set()
@@ -79,11 +81,15 @@ class WebhookDelivery:
         return task
 
     async def _post_until_answered(
-        self, update: dict[str, Any], secret: str, before: asyncio.Task[None] | None
+        self,
+        update: dict[str, Any],
+        secret: str,
+        before: asyncio.Task[None] | None,
+        first: int | None = None,
     ) -> None:
         if before is not None:
             await asyncio.wait([before])
-        turn = next(self._turn)  # the first target in turn, then the next after each failure
+        turn = next(self._turn) if first is None else first  # then the next after a failure
         while not self._closing.is_set():
             if self.targets:  # none (the test took them away): wait, as for a refusal
                 target, turn = self.targets[turn % len(self.targets)], turn + 1
