@@ -12,7 +12,9 @@ No chat waits on another: the platform is told a message cannot be lost
 (`on_stored`) before its session's lock is waited for. A message that needs
 no keeping (a command, a refusal) is done with at once; a person's message for
 a busy session, or with media (read, maybe slowly, before it is stored), is
-kept in the session queue first, and its turn, in order, stores it.
+kept in the session queue first, and its turn, in order, stores it. With
+replicas (`gateway.replicas`), every turn's message is queued first and its
+session's queue answered in order under the lock shared by every replica.
 """
 
 from __future__ import annotations
@@ -20,29 +22,27 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Iterator
-from typing import TypeVar
+from collections.abc import Callable, Iterator
 
 from gateway.access import AccessPolicy
-from gateway.agent.turn import fault_notice
 from gateway.commands import parse_command
-from gateway.commands.router import ERASED_LINE, FAILED_LINE, CommandRouter
-from gateway.errors import ModelError
+from gateway.commands.registry import CommandCall
+from gateway.commands.router import ERASED_LINE, CommandRouter
+from gateway.guard import Once, guarded
 from gateway.i18n import N_
 from gateway.jobs import BackgroundWork
 from gateway.messages import CommandSpec, InboundMessage, MessageIdentity, ReplySink
 from gateway.person_locale import PersonLocale, PersonLocales
+from gateway.replicas import SessionOrder
 from gateway.session_cache import OpenSessions
 from gateway.session_queue import SessionQueue
 from gateway.turns import Turns
-from memory_core import PersonErasedError, SessionStoreBusyError, SessionStoreError, working
+from memory_core import working
 
 log = logging.getLogger(__name__)
 
 UNSUPPORTED_LINE = N_("I can't read that kind of message; send me text, a voice note or a picture.")
 EMPTY_LINE = N_("Yes? Ask me something.")
-BUSY_LINE = N_("(I'm busy right now; please try again in a moment)")
-T = TypeVar("T")
 
 
 class Conversations:
@@ -57,10 +57,11 @@ class Conversations:
         queue: SessionQueue,
         locales: PersonLocales,
         background: BackgroundWork | None = None,
+        order: SessionOrder | None = None,
     ) -> None:
         """`queue`: where a busy session's messages wait; `locales`: each sender's language
         and time zone; `background`: reviews and extractions (None: the conversation never
-        learns on its own)."""
+        learns on its own); `order`: replicas' session order (None: one process)."""
         self.sessions = sessions
         self.locales = locales
         self._access = access
@@ -68,6 +69,9 @@ class Conversations:
         self._commands = commands
         self._queue = queue
         self._background = background
+        self.order = order
+        if order is not None:
+            order.attach(self._answer_queued, self._learn)
         self._active = 0  # handle() and choose() calls in progress
         self._idle = asyncio.Event()
         self._idle.set()
@@ -89,7 +93,7 @@ class Conversations:
         `message_id`) is stored once and answered once; one stored but never
         answered (the process stopped) is answered.
         """
-        stored = _Once(on_stored)
+        stored = Once(on_stored)
         with self._tracked(), working():  # an erasure from now on fences what this writes
             try:
                 locale = self.locales.of_message(message)
@@ -148,7 +152,7 @@ class Conversations:
         who: MessageIdentity,
         message: InboundMessage,
         sink: ReplySink,
-        stored: _Once,
+        stored: Once,
         locale: PersonLocale,
     ) -> None:
         key = who.session_key
@@ -159,66 +163,66 @@ class Conversations:
         queued: int | None = None
         if not turn:
             stored()  # nothing of it is kept (a command never is): nothing to lose
-        elif message.message_id is not None and (message.media or self.sessions.busy(key)):
-            queued = await self._queued(who, message, stored)  # media: read before it is stored
+        elif message.message_id is not None and (
+            self.order is not None or message.media or self.sessions.busy(key)
+        ):
+            queued = await self._queue.keep(who, message, stored)  # media: read before it is stored
         if call is not None and not self._commands.needs_session(call):
             # answered now, even while a reply of this session is being written (/stop)
             route = self._commands.route(who, message, call, sink, locale)
-            await self._guarded(key, sink, locale, route)
+            await guarded(key, sink, locale, route)
             await sink.finish()
             return
-        replied: int | None = None  # the session of a completed reply
+        if queued is not None and self.order is not None:  # in order, on whichever replica
+            await self.order.serve(key, message.platform, queued, sink)
+            return
         async with self.sessions.locked(key):
-            if not _speaks(message):
-                await sink.write(locale._(UNSUPPORTED_LINE if message.unsupported else EMPTY_LINE))
-            elif call is None and self.sessions.erased(who.user_key):
-                await sink.write(locale._(ERASED_LINE))  # sent before their erasure: part of it
-                if queued is not None:
-                    await self._queue.drop(queued)
-            elif call is None:
-                answer = self._turns.answer(who, message, sink, stored, queued, locale)
-                replied = await self._guarded(key, sink, locale, answer)
-            else:
-                route = self._commands.route(who, message, call, sink, locale)
-                await self._guarded(key, sink, locale, route)
-            await sink.finish()
+            replied = await self._locked(who, message, call, sink, stored, queued, locale)
         self.sessions.trim()  # sessions kept past the bound while in use
-        if replied is not None and self._background is not None:  # delivered: now learn
-            await self._background.after_reply(key, replied, message)
+        if replied is not None:
+            await self._learn(key, replied, message)
 
-    async def _guarded(
-        self, key: str, sink: ReplySink, locale: PersonLocale, work: Awaitable[T]
-    ) -> T | None:
-        """`work`'s result; an error becomes one short line to the person (None)."""
-        try:
-            return await work
-        except ModelError as exc:  # upstream detail to the log, a short line to the person
-            log.warning("model error in session %s: %s: %s", key, type(exc).__name__, exc)
-            await sink.write(locale._(fault_notice(exc)))
-        except PersonErasedError:  # erased while this was in flight: the store kept nothing
-            log.info("session %s: the person was erased meanwhile; nothing was kept", key)
-            await sink.write(locale._(ERASED_LINE))
-        except SessionStoreBusyError as exc:  # the message is queued and stored later
-            log.warning("session store busy in session %s: %s", key, exc)
-            await sink.write(locale._(BUSY_LINE))
-        except Exception:  # the top of a turn: log it, tell the person, keep serving
-            log.exception("turn failed in session %s", key)
-            await sink.write(locale._(FAILED_LINE))
-        return None
-
-    async def _queued(
-        self, who: MessageIdentity, message: InboundMessage, stored: _Once
+    async def _locked(
+        self,
+        who: MessageIdentity,
+        message: InboundMessage,
+        call: CommandCall | None,
+        sink: ReplySink,
+        stored: Callable[[], None],
+        queued: int | None,
+        locale: PersonLocale,
     ) -> int | None:
-        """Keep the message of a busy session in the queue and tell the platform; its queue
-        id (None: the store refused, so its turn stores it and the platform waits, as
-        before)."""
-        try:
-            queue_id = await self._queue.put(who, message)
-        except SessionStoreError as exc:
-            log.warning("session %s: a message could not be queued: %s", who.session_key, exc)
-            return None
-        stored()
-        return queue_id
+        """Under the session's lock: the message's turn or command; the session id of a
+        completed reply."""
+        key = who.session_key
+        replied: int | None = None
+        if not _speaks(message):
+            await sink.write(locale._(UNSUPPORTED_LINE if message.unsupported else EMPTY_LINE))
+        elif call is None and self.sessions.erased(who.user_key):
+            await sink.write(locale._(ERASED_LINE))  # sent before their erasure: part of it
+            if queued is not None:
+                await self._queue.drop(queued)
+        elif call is None:
+            answer = self._turns.answer(who, message, sink, stored, queued, locale)
+            replied = await guarded(key, sink, locale, answer)
+        else:
+            await guarded(key, sink, locale, self._commands.route(who, message, call, sink, locale))
+        await sink.finish()
+        return replied
+
+    async def _answer_queued(
+        self, message: InboundMessage, sink: ReplySink, queued: int
+    ) -> int | None:
+        """A queued message's turn, its session's lock held (`SessionOrder`)."""
+        locale = self.locales.of_message(message)
+        who = MessageIdentity.of(message)
+        replied = await self._locked(who, message, None, sink, Once(None), queued, locale)
+        self.sessions.trim()
+        return replied
+
+    async def _learn(self, key: str, replied: int, message: InboundMessage) -> None:
+        if self._background is not None:  # delivered: now learn
+            await self._background.after_reply(key, replied, message)
 
     @contextlib.contextmanager
     def _tracked(self) -> Iterator[None]:
@@ -235,15 +239,3 @@ class Conversations:
 def _speaks(message: InboundMessage) -> bool:
     """A turn's message: text, or voice notes and pictures (read in the turn)."""
     return bool(message.media) or (not message.unsupported and bool(message.text.strip()))
-
-
-class _Once:
-    """Calls `callback` the first time it is called, then never again."""
-
-    def __init__(self, callback: Callable[[], None] | None) -> None:
-        self._callback = callback
-
-    def __call__(self) -> None:
-        callback, self._callback = self._callback, None
-        if callback is not None:
-            callback()

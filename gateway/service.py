@@ -1,7 +1,8 @@
 """`mnemo run` as a long-running service (and `mnemo chat`, the console alone).
 
-`Service.run` runs what `gateway.app` builds: it holds the data directory's
-lock (``<home>/mnemo.lock``: one instance per directory), opens the bot,
+`Service.run` runs what `gateway.app` builds: on SQLite it holds the data
+directory's lock (``<home>/mnemo.lock``: one instance per directory; on
+PostgreSQL any number of replicas may run, see `gateway.replicas`), opens the bot,
 starts the background work and every adapter, answers the messages stored but
 not answered before the last stop, and serves until SIGINT/SIGTERM or until
 an adapter ends by itself (the console at the end of its input).
@@ -43,15 +44,21 @@ from gateway.health import HealthServer
 from gateway.logs import configure_logging
 from gateway.messages import Adapter, CommandSpec, InboundMessage, ReplySink
 from gateway.preflight import check_startup
+from gateway.replicas import (
+    STALE,
+    SWEEP_EVERY,
+    UNANSWERED_WITHIN,
+    SessionOrder,
+    stored_inbound,
+)
 from gateway.session_queue import SessionQueue
-from memory_core import SessionBackend, describe_storage, split_user_key
+from memory_core import SessionBackend, describe_storage
 
 log = logging.getLogger("mnemo")
 
 LOCK_NAME = "mnemo.lock"
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 MIN_SECRET_LENGTH = 8
-UNANSWERED_WITHIN = 24 * 3600.0  # older unanswered messages are left alone after a restart
 T = TypeVar("T")
 
 
@@ -132,7 +139,9 @@ class Service:
     async def run(self) -> None:
         """Serve until stopped. Raises `InstanceLockedError` when another instance holds
         the data directory, `AdapterFailedError` when an adapter fails."""
-        with instance_lock(self._config.home), self._signal_handlers():
+        replicas = storage_settings(self._config).url is not None  # no data-dir lock then
+        lock = contextlib.nullcontext() if replicas else instance_lock(self._config.home)
+        with lock, self._signal_handlers():
             async with (
                 open_bot(self._config, self._adapters, self._registry) as bot,
                 self._health_server(bot),
@@ -171,6 +180,8 @@ class Service:
         ended: Adapter | None = None
         try:
             for adapter in self._adapters:
+                if conversations.order is not None:  # replies to what another replica got
+                    conversations.order.serve_platform(adapter.platform, adapter.reply_sink)
                 await _start(adapter, conversations, conversations.menu)
                 started.append(adapter)
                 if adapter.done.is_set() and adapter.platform != "console":
@@ -210,7 +221,12 @@ class Service:
         return ended
 
     async def _answer_unanswered(self, bot: Bot) -> None:
-        """Answer what each platform stored but did not answer before the last stop."""
+        """Answer what each platform stored but did not answer before the last stop; with
+        replicas, then sweep for what a dead replica left, every `SWEEP_EVERY` seconds."""
+        order = bot.conversations.order
+        if order is not None:
+            await sweep_forever(order)
+            return
         for adapter in self._adapters:
             try:
                 count = await answer_unanswered(
@@ -296,25 +312,12 @@ async def answer_unanswered(
     answered = 0
     done: set[tuple[str, str]] = set()  # (session key, platform message id) answered here
     for info, stored in pending:
-        if stored.platform_message_id is None:
-            continue  # no platform id: it cannot be told apart from a new message
-        _, user_id = split_user_key(info.user_key)
-        message = InboundMessage(
-            platform=platform,
-            chat_id=info.chat_id,
-            chat_type=info.chat_type,
-            user_id=user_id,
-            text=stored.content,
-            message_id=stored.platform_message_id,
-            user_name=stored.speaker_name,
-            thread_id=info.thread_id,
-            own_words=stored.own_words,
-        )
-        if message.session_key() != info.session_key:
-            continue  # sessions are keyed differently now: leave it
+        message = stored_inbound(platform, info, stored)
+        if message is None or message.message_id is None:
+            continue  # no platform id, or sessions are keyed differently now: leave it
         await conversations.handle(message, sink_for(message))
         answered += 1
-        done.add((info.session_key or "", stored.platform_message_id))
+        done.add((info.session_key or "", message.message_id))
     queue = SessionQueue(store)
     for waiting in await queue.waiting(platform):  # they came after those: answered after
         message = waiting.message
@@ -324,6 +327,22 @@ async def answer_unanswered(
             answered += 1
         await queue.drop(waiting.queue_id)
     return answered
+
+
+async def sweep_forever(order: SessionOrder, every: float = SWEEP_EVERY) -> None:
+    """Take over what replicas left (`SessionOrder.sweep`): at once everything (this
+    replica just started), then every `every` seconds what waited longer than `STALE`."""
+    stale = 0.0
+    while True:
+        try:
+            count = await order.sweep(stale)
+        except Exception:  # the top of a task: log it, sweep again later
+            log.exception("the sweep for sessions left by other replicas failed")
+        else:
+            if count:
+                log.info("answered %d messages that were waiting for another replica", count)
+        stale = STALE
+        await asyncio.sleep(every)
 
 
 async def _start(

@@ -21,7 +21,12 @@ whose history was dropped reads it from the store at its next turn, and keeps
 it again.
 
 A routing key's lock lives only while someone holds it or waits for it, so
-the locks do not pile up with every key ever seen.
+the locks do not pile up with every key ever seen. With shared `SessionLocks`
+(replicas on PostgreSQL) the key's lock is held across every replica, and
+whoever takes it first compares the store's `SessionMark` with the one this
+replica saw when it last let go: if another replica wrote the session since,
+the cached history (or the whole session, when its prompt changed) is dropped,
+so the turn continues from the store, byte for byte what that replica sent.
 """
 
 from __future__ import annotations
@@ -43,6 +48,8 @@ from memory_core import (
     SessionBackend,
     SessionContext,
     SessionInfo,
+    SessionLocks,
+    SessionMark,
     SkillsStore,
     TranscriptMessage,
 )
@@ -65,6 +72,7 @@ class OpenSession:
     system_prompt: str
     manager: MemoryManager
     history: SentHistory | None = None
+    mark: SessionMark | None = None  # the store's, when this replica last let go of the key
 
 
 @dataclass
@@ -214,9 +222,12 @@ class OpenSessions:
         prompts: PromptMaker,
         max_open: int,
         events: SessionEvents | None = None,
+        locks: SessionLocks | None = None,
     ) -> None:
-        """`events`: the background work told of ends and erasures (None: nobody listens)."""
+        """`events`: the background work told of ends and erasures (None: nobody listens);
+        `locks`: the sessions' locks shared with other replicas (None: this process's)."""
         self._store = store
+        self.shared = locks if locks is not None and locks.shared else None
         self._new_manager = new_manager
         self._prompts = prompts
         self._events = events
@@ -258,9 +269,67 @@ class OpenSessions:
         """How many routing keys have a lock now (only those in use or waited for)."""
         return self.cache.lock_count
 
-    def locked(self, key: str) -> contextlib.AbstractAsyncContextManager[None]:
-        """Hold `key`'s lock: one turn or command at a time per routing key."""
-        return self.cache.locked(key)
+    @contextlib.asynccontextmanager
+    async def locked(self, key: str) -> AsyncIterator[None]:
+        """Hold `key`'s lock: one turn or command at a time per routing key (across every
+        replica when the locks are shared; the cached session checked against the store)."""
+        async with self.cache.locked(key):
+            if self.shared is None:
+                yield
+                return
+            async with self.shared.hold(key), self._fresh(key):
+                yield
+
+    @contextlib.asynccontextmanager
+    async def try_locked(self, key: str) -> AsyncIterator[bool]:
+        """Hold `key`'s lock for the block if nobody holds it now (True), else False."""
+        if self.cache.busy(key):
+            yield False
+            return
+        async with self.cache.locked(key):
+            if self.shared is None:
+                yield True
+                return
+            async with self.shared.try_hold(key) as got:
+                if not got:
+                    yield False
+                    return
+                async with self._fresh(key):
+                    yield True
+
+    @contextlib.asynccontextmanager
+    async def _fresh(self, key: str) -> AsyncIterator[None]:
+        """Under `key`'s shared lock: drop what another replica's writes made stale first;
+        note the store's mark when the block ends (a block that failed drops the session)."""
+        cached = self.cache.get(key)
+        if cached is not None:
+            mark = await self._store.session_mark(key)
+            if mark is None or mark.session_id != cached.session_id or mark.prompt_chars is None:
+                self._retire(key)  # ended, moved on or its prompt cleared elsewhere
+            elif cached.mark != mark:
+                if mark.prompt_chars != len(cached.system_prompt):
+                    self._retire(key)
+                else:
+                    cached.history = None  # another replica wrote it: read the store
+        ok = False
+        try:
+            yield
+            ok = True
+        finally:
+            if not ok:
+                self._retire(key)
+            elif (after := self.cache.get(key)) is not None:
+                try:
+                    after.mark = await self._store.session_mark(key)
+                except Exception:  # unknown now: the next holder reads the store
+                    log.warning("session %s: its mark could not be read", key, exc_info=True)
+                    self._retire(key)
+
+    def _retire(self, key: str) -> None:
+        """Drop `key`'s cached session; its providers shut down in the background."""
+        session = self.cache.pop(key)
+        if session is not None:
+            self._shut_down_later(session)
 
     def busy(self, key: str) -> bool:
         """Whether a turn or command of `key` runs or waits now."""
@@ -355,7 +424,7 @@ class OpenSessions:
     async def end_quiet(self, key: str, session_id: int, quiet_since: float) -> None:
         """End `key`'s session `session_id` for being idle (`sessions.idle_reset`), unless
         it moved on or a message came after `quiet_since` (checked under the key's lock)."""
-        async with self.cache.locked(key):
+        async with self.locked(key):
             current = await self._store.current_session(key)
             if current is None or current.id != session_id:
                 return
@@ -417,9 +486,12 @@ class OpenSessions:
     def trim(self) -> None:
         """Shut the sessions kept past the bound down in the background: no turn waits."""
         for session in self.cache.trim():
-            task = asyncio.create_task(session.manager.shutdown())
-            self._retiring.add(task)
-            task.add_done_callback(self._retired)
+            self._shut_down_later(session)
+
+    def _shut_down_later(self, session: OpenSession) -> None:
+        task = asyncio.create_task(session.manager.shutdown())
+        self._retiring.add(task)
+        task.add_done_callback(self._retired)
 
     def _retired(self, task: asyncio.Task[None]) -> None:
         self._retiring.discard(task)

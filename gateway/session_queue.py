@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 from gateway.messages import InboundMessage, MediaRef, MessageIdentity
-from memory_core import SessionBackend
+from memory_core import SessionBackend, SessionStoreError
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +58,19 @@ class SessionQueue:
         return await self._store.queue_message(
             who.session_key, who.user_key, who.platform, encode(message)
         )
+
+    async def keep(
+        self, who: MessageIdentity, message: InboundMessage, stored: Callable[[], None]
+    ) -> int | None:
+        """`put`, then tell the platform (`stored`); the queue id (None: the store refused,
+        so the message's turn stores it and the platform waits for that, as before)."""
+        try:
+            queue_id = await self.put(who, message)
+        except SessionStoreError as exc:
+            log.warning("session %s: a message could not be queued: %s", who.session_key, exc)
+            return None
+        stored()
+        return queue_id
 
     async def drop(self, queue_id: int) -> None:
         """The turn stored the message in its session: it waits no longer."""

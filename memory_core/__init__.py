@@ -160,6 +160,7 @@ if TYPE_CHECKING:
         search_sessions,
     )
     from memory_core.sessions.backend import SessionBackend
+    from memory_core.sessions.locks import LocalSessionLocks, SessionLocks, SessionMark
     from memory_core.skills import (
         GENERAL,
         SKILL_TOOL_SCHEMAS,
@@ -198,6 +199,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "Storage",
     ),
     "memory_core.sessions.backend": ("SessionBackend",),
+    "memory_core.sessions.locks": ("LocalSessionLocks", "SessionLocks", "SessionMark"),
     "memory_core.file_memory.backend": ("MemoryBackend",),
     "memory_core.atomic": ("atomic_write_text",),
     "memory_core.context": (
@@ -416,6 +418,7 @@ __all__ = [
     "InvalidMessageError",
     "InvalidUserKeyError",
     "LedgerChange",
+    "LocalSessionLocks",
     "MemoryBackend",
     "MemoryChange",
     "MemoryCoreError",
@@ -467,6 +470,8 @@ __all__ = [
     "SessionDB",
     "SessionHit",
     "SessionInfo",
+    "SessionLocks",
+    "SessionMark",
     "SessionNotFoundError",
     "SessionOrigin",
     "SessionSearcher",

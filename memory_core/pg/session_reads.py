@@ -21,6 +21,7 @@ from memory_core.sessions.backlog import backlog_entry
 from memory_core.sessions.erase import UserTotals
 from memory_core.sessions.inbox import QueuedMessage
 from memory_core.sessions.jsonl import EXPORT_COLUMNS, EXPORT_ORDER, export_line
+from memory_core.sessions.locks import SessionMark
 from memory_core.sessions.models import (
     INTERNAL_SOURCES,
     BacklogEntry,
@@ -60,6 +61,19 @@ async def get_session(conn: Connection, session_id: int) -> SessionInfo | None:
 async def current_session(conn: Connection, session_key: str) -> SessionInfo | None:
     sql = f"SELECT {SESSION_COLUMNS} FROM sessions WHERE session_key = %s AND ended_at IS NULL"
     return _session(await _one(conn, sql, (session_key,)))
+
+
+async def session_mark(conn: Connection, session_key: str) -> SessionMark | None:
+    row = await _one(
+        conn,
+        "SELECT s.id, (SELECT max(m.id) FROM messages m WHERE m.session_id = s.id), "
+        "char_length(s.system_prompt) FROM sessions s "
+        "WHERE s.session_key = %s AND s.ended_at IS NULL",
+        (session_key,),
+    )
+    if row is None:
+        return None
+    return SessionMark(int(row[0]), int(row[1] or 0), None if row[2] is None else int(row[2]))
 
 
 async def get_system_prompt(conn: Connection, session_id: int, scope: SearchScope) -> str | None:

@@ -17,6 +17,7 @@ from memory_core.sessions.activity import SessionActivity
 from memory_core.sessions.erase import UserTotals
 from memory_core.sessions.inbox import QueuedMessage
 from memory_core.sessions.jsonl import ImportResult
+from memory_core.sessions.locks import SessionMark
 from memory_core.sessions.models import (
     DEFAULT_SEARCH_OPTIONS,
     AppendResult,
@@ -129,6 +130,8 @@ class SessionBackend(Protocol):
     ) -> list[StoredMessage]: ...
 
     async def list_sessions(self, scope: SearchScope, limit: int = 20) -> list[SessionInfo]: ...
+
+    async def session_mark(self, session_key: str) -> SessionMark | None: ...
 
     async def get_system_prompt(self, session_id: int, scope: SearchScope) -> str | None: ...
 

@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from memory_core.scopes import SearchScope
+from memory_core.sessions.locks import SessionMark
 from memory_core.sessions.models import ReviewCounters, SessionInfo, StoredMessage
 
 SESSION_COLUMNS = (
@@ -48,6 +49,18 @@ def current_session(conn: sqlite3.Connection, session_key: str) -> SessionInfo |
         (session_key,),
     )
     return _session(row.fetchone())
+
+
+def session_mark(conn: sqlite3.Connection, session_key: str) -> SessionMark | None:
+    """The open session of a routing key as `SessionMark` (None: no open session)."""
+    row = conn.execute(
+        "SELECT s.id, (SELECT max(m.id) FROM messages m WHERE m.session_id = s.id), "
+        "length(s.system_prompt) FROM sessions s WHERE s.session_key = ? AND s.ended_at IS NULL",
+        (session_key,),
+    ).fetchone()
+    if row is None:
+        return None
+    return SessionMark(int(row[0]), int(row[1] or 0), None if row[2] is None else int(row[2]))
 
 
 def get_system_prompt(conn: sqlite3.Connection, session_id: int, scope: SearchScope) -> str | None:

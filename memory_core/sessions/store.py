@@ -39,6 +39,7 @@ from memory_core.scopes import SearchScope
 from memory_core.sessions.connection import ConnectHook, connect
 from memory_core.sessions.db import SessionDB, open_writer
 from memory_core.sessions.interrupts import ReadCall, usable
+from memory_core.sessions.locks import SessionMark
 from memory_core.sessions.models import (
     DEFAULT_SEARCH_OPTIONS,
     AppendResult,
@@ -383,6 +384,10 @@ class SessionStore:
 
     async def list_sessions(self, scope: SearchScope, limit: int = 20) -> list[SessionInfo]:
         return await self._read(session_reads.list_sessions, scope, limit)
+
+    async def session_mark(self, session_key: str) -> SessionMark | None:
+        """The routing key's open session as a cheap `SessionMark` (None: no open one)."""
+        return await self._read(session_reads.session_mark, session_key)
 
     async def get_system_prompt(self, session_id: int, scope: SearchScope) -> str | None:
         """The system prompt stored with a session in `scope`, or None."""

@@ -1,0 +1,58 @@
+"""A turn's or command's errors as one short line to the person, never a crash.
+
+`guarded(key, sink, locale, work)` awaits `work` and turns what a turn may
+raise into one line in the person's language (the detail to the log): a model
+fault, an erasure that began meanwhile, a busy session store, anything else.
+`Once` calls a callback the first time only (a platform told once that a
+message is kept). Both serve `gateway.conversation` and `gateway.replicas`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from gateway.agent.turn import fault_notice
+from gateway.commands.router import ERASED_LINE, FAILED_LINE
+from gateway.errors import ModelError
+from gateway.i18n import N_
+from gateway.messages import ReplySink
+from gateway.person_locale import PersonLocale
+from memory_core import PersonErasedError, SessionStoreBusyError
+
+log = logging.getLogger("gateway.conversation")
+
+BUSY_LINE = N_("(I'm busy right now; please try again in a moment)")
+T = TypeVar("T")
+
+
+async def guarded(key: str, sink: ReplySink, locale: PersonLocale, work: Awaitable[T]) -> T | None:
+    """`work`'s result; an error becomes one short line to the person (None)."""
+    try:
+        return await work
+    except ModelError as exc:  # upstream detail to the log, a short line to the person
+        log.warning("model error in session %s: %s: %s", key, type(exc).__name__, exc)
+        await sink.write(locale._(fault_notice(exc)))
+    except PersonErasedError:  # erased while this was in flight: the store kept nothing
+        log.info("session %s: the person was erased meanwhile; nothing was kept", key)
+        await sink.write(locale._(ERASED_LINE))
+    except SessionStoreBusyError as exc:  # the message is queued and stored later
+        log.warning("session store busy in session %s: %s", key, exc)
+        await sink.write(locale._(BUSY_LINE))
+    except Exception:  # the top of a turn: log it, tell the person, keep serving
+        log.exception("turn failed in session %s", key)
+        await sink.write(locale._(FAILED_LINE))
+    return None
+
+
+class Once:
+    """Calls `callback` the first time it is called, then never again."""
+
+    def __init__(self, callback: Callable[[], None] | None) -> None:
+        self._callback = callback
+
+    def __call__(self) -> None:
+        callback, self._callback = self._callback, None
+        if callback is not None:
+            callback()

@@ -1,0 +1,179 @@
+"""Several replicas on one PostgreSQL: each session's messages answered in order, once.
+
+With shared session locks (`SessionLocks.shared`), every message that will be a
+turn is queued first (`SessionQueue`) and the platform told; then `serve` takes
+the session's lock, held across every replica, and answers the session's queued
+messages oldest first, whichever replica received them (a message another
+replica received gets its sink from the adapter of its platform here,
+`reply_sink`), each dropped from the queue once its turn stored it, until none
+is left. Having let go, it looks once more: a message queued just before the
+release is answered then, unless another replica took the lock meanwhile (it
+answers it). A replica that finds the lock taken waits for it; its own message
+may be answered by the holder meanwhile, and it then finds nothing left.
+
+`sweep` takes over what a replica that died left: the sessions with messages
+queued longer than `stale` seconds, and those with a person's message stored but
+never answered (the replica died mid-turn), whose lock nobody holds (the server
+released the dead replica's locks with its connection). Their turns continue
+from the store: the stored system prompt and history, byte for byte.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from gateway.messages import InboundMessage, MessageIdentity, ReplySink
+from gateway.session_cache import OpenSessions
+from gateway.session_queue import SessionQueue, Waiting
+from memory_core import SessionBackend, SessionInfo, StoredMessage, split_user_key, working
+
+log = logging.getLogger(__name__)
+
+STALE = 5.0  # seconds a message may wait before another replica takes its session over
+SWEEP_EVERY = 2.0  # seconds between two sweeps
+UNANSWERED_WITHIN = 24 * 3600.0  # older unanswered messages are left alone
+
+SinkFor = Callable[[InboundMessage], ReplySink]
+Answer = Callable[[InboundMessage, ReplySink, int], Awaitable[int | None]]
+"""One queued message's turn under its session's lock: (message, sink, queue id) -> the
+session id when the reply completed."""
+Learn = Callable[[str, int, InboundMessage], Awaitable[None]]
+"""After a delivered reply, outside the lock: (session key, session id, message)."""
+
+
+@dataclass
+class _Served:
+    """What one hold of a session's lock answered."""
+
+    replied: list[tuple[int, InboundMessage]] = field(default_factory=list)
+    tried: set[int] = field(default_factory=set)  # queue ids whose turn ran here
+
+
+class SessionOrder:
+    """Answers each session's queued messages in order, on whichever replica holds it."""
+
+    def __init__(self, sessions: OpenSessions, queue: SessionQueue, store: SessionBackend) -> None:
+        self._sessions = sessions
+        self._queue = queue
+        self._store = store
+        self._sinks: dict[str, SinkFor] = {}
+        self._answer: Answer | None = None
+        self._learn: Learn | None = None
+
+    def attach(self, answer: Answer, learn: Learn) -> None:
+        """How a queued message is answered and what hears of a delivered reply
+        (`Conversations` attaches itself)."""
+        self._answer, self._learn = answer, learn
+
+    def serve_platform(self, platform: str, sink_for: SinkFor) -> None:
+        """Replies to `platform`'s messages go through `sink_for` (an adapter's
+        `reply_sink`); a platform not served here is left to a replica that serves it."""
+        self._sinks[platform] = sink_for
+
+    async def serve(self, key: str, platform: str, own: int, sink: ReplySink) -> None:
+        """Answer `key`'s queued messages in order under its lock, `own` (this call's
+        message, queue id) into `sink`; then look once more after letting go."""
+        served = _Served()
+        async with self._sessions.locked(key):
+            await self._drain(key, platform, {own: sink}, served)
+        if await self._session_waiting(key, platform, served):
+            async with self._sessions.try_locked(key) as got:
+                if got:
+                    await self._drain(key, platform, {}, served)
+        await self._learned(key, served)
+
+    async def sweep(self, stale: float = STALE, within: float = UNANSWERED_WITHIN) -> int:
+        """Take over the sessions nobody holds whose messages waited longer than `stale`
+        seconds or were stored and never answered (stored within `within` seconds); how
+        many messages were answered."""
+        answered = 0
+        for platform in list(self._sinks):
+            before = time.time() - stale
+            waiting = await self._queue.waiting(platform)
+            keys = [w.message.session_key() for w in waiting if w.received_at <= before]
+            for key in dict.fromkeys(keys):  # oldest first
+                answered += await self._take_over(key, platform, None)
+            for info, stored in await self._store.unanswered(platform, time.time() - within):
+                message = stored_inbound(platform, info, stored)
+                if message is not None and stored.timestamp <= before:
+                    answered += await self._take_over(message.session_key(), platform, message)
+        return answered
+
+    async def _take_over(self, key: str, platform: str, unanswered: InboundMessage | None) -> int:
+        """Answer `key`'s queue (first queueing `unanswered`, a stored message never
+        answered) if nobody holds its lock; how many were answered."""
+        served = _Served()
+        with working():  # an erasure from now on fences what this writes
+            async with self._sessions.try_locked(key) as got:
+                if not got:
+                    return 0
+                if unanswered is not None:  # its turn finds it stored: answered, not twice
+                    await self._queue.put(MessageIdentity.of(unanswered), unanswered)
+                await self._drain(key, platform, {}, served)
+            await self._learned(key, served)
+        if served.tried:
+            log.info("took session %s over: %d messages answered", key, len(served.tried))
+        return len(served.tried)
+
+    async def _drain(
+        self, key: str, platform: str, sinks: dict[int, ReplySink], served: _Served
+    ) -> None:
+        """Under `key`'s lock: its queued messages' turns, oldest first, until none is left
+        (one whose turn ran and could not store it stays for the next sweep)."""
+        assert self._answer is not None, "SessionOrder.attach was not called"
+        while True:
+            waiting = [
+                w for w in await self._of_session(key, platform) if w.queue_id not in served.tried
+            ]
+            if not waiting:
+                return
+            for entry in waiting:
+                sink = sinks.get(entry.queue_id) or self._sink(entry.message)
+                if sink is None:
+                    log.warning("no %s adapter here: session %s is left to another", platform, key)
+                    return
+                served.tried.add(entry.queue_id)
+                replied = await self._answer(entry.message, sink, entry.queue_id)
+                if replied is not None:
+                    served.replied.append((replied, entry.message))
+
+    async def _learned(self, key: str, served: _Served) -> None:
+        if self._learn is not None:
+            for replied, message in served.replied:
+                await self._learn(key, replied, message)
+        served.replied.clear()
+
+    async def _session_waiting(self, key: str, platform: str, served: _Served) -> bool:
+        return any(w.queue_id not in served.tried for w in await self._of_session(key, platform))
+
+    async def _of_session(self, key: str, platform: str) -> list[Waiting]:
+        return [w for w in await self._queue.waiting(platform) if w.message.session_key() == key]
+
+    def _sink(self, message: InboundMessage) -> ReplySink | None:
+        sink_for = self._sinks.get(message.platform)
+        return None if sink_for is None else sink_for(message)
+
+
+def stored_inbound(
+    platform: str, info: SessionInfo, stored: StoredMessage
+) -> InboundMessage | None:
+    """The inbound message a stored person's message was (None: it has no platform id, so
+    it cannot be told apart from a new one, or its session is keyed differently now)."""
+    if stored.platform_message_id is None:
+        return None
+    _, user_id = split_user_key(info.user_key)
+    message = InboundMessage(
+        platform=platform,
+        chat_id=info.chat_id,
+        chat_type=info.chat_type,
+        user_id=user_id,
+        text=stored.content,
+        message_id=stored.platform_message_id,
+        user_name=stored.speaker_name,
+        thread_id=info.thread_id,
+        own_words=stored.own_words,
+    )
+    return message if message.session_key() == info.session_key else None

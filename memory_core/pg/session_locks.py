@@ -1,0 +1,175 @@
+"""Session locks across replicas: PostgreSQL session-level advisory locks.
+
+`PgSessionLocks` keeps ONE connection of its own, outside the pools, on which it
+takes `pg_try_advisory_lock` for each session a turn of this replica holds (a
+connection may hold any number of advisory locks). Nothing waits on the server:
+`hold` tries again after a short, doubling pause until the key is free, so a
+replica waiting for many sessions still uses one connection. When the replica
+dies its connection closes and the server releases every lock it held: that is
+what lets another replica take its sessions over.
+
+Advisory locks are database-wide, so a key's number is a 64-bit BLAKE2b hash of
+the schema (`current_schema()`) and the routing key: two bots in two schemas of
+one database never share a lock. A lock is reentrant on its connection, so a
+local lock per key comes first: one task of this replica per key reaches the
+server. A lock request cut by a cancellation is finished in the background and
+its lock released, so no key stays locked by a task that went away.
+
+When the connection breaks (a server restart), the next request reconnects; the
+locks held on the old one are gone, as they are for every replica then.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import psycopg
+
+from memory_core.errors import PostgresUnavailableError
+from memory_core.sessions.locks import KeyLocks
+
+log = logging.getLogger(__name__)
+
+FIRST_PAUSE = 0.02  # seconds before asking again for a busy key; doubles
+MAX_PAUSE = 0.25
+
+
+def lock_number(namespace: str, key: str) -> int:
+    """The signed 64-bit advisory lock number of `key` in `namespace`."""
+    digest = hashlib.blake2b(f"{namespace}\x00{key}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+class PgSessionLocks:
+    """One turn at a time per session key across every replica on one database."""
+
+    shared = True
+
+    def __init__(self, url: str, connect_timeout: float = 10.0) -> None:
+        self._url = url
+        self._timeout = connect_timeout
+        self._conn: psycopg.AsyncConnection[Any] | None = None
+        self._namespace = ""
+        self._keys = KeyLocks()
+        self._pending: set[asyncio.Task[None]] = set()
+        self._connecting = asyncio.Lock()
+
+    async def open(self) -> None:
+        """Connect the lock connection (and learn the schema that names the keys)."""
+        await self._connection()
+
+    async def close(self) -> None:
+        """Close the connection: every lock it still holds is released by the server."""
+        await asyncio.gather(*self._pending, return_exceptions=True)
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            await conn.close()
+
+    @contextlib.asynccontextmanager
+    async def hold(self, key: str) -> AsyncIterator[None]:
+        async with self._keys.hold(key):
+            number = await self._number(key)
+            pause = FIRST_PAUSE
+            while not await self._acquire(number):
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, MAX_PAUSE)
+            try:
+                yield
+            finally:
+                await self._release_shielded(number)
+
+    @contextlib.asynccontextmanager
+    async def try_hold(self, key: str) -> AsyncIterator[bool]:
+        if key in self._keys:  # this replica holds it or waits for it
+            yield False
+            return
+        async with self._keys.hold(key):
+            number = await self._number(key)
+            got = await self._acquire(number)
+            try:
+                yield got
+            finally:
+                if got:
+                    await self._release_shielded(number)
+
+    async def _number(self, key: str) -> int:
+        await self._connection()
+        return lock_number(self._namespace, key)
+
+    async def _acquire(self, number: int) -> bool:
+        """Try the lock once; a cancellation here still releases what the server granted."""
+        attempt = asyncio.ensure_future(self._try(number))
+        try:
+            return await asyncio.shield(attempt)
+        except asyncio.CancelledError:
+            self._later(self._release_if_granted(attempt, number))
+            raise
+
+    async def _release_if_granted(self, attempt: asyncio.Future[bool], number: int) -> None:
+        with contextlib.suppress(Exception):
+            if await attempt:
+                await self._release(number)
+
+    async def _release_shielded(self, number: int) -> None:
+        release = asyncio.ensure_future(self._release(number))
+        try:
+            await asyncio.shield(release)
+        except asyncio.CancelledError:
+            self._later(release)
+            raise
+
+    def _later(self, work: Any) -> None:
+        task: asyncio.Task[None] = asyncio.ensure_future(work)
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    async def _try(self, number: int) -> bool:
+        conn = await self._connection()
+        try:
+            row = await (
+                await conn.execute("SELECT pg_try_advisory_lock(%s)", (number,))
+            ).fetchone()
+        except psycopg.OperationalError as err:  # the connection broke: its locks are gone
+            log.warning("the session lock connection broke (%s); reconnecting", err)
+            self._conn = None
+            conn = await self._connection()
+            row = await (
+                await conn.execute("SELECT pg_try_advisory_lock(%s)", (number,))
+            ).fetchone()
+        return bool(row is not None and row[0])
+
+    async def _release(self, number: int) -> None:
+        conn = self._conn
+        if conn is None or conn.closed:
+            return  # closed: the server released it
+        try:
+            await conn.execute("SELECT pg_advisory_unlock(%s)", (number,))
+        except psycopg.OperationalError as err:  # broken: the server released it
+            log.warning("the session lock connection broke on release (%s)", err)
+            self._conn = None
+
+    async def _connection(self) -> psycopg.AsyncConnection[Any]:
+        async with self._connecting:
+            conn = self._conn
+            if conn is not None and not conn.closed:
+                return conn
+            conn = await self._connect()
+            self._conn = conn
+            return conn
+
+    async def _connect(self) -> psycopg.AsyncConnection[Any]:
+        try:
+            conn = await psycopg.AsyncConnection.connect(
+                self._url, autocommit=True, connect_timeout=max(1, round(self._timeout))
+            )
+        except psycopg.Error as err:
+            reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise PostgresUnavailableError(f"cannot connect to PostgreSQL: {reason}") from None
+        row = await (await conn.execute("SELECT current_schema()")).fetchone()
+        self._namespace = str(row[0]) if row is not None and row[0] is not None else ""
+        return conn

@@ -1,0 +1,106 @@
+"""One turn at a time per session: the lock a session's turn holds, by routing key.
+
+`SessionLocks` is what the gateway asks of it: `hold(key)` waits for the key's
+lock and holds it for the block; `try_hold(key)` takes it only if it is free at
+once (the block gets True) or not at all (False), for the sweep that takes over
+a dead replica's sessions. `shared` says whether the locks reach other
+processes: `LocalSessionLocks` (here, asyncio locks, for SQLite's one process)
+does not; `memory_core.pg.session_locks.PgSessionLocks` (PostgreSQL advisory
+locks, released by the server when a replica's connection dies) does.
+
+A key's local lock lives only while someone holds it or waits for it, so the
+locks do not pile up with every key ever seen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Protocol
+
+
+class SessionLocks(Protocol):
+    """The per-session lock of turns, in this process or across every replica."""
+
+    @property
+    def shared(self) -> bool:
+        """Whether another process holding a key's lock keeps this one out too."""
+        ...
+
+    def hold(self, key: str) -> contextlib.AbstractAsyncContextManager[None]:
+        """Wait for `key`'s lock, hold it for the block."""
+        ...
+
+    def try_hold(self, key: str) -> contextlib.AbstractAsyncContextManager[bool]:
+        """Hold `key`'s lock for the block if it is free now (True), else nothing (False)."""
+        ...
+
+
+@dataclass
+class _KeyLock:
+    lock: asyncio.Lock
+    users: int = 0  # holding or waiting
+
+
+class KeyLocks:
+    """asyncio locks by key, each kept only while held or waited for."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, _KeyLock] = {}
+
+    def __len__(self) -> int:
+        return len(self._locks)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._locks
+
+    def locked(self, key: str) -> bool:
+        """Whether `key`'s lock is held now."""
+        entry = self._locks.get(key)
+        return entry is not None and entry.lock.locked()
+
+    @contextlib.asynccontextmanager
+    async def hold(self, key: str) -> AsyncIterator[None]:
+        entry = self._locks.get(key)
+        if entry is None:
+            entry = self._locks[key] = _KeyLock(asyncio.Lock())
+        entry.users += 1
+        try:
+            async with entry.lock:
+                yield
+        finally:
+            entry.users -= 1
+            if entry.users == 0:
+                del self._locks[key]
+
+
+class LocalSessionLocks:
+    """Session locks within this process (SQLite: one process per data directory)."""
+
+    shared = False
+
+    def __init__(self) -> None:
+        self._keys = KeyLocks()
+
+    def hold(self, key: str) -> contextlib.AbstractAsyncContextManager[None]:
+        return self._keys.hold(key)
+
+    @contextlib.asynccontextmanager
+    async def try_hold(self, key: str) -> AsyncIterator[bool]:
+        if key in self._keys:
+            yield False
+            return
+        async with self._keys.hold(key):
+            yield True
+
+
+@dataclass(frozen=True)
+class SessionMark:
+    """What a routing key's open session looks like in the store, cheaply: a replica that
+    finds it changed since it last held the key's lock knows another replica wrote it."""
+
+    session_id: int
+    last_message_id: int  # 0: no message yet
+    prompt_chars: int | None  # the stored system prompt's length (None: none stored)
