@@ -532,6 +532,11 @@ def _apply_env(raw: dict[str, Any], env: Mapping[str, str]) -> None:
         section("health")["enabled"] = env["MNEMO_HEALTH_ENABLED"]
     if env.get("MNEMO_HEALTH_LISTEN"):
         section("health")["listen"] = env["MNEMO_HEALTH_LISTEN"]
+    if env.get("TELEGRAM_WEBHOOK_URL"):
+        telegram = section("telegram")
+        webhook = telegram.setdefault("webhook", {})
+        if isinstance(webhook, dict):  # anything else: validation names the key
+            webhook["url"] = env["TELEGRAM_WEBHOOK_URL"]
     if env.get("MNEMO_REPLICA_INDEX"):
         section("replicas")["index"] = env["MNEMO_REPLICA_INDEX"]
     if env.get("MNEMO_REPLICA_COUNT"):

@@ -282,6 +282,19 @@ def test_webhook_mode_needs_a_well_formed_secret(tmp_path: Path) -> None:
     assert "s3cret" not in config.model_dump_json()  # a secret is never dumped
 
 
+def test_the_webhook_url_may_come_from_the_environment(tmp_path: Path) -> None:
+    path = write(tmp_path, "telegram: {webhook: {listen: 0.0.0.0, port: 8444}}\n")
+    env = {"TELEGRAM_WEBHOOK_URL": "https://bot.example.org/tg", "TELEGRAM_WEBHOOK_SECRET": "s"}
+    webhook = load_config(path, environ=env).telegram.webhook
+    assert (webhook.url, webhook.listen, webhook.port) == (
+        "https://bot.example.org/tg",
+        "0.0.0.0",
+        8444,
+    )
+    with pytest.raises(ConfigError, match=r"^config error: telegram.webhook.url: Value error, must be a"):
+        load_config(path, environ=env | {"TELEGRAM_WEBHOOK_URL": "ftp://x"})
+
+
 def test_allowed_users_take_a_star_for_everyone(tmp_path: Path) -> None:
     path = write(
         tmp_path,
