@@ -1,5 +1,5 @@
 """The deployment example: compose.yaml (PostgreSQL, three `mnemo run` replicas in webhook
-mode, Caddy in front), deploy/mnemo.yaml and deploy/Caddyfile, read as compose and Caddy
+mode, Caddy in front), deploy/replicas.yaml and deploy/Caddyfile, read as compose and Caddy
 would read them and checked against each other and against Mnemo's own configuration."""
 
 from __future__ import annotations
