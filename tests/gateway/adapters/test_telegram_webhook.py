@@ -19,6 +19,7 @@ import pytest
 
 from gateway.adapters.telegram_adapter import TelegramAdapter
 from gateway.config import TelegramConfig
+from gateway.errors import AdapterFailedError
 from gateway.messages import CommandSpec
 from tests.fakes.telegram import FakeTelegram
 from tests.fakes.telegram_webhook import Attempt
@@ -221,3 +222,18 @@ async def test_an_update_delivered_twice_to_a_replica_is_handled_once(
     assert tg.chat_texts(BOB) == ["echo: b0", "echo: b1", "echo: b2", "echo: b3"]
     assert [m.text for m in inbox.messages if m.user_id == str(BOB)] == ["b0", "b1", "b2", "b3"]
     assert caplog.text.count("delivered again; handled once") == 4
+
+
+async def test_an_address_taken_is_one_clear_error_and_no_webhook_is_set(
+    tg: FakeTelegram,
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        url = f"http://127.0.0.1:{taken.getsockname()[1]}/tg/hook"
+        adapter = TelegramAdapter(_config(tg, url))
+        refused = r"cannot listen for the webhook on 127\.0\.0\.1:"
+        with pytest.raises(AdapterFailedError, match=refused):
+            await adapter.start(Inbox(), COMMANDS)
+        await adapter.close()
+    assert tg.calls_to("setWebhook") == [] and not adapter.ready.is_set()
