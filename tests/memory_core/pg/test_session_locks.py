@@ -1,0 +1,112 @@
+"""Session locks across replicas: PostgreSQL advisory locks on one connection per replica."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+
+from memory_core.pg.session_locks import PgSessionLocks, lock_number
+from tests.fakes.base import wait_until
+
+
+@pytest.fixture
+async def replicas(pg_database: str) -> AsyncIterator[tuple[PgSessionLocks, PgSessionLocks]]:
+    first, second = PgSessionLocks(pg_database), PgSessionLocks(pg_database)
+    await first.open()
+    await second.open()
+    try:
+        yield first, second
+    finally:
+        await first.close()
+        await second.close()
+
+
+async def test_a_held_session_keeps_the_other_replica_out_until_released(
+    replicas: tuple[PgSessionLocks, PgSessionLocks],
+) -> None:
+    alice_here, alice_there = replicas
+    entered = asyncio.Event()
+    release = asyncio.Event()
+
+    async def slow_turn() -> None:
+        async with alice_here.hold("telegram:private:alice"):
+            entered.set()
+            await release.wait()
+
+    holder = asyncio.create_task(slow_turn())
+    await asyncio.wait_for(entered.wait(), 5)
+    async with alice_there.try_hold("telegram:private:alice") as got:
+        assert got is False
+    async with alice_there.try_hold("telegram:private:bob") as got:  # Bob is not blocked
+        assert got is True
+    waited = asyncio.Event()
+
+    async def waiting_turn() -> None:
+        async with alice_there.hold("telegram:private:alice"):
+            waited.set()
+
+    waiter = asyncio.create_task(waiting_turn())
+    await asyncio.sleep(0.1)  # the waiter has asked a few times by now
+    assert not waited.is_set()
+    release.set()
+    await asyncio.wait_for(waiter, 5)
+    await holder
+    async with alice_here.try_hold("telegram:private:alice") as got:  # nothing left held
+        assert got is True
+
+
+async def test_a_dead_replicas_locks_are_released_with_its_connection(
+    replicas: tuple[PgSessionLocks, PgSessionLocks], pg_database: str
+) -> None:
+    _, survivor = replicas
+    dying = PgSessionLocks(pg_database)
+    await dying.open()
+    held = asyncio.Event()
+
+    async def cut_turn() -> None:
+        async with dying.hold("telegram:private:alice"):
+            held.set()
+            await asyncio.Event().wait()  # a turn that never ends by itself
+
+    task = asyncio.create_task(cut_turn())
+    await asyncio.wait_for(held.wait(), 5)
+    async with survivor.try_hold("telegram:private:alice") as got:
+        assert got is False
+    conn = dying._conn  # the replica dies: its connection closes with nothing released
+    assert conn is not None
+    await conn.close()
+    async with survivor.try_hold("telegram:private:alice") as got:
+        assert got is True
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await dying.close()
+
+
+async def test_a_wait_cancelled_leaves_nothing_locked(
+    replicas: tuple[PgSessionLocks, PgSessionLocks],
+) -> None:
+    first, second = replicas
+    async with first.hold("discord:group:1:bob"):
+        asked = asyncio.create_task(_hold_briefly(second, "discord:group:1:bob"))
+        await wait_until(lambda: "discord:group:1:bob" in second._keys, 5)
+        asked.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asked
+    async with second.try_hold("discord:group:1:bob") as got:
+        assert got is True
+    async with first.try_hold("discord:group:1:bob") as got:
+        assert got is True
+
+
+async def _hold_briefly(locks: PgSessionLocks, key: str) -> None:
+    async with locks.hold(key):
+        pass
+
+
+def test_lock_numbers_differ_by_schema_and_key() -> None:
+    numbers = {lock_number(s, k) for s in ("bot_a", "bot_b") for k in ("k1", "k2")}
+    assert len(numbers) == 4
+    assert all(-(2**63) <= n < 2**63 for n in numbers)
