@@ -15,29 +15,48 @@ person is newer than the writing work's mark; if one is, the write raises
 
 Writes outside any `working()` (an operator's CLI command, a start-up replay)
 count as beginning when they are made, so only work that began before the
-erasure is refused. Tombstones live in memory: a new process begins all its
-work after any erasure an earlier one made.
+erasure is refused.
+
+A mark is the wall-clock time in nanoseconds when the work began (made
+strictly increasing within the process), so marks of different processes can
+be compared. Tombstones live in memory, and, when the stores are shared by
+several processes (PostgreSQL), also in the database (`remote`, a
+`SharedTombstones`): each process's stores check the shared ones too, inside
+the write's own transaction, so an erasure made by one replica fences the
+work another began before it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import itertools
 import threading
+import time
 from collections.abc import Iterator
 from contextvars import ContextVar
+from typing import Protocol
 
 from memory_core.errors import PersonErasedError
 
-_sequence = itertools.count(1)
+_last = 0
 _sequence_lock = threading.Lock()
 _began: ContextVar[int | None] = ContextVar("mnemo_work_began", default=None)
 
 
 def next_mark() -> int:
-    """A mark newer than every mark handed out before (in this process)."""
+    """A mark newer than every mark handed out before in this process: the wall clock in
+    nanoseconds (one more than the last mark when the clock has not moved on)."""
+    global _last
     with _sequence_lock:
-        return next(_sequence)
+        _last = max(_last + 1, time.time_ns())
+        return _last
+
+
+class SharedTombstones(Protocol):
+    """Erasures recorded where every process sharing the stores sees them."""
+
+    def record(self, user_key: str, mark: int) -> None:
+        """Keep `user_key`'s erasure at `mark` (committed before this returns)."""
+        ...
 
 
 def current_mark() -> int:
@@ -57,11 +76,13 @@ def working(mark: int | None = None) -> Iterator[int]:
 
 
 class ErasureFence:
-    """The people erased in this process, each with the mark of their latest erasure."""
+    """The people erased in this process, each with the mark of their latest erasure
+    (and, with `remote`, recorded for every process sharing the stores)."""
 
-    def __init__(self) -> None:
+    def __init__(self, remote: SharedTombstones | None = None) -> None:
         self._erased: dict[str, int] = {}
         self._lock = threading.Lock()
+        self.remote = remote
 
     def erasing(self, user_key: str) -> int:
         """`user_key` is being erased: from now on, work begun before writes nothing
@@ -69,6 +90,8 @@ class ErasureFence:
         mark = next_mark()
         with self._lock:
             self._erased[user_key] = mark
+        if self.remote is not None:
+            self.remote.record(user_key, mark)  # before any store removes a row
         return mark
 
     def allows(self, user_key: str, mark: int | None = None) -> bool:

@@ -28,7 +28,7 @@ from memory_core.errors import (
     PostgresConflictError,
     UndoRefusedError,
 )
-from memory_core.fence import ErasureFence
+from memory_core.fence import ErasureFence, current_mark
 from memory_core.file_memory.backend import MemoryBackend
 from memory_core.file_memory.digest import content_digest
 from memory_core.file_memory.edits import EditOutcome, Operation, apply_operations
@@ -62,6 +62,7 @@ from memory_core.file_memory.store import (
 )
 from memory_core.pg.blocking import PgSyncDatabase
 from memory_core.pg.blocking import SyncConnection as Connection
+from memory_core.pg.fence import check_erased_sync
 from memory_core.pg.memory_rows import (
     CHANGE_COLUMNS,
     MemoryFile,
@@ -382,6 +383,8 @@ class PgMemoryStore:
             row = cur.fetchone()
             if file.person is not None:
                 self.fence.check(file.person)  # erased while we waited: nothing lands
+                if self.fence.remote is not None:  # erased by another replica, too
+                    check_erased_sync(conn, file.person, current_mark())
             if row is not None:
                 return int(row[0])
         raise PostgresConflictError(f"the {file.target} memory kept being deleted under a write")

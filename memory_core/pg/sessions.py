@@ -32,6 +32,7 @@ import memory_core.pg.session_writes as writes
 from memory_core.errors import IndexIntegrityError, SessionStoreError
 from memory_core.fence import ErasureFence, current_mark
 from memory_core.pg.database import Connection, PgDatabase
+from memory_core.pg.fence import check_erased
 from memory_core.pg.search_text import index_documents
 from memory_core.pg.session_search import search_sessions
 from memory_core.pg.sessions_schema import SESSION_MIGRATIONS
@@ -40,6 +41,7 @@ from memory_core.sessions.activity import SessionActivity
 from memory_core.sessions.erase import UserTotals
 from memory_core.sessions.inbox import QueuedMessage
 from memory_core.sessions.jsonl import ImportResult
+from memory_core.sessions.locks import SessionMark
 from memory_core.sessions.models import (
     DEFAULT_SEARCH_OPTIONS,
     AppendResult,
@@ -112,6 +114,8 @@ class PgSessionStore:
             if person is not None:
                 await writes.lock_person(conn, person, exclusive=False)
                 self.fence.check(person, began)
+                if self.fence.remote is not None:  # erased by another replica, too
+                    await check_erased(conn, person, began)
             return await work(conn)
 
         return await self.db.transact(job)
@@ -280,6 +284,10 @@ class PgSessionStore:
         return await self._read(
             lambda conn: reads.get_messages(conn, session_id, scope, lineage=lineage)
         )
+
+    async def session_mark(self, session_key: str) -> SessionMark | None:
+        """The routing key's open session as a cheap `SessionMark` (None: no open one)."""
+        return await self._read(lambda conn: reads.session_mark(conn, session_key))
 
     async def list_sessions(self, scope: SearchScope, limit: int = 20) -> list[SessionInfo]:
         return await self._read(lambda conn: reads.list_sessions(conn, scope, limit))

@@ -34,7 +34,9 @@ from memory_core.errors import (
     SkillSizeError,
     SkillStorageError,
 )
+from memory_core.fence import current_mark
 from memory_core.pg.blocking import PgSyncDatabase, SyncConnection
+from memory_core.pg.fence import check_erased_sync
 from memory_core.skills.cache import LruCache
 from memory_core.skills.folders import FolderScan, SkillProblem, candidates_in, list_dir
 from memory_core.skills.format import (
@@ -62,9 +64,14 @@ _LOCK_CLASS = 0x736B696C  # 'skil': the first key of every person's advisory loc
 class PgPrivateSkills:
     """Every person's own skills, the archive and the manifest in one database."""
 
-    def __init__(self, db: PgSyncDatabase, *, cached_people: int = 256) -> None:
-        """`db`: an open `PgSyncDatabase` migrated with `SKILLS_MIGRATIONS`."""
+    def __init__(
+        self, db: PgSyncDatabase, *, cached_people: int = 256, shared_erasures: bool = False
+    ) -> None:
+        """`db`: an open `PgSyncDatabase` migrated with `SKILLS_MIGRATIONS`;
+        `shared_erasures`: writes also meet the database's tombstones (`memory_core.pg.fence`,
+        migrated too), the erasures of every replica."""
         self._db = db
+        self._shared_erasures = shared_erasures
         self.root = ROOT
         self.manifest_label = MANIFEST_LABEL
         self._scans: LruCache[str, FolderScan] = LruCache(cached_people)
@@ -117,6 +124,8 @@ class PgPrivateSkills:
                 )
             if guard is not None:
                 guard()
+                if user_key is not None and self._shared_erasures:  # a write, not a removal
+                    check_erased_sync(conn, user_key, current_mark())  # by another replica
             try:
                 yield _PgWrite(self, conn)
             except OSError as exc:  # a promotion writes the shared folder

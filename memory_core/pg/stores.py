@@ -19,9 +19,12 @@ from memory_core.errors import PostgresSchemaError, PostgresUnavailableError
 from memory_core.fence import ErasureFence
 from memory_core.pg.blocking import PgSyncDatabase
 from memory_core.pg.database import PgDatabase
+from memory_core.pg.fence import FENCE_MIGRATIONS, PgTombstones
 from memory_core.pg.memory import PgMemoryStore
 from memory_core.pg.memory_schema import MEMORY_MIGRATIONS
 from memory_core.pg.migrations import PgMigration, check_recorded, plan
+from memory_core.pg.session_jobs import JOB_MIGRATIONS, PgJobQueue
+from memory_core.pg.session_locks import PgSessionLocks
 from memory_core.pg.sessions import PgSessionStore
 from memory_core.pg.sessions_schema import SESSION_MIGRATIONS
 from memory_core.pg.skills import PgPrivateSkills
@@ -31,6 +34,8 @@ ALL_MIGRATIONS: tuple[PgMigration, ...] = (
     *SESSION_MIGRATIONS,
     *MEMORY_MIGRATIONS,
     *SKILLS_MIGRATIONS,
+    *JOB_MIGRATIONS,
+    *FENCE_MIGRATIONS,
 )
 
 
@@ -43,6 +48,12 @@ class PgStores:
     sessions: PgSessionStore
     memory: PgMemoryStore
     private_skills: PgPrivateSkills
+    locks: PgSessionLocks  # one turn at a time per session across replicas
+
+    @property
+    def jobs(self) -> PgJobQueue:
+        """The background jobs every replica claims from (on the async pool)."""
+        return PgJobQueue(self.database)
 
 
 async def open_postgres_stores(
@@ -68,6 +79,7 @@ async def open_postgres_stores(
     blocking = PgSyncDatabase(url, max_size=pool_size)
     blocking.open()
     stack.callback(blocking.close)
+    fence.remote = PgTombstones(blocking)  # an erasure here fences every replica
     sessions = PgSessionStore(database, fence=fence)
     await sessions.open()
     stack.push_async_callback(sessions.close)
@@ -77,7 +89,11 @@ async def open_postgres_stores(
         user_char_limit=user_char_limit,
         fence=fence,
     )
-    return PgStores(database, blocking, sessions, memory, PgPrivateSkills(blocking))
+    locks = PgSessionLocks(url, connect_timeout)
+    await locks.open()
+    stack.push_async_callback(locks.close)
+    skills = PgPrivateSkills(blocking, shared_erasures=True)
+    return PgStores(database, blocking, sessions, memory, skills, locks)
 
 
 def probe(url: str, timeout: float) -> None:

@@ -176,7 +176,7 @@ def test_mnemo_chat_on_postgres_remembers_restarts_recalls_and_forgets_with_noth
 
     home = tmp_path / "data"
     assert not (home / "state.db").exists() and not (home / "memories").exists()
-    assert files_on_disk(home) == ["mnemo.lock"]  # one bot per data directory
+    assert files_on_disk(home) == []  # replicas take no data-directory lock
     assert rows_holding(url, ADA_WORDS) == []
     assert asyncio.run(profile(tmp_path, url, BOB_KEY)) == (BOB_FACT,)
     assert asyncio.run(bob_sessions(tmp_path, url)) == 1

@@ -147,7 +147,7 @@ def test_mnemo_run_on_postgres_keeps_everything_in_the_database_and_forgets_alic
     home = workdir / "data"
     assert not (home / "state.db").exists() and not (home / "memories").exists()
     assert not (home / "skills-private").exists()
-    assert files_on_disk(home) == ["mnemo.lock"]  # one bot per data directory
+    assert files_on_disk(home) == []  # replicas take no data-directory lock
     assert rows_holding(url, ALICE_WORDS) == []
     assert profile(home, url, ALICE_KEY) == ()
     assert asyncio.run(_sessions(home, url, BOB_KEY)) >= 1
