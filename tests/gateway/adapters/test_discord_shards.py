@@ -3,6 +3,7 @@ each replica identifies with its own shard, and only replica 0 syncs the slash c
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -13,11 +14,13 @@ from gateway.adapters.discord_shards import DiscordShards, discord_shards
 from gateway.config import Config, DiscordConfig, ReplicasConfig, load_config
 from gateway.errors import ConfigError
 from gateway.messages import CommandSpec
+from tests.fakes.base import wait_until
 from tests.fakes.discord import DEFAULT_TOKEN, FakeDiscord
 from tests.gateway.adapters.inboxes import Inbox
 
 COMMANDS = [CommandSpec("help", "what the bot is")]
 DATABASE = "postgresql://mnemo@db/mnemo"
+ALICE = 4200000000000000001
 
 
 @pytest.fixture
@@ -63,6 +66,49 @@ async def test_replica_one_runs_its_shard_and_leaves_the_commands_to_replica_zer
     identify = await serve_once(dc, first)
     assert identify["shard"] == [0, 2]
     assert len(synced(dc)) == 1 and dc.commands_synced() == ["help"]
+
+
+class Transitions(asyncio.Event):
+    """The adapter's `ready`, recording each change."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.changes: list[bool] = []
+
+    def set(self) -> None:
+        self.changes.append(True)
+        super().set()
+
+    def clear(self) -> None:
+        self.changes.append(False)
+        super().clear()
+
+
+async def test_a_shard_that_reconnects_is_not_ready_meanwhile_and_answers_after(
+    dc: FakeDiscord,
+) -> None:
+    inbox = Inbox()
+    adapter = DiscordAdapter(
+        config(dc, allowed_users=("*",), edit_interval=0.05),
+        guild_ready_timeout=0.05,
+        commands_factory=None,
+        replicas=ReplicasConfig(index=1, count=2),
+    )
+    adapter.ready = ready = Transitions()
+    await adapter.start(inbox, [])
+    try:
+        assert ready.changes == [True]
+        await dc.send_reconnect()  # Discord moves the shard: it resumes on a new socket
+        await dc.wait_ready()
+        await wait_until(lambda: len(ready.changes) >= 3)
+        assert ready.changes == [True, False, True] and ready.is_set()
+        await dc.inject_message("still there?", ALICE, guild=False)
+        dm = dc.dm_channel_id(ALICE)
+        assert await dc.wait_until(lambda: dc.channel_texts(dm)[-1:] == ["echo: still there?"])
+    finally:
+        await adapter.close()
+    assert [m.text for m in inbox.messages] == ["still there?"]
+    assert [p["d"]["shard"] for p in dc.gateway_received if p.get("op") == 2] == [[1, 2]]
 
 
 async def test_without_replicas_or_shards_there_is_one_plain_connection(dc: FakeDiscord) -> None:
