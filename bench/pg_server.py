@@ -9,7 +9,7 @@ in a pip wheel) in a temporary data directory, stopped and deleted at the end,
 so a figure can be reproduced on a fresh machine with the test extras installed.
 
 Run as a script it starts an embedded server, prints its URL and keeps it up
-until interrupted: the URL to give a bench that takes only a URL (bench/import.py).
+until interrupted or terminated: the URL to give a bench that takes only a URL (bench/import.py).
 
     .venv/bin/python bench/pg_server.py
 """
@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import threading
@@ -97,11 +98,14 @@ def server_version(url: str) -> str:
 
 def main() -> None:
     print(describe())
+    stop = threading.Event()
+    for number in (signal.SIGINT, signal.SIGTERM):  # a background job ignores SIGINT
+        signal.signal(number, lambda *_: stop.set())
     with server(EMBEDDED) as url:
         print(f"{server_version(url)} at {url}", flush=True)
-        print("up until interrupted (Ctrl-C)", flush=True)
-        with contextlib.suppress(KeyboardInterrupt):
-            threading.Event().wait()
+        print(f"up until interrupted (Ctrl-C, or kill {os.getpid()})", flush=True)
+        while not stop.wait(0.5):
+            pass
 
 
 if __name__ == "__main__":
