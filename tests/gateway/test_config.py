@@ -291,7 +291,7 @@ def test_the_webhook_url_may_come_from_the_environment(tmp_path: Path) -> None:
         "0.0.0.0",
         8444,
     )
-    with pytest.raises(ConfigError, match=r"^config error: telegram.webhook.url: Value error, must be a"):
+    with pytest.raises(ConfigError, match=r"^config error: telegram.webhook.url: Value error"):
         load_config(path, environ=env | {"TELEGRAM_WEBHOOK_URL": "ftp://x"})
 
 
