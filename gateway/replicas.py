@@ -92,14 +92,19 @@ class SessionOrder:
         answered = 0
         for platform in list(self._sinks):
             before = time.time() - stale
-            waiting = await self._queue.waiting(platform)
-            keys = [w.message.session_key() for w in waiting if w.received_at <= before]
-            for key in dict.fromkeys(keys):  # oldest first
-                answered += await self._take_over(key, platform, None)
-            for info, stored in await self._store.unanswered(platform, time.time() - within):
-                message = stored_inbound(platform, info, stored)
+            oldest = time.time() - within
+            keys = []
+            for entry in await self._queue.waiting(platform):
+                if entry.received_at < oldest:  # as at a restart: too old to answer now
+                    await self._queue.drop(entry.queue_id)
+                elif entry.received_at <= before:
+                    keys.append(entry.message.session_key())
+            for info, stored in await self._store.unanswered(platform, oldest):
+                message = stored_inbound(platform, info, stored)  # before what came after it
                 if message is not None and stored.timestamp <= before:
                     answered += await self._take_over(message.session_key(), platform, message)
+            for key in dict.fromkeys(keys):  # oldest first
+                answered += await self._take_over(key, platform, None)
         return answered
 
     async def _take_over(self, key: str, platform: str, unanswered: InboundMessage | None) -> int:
@@ -110,8 +115,9 @@ class SessionOrder:
             async with self._sessions.try_locked(key) as got:
                 if not got:
                     return 0
-                if unanswered is not None:  # its turn finds it stored: answered, not twice
-                    await self._queue.put(MessageIdentity.of(unanswered), unanswered)
+                if unanswered is not None:  # first; its turn finds it stored: not stored twice
+                    queue_id = await self._queue.put(MessageIdentity.of(unanswered), unanswered)
+                    await self._answer_one(unanswered, queue_id, None, served)
                 await self._drain(key, platform, {}, served)
             await self._learned(key, served)
         if served.tried:
@@ -123,7 +129,6 @@ class SessionOrder:
     ) -> None:
         """Under `key`'s lock: its queued messages' turns, oldest first, until none is left
         (one whose turn ran and could not store it stays for the next sweep)."""
-        assert self._answer is not None, "SessionOrder.attach was not called"
         while True:
             waiting = [
                 w for w in await self._of_session(key, platform) if w.queue_id not in served.tried
@@ -131,14 +136,26 @@ class SessionOrder:
             if not waiting:
                 return
             for entry in waiting:
-                sink = sinks.get(entry.queue_id) or self._sink(entry.message)
-                if sink is None:
+                if not await self._answer_one(
+                    entry.message, entry.queue_id, sinks.get(entry.queue_id), served
+                ):
                     log.warning("no %s adapter here: session %s is left to another", platform, key)
                     return
-                served.tried.add(entry.queue_id)
-                replied = await self._answer(entry.message, sink, entry.queue_id)
-                if replied is not None:
-                    served.replied.append((replied, entry.message))
+
+    async def _answer_one(
+        self, message: InboundMessage, queue_id: int, sink: ReplySink | None, served: _Served
+    ) -> bool:
+        """One queued message's turn, into `sink` or its platform's; False when this replica
+        has no adapter of its platform (it stays queued)."""
+        assert self._answer is not None, "SessionOrder.attach was not called"
+        sink = sink or self._sink(message)
+        if sink is None:
+            return False
+        served.tried.add(queue_id)
+        replied = await self._answer(message, sink, queue_id)
+        if replied is not None:
+            served.replied.append((replied, message))
+        return True
 
     async def _learned(self, key: str, served: _Served) -> None:
         if self._learn is not None:

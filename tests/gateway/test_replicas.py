@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,12 +17,14 @@ from typing import Any
 
 import pytest
 
+from gateway.adapters.console_adapter import ConsoleAdapter
 from gateway.app import Services, open_services
 from gateway.config import load_config
 from gateway.conversation import Conversations
 from gateway.messages import InboundMessage, ReplySink
+from gateway.service import Service, instance_lock
 from tests.fakes.base import wait_until
-from tests.fakes.openai import Fault, FakeOpenAI
+from tests.fakes.openai import FakeOpenAI, Fault
 from tests.gateway.serving import SKILLS, private, serving
 
 
@@ -154,14 +157,34 @@ async def test_a_replica_cut_mid_turn_leaves_the_session_to_the_other(
     await (await a.send(chats, private("hello", "alice", "1")))
     a.model.fail_next(Fault.stall())
     cut = await a.send(chats, private("tell me more", "alice", "2"))
-    await wait_until(lambda: a.model.stalled == 1)  # stored, the model asked: a dies now
-    cut.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await cut
+    await wait_until(lambda: a.model.stalled == 1)  # stored, the model asked
+    behind = await a.send(chats, private("and then?", "alice", "3"))  # queued behind it
+    for task in (cut, behind):  # a dies now
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
     await a.die()
     assert b.conversations.order is not None
-    assert await b.conversations.order.sweep(stale=0) == 1
-    assert chats.replies["alice"] == ["echo: hello", "echo: tell me more"]
-    asked_a, asked_b = _sent(a.model)[-1], _sent(b.model)[-1]
+    assert await b.conversations.order.sweep(stale=0) == 2
+    assert chats.replies["alice"] == ["echo: hello", "echo: tell me more", "echo: and then?"]
+    asked_a, asked_b = _sent(a.model)[-1], _sent(b.model)[0]
     assert asked_b == asked_a  # the same stored prompt and history, byte for byte
     assert await b.conversations.order.sweep(stale=0) == 0  # answered once
+
+
+async def test_a_replica_takes_no_data_directory_lock(pg_database: str, tmp_path: Path) -> None:
+    home = tmp_path / "shared"
+    async with FakeOpenAI(echo_when_idle=True) as model:
+        env = {
+            "OPENAI_BASE_URL": model.url + "/v1",
+            "MNEMO_HOME": str(home),
+            "MNEMO_SKILLS_DIR": str(SKILLS),
+            "MNEMO_DATABASE_URL": pg_database,
+        }
+        out = io.StringIO()
+        console = ConsoleAdapter(io.StringIO("hello\n"), out, user_id="ada")
+        with instance_lock(home):  # another process's lock: a replica does not care
+            await asyncio.wait_for(
+                Service(load_config(None, environ=env), [console], signals=()).run(), 20
+            )
+    assert "echo: hello" in out.getvalue()

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
+from memory_core import NewMessage, SessionMark, SessionOrigin, StorageSettings, open_storage
 from memory_core.pg.session_locks import PgSessionLocks, lock_number
 from tests.fakes.base import wait_until
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture
@@ -110,3 +115,36 @@ def test_lock_numbers_differ_by_schema_and_key() -> None:
     numbers = {lock_number(s, k) for s in ("bot_a", "bot_b") for k in ("k1", "k2")}
     assert len(numbers) == 4
     assert all(-(2**63) <= n < 2**63 for n in numbers)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+async def test_a_sessions_mark_moves_with_each_write_on_either_store(
+    backend: str, pg_database: str, tmp_path: Path
+) -> None:
+    url = pg_database if backend == "postgresql" else None
+    settings = StorageSettings(home=tmp_path / "data", skills_dir=ROOT / "skills", url=url)
+    key = "telegram:private:alice"
+    origin = SessionOrigin(key, "telegram", "telegram-alice", "alice", "private")
+    async with open_storage(settings) as storage:
+        store = storage.sessions
+        assert await store.session_mark(key) is None
+        first = await store.append_messages(
+            origin=origin, messages=[NewMessage("user", "hi", time.time(), "m1")]
+        )
+        mark = await store.session_mark(key)
+        assert mark == SessionMark(first.session_id, first.message_ids[0], None)
+        await store.set_system_prompt(first.session_id, "You are Mnemo. é")
+        prompted = await store.session_mark(key)
+        assert prompted == SessionMark(first.session_id, first.message_ids[0], 16)
+        again = await store.append_messages(
+            origin=origin, messages=[NewMessage("user", "hi", time.time(), "m1")]
+        )
+        assert again.inserted == 0 and await store.session_mark(key) == prompted
+        later = await store.append_messages(
+            origin=origin, messages=[NewMessage("assistant", "hello", time.time(), key="t:1")]
+        )
+        assert await store.session_mark(key) == SessionMark(
+            first.session_id, later.message_ids[0], 16
+        )
+        await store.end_session(first.session_id, "new")
+        assert await store.session_mark(key) is None
