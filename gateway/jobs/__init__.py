@@ -1,8 +1,9 @@
 """Background work: the review after replies, extraction when sessions end or go quiet.
 
-`BackgroundWork` schedules both on the application's `Scheduler`; jobs receive
-a `JobContext` (stores, the auxiliary model, `BackgroundSettings`), never the
-application.
+`BackgroundWork` asks for both (and the quiet-time sweep) as jobs in the stores'
+`JobQueue`, claimed once across replicas, and runs what it claims on the
+application's `Scheduler`; jobs receive a `JobContext` (stores, the auxiliary
+model, `BackgroundSettings`), never the application.
 """
 
 from gateway.jobs.background import BackgroundWork

@@ -25,7 +25,6 @@ table (`memory_core.pg.session_jobs`).
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -121,18 +120,23 @@ class _Row:
 
 
 class InProcessJobs:
-    """`JobQueue` in this process's memory: the embedded default's queue."""
+    """`JobQueue` in this process's memory: the embedded default's queue. Each method
+    runs to its end without awaiting, so calls from concurrent tasks never interleave."""
 
     def __init__(self) -> None:
         self._rows: dict[int, _Row] = {}
+        self._open_ids: dict[tuple[str, str], int] = {}  # (kind, key) -> the open row's id
         self._next_id = 1
-        self._lock = asyncio.Lock()
 
     def _open(self, kind: str, key: str) -> _Row | None:
-        for row in self._rows.values():
-            if row.done_at is None and (row.request.kind, row.request.key) == (kind, key):
-                return row
-        return None
+        job_id = self._open_ids.get((kind, key))
+        return None if job_id is None else self._rows[job_id]
+
+    def _open_rows(self) -> list[_Row]:
+        return sorted(
+            (self._rows[job_id] for job_id in self._open_ids.values()),
+            key=lambda row: (row.due_at, row.id),
+        )
 
     def _held(self, job_id: int, owner: str) -> _Row | None:
         row = self._rows.get(job_id)
@@ -140,98 +144,85 @@ class InProcessJobs:
             return None
         return row
 
+    def _close(self, row: _Row, now: float) -> None:
+        row.done_at, row.lease_until = now, None
+        del self._open_ids[(row.request.kind, row.request.key)]
+
     async def enqueue(self, request: JobRequest) -> bool:
-        async with self._lock:
-            if self._open(request.kind, request.key) is not None:
-                return False
-            row = _Row(self._next_id, request, request.due_at)
-            self._rows[row.id] = row
-            self._next_id += 1
-            return True
+        if self._open(request.kind, request.key) is not None:
+            return False
+        row = _Row(self._next_id, request, request.due_at)
+        self._rows[row.id] = row
+        self._open_ids[(request.kind, request.key)] = row.id
+        self._next_id += 1
+        return True
 
     async def claim(self, owner: str, now: float, lease: float, limit: int) -> list[ClaimedJob]:
-        async with self._lock:
-            due = sorted(
-                (
-                    row
-                    for row in self._rows.values()
-                    if row.done_at is None
-                    and row.due_at <= now
-                    and (row.lease_until is None or row.lease_until < now)
-                ),
-                key=lambda row: (row.due_at, row.id),
-            )[: max(limit, 0)]
-            claimed = []
-            for row in due:
-                row.lease_owner, row.lease_until = owner, now + lease
-                row.attempts += 1
-                claimed.append(_claimed(row))
-            return claimed
+        due = [
+            row
+            for row in self._open_rows()
+            if row.due_at <= now and (row.lease_until is None or row.lease_until < now)
+        ][: max(limit, 0)]
+        for row in due:
+            row.lease_owner, row.lease_until = owner, now + lease
+            row.attempts += 1
+        return [_claimed(row) for row in due]
 
     async def renew(self, job_id: int, owner: str, now: float, lease: float) -> bool:
-        async with self._lock:
-            row = self._held(job_id, owner)
-            if row is not None:
-                row.lease_until = now + lease
-            return row is not None
+        row = self._held(job_id, owner)
+        if row is not None:
+            row.lease_until = now + lease
+        return row is not None
 
     async def finish(self, job_id: int, owner: str, now: float) -> bool:
-        async with self._lock:
-            row = self._held(job_id, owner)
-            if row is not None:
-                row.done_at, row.lease_until = now, None
-            return row is not None
+        row = self._held(job_id, owner)
+        if row is not None:
+            self._close(row, now)
+        return row is not None
 
     async def release(self, job_id: int, owner: str, due_at: float) -> bool:
-        async with self._lock:
-            row = self._held(job_id, owner)
-            if row is not None:
-                row.due_at, row.lease_owner, row.lease_until = due_at, None, None
-            return row is not None
+        row = self._held(job_id, owner)
+        if row is not None:
+            row.due_at, row.lease_owner, row.lease_until = due_at, None, None
+        return row is not None
 
     async def cancel(self, kind: str, key: str, now: float) -> int:
-        async with self._lock:
-            row = self._open(kind, key)
-            if row is not None:
-                row.done_at, row.lease_until = now, None
-            return 0 if row is None else 1
+        row = self._open(kind, key)
+        if row is not None:
+            self._close(row, now)
+        return 0 if row is None else 1
 
     async def forget_person(self, user_key: str) -> int:
-        async with self._lock:
-            gone = [i for i, row in self._rows.items() if row.request.user_key == user_key]
-            for job_id in gone:
-                del self._rows[job_id]
-            return len(gone)
+        gone = [row for row in self._rows.values() if row.request.user_key == user_key]
+        for row in gone:
+            del self._rows[row.id]
+            if row.done_at is None:
+                del self._open_ids[(row.request.kind, row.request.key)]
+        return len(gone)
 
     async def prune(self, before: float) -> int:
-        async with self._lock:
-            gone = [
-                i
-                for i, row in self._rows.items()
-                if row.done_at is not None and row.done_at < before
-            ]
-            for job_id in gone:
-                del self._rows[job_id]
-            return len(gone)
+        gone = [
+            job_id
+            for job_id, row in self._rows.items()
+            if row.done_at is not None and row.done_at < before
+        ]
+        for job_id in gone:
+            del self._rows[job_id]
+        return len(gone)
 
     async def open_jobs(self) -> list[OpenJob]:
-        async with self._lock:
-            rows = sorted(
-                (row for row in self._rows.values() if row.done_at is None),
-                key=lambda row: (row.due_at, row.id),
+        return [
+            OpenJob(
+                row.id,
+                row.request.kind,
+                row.request.key,
+                row.due_at,
+                row.attempts,
+                row.lease_owner,
+                row.lease_until,
             )
-            return [
-                OpenJob(
-                    row.id,
-                    row.request.kind,
-                    row.request.key,
-                    row.due_at,
-                    row.attempts,
-                    row.lease_owner,
-                    row.lease_until,
-                )
-                for row in rows
-            ]
+            for row in self._open_rows()
+        ]
 
 
 def _claimed(row: _Row) -> ClaimedJob:
