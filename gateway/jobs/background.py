@@ -49,8 +49,6 @@ from gateway.jobs.claims import (
     CLAIM_LIMIT,
     CLAIM_SECONDS,
     EXTRACT,
-    LEASE_SECONDS,
-    RENEW_SECONDS,
     REVIEW,
     SWEEP,
     SWEEP_KEY,
@@ -98,14 +96,13 @@ class BackgroundWork:
         queue: JobQueue | None = None,
         *,
         owner: str | None = None,
-        lease_seconds: float = LEASE_SECONDS,
-        renew_seconds: float = RENEW_SECONDS,
+        renew_seconds: float | None = None,
     ) -> None:
         self._context = context
         self._queue: JobQueue = InProcessJobs() if queue is None else queue
         self._owner = owner_name() if owner is None else owner
-        self._lease = lease_seconds
-        self._renew = renew_seconds
+        self._lease = context.settings.job_lease
+        self._renew = self._lease / 3 if renew_seconds is None else renew_seconds
         self._scheduler: Scheduler[JobContext] | None = None
         self._claimed: dict[str, ClaimedJob] = {}  # by scheduler job id: claimed, unsettled
         self._cancelling: dict[str, asyncio.Task[None]] = {}  # session key -> review cancel
@@ -212,7 +209,10 @@ class BackgroundWork:
         ):
             return
         payload = review_payload(ReviewRequest(session_id, message))
-        await self._ask(REVIEW, session_key, message.user_key, payload)
+        try:
+            await self._ask(REVIEW, session_key, message.user_key, payload)
+        except Exception:  # the reply is delivered; the counters call for it at the next one
+            log.exception("could not ask for a review of session %s", session_key)
 
     def session_ended(self, session_id: int, user_key: str) -> None:
         """Extract what the ended session taught (now, in the background)."""

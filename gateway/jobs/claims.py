@@ -1,15 +1,16 @@
 """How one replica holds a claimed job: its owner name, the lease it keeps, the payloads.
 
-A job claimed from the `JobQueue` is leased for `LEASE_SECONDS`; while it runs,
-`keep_lease` renews the lease every `RENEW_SECONDS`, and cancels the job's task
-when the queue answers that the job is no longer this owner's (the review was
-talked over or its person erased on another replica, or the lease ran out while
-this process stalled and another replica took the job over), or when renewing
-fails until the lease has run out. So a job runs at one owner at a time for as
-long as its holder renews in time: a holder stalled past its lease (a frozen
-process, a clock more than the lease apart) may overlap the one that took over
-until its next renewal stops it, which the work itself tolerates (an extraction
-resumes from its per-session mark, an identical entry is not stored twice).
+A job claimed from the `JobQueue` is leased for `BackgroundSettings.job_lease`
+seconds; while it runs, `keep_lease` renews the lease every third of that, and
+cancels the job's task when the queue answers that the job is no longer this
+owner's (the review was talked over or its person erased on another replica, or
+the lease ran out while this process stalled and another replica took the job
+over), or when renewing fails until the lease has run out. So a job runs at one
+owner at a time for as long as its holder renews in time: a holder stalled past
+its lease (a frozen process, clocks further apart than the lease) may overlap
+the one that took over until its next renewal stops it, which the work itself
+tolerates (an extraction resumes from its per-session mark, an identical entry
+is not stored twice).
 """
 
 from __future__ import annotations
@@ -23,14 +24,13 @@ import socket
 import uuid
 from collections.abc import Callable
 
+from gateway.jobs.context import JOB_LEASE_SECONDS
 from gateway.jobs.review import ReviewRequest
 from gateway.session_queue import decode, encode
 from memory_core.sessions import ClaimedJob, JobQueue
 
 log = logging.getLogger(__name__)
 
-LEASE_SECONDS = 60.0  # a dead holder's job is taken over this long after its last renewal
-RENEW_SECONDS = 20.0
 CLAIM_SECONDS = 5.0  # how often each replica looks for due jobs (besides after a reply)
 CLAIM_LIMIT = 16  # jobs one replica runs at once; the model limiter paces their calls
 
@@ -72,8 +72,8 @@ async def keep_lease(
     clock: Callable[[], float],
     task: asyncio.Task[object],
     *,
-    lease: float = LEASE_SECONDS,
-    every: float = RENEW_SECONDS,
+    lease: float = JOB_LEASE_SECONDS,
+    every: float = JOB_LEASE_SECONDS / 3,
 ) -> None:
     """Renew `job`'s lease every `every` s until cancelled; cancel `task` once the job is
     lost (the queue says it is no longer `owner`'s, or the lease ran out unrenewed)."""

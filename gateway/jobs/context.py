@@ -33,6 +33,7 @@ moved on to another session, or a message came after that time, meanwhile."""
 MIN_SWEEP_SECONDS = 15.0
 MAX_SWEEP_SECONDS = 300.0
 SHUTDOWN_GRACE_SECONDS = 10.0
+JOB_LEASE_SECONDS = 60.0  # a dead replica's job is taken over this long after its last renewal
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ class BackgroundSettings:
     shutdown_grace: float = SHUTDOWN_GRACE_SECONDS  # extractions running at shutdown get this
     write_approval: WriteApproval = "off"  # which writes wait for the person's approval
     judge: bool = False  # the auxiliary model judges each background entry (fact or not)
+    job_lease: float = JOB_LEASE_SECONDS  # a claimed job's lease, renewed at a third of it
 
     @classmethod
     def from_config(cls, config: Config) -> BackgroundSettings:
