@@ -46,9 +46,10 @@ def owner_name() -> str:
 
 
 def review_payload(request: ReviewRequest) -> str:
-    """The review request as a row keeps it: the message without its words (only its chat
-    is needed, to hear of the outcome), so no job row holds what a person said."""
-    quiet = dataclasses.replace(request.message, text="", media=())
+    """The review request as a row keeps it: the message without its words or the
+    person's name (only its chat is needed, to hear of the outcome), so no job row
+    holds what a person said."""
+    quiet = dataclasses.replace(request.message, text="", media=(), user_name=None)
     return json.dumps({"session_id": request.session_id, "message": encode(quiet)})
 
 

@@ -12,7 +12,8 @@ from typing import Any
 
 from gateway.app import Services, job_context, open_services
 from gateway.conversation import Conversations
-from gateway.jobs import BackgroundWork
+from gateway.jobs import BackgroundWork, ReviewRequest
+from gateway.jobs.claims import review_payload, review_request
 from gateway.jobs.extraction import EXTRACTION_SYSTEM
 from gateway.jobs.review import REVIEW_PROMPT
 from gateway.messages import InboundMessage
@@ -204,3 +205,12 @@ async def test_a_message_on_one_replica_stops_the_review_running_on_another(
         await wait_until(lambda: not any(j.id.startswith("review:") for j in a.work.jobs()))
         fake.release()
         assert await only_the_sweep_open(a)
+
+
+def test_a_review_row_keeps_the_chat_and_not_the_words() -> None:
+    said = dataclasses.replace(message("my password is hunter2"), user_name="Alice Smith")
+    payload = review_payload(ReviewRequest(7, said))
+    back = review_request(payload)
+    assert "hunter2" not in payload and "Alice Smith" not in payload
+    assert back.session_id == 7 and back.message.session_key() == said.session_key()
+    assert (back.message.chat_id, back.message.user_key) == (said.chat_id, said.user_key)
