@@ -4,8 +4,9 @@ Deny by default. Each platform has an allow-list of user ids
 (`telegram.allowed_users`, `discord.allowed_users`); ``"*"`` serves everyone,
 an empty list nobody. Admins (`admins`, as ``platform:user_id``) are always
 served; so is the console, where the operator sits. Beside the configuration's
-lists, the data directory's `gateway.pairing.AccessList` (``<home>/access.json``)
-lets people in without a restart: it is read again whenever it changed. A
+lists, the storage's `gateway.pairing.AccessList` (``<home>/access.json``, or a
+row every replica shares on PostgreSQL) lets people in without a restart: it is
+read again whenever it changed. A
 refused person gets one line naming their user id and, with that list, a new
 one-time pairing code (so the operator can let them in with ``mnemo users
 allow CODE`` or an admin with ``/allow CODE``), at most once per
@@ -24,7 +25,7 @@ from typing import Any, Protocol
 from gateway.config import Config
 from gateway.errors import AccessListError
 from gateway.i18n import N_
-from gateway.pairing import ACCESS_FILE, CODE_TTL, AccessList
+from gateway.pairing import CODE_TTL, AccessList
 
 log = logging.getLogger(__name__)
 
@@ -85,14 +86,15 @@ class AccessPolicy:
         self._told: dict[tuple[str, str], float] = {}
 
     @classmethod
-    def from_config(cls, config: Config) -> AccessPolicy:
+    def from_config(cls, config: Config, granted: AccessList | None = None) -> AccessPolicy:
+        """The configuration's lists and admins, and `granted` (the storage's list)."""
         return cls(
             {
                 "telegram": config.telegram.allowed_users,
                 "discord": config.discord.allowed_users,
             },
             admins=config.admins,
-            granted=AccessList(config.home / ACCESS_FILE),
+            granted=granted,
         )
 
     @classmethod

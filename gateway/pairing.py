@@ -1,12 +1,15 @@
 """The data directory's allow list and its pairing codes: access without restarts.
 
-`<home>/access.json` (0600) holds the people let in beside the configuration's
+The document `ACCESS_FILE` (`Storage.document`: ``<home>/access.json``, 0600, on
+the embedded default; a row of PostgreSQL's ``documents`` table, shared by every
+replica, with ``storage.url``) holds the people let in beside the configuration's
 `allowed_users`, and the pairing code each refused person was given last.
-Every change is read, made and written under ``<home>/access.json.lock`` and
-written atomically, so the running bot and ``mnemo users allow|deny`` in
-another process never lose each other's changes. The bot re-reads the file at
-decision time when its mtime, size or inode changed (one ``stat`` per
-message), so a change takes effect on the next message, without a restart.
+Every change is read, made and written while the document is held (the file's
+``.lock``, or the row locked in one transaction), so the running bot, the other
+replicas and ``mnemo users allow|deny`` in another process never lose each
+other's changes. The bot reads the document again at decision time when its
+signature changed (one ``stat`` or one row read per message), so a change takes
+effect on the next message, without a restart.
 
 A code is `CODE_LENGTH` characters from an alphabet without look-alikes (no
 0/O, 1/I/L), typed in any case, with or without a dash. It is tied to the one
@@ -20,20 +23,16 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import re
 import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypeVar
-
-from filelock import FileLock, Timeout
 
 from gateway.errors import AccessListError
 from gateway.i18n import N_
-from memory_core import AtomicWriteError, atomic_write_text
+from memory_core import Document, DocumentError
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +52,6 @@ EXPIRED_CODE = N_(
     "again (within the hour: their id works too)"
 )
 
-_Signature = tuple[int, int, int]  # (mtime_ns, size, inode)
 T = TypeVar("T")
 
 
@@ -104,25 +102,23 @@ def _digest(code: str) -> str:
 
 
 class AccessList:
-    """The people let in through the data directory (`path`), and the pairing codes given
-    to refused people; `clock` is wall time (codes outlive a process)."""
+    """The people let in beside the configuration (`document`, `ACCESS_FILE` of the
+    storage), and the pairing codes given to refused people; `clock` is wall time
+    (codes outlive a process)."""
 
-    def __init__(
-        self, path: Path, clock: Callable[[], float] = time.time, lock_timeout: float = 5.0
-    ) -> None:
-        self.path = path
-        self._lock = FileLock(str(path.with_name(path.name + ".lock")), timeout=lock_timeout)
+    def __init__(self, document: Document, clock: Callable[[], float] = time.time) -> None:
+        self.document = document
         self._clock = clock
-        self._signature: _Signature | None = None
+        self._signature: object = _UNREAD
         self._allowed: dict[str, frozenset[str]] = {}
 
     def granted(self, platform: str) -> frozenset[str]:
-        """The user ids of `platform` on the list as the file is now (re-read when it
-        changed). An unreadable file keeps the last list read, with a warning."""
+        """The user ids of `platform` on the list as the document is now (read again when
+        it changed). An unreadable document keeps the last list read, with a warning."""
         try:
-            signature = self._stat()
+            signature = _checked(self.document.signature)
             if signature != self._signature:
-                self._signature = signature  # a bad file is warned about once per change
+                self._signature = signature  # a bad document is warned about once per change
                 state = self._read()
                 self._allowed = {p: frozenset(ids) for p, ids in state.allowed.items()}
         except AccessListError as exc:
@@ -200,22 +196,25 @@ class AccessList:
         return self._change(change)
 
     def _change(self, change: Callable[[_State], T]) -> T:
-        """Read, apply `change`, write: all under the file's lock. A change that raises
-        writes nothing unless it changed the state first (a used-up expired code)."""
+        """Read, apply `change`, write: all while the document is held. A change that
+        refuses writes nothing unless it changed the state first (a used-up expired
+        code); the refusal is raised once that is kept."""
+        refused: AccessListError | None = None
         try:
-            with self._lock:
-                state = self._read()
+            with self.document.changing() as handle:
+                state = self._parse(handle.read())
                 before = _dump(state)
                 try:
                     result = change(state)
-                finally:
-                    self._prune(state)
-                    if _dump(state) != before:
-                        self._write(state)
-        except Timeout:
-            raise AccessListError(
-                f"{self.path} is locked by another process; try again in a moment"
-            ) from None
+                except AccessListError as exc:
+                    refused = exc
+                self._prune(state)
+                if _dump(state) != before:
+                    handle.write(_dump(state) + "\n")
+        except DocumentError as exc:
+            raise AccessListError(str(exc)) from exc
+        if refused is not None:
+            raise refused
         return result
 
     def _prune(self, state: _State) -> None:
@@ -223,35 +222,29 @@ class AccessList:
         state.codes = [c for c in state.codes if c.expires > now - CODE_TTL]  # an hour late:
         # still told "expired", not "unknown"
 
-    def _stat(self) -> _Signature | None:
-        try:
-            st = os.stat(self.path)
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            raise AccessListError(f"cannot read {self.path}: {exc.strerror or exc}") from exc
-        return (st.st_mtime_ns, st.st_size, st.st_ino)
-
     def _read(self) -> _State:
-        try:
-            text = self.path.read_text(encoding="utf-8")
-        except FileNotFoundError:
+        return self._parse(_checked(self.document.read))
+
+    def _parse(self, text: str | None) -> _State:
+        if text is None:
             return _State({}, [])
-        except (OSError, UnicodeDecodeError) as exc:
-            raise AccessListError(f"cannot read {self.path}: {exc}") from exc
         try:
             return _parse(json.loads(text))
         except (ValueError, TypeError, KeyError) as exc:
             raise AccessListError(
-                f"{self.path} is not a valid access list ({exc}); fix or remove it"
+                f"{self.document.label} is not a valid access list ({exc}); fix or remove it"
             ) from exc
 
-    def _write(self, state: _State) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            atomic_write_text(self.path, _dump(state) + "\n", mode=0o600)
-        except AtomicWriteError as exc:
-            raise AccessListError(str(exc)) from exc
+
+_UNREAD = object()  # the signature before the first read: differs from any document's
+
+
+def _checked(read: Callable[[], T]) -> T:
+    """`read()`, its `DocumentError` as the `AccessListError` of the same line."""
+    try:
+        return read()
+    except DocumentError as exc:
+        raise AccessListError(str(exc)) from exc
 
 
 def _parse(raw: Any) -> _State:

@@ -29,11 +29,13 @@ if TYPE_CHECKING:
         scrub_context,
         wrap_memory_context,
     )
+    from memory_core.documents import Document, DocumentHandle, FileDocument
     from memory_core.erasure import EraseExternal, ExportResult, PersonData, PersonHoldings
     from memory_core.errors import (
         AmbiguousMatchError,
         AtomicWriteError,
         BatchRejectedError,
+        DocumentError,
         EntryTooLongError,
         ImportFormatError,
         IndexIntegrityError,
@@ -175,6 +177,7 @@ if TYPE_CHECKING:
         Storage,
         StorageSettings,
         describe_storage,
+        open_document,
         open_storage,
         storage_problem,
     )
@@ -185,6 +188,11 @@ if TYPE_CHECKING:
 # The module each public name comes from (the TYPE_CHECKING imports above,
 # which give mypy the real types; a test keeps the two the same).
 _EXPORTS: dict[str, tuple[str, ...]] = {
+    "memory_core.documents": (
+        "FileDocument",
+        "DocumentHandle",
+        "Document",
+    ),
     "memory_core.transfer": (
         "CheckReport",
         "MigrationReport",
@@ -192,6 +200,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "migrate_data_dir",
     ),
     "memory_core.storage": (
+        "open_document",
         "storage_problem",
         "describe_storage",
         "open_storage",
@@ -217,6 +226,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "memory_core.fence": ("ErasureFence", "current_mark", "working"),
     "memory_core.errors": (
+        "DocumentError",
         "AmbiguousMatchError",
         "AtomicWriteError",
         "BatchRejectedError",
@@ -402,11 +412,15 @@ __all__ = [
     "CounterUpdate",
     "Decision",
     "DeleteResult",
+    "Document",
+    "DocumentError",
+    "DocumentHandle",
     "EntryOrigin",
     "EntryTooLongError",
     "EraseExternal",
     "ErasureFence",
     "ExportResult",
+    "FileDocument",
     "FileMemoryStore",
     "Finding",
     "HistoryRecallProvider",
@@ -524,6 +538,7 @@ __all__ = [
     "instruction_reasons",
     "make_user_key",
     "migrate_data_dir",
+    "open_document",
     "open_storage",
     "parse_time_phrase",
     "parse_timestamp",

@@ -2,6 +2,7 @@
 MemoryCoreError
  ├── PersonErasedError                  the person was erased after the writing work began
  ├── AtomicWriteError                   a crash-safe write failed; the old file is untouched
+ ├── DocumentError                      a small document could not be read, locked or written
  ├── InvalidEntryError                  content cannot be stored as one memory entry
  ├── InvalidUserKeyError                a user key is not a well-formed, path-safe key
  ├── UnsafeContentError                 the safety scan refused the text
@@ -74,6 +75,11 @@ class PersonErasedError(MemoryCoreError):
 
 class AtomicWriteError(MemoryCoreError):
     """The file could not be written; the previous content is untouched."""
+
+
+class DocumentError(MemoryCoreError):
+    """A small document (`memory_core.documents`) could not be read, locked or written;
+    the message names it by its label and says why."""
 
 
 class InvalidEntryError(MemoryCoreError):

@@ -1,8 +1,8 @@
 """`mnemo users allow|deny|allowed`: who may talk to the bot, changed without a restart.
 
-They work on the data directory's list (`gateway.pairing.AccessList`,
-``<home>/access.json``), which a running ``mnemo run`` reads again when it
-changes: ``allow CODE`` lets in the person the bot gave that pairing code to,
+They work on the storage's list (`gateway.pairing.AccessList`: ``<home>/access.json``,
+or with ``storage.url`` the row every replica reads), which a running ``mnemo run``
+reads again when it changes: ``allow CODE`` lets in the person the bot gave that pairing code to,
 ``allow telegram:ID`` anyone by id, ``deny telegram:ID`` takes off the list
 what it added. The configuration's `allowed_users` and `admins` are served
 too and only their file changes them: ``deny`` says so for such a person.
@@ -10,17 +10,30 @@ too and only their file changes them: ``deny`` says so for such a person.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 import click
 
 from gateway.access import AccessPolicy
 from gateway.cli.base import CliState, fail, json_text, run_command, visible
-from gateway.config import Config
+from gateway.config import Config, storage_settings
 from gateway.errors import AccessListError
 from gateway.pairing import ACCESS_FILE, AccessList, Grant, parse_grant
+from memory_core import open_document
+
+T = TypeVar("T")
 
 
-def _list(config: Config) -> AccessList:
-    return AccessList(config.home / ACCESS_FILE)
+def _on_list(config: Config, work: Callable[[AccessList], T]) -> T:
+    """`work` on the storage's list (opened for it alone, closed after); our errors in
+    one line."""
+
+    def body() -> T:
+        with open_document(storage_settings(config), ACCESS_FILE) as document:
+            return work(AccessList(document))
+
+    return run_command(body)
 
 
 def _looks_like_person(text: str) -> bool:
@@ -43,13 +56,12 @@ def allow(state: CliState, code_or_id: str) -> None:
 
     A running bot answers their next message; no restart."""
     config = state.config()
-    access = _list(config)
     if not _looks_like_person(code_or_id):
-        grant = run_command(lambda: access.redeem(code_or_id))
+        grant = _on_list(config, lambda access: access.redeem(code_or_id))
         click.echo(visible(f"let in {grant} (their pairing code is used up)"))
         return
     grant = _grant(code_or_id)
-    added = run_command(lambda: access.allow(grant))
+    added = _on_list(config, lambda access: access.allow(grant))
     note = "" if added else " (already on the list)"
     click.echo(visible(f"let in {grant}{note}"))
 
@@ -61,7 +73,7 @@ def deny(state: CliState, person: str) -> None:
     """Take PERSON (telegram:ID or discord:ID) off the data directory's list."""
     config = state.config()
     grant = _grant(person)
-    removed = run_command(lambda: _list(config).deny(grant))
+    removed = _on_list(config, lambda access: access.deny(grant))
     still = _still_served(config, grant)
     if not removed:
         reason = still or "they are not on the data directory's list"
@@ -101,7 +113,7 @@ def allowed(state: CliState, as_json: bool) -> None:
         ),
         *(
             {"person": f"{g.platform}:{g.user_id}", "source": ACCESS_FILE}
-            for g in run_command(_list(config).entries)
+            for g in _on_list(config, AccessList.entries)
         ),
     ]
     if as_json:

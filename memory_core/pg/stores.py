@@ -19,6 +19,7 @@ from memory_core.errors import PostgresSchemaError, PostgresUnavailableError
 from memory_core.fence import ErasureFence
 from memory_core.pg.blocking import PgSyncDatabase
 from memory_core.pg.database import PgDatabase
+from memory_core.pg.documents import DOCUMENT_MIGRATIONS
 from memory_core.pg.fence import FENCE_MIGRATIONS, PgTombstones
 from memory_core.pg.memory import PgMemoryStore
 from memory_core.pg.memory_schema import MEMORY_MIGRATIONS
@@ -36,6 +37,7 @@ ALL_MIGRATIONS: tuple[PgMigration, ...] = (
     *SKILLS_MIGRATIONS,
     *JOB_MIGRATIONS,
     *FENCE_MIGRATIONS,
+    *DOCUMENT_MIGRATIONS,
 )
 
 

@@ -9,12 +9,13 @@ import pytest
 
 from gateway.errors import AccessListError
 from gateway.pairing import ALPHABET, CODE_LENGTH, CODE_TTL, AccessList, Grant
+from memory_core import FileDocument
 
 ALICE, BOB = Grant("telegram", "42"), Grant("telegram", "43")
 
 
 def test_codes_are_short_unambiguous_and_one_per_person(tmp_path: Path) -> None:
-    access = AccessList(tmp_path / "access.json")
+    access = AccessList(FileDocument(tmp_path / "access.json"))
     first = access.issue_code("telegram", "42")
     assert len(first) == CODE_LENGTH and set(first) <= set(ALPHABET)
     assert not set("0O1IL") & set(ALPHABET)
@@ -26,7 +27,7 @@ def test_codes_are_short_unambiguous_and_one_per_person(tmp_path: Path) -> None:
 
 def test_a_code_expires(tmp_path: Path) -> None:
     now = [1_000_000.0]
-    access = AccessList(tmp_path / "access.json", clock=lambda: now[0])
+    access = AccessList(FileDocument(tmp_path / "access.json"), clock=lambda: now[0])
     code = access.issue_code("discord", "9")
     now[0] += CODE_TTL + 1
     with pytest.raises(AccessListError, match="has expired"):
@@ -38,7 +39,7 @@ def test_a_code_expires(tmp_path: Path) -> None:
 
 def test_another_writer_is_seen_at_the_next_decision(tmp_path: Path) -> None:
     path = tmp_path / "access.json"
-    bot, cli = AccessList(path), AccessList(path)
+    bot, cli = AccessList(FileDocument(path)), AccessList(FileDocument(path))
     assert bot.granted("telegram") == frozenset()
     cli.allow(ALICE)
     assert bot.granted("telegram") == {"42"}
@@ -53,12 +54,12 @@ def test_a_broken_file_is_refused_and_kept(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     path = tmp_path / "access.json"
-    bot = AccessList(path)
+    bot = AccessList(FileDocument(path))
     bot.allow(ALICE)
     assert bot.granted("telegram") == {"42"}
     path.write_text('{"allowed": {"telegram": [42]}}')  # a hand edit gone wrong
     with pytest.raises(AccessListError, match="not a valid access list"):
-        AccessList(path).allow(BOB)
+        AccessList(FileDocument(path)).allow(BOB)
     assert path.read_text() == '{"allowed": {"telegram": [42]}}'  # nothing lost
     with caplog.at_level(logging.WARNING):
         assert bot.granted("telegram") == {"42"}  # the bot keeps what it read before
@@ -66,7 +67,7 @@ def test_a_broken_file_is_refused_and_kept(
 
 
 def test_codes_are_never_logged_in_full(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    access = AccessList(tmp_path / "access.json")
+    access = AccessList(FileDocument(tmp_path / "access.json"))
     with caplog.at_level(logging.DEBUG):
         code = access.issue_code("telegram", "42")
         access.redeem(code)

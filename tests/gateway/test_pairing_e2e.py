@@ -15,6 +15,7 @@ from gateway.app import Services
 from gateway.cli import main
 from gateway.conversation import Conversations
 from gateway.pairing import ACCESS_FILE, ALPHABET, CODE_LENGTH, AccessList
+from memory_core import FileDocument
 from tests.fakes.openai import FakeOpenAI
 from tests.gateway.serving import SKILLS, private, serving, stored_rows
 from tests.gateway.sinks import ListSink
@@ -34,8 +35,9 @@ def bot(services: Services, clock: float | None = None) -> Conversations:
     """The bot with the real policy: `ADMIN` is an admin, `MEMBER` in allowed_users, the
     data dir's list beside them (its codes issued at wall time minus `clock` seconds)."""
     path = services.config.home / ACCESS_FILE
+    document = FileDocument(path)
     access_list = (
-        AccessList(path) if clock is None else AccessList(path, lambda: time.time() - clock)
+        AccessList(document) if clock is None else AccessList(document, lambda: time.time() - clock)
     )
     policy = AccessPolicy({"telegram": [MEMBER]}, admins=[f"telegram:{ADMIN}"], granted=access_list)
     return serving(services, policy)

@@ -13,6 +13,7 @@ from gateway.app import Services
 from gateway.messages import InboundMessage
 from gateway.pairing import AccessList
 from gateway.turns import STOPPED_NOTE
+from memory_core import FileDocument
 from tests.fakes.base import wait_until
 from tests.fakes.openai import FakeOpenAI, Fault
 from tests.gateway.serving import serving, stored_rows
@@ -85,7 +86,7 @@ async def test_a_stopped_reply_says_so_in_spanish_and_the_session_keeps_english(
 async def test_a_refused_person_is_told_their_id_and_code_in_their_language(
     services: Services, tmp_path: Path
 ) -> None:
-    granted = AccessList(tmp_path / "access.json")
+    granted = AccessList(FileDocument(tmp_path / "access.json"))
     access = AccessPolicy({"telegram": []}, granted=granted)
     conversations = serving(services, access=access)
     zh, en = ListSink(), ListSink()
