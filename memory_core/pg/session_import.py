@@ -26,6 +26,7 @@ time per database; a second one fails at once with `SessionStoreBusyError`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import re
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
@@ -116,6 +117,7 @@ class _Import:
     inserted: int = 0
     skipped: int = 0
     extra_rows: int = 0
+    copying: asyncio.Task[None] | None = None  # the last chunk's COPY, still running
 
     async def add(self, message: Message) -> None:
         session = self.by_head.get(message.head)
@@ -136,14 +138,24 @@ class _Import:
             await self.flush()
 
     async def flush(self) -> None:
-        """COPY the pending rows: new sessions first, then their messages."""
+        """COPY the pending rows: new sessions first, then their messages. The chunk's
+        words are made in a thread while the previous chunk's COPY runs on the server
+        (its index upkeep), so the two overlap; the COPY of this chunk is left running."""
         if not self.pending:
             return
-        await self._create_sessions([s for s, _ in self.pending if s.target is None])
-        words = index_documents([(m.role, m.content) for _, m in self.pending])
+        chunk, self.pending = self.pending, []
+        docs = [(m.role, m.content) for _, m in chunk]
+        words = asyncio.ensure_future(asyncio.to_thread(index_documents, docs))
+        try:
+            await self.copied()
+            await self._create_sessions([s for s, _ in chunk if s.target is None])
+            vectors = await words
+        finally:
+            if not words.done():
+                words.cancel()
         fresh: list[tuple[object, ...]] = []
         extra: list[tuple[object, ...]] = []
-        for (s, m), vector in zip(self.pending, words, strict=True):
+        for (s, m), vector in zip(chunk, vectors, strict=True):
             row = (s.target, m.role, m.content, m.tool_name, m.tool_calls, m.tool_call_id,
                    m.timestamp, m.name, vector, symbols_value(m.role, m.content))  # fmt: skip
             if s.existing is None:
@@ -151,17 +163,29 @@ class _Import:
             else:
                 self.extra_rows += 1
                 extra.append((self.extra_rows, *row))
+        first_extra = bool(extra) and self.extra_rows == len(extra)
+        self.inserted += len(chunk)
+        self.copying = asyncio.create_task(self._copy_rows(fresh, extra, first_extra))
+
+    async def copied(self) -> None:
+        """Wait for the COPY left running (its error, if any, is raised here)."""
+        task, self.copying = self.copying, None
+        if task is not None:
+            await task
+
+    async def _copy_rows(
+        self, fresh: list[tuple[object, ...]], extra: list[tuple[object, ...]], first: bool
+    ) -> None:
         await _copy(self.conn, f"COPY messages ({_MESSAGE_COLUMNS}) FROM STDIN", fresh)
         if extra:
-            if self.extra_rows == len(extra):
+            if first:
                 await self.conn.execute(_CREATE_EXTRA)
             await _copy(self.conn, f"COPY {_EXTRA} (ord, {_MESSAGE_COLUMNS}) FROM STDIN", extra)
-        self.inserted += len(self.pending)
-        self.pending.clear()
 
     async def finish(self) -> None:
         """The last chunk, the rows for existing sessions, every session's bounds."""
         await self.flush()
+        await self.copied()
         if self.extra_rows:
             await self.conn.execute(
                 f"INSERT INTO messages ({_MESSAGE_COLUMNS}) "
@@ -296,14 +320,22 @@ async def import_lines(
                 raise SessionStoreBusyError(
                     "another import into this database is running; wait for it to finish"
                 )
+            # the GIN upkeep of a large load: more memory for it, merged less often
+            await conn.execute("SET LOCAL work_mem = '256MB'")
+            await conn.execute("SET LOCAL gin_pending_list_limit = '64MB'")
             run = _Import(conn, max(1, chunk_rows))
-            async for batch, consumed in _batches(lines):
-                for message in batch:
-                    await run.add(message)
-                count += consumed
-                if progress is not None:
-                    progress(consumed)
-            await run.finish()
+            try:
+                async for batch, consumed in _batches(lines):
+                    for message in batch:
+                        await run.add(message)
+                    count += consumed
+                    if progress is not None:
+                        progress(consumed)
+                await run.finish()
+            finally:
+                if run.copying is not None:  # a failure elsewhere: the COPY ends before rollback
+                    with contextlib.suppress(Exception):
+                        await run.copied()
     except errors.UniqueViolation:
         raise SessionConflictError(
             "another writer created one of the imported sessions meanwhile; "
