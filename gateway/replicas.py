@@ -83,6 +83,8 @@ class SessionOrder:
             async with self._sessions.try_locked(key) as got:
                 if got:
                     await self._drain(key, platform, {}, served)
+        if own not in served.tried:  # another replica answered it: this reply is empty
+            await sink.finish()
         await self._learned(key, served)
 
     async def sweep(self, stale: float = STALE, within: float = UNANSWERED_WITHIN) -> int:
