@@ -46,7 +46,8 @@ WORKDIR /data
 VOLUME ["/data", "/skills"]
 EXPOSE 8080
 
-# Ready only when every platform is connected and /data is writable (see /healthz).
+# Ready only when every platform is connected and the storage answers: /data writable,
+# or PostgreSQL reachable with storage.url (see /healthz).
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
     CMD ["python", "-c", "import sys, urllib.request; sys.exit(0 if urllib.request.urlopen('http://127.0.0.1:8080/healthz', timeout=4).status == 200 else 1)"]
 
