@@ -48,6 +48,12 @@ text; the model answers at once. It prints the idle people's waits beside a
 text reply alone, and how long the burst took to be answered.
 
     python bench/gateway_load.py --voice-burst 10         # 10 voice notes at once
+
+`--replicas N` runs bench/replicas_load.py instead (its own options, see there):
+real `mnemo run` replicas in webhook mode on one PostgreSQL, turns/s and CPU time
+per turn with one replica and with N.
+
+    python bench/gateway_load.py --replicas 3             # 40 x 10, 1 then 3 replicas
 """
 
 from __future__ import annotations
@@ -336,6 +342,13 @@ def report(
 
 
 def main() -> None:
+    replicas = argparse.ArgumentParser(add_help=False)
+    replicas.add_argument("--replicas", type=int, default=0)
+    if replicas.parse_known_args()[0].replicas:
+        import replicas_load  # bench/ is on sys.path: real `mnemo run` processes instead
+
+        replicas_load.main(sys.argv[1:])
+        return
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--people", type=int, default=50)
     parser.add_argument("--messages", type=int, default=20)
