@@ -43,6 +43,7 @@ from gateway.agent.prompt import build_system_prompt
 from gateway.agent.sent_history import SentHistory
 from gateway.messages import MessageIdentity
 from memory_core import (
+    KeyLocks,
     MemoryBackend,
     MemoryManager,
     SessionBackend,
@@ -75,12 +76,6 @@ class OpenSession:
     mark: SessionMark | None = None  # the store's, when this replica last let go of the key
 
 
-@dataclass
-class _KeyLock:
-    lock: asyncio.Lock
-    users: int = 0  # holding or waiting
-
-
 class SessionCache:
     """Cached sessions by routing key (least recently used first) and the keys' locks."""
 
@@ -88,7 +83,7 @@ class SessionCache:
         self.max_open = max(1, max_open)
         self.history_bytes = history_bytes
         self._sessions: OrderedDict[str, OpenSession] = OrderedDict()
-        self._locks: dict[str, _KeyLock] = {}
+        self._locks = KeyLocks()
 
     @property
     def open_count(self) -> int:
@@ -104,20 +99,9 @@ class SessionCache:
         """Whether a turn or command of `key` holds its lock or waits for it."""
         return key in self._locks
 
-    @contextlib.asynccontextmanager
-    async def locked(self, key: str) -> AsyncIterator[None]:
+    def locked(self, key: str) -> contextlib.AbstractAsyncContextManager[None]:
         """Hold `key`'s lock: one turn or command at a time per routing key."""
-        entry = self._locks.get(key)
-        if entry is None:
-            entry = self._locks[key] = _KeyLock(asyncio.Lock())
-        entry.users += 1
-        try:
-            async with entry.lock:
-                yield
-        finally:
-            entry.users -= 1
-            if entry.users == 0:
-                del self._locks[key]
+        return self._locks.hold(key)
 
     def get(self, key: str) -> OpenSession | None:
         """The cached session of `key` (now the most recently used), or None."""

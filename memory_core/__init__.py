@@ -162,7 +162,7 @@ if TYPE_CHECKING:
         search_sessions,
     )
     from memory_core.sessions.backend import SessionBackend
-    from memory_core.sessions.locks import LocalSessionLocks, SessionLocks, SessionMark
+    from memory_core.sessions.locks import KeyLocks, LocalSessionLocks, SessionLocks, SessionMark
     from memory_core.skills import (
         GENERAL,
         SKILL_TOOL_SCHEMAS,
@@ -208,7 +208,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "Storage",
     ),
     "memory_core.sessions.backend": ("SessionBackend",),
-    "memory_core.sessions.locks": ("LocalSessionLocks", "SessionLocks", "SessionMark"),
+    "memory_core.sessions.locks": ("KeyLocks", "LocalSessionLocks", "SessionLocks", "SessionMark"),
     "memory_core.file_memory.backend": ("MemoryBackend",),
     "memory_core.atomic": ("atomic_write_text",),
     "memory_core.context": (
@@ -431,6 +431,7 @@ __all__ = [
     "InvalidEntryError",
     "InvalidMessageError",
     "InvalidUserKeyError",
+    "KeyLocks",
     "LedgerChange",
     "LocalSessionLocks",
     "MemoryBackend",
