@@ -3,6 +3,7 @@ whom ``mnemo users allow`` lets in, every running replica serves at its next mes
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
@@ -13,11 +14,15 @@ import psycopg
 import pytest
 from click.testing import CliRunner, Result
 
+from gateway.app import open_bot
 from gateway.cli import main
+from gateway.config import StorageConfig
 from gateway.errors import AccessListError
 from gateway.pairing import ACCESS_FILE, AccessList, Grant
 from memory_core import StorageSettings, open_storage
-from tests.gateway.serving import SKILLS
+from tests.fakes.openai import FakeOpenAI
+from tests.gateway.serving import SKILLS, config_for, private
+from tests.gateway.sinks import ListSink
 
 ALICE, BOB = Grant("telegram", "42"), Grant("telegram", "43")
 
@@ -135,4 +140,26 @@ async def test_mnemo_users_on_the_database_is_seen_by_a_running_replica(
         denied = mnemo(cli_home, pg_database, "users", "deny", "telegram:42")
         assert denied.exit_code == 0, denied.output
         assert running.granted("telegram") == {"43"}
+    assert nothing_under(tmp_path)
+
+
+async def test_the_bot_on_postgresql_gives_codes_from_the_database(
+    fake: FakeOpenAI, tmp_path: Path, pg_database: str
+) -> None:
+    """`open_bot` takes the access list from the storage: a refused person's code, given
+    by the running bot, is redeemed by ``mnemo users allow`` on another host."""
+    home = tmp_path / "data"
+    storage = StorageConfig(url=pg_database)
+    config = config_for(fake.url, home).model_copy(update={"storage": storage})
+    async with open_bot(config, []) as bot:
+        refused = ListSink()
+        await bot.conversations.handle(private("hello", "42"), refused)
+        match = re.search(r"pairing code is ([A-Z0-9]{8})", "".join(refused.replies))
+        assert match is not None, refused.replies
+        redeemed = mnemo(tmp_path / "cli", pg_database, "users", "allow", match.group(1))
+        assert redeemed.exit_code == 0, redeemed.output
+        fake.say("Hi Alice.")
+        served = ListSink()
+        await bot.conversations.handle(private("hello again", "42"), served)
+        assert served.replies == ["Hi Alice."]
     assert nothing_under(tmp_path)
