@@ -25,6 +25,7 @@ from prometheus_client import CollectorRegistry
 
 from gateway.access import AccessPolicy
 from gateway.adapters.console_adapter import ConsoleAdapter
+from gateway.adapters.discord_shards import DiscordShards
 from gateway.agent.compression import Compressor
 from gateway.agent.limits import ModelCallLimiter
 from gateway.agent.model_client import ModelClient
@@ -33,7 +34,7 @@ from gateway.commands.choices import PendingChoices
 from gateway.commands.erase import CONSOLE_HISTORY_FOLDER, PendingErasures, person_data
 from gateway.commands.memory_pending import PendingReview, StagedNotices
 from gateway.commands.router import CommandRouter
-from gateway.config import Config, storage_settings
+from gateway.config import Config, DiscordConfig, storage_settings
 from gateway.conversation import Conversations
 from gateway.errors import ConfigError, MediaDownloadError
 from gateway.i18n import DEFAULT_LANGUAGE, N_, Catalogs
@@ -43,7 +44,9 @@ from gateway.media import MediaReader
 from gateway.media.reader import Fetch
 from gateway.messages import Adapter, InboundMessage, MediaRef, Notifier, ReplySink
 from gateway.metrics import Metrics
+from gateway.pairing import ACCESS_FILE, AccessList
 from gateway.person_locale import PersonLocales, wall_clock
+from gateway.replicas import SessionOrder
 from gateway.session_cache import ManagerFactory, OpenSessions, PromptMaker
 from gateway.session_queue import SessionQueue
 from gateway.turns import MediaReading, ToolBox, Turns
@@ -57,12 +60,14 @@ from memory_core import (
     ProviderError,
     ProviderResources,
     SessionBackend,
+    SessionLocks,
     SkillsStore,
     Storage,
     default_registry,
     make_user_key,
     open_storage,
 )
+from memory_core.sessions import JobQueue
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +91,13 @@ class Services:
     persona: str | None = None  # the operator's persona text (`persona_file`)
     transcriber: ModelClient | None = None
     """Voice notes to text (``media.transcription``); None: the model is unset."""
+    locks: SessionLocks | None = None
+    """One turn at a time per session (`Storage.locks`); None: this process's own."""
+    jobs: JobQueue | None = None
+    """Where background jobs are claimed (`Storage.jobs`); None: a queue of this process."""
+    access: AccessList | None = None
+    """The people let in without a restart (`Storage.document(ACCESS_FILE)`: every
+    replica's on PostgreSQL); None: the configuration's lists only, no pairing codes."""
 
 
 @dataclass(frozen=True)
@@ -110,10 +122,11 @@ async def open_bot(
     async with open_services(config, metrics) as services:
         choices = PendingChoices()  # offered by commands and by the approval notices
         announce = staged_notices(services, adapters, choices).announce
-        background = BackgroundWork(job_context(services, adapter_notifier(adapters), announce))
+        context = job_context(services, adapter_notifier(adapters), announce)
+        background = BackgroundWork(context, services.jobs)
         conversations = build_conversations(
             services,
-            AccessPolicy.from_config(config),
+            AccessPolicy.from_config(config, services.access),
             background=background,
             choices=choices,
             metrics=metrics,
@@ -149,7 +162,12 @@ def build_conversations(
         services.memory, services.skills, config.memory.profile_in_groups, services.persona
     )
     sessions = OpenSessions(
-        services.sessions, services.new_manager, prompts, config.sessions.max_open, background
+        services.sessions,
+        services.new_manager,
+        prompts,
+        config.sessions.max_open,
+        background,
+        locks=services.locks,
     )
     compressor = Compressor(services.sessions, services.auxiliary, config.llm.context_chars)
     tools = ToolBox(
@@ -180,6 +198,9 @@ def build_conversations(
         command_resources(services, sessions), choices, erasures, access.granted
     )
     commands = CommandRouter(registry, choices, access.is_admin, services.locales)
+    replicas = None  # replicas on one PostgreSQL: each session's queue in order, once
+    if sessions.shared is not None:
+        replicas = SessionOrder(sessions, queue, services.sessions)
     return Conversations(
         access,
         sessions,
@@ -188,6 +209,7 @@ def build_conversations(
         queue,
         services.locales,
         background=background,
+        order=replicas,
     )
 
 
@@ -262,11 +284,11 @@ def platform_adapters(config: Config) -> tuple[list[Adapter], dict[str, str]]:
         from gateway.adapters.discord_adapter import DiscordAdapter  # loads discord
 
         language = config.locale.language
-        adapters.append(DiscordAdapter(config.discord, language=language, download_timeout=timeout))
-        servers = len(config.discord.guild_ids)
-        modes["discord"] = "gateway, slash commands " + (
-            f"in {servers} server{'s' if servers > 1 else ''}" if servers else "global"
+        discord = DiscordAdapter(
+            config.discord, language=language, download_timeout=timeout, replicas=config.replicas
         )
+        adapters.append(discord)
+        modes["discord"] = _discord_mode(config.discord, discord.shards)
     return adapters, modes
 
 
@@ -398,6 +420,9 @@ async def _services(
             locales=locales,
             persona=persona,
             transcriber=transcriber,
+            locks=storage.locks,
+            jobs=storage.jobs,
+            access=AccessList(storage.document(ACCESS_FILE)),
         )
     finally:
         if transcriber is not None:
@@ -480,3 +505,14 @@ def _manager_factory(config: Config, sessions: SessionBackend) -> ManagerFactory
         )
 
     return new_manager
+
+
+def _discord_mode(config: DiscordConfig, shards: DiscordShards) -> str:
+    """How the start line describes Discord: where the slash commands go, and the shards."""
+    servers = len(config.guild_ids)
+    where = f"in {servers} server{'s' if servers > 1 else ''}" if servers else "global"
+    mode = f"gateway, slash commands {where if shards.sync_commands else 'synced elsewhere'}"
+    if shards.count is None:
+        return mode
+    ids = shards.ids if shards.ids is not None else tuple(range(shards.count))
+    return f"{mode}, shards {', '.join(map(str, ids))} of {shards.count}"

@@ -15,18 +15,21 @@ protocols (`SessionBackend`, `MemoryBackend`) and a `SkillsStore`.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
+from memory_core.documents import Document, file_documents
 from memory_core.fence import ErasureFence
 from memory_core.file_memory import FileMemoryStore
 from memory_core.file_memory.backend import MemoryBackend
 from memory_core.sessions import SessionStore, sqlite_problem
 from memory_core.sessions.backend import SessionBackend
+from memory_core.sessions.jobs import InProcessJobs, JobQueue
+from memory_core.sessions.locks import LocalSessionLocks, SessionLocks
 from memory_core.skills import PrivateSkills, SkillsStore
 
 Backend = Literal["sqlite", "postgresql"]
@@ -57,6 +60,15 @@ class Storage:
     memory: MemoryBackend
     skills: SkillsStore
     fence: ErasureFence
+    document: Callable[[str], Document]
+    """The small shared document `name` (the access list): a file under home (SQLite),
+    or a row every replica reads and changes (PostgreSQL)."""
+    locks: SessionLocks = field(default_factory=LocalSessionLocks)
+    """One turn at a time per session: in this process (SQLite), or across every
+    replica (PostgreSQL advisory locks)."""
+    jobs: JobQueue = field(default_factory=InProcessJobs)
+    """The background jobs' queue: in this process (SQLite: state.db says what is due
+    after a restart), or a table every replica claims from (PostgreSQL)."""
 
 
 def describe_storage(settings: StorageSettings) -> str:
@@ -74,6 +86,8 @@ def describe_storage(settings: StorageSettings) -> str:
 async def open_storage(settings: StorageSettings) -> AsyncIterator[Storage]:
     """Open (creating or migrating) every store; close them on the way out."""
     fence = ErasureFence()
+    locks: SessionLocks = LocalSessionLocks()
+    jobs: JobQueue = InProcessJobs()
     async with AsyncExitStack() as stack:
         if settings.url is None:
             settings.home.mkdir(parents=True, exist_ok=True)
@@ -87,8 +101,10 @@ async def open_storage(settings: StorageSettings) -> AsyncIterator[Storage]:
                 fence=fence,
             )
             skills = _skills(settings, fence)
+            document = file_documents(settings.home)
         else:
             # imported here: the embedded default never loads psycopg
+            from memory_core.pg.documents import pg_documents
             from memory_core.pg.stores import open_postgres_stores
 
             stores = await open_postgres_stores(
@@ -99,9 +115,25 @@ async def open_storage(settings: StorageSettings) -> AsyncIterator[Storage]:
                 user_char_limit=settings.user_char_limit,
                 pool_size=settings.pool_size,
             )
-            sessions, memory = stores.sessions, stores.memory
+            sessions, memory, locks = stores.sessions, stores.memory, stores.locks
+            jobs = stores.jobs
             skills = _skills(settings, fence, stores.private_skills)
-        yield Storage(settings.backend, sessions, memory, skills, fence)
+            document = pg_documents(stores.blocking)
+        yield Storage(settings.backend, sessions, memory, skills, fence, document, locks, jobs)
+
+
+@contextmanager
+def open_document(settings: StorageSettings, name: str) -> Iterator[Document]:
+    """The shared document `name` alone, for a command that needs nothing else (`mnemo
+    users`): ``home/NAME`` (SQLite: nothing else is opened), or its row over a
+    connection of its own (PostgreSQL, migrated as `open_storage` does)."""
+    if settings.url is None:
+        yield file_documents(settings.home)(name)
+        return
+    from memory_core.pg.documents import open_pg_document
+
+    with open_pg_document(settings.url, name) as document:
+        yield document
 
 
 def _skills(
