@@ -99,22 +99,6 @@ def pg_documents(db: PgSyncDatabase) -> Callable[[str], Document]:
     return document
 
 
-@contextmanager
-def open_pg_document(url: str, name: str, connect_timeout: float = 10.0) -> Iterator[PgDocument]:
-    """The document `name` on `url` over a pool of one connection, the schema migrated
-    first (every component, as `open_postgres_stores` does); closed after the block."""
-    from memory_core.pg.stores import ALL_MIGRATIONS, probe  # stores imports this module
-
-    probe(url, connect_timeout)
-    db = PgSyncDatabase(url, max_size=1, connect_timeout=connect_timeout)
-    db.open()
-    try:
-        db.migrate(ALL_MIGRATIONS)
-        yield PgDocument(db, name)
-    finally:
-        db.close()
-
-
 class _RowHandle:
     """The row, held FOR UPDATE by the change's transaction."""
 

@@ -163,3 +163,11 @@ async def test_the_bot_on_postgresql_gives_codes_from_the_database(
         await bot.conversations.handle(private("hello again", "42"), served)
         assert served.replies == ["Hi Alice."]
     assert nothing_under(tmp_path)
+
+
+def test_mnemo_users_without_the_database_fails_in_one_line(tmp_path: Path) -> None:
+    refused = mnemo(tmp_path, "postgresql://mnemo:s3cret@127.0.0.1:1/mnemo", "users", "allowed")
+    assert refused.exit_code == 1
+    lines = refused.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("mnemo: cannot connect to PostgreSQL")
+    assert "s3cret" not in refused.output and nothing_under(tmp_path)
