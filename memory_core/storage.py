@@ -33,6 +33,7 @@ from memory_core.sessions.locks import LocalSessionLocks, SessionLocks
 from memory_core.skills import PrivateSkills, SkillsStore
 
 Backend = Literal["sqlite", "postgresql"]
+CONNECT_TIMEOUT = 10.0  # seconds `open_document` waits for PostgreSQL
 
 
 @dataclass(frozen=True)
@@ -130,10 +131,14 @@ def open_document(settings: StorageSettings, name: str) -> Iterator[Document]:
     if settings.url is None:
         yield file_documents(settings.home)(name)
         return
-    from memory_core.pg.documents import open_pg_document
+    from memory_core.pg.blocking import PgSyncDatabase
+    from memory_core.pg.documents import PgDocument
+    from memory_core.pg.stores import ALL_MIGRATIONS, probe
 
-    with open_pg_document(settings.url, name) as document:
-        yield document
+    probe(settings.url, CONNECT_TIMEOUT)  # a refusal in one line, at once
+    with PgSyncDatabase(settings.url, max_size=1, connect_timeout=CONNECT_TIMEOUT) as db:
+        db.migrate(ALL_MIGRATIONS)
+        yield PgDocument(db, name)
 
 
 def _skills(
