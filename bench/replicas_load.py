@@ -109,6 +109,12 @@ def server_cpu(postmaster: int) -> float:
     return total
 
 
+def machine_cpu() -> float:
+    """CPU seconds every process of this machine spent (/proc/stat: all but idle, iowait)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return (sum(fields[:8]) - fields[3] - fields[4]) / TICK
+
+
 def own_cpu() -> float:
     times = os.times()
     return times.user + times.system
@@ -156,6 +162,7 @@ class Row:
     replica_cpu: float
     pg_cpu: float | None
     fakes_cpu: float
+    machine_cpu: float  # every process's on this machine (the others' too) meanwhile
     calls: Counter[str]  # the Telegram calls during the timed span, by method
     wrong: int  # people whose replies were not their messages' echoes, once each, in order
     waits: list[float]  # each reply's latency, sorted
@@ -209,13 +216,14 @@ async def one_run(count: int, url: str, postmaster: int | None, args: argparse.N
 
             await until(ready, 120, f"{count} replicas set the webhook")
             chats = range(FIRST_CHAT, FIRST_CHAT + args.people)
-            cpu = [sum(cpu_seconds(r.pid) for r in replicas), own_cpu()]
+            cpu = [sum(cpu_seconds(r.pid) for r in replicas), own_cpu(), machine_cpu()]
             pg = server_cpu(postmaster) if postmaster else None
             first, began = len(tg.calls), time.perf_counter()
             loops = await asyncio.gather(*(person(tg, c, args) for c in chats))
             wall = time.perf_counter() - began
             replica_cpu = sum(cpu_seconds(r.pid) for r in replicas) - cpu[0]
             fakes_cpu = own_cpu() - cpu[1]
+            all_cpu = machine_cpu() - cpu[2]
             pg_cpu = server_cpu(postmaster) - pg if postmaster and pg is not None else None
             calls = Counter(call.method for call in tg.calls[first:])
         finally:
@@ -233,7 +241,7 @@ async def one_run(count: int, url: str, postmaster: int | None, args: argparse.N
         for c, texts in zip(chats, sent, strict=True)
     )
     turns = sum(len(texts) for texts in sent)
-    return Row(count, turns, wall, replica_cpu, pg_cpu, fakes_cpu, calls, wrong, waits)
+    return Row(count, turns, wall, replica_cpu, pg_cpu, fakes_cpu, all_cpu, calls, wrong, waits)
 
 
 def report(rows: list[Row]) -> None:
@@ -263,7 +271,8 @@ def report(rows: list[Row]) -> None:
         cores = os.cpu_count() or 1
         print(
             f"{row.replicas} replica(s): {verdict}; reply latency {latency}\n"
-            f"  {spent / row.wall:.2f} of {cores} cores busy; all CPU "
+            f"  {spent / row.wall:.2f} of {cores} cores busy with this bench, "
+            f"{max(0.0, row.machine_cpu - spent) / row.wall:.2f} with other processes; its CPU "
             f"{spent * 1000 / row.turns:.1f} ms/turn: the cores allow "
             f"{cores * row.turns / spent:.0f} turns/s\n"
             f"  Telegram calls/turn {calls:.1f} ({methods}): 30 calls/s per replica "
