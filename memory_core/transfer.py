@@ -40,12 +40,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from memory_core.documents import Document, file_documents
 from memory_core.errors import MemoryCoreError, PostgresError, PostgresSchemaError
 from memory_core.fence import ErasureFence
 from memory_core.file_memory import FileMemoryStore
 from memory_core.pg import session_rows
 from memory_core.pg.blocking import PgSyncDatabase
 from memory_core.pg.database import PgDatabase
+from memory_core.pg.documents import pg_documents
 from memory_core.pg.memory import PgMemoryStore
 from memory_core.pg.migrations import PgMigration, check_recorded, plan
 from memory_core.pg.sessions_schema import SESSION_MIGRATIONS
@@ -213,6 +215,34 @@ def skills_part(folders: FolderPrivateSkills, target: _SkillsTarget) -> StorePar
         return target.import_from_folders(folders.root, folders.archive_dir, folders.manifest_label)
 
     return StorePart("skills", target.is_empty, copy, folders.content_digest, target.content_digest)
+
+
+SHARED_DOCUMENTS = ("access.json",)  # the people let in without a restart, and their codes
+
+
+def documents_part(
+    source: Callable[[str], Document], target: Callable[[str], Document]
+) -> StorePart:
+    """The bot's shared documents (the access list) as a part: each one the source
+    holds, written whole into the target's."""
+
+    def held(documents: Callable[[str], Document]) -> list[tuple[str, str]]:
+        found = ((name, documents(name).read()) for name in SHARED_DOCUMENTS)
+        return [(name, text) for name, text in found if text is not None]
+
+    def copy() -> dict[str, int]:
+        texts = held(source)
+        for name, text in texts:
+            with target(name).changing() as handle:
+                handle.write(text)
+        return {"documents": len(texts)}
+
+    def digest(documents: Callable[[str], Document]) -> Callable[[], str]:
+        return lambda: hashlib.sha256(
+            json.dumps(held(documents), ensure_ascii=False).encode("utf-8")
+        ).hexdigest()
+
+    return StorePart("documents", lambda: not held(target), copy, digest(source), digest(target))
 
 
 async def _session_counts_pg(db: PgDatabase) -> dict[str, int]:
@@ -394,7 +424,11 @@ async def migrate_data_dir(
             user_char_limit=settings.user_char_limit,
             pool_size=2,
         )
-        parts = [memory_part(files, stores.memory), skills_part(skills, stores.private_skills)]
+        parts = [
+            memory_part(files, stores.memory),
+            skills_part(skills, stores.private_skills),
+            documents_part(file_documents(settings.home), pg_documents(stores.blocking)),
+        ]
         return await migrate_storage(settings.home, stores.database, parts, echo=echo)
 
 

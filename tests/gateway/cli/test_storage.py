@@ -73,6 +73,7 @@ def test_a_move_copies_everything_verifies_it_and_leaves_the_source(
     sqlite_env: dict[str, str], pg_database: str
 ) -> None:
     home = Path(sqlite_env["MNEMO_HOME"])
+    assert mnemo(sqlite_env, "users", "allow", "telegram:4242").exit_code == 0  # access.json
     before = tree(home)
     on_sqlite = mnemo(sqlite_env, "storage", "check")
     assert on_sqlite.exit_code == 0, on_sqlite.output
@@ -82,7 +83,8 @@ def test_a_move_copies_everything_verifies_it_and_leaves_the_source(
     lines = moved.stdout.splitlines()
     assert lines[0].startswith("ok   sessions: 2 sessions, 3 messages, 0 inbox")
     assert lines[1].startswith("ok   memory: ") and lines[2].startswith("ok   skills: ")
-    assert lines[3:] == [
+    assert lines[3].startswith("ok   documents: ")  # the access list
+    assert lines[4:] == [
         "verified: digests match",
         f"next: set MNEMO_DATABASE_URL={redact_url_credentials(pg_database)} (or storage.url) "
         "and start mnemo run",
@@ -98,7 +100,8 @@ def test_a_move_copies_everything_verifies_it_and_leaves_the_source(
     # the same answers from both (the skills as text: the JSON names a folder or a row)
     for args in (("sessions", "search", "ferry", "--user", ADA, "--json"),
                  ("memory", "history", "--user", BOB, "--json"),
-                 ("skills", "list")):  # fmt: skip
+                 ("skills", "list"),
+                 ("users", "allowed", "--json")):  # fmt: skip
         assert mnemo(pg_env, *args).stdout == mnemo(sqlite_env, *args).stdout
 
 
