@@ -71,6 +71,8 @@ from memory_core.sessions import JobQueue
 
 log = logging.getLogger(__name__)
 
+TELEGRAM_BOT_RATE = 30.0  # calls a second Telegram allows one bot, whatever its replicas
+
 MAX_PERSONA_BYTES = 16 * 1024
 NO_FILE_LINE = N_("I could not get that file.")  # no adapter of the platform to fetch it
 
@@ -275,7 +277,11 @@ def platform_adapters(config: Config) -> tuple[list[Adapter], dict[str, str]]:
     if config.telegram.active:
         from gateway.adapters.telegram_adapter import TelegramAdapter  # loads telegram
 
-        adapters.append(TelegramAdapter(config.telegram, download_timeout=timeout))
+        # Telegram's 30 messages a second are the bot's: each replica takes its share
+        rate = TELEGRAM_BOT_RATE / config.replicas.count
+        adapters.append(
+            TelegramAdapter(config.telegram, download_timeout=timeout, overall_max_rate=rate)
+        )
         hook = config.telegram.webhook
         modes["telegram"] = (
             "polling" if hook.url is None else f"webhook on {hook.listen}:{hook.port}"

@@ -209,7 +209,7 @@ class TelegramAdapter:
         self._config, self._poll_timeout, self._clock = config, poll_timeout, clock
         self._store_timeout = store_timeout
         self._files = TelegramFiles(download_timeout)
-        self._backoff, self._overall_max_rate = backoff, overall_max_rate
+        self._backoff, self.overall_max_rate = backoff, overall_max_rate
         self.done = asyncio.Event()
         self.ready = asyncio.Event()  # Telegram answered getMe and the set-up calls
         self._throttles = Throttles(config.edit_interval)
@@ -233,7 +233,7 @@ class TelegramAdapter:
             .token(self._config.token or "")
             .base_url(str(self._config.base_url))
             .base_file_url(str(self._config.base_file_url))
-            .rate_limiter(AIORateLimiter(overall_max_rate=self._overall_max_rate, max_retries=0))
+            .rate_limiter(AIORateLimiter(overall_max_rate=self.overall_max_rate, max_retries=0))
             .get_updates_request(updates_request)
         )
         webhook = self._config.webhook.url is not None
