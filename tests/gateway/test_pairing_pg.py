@@ -10,7 +10,6 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
-import psycopg
 import pytest
 from click.testing import CliRunner, Result
 
@@ -23,6 +22,7 @@ from memory_core import StorageSettings, open_storage
 from tests.fakes.openai import FakeOpenAI
 from tests.gateway.serving import SKILLS, config_for, private
 from tests.gateway.sinks import ListSink
+from tests.memory_core.pg.test_documents import wait_for, waiting_on_a_lock
 
 ALICE, BOB = Grant("telegram", "42"), Grant("telegram", "43")
 
@@ -44,22 +44,6 @@ async def replicas(
 def nothing_under(home: Path) -> bool:
     """No access file (nor its lock) was written under `home`."""
     return not any(p.name.startswith(ACCESS_FILE) for p in home.rglob("*"))
-
-
-def wait_for(condition: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.01)
-
-
-def waiting_on_a_lock(url: str) -> bool:
-    with psycopg.connect(url, autocommit=True) as conn:
-        row = conn.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-            "AND wait_event_type = 'Lock' AND query LIKE '%documents%'"
-        ).fetchone()
-    return row is not None and row[0] > 0
 
 
 async def test_a_code_one_replica_gave_is_redeemed_through_another_and_served_by_both(
