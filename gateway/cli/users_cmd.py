@@ -27,8 +27,11 @@ from memory_core import PersonData, PersonHoldings
 T = TypeVar("T")
 
 
-def _with_person(config: Config, body: Callable[[PersonData], Awaitable[T]]) -> T:
-    """Run `body` with the person data of the bot's stores, opened for it and closed after."""
+def _with_person(
+    config: Config, body: Callable[[PersonData], Awaitable[T]], erasing: str | None = None
+) -> T:
+    """Run `body` with the person data of the bot's stores, opened for it and closed after;
+    `erasing`: that person's background jobs go too (on PostgreSQL, every replica's)."""
     from gateway.app import open_services
 
     async def run() -> T:
@@ -40,7 +43,10 @@ def _with_person(config: Config, body: Callable[[PersonData], Awaitable[T]]) -> 
                 services.new_manager,
                 config.home,
             )
-            return await body(person)
+            result = await body(person)
+            if erasing is not None and services.jobs is not None:
+                await services.jobs.forget_person(erasing)
+            return result
 
     return asyncio.run(run())
 
@@ -53,7 +59,7 @@ def _erase_alone(config: Config, user_key: str) -> PersonHoldings:
 
     try:
         with instance_lock(config.home):
-            return _with_person(config, lambda p: p.erase(user_key))
+            return _with_person(config, lambda p: p.erase(user_key), erasing=user_key)
     except InstanceLockedError:
         raise InstanceLockedError(
             f"a running mnemo serves {config.home.resolve()} and could write {user_key}'s "

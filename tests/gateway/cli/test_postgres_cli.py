@@ -3,13 +3,17 @@ PostgreSQL, nothing written under home but the data directory's lock."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
 
 from gateway.cli import main
+from memory_core import StorageSettings, open_storage
+from memory_core.sessions.jobs import JobRequest
 
 ADA, BOB = "telegram-1", "telegram-2"
 
@@ -89,11 +93,30 @@ def test_memory_skills_users_and_jobs(env: dict[str, str], tmp_path: Path) -> No
     assert listed.exit_code == 0 and "rowing" in listed.stdout and "operator" in listed.stdout
     people = mnemo(env, "users", "list", "--json")
     assert [p["user_key"] for p in json.loads(people.stdout)] == [ADA, BOB]
+    asyncio.run(_ask_a_review(env, BOB))  # a running replica asked for Bob's review
+    assert asyncio.run(_open_jobs(env)) == [("review", BOB)]
     erased = mnemo(env, "users", "erase", BOB, "--yes")
     assert erased.exit_code == 0, erased.output
+    assert asyncio.run(_open_jobs(env)) == []  # his job went with him, on every replica
     assert [p["user_key"] for p in json.loads(mnemo(env, "users", "list", "--json").stdout)] == [
         ADA
     ]
     jobs = mnemo(env, "jobs", "--json")
     assert jobs.exit_code == 0 and json.loads(jobs.stdout)["pending_extractions"] == []
     assert files_under(Path(env["MNEMO_HOME"])) == []
+
+
+def _settings(env: dict[str, str]) -> StorageSettings:
+    home = Path(env["MNEMO_HOME"])
+    return StorageSettings(home=home, skills_dir=home / "none", url=env["MNEMO_DATABASE_URL"])
+
+
+async def _ask_a_review(env: dict[str, str], user_key: str) -> None:
+    async with open_storage(_settings(env)) as storage:
+        request = JobRequest("review", user_key, time.time() + 600, user_key=user_key)
+        assert await storage.jobs.enqueue(request)
+
+
+async def _open_jobs(env: dict[str, str]) -> list[tuple[str, str]]:
+    async with open_storage(_settings(env)) as storage:
+        return [(job.kind, job.key) for job in await storage.jobs.open_jobs()]
