@@ -49,6 +49,7 @@ from gateway.person_locale import PersonLocales, wall_clock
 from gateway.replicas import SessionOrder
 from gateway.session_cache import ManagerFactory, OpenSessions, PromptMaker
 from gateway.session_queue import SessionQueue
+from gateway.shared_state import Documents
 from gateway.turns import MediaReading, ToolBox, Turns
 from memory_core import (
     MEMORY_TOOL_SCHEMA,
@@ -100,6 +101,9 @@ class Services:
     access: AccessList | None = None
     """The people let in without a restart (`Storage.document(ACCESS_FILE)`: every
     replica's on PostgreSQL); None: the configuration's lists only, no pairing codes."""
+    documents: Documents | None = None
+    """The documents every replica shares (`Storage.document` of shared storage), where
+    pending choices and erasures are kept; None: in this process (SQLite)."""
 
 
 @dataclass(frozen=True)
@@ -122,7 +126,7 @@ async def open_bot(
     Its metrics go to `registry` (by default one of its own, never the global one)."""
     metrics = Metrics(registry if registry is not None else CollectorRegistry())
     async with open_services(config, metrics) as services:
-        choices = PendingChoices()  # offered by commands and by the approval notices
+        choices = PendingChoices.over(services.documents)  # by commands and approval notices
         announce = staged_notices(services, adapters, choices).announce
         context = job_context(services, adapter_notifier(adapters), announce)
         background = BackgroundWork(context, services.jobs)
@@ -195,7 +199,9 @@ def build_conversations(
         media=media,
     )
     if choices is None:
-        choices = PendingChoices()  # choices offered by commands, until picked
+        choices = PendingChoices.over(services.documents)  # offered by commands, until picked
+    if erasures is None:
+        erasures = PendingErasures.over(services.documents)
     registry = builtin_commands(
         command_resources(services, sessions), choices, erasures, access.granted
     )
@@ -429,6 +435,7 @@ async def _services(
             locks=storage.locks,
             jobs=storage.jobs,
             access=AccessList(storage.document(ACCESS_FILE)),
+            documents=storage.document if storage.locks.shared else None,
         )
     finally:
         if transcriber is not None:

@@ -1,13 +1,20 @@
 """Pending choices: the options a command offered a person, until one is picked.
 
 A reply's `Choice` carries an opaque payload, ``choice:<token>``, where the
-token is 128 random bits naming an entry in a server-side table (one table per
-process). The entry records whom the choice was offered to, the command, the
-value picked, the version of the data it was offered against, and when it
-expires. A payload is honoured once, only for that person, only before it
-expires: a forged token is unknown, a replayed one is used up, and one pressed
-by someone else is refused without spending it. Offering a person new choices
-withdraws their older ones, so the table holds at most one offer per person.
+token is 128 random bits naming an entry in a server-side table. The entry
+records whom the choice was offered to, the command, the value picked, the
+version of the data it was offered against, and when it expires. A payload is
+honoured once, only for that person, only before it expires: a forged token is
+unknown, a replayed one is used up, and one pressed by someone else is refused
+without spending it. Offering a person new choices withdraws their older ones,
+so the table holds at most one offer per person; erasing a person withdraws
+theirs (`withdraw`).
+
+The table is this process's (SQLite: one process), or, for replicas on one
+PostgreSQL, the shared document ``choices.json`` (`PendingChoices.over`), so a
+button offered by one replica may be pressed through another: there the
+expiry is wall-clock time, tokens are kept only as SHA-256 digests (a copy of
+the row presses no button), and expired offers are purged at every change.
 
 Platforms without buttons answer by number: ``/forget #2`` picks option 2 of
 the person's latest offer for that command, through the same table and checks.
@@ -15,38 +22,111 @@ the person's latest offer for that command, through the same table and checks.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import secrets
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from gateway.commands.registry import PendingChoice
 from gateway.errors import ChoiceRefusedError
 from gateway.i18n import N_
 from gateway.messages import CHOICE_PREFIX, Choice
+from gateway.shared_state import Documents, SharedJson, token_digest
+from memory_core import Document
+
+log = logging.getLogger(__name__)
 
 DEFAULT_TTL = 600.0  # ten minutes, like `/forget all confirm`
+CHOICES_DOCUMENT = "choices.json"  # the replicas' shared table
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
 class _Offer:
-    tokens: tuple[str, ...]
+    tokens: tuple[str, ...]  # digests
     command: str
 
 
+@dataclass
+class _Table:
+    """The pending choices by token digest, and each person's latest offer."""
+
+    by_token: dict[str, PendingChoice] = field(default_factory=dict)
+    offers: dict[str, _Offer] = field(default_factory=dict)  # owner -> their latest offer
+
+    def withdraw(self, owner: str) -> None:
+        offer = self.offers.pop(owner, None)
+        if offer is not None:
+            for token in offer.tokens:
+                self.by_token.pop(token, None)
+
+    def purge(self, now: float) -> None:
+        expired = [o for o, offer in self.offers.items() if self._expired(offer, now)]
+        for owner in expired:
+            self.withdraw(owner)
+
+    def _expired(self, offer: _Offer, now: float) -> bool:
+        first = self.by_token.get(offer.tokens[0]) if offer.tokens else None
+        return first is None or first.expires <= now
+
+    def to_json(self) -> dict[str, Any]:
+        offers: dict[str, Any] = {}
+        for owner, offer in self.offers.items():
+            picks = [(t, self.by_token[t]) for t in offer.tokens]
+            offers[owner] = {
+                "command": offer.command,
+                "choices": [[t, p.label, p.value, p.version, p.expires] for t, p in picks],
+            }
+        return {"offers": offers}
+
+    @classmethod
+    def from_json(cls, state: dict[str, Any], label: str) -> _Table:
+        table = cls()
+        try:
+            for owner, offer in dict(state.get("offers", {})).items():
+                command = str(offer["command"])
+                tokens = []
+                for token, lab, value, version, expires in offer["choices"]:
+                    tokens.append(str(token))
+                    table.by_token[str(token)] = PendingChoice(
+                        str(owner), command, str(lab), str(value), str(version), float(expires)
+                    )
+                table.offers[str(owner)] = _Offer(tuple(tokens), command)
+        except (TypeError, ValueError, KeyError, AttributeError):
+            log.warning("%s holds no usable choices; they are dropped", label)
+            return cls()
+        return table
+
+
 class PendingChoices:
-    """The choices offered and not yet picked, by token; at most one offer per person."""
+    """The choices offered and not yet picked, by token; at most one offer per person.
+    `clock`: when they expire by (this process's monotonic clock, or wall time when
+    `document` is given); `document`: the table every replica shares (None: this
+    process's own)."""
 
     def __init__(
-        self, ttl: float = DEFAULT_TTL, clock: Callable[[], float] = time.monotonic
+        self,
+        ttl: float = DEFAULT_TTL,
+        clock: Callable[[], float] | None = None,
+        document: Document | None = None,
     ) -> None:
         self._ttl = ttl
-        self._clock = clock
-        self._by_token: dict[str, PendingChoice] = {}
-        self._offers: dict[str, _Offer] = {}  # owner -> their latest offer
+        self._shared = SharedJson(document) if document is not None else None
+        default = time.monotonic if document is None else time.time
+        self._clock = clock if clock is not None else default
+        self._memory = _Table()
+
+    @classmethod
+    def over(cls, documents: Documents | None) -> PendingChoices:
+        """This process's table (`documents` None), or the replicas' ``choices.json``."""
+        return cls(document=None if documents is None else documents(CHOICES_DOCUMENT))
 
     def __len__(self) -> int:
-        return len(self._by_token)
+        return len(self._read().by_token)
 
     def offer(
         self,
@@ -58,80 +138,109 @@ class PendingChoices:
     ) -> tuple[Choice, ...]:
         """Record `options` (label, value) for `owner`; the choices to show, payloads set.
         `ttl`: how long they hold, in seconds (by default the table's)."""
-        self._purge()
-        self._withdraw(owner)
-        expires = self._clock() + (self._ttl if ttl is None else ttl)
-        tokens: list[str] = []
-        choices: list[Choice] = []
-        for label, value in options:
-            token = secrets.token_urlsafe(16)
-            self._by_token[token] = PendingChoice(owner, command, label, value, version, expires)
-            tokens.append(token)
-            choices.append(Choice(label, CHOICE_PREFIX + token))
-        self._offers[owner] = _Offer(tuple(tokens), command)
+        with self._changing() as table:
+            now = self._clock()
+            table.purge(now)
+            table.withdraw(owner)
+            expires = now + (self._ttl if ttl is None else ttl)
+            tokens: list[str] = []
+            choices: list[Choice] = []
+            for label, value in options:
+                token = secrets.token_urlsafe(16)
+                digest = token_digest(token)
+                table.by_token[digest] = PendingChoice(
+                    owner, command, label, value, version, expires
+                )
+                tokens.append(digest)
+                choices.append(Choice(label, CHOICE_PREFIX + token))
+            table.offers[owner] = _Offer(tuple(tokens), command)
         return tuple(choices)
 
     def take(self, payload: str, owner: str) -> PendingChoice:
         """The choice `payload` names, spent, if `owner` may pick it now; else refused."""
         token = payload.removeprefix(CHOICE_PREFIX) if payload.startswith(CHOICE_PREFIX) else ""
-        pending = self._by_token.get(token)
-        if pending is None:
-            raise ChoiceRefusedError(
-                N_(
-                    "That choice is not valid any more (already used, expired or replaced by "
-                    "a newer list); nothing was changed."
+        digest = token_digest(token) if token else ""
+
+        def take(table: _Table) -> PendingChoice | ChoiceRefusedError:
+            pending = table.by_token.get(digest)
+            if pending is None:
+                return ChoiceRefusedError(
+                    N_(
+                        "That choice is not valid any more (already used, expired or replaced "
+                        "by a newer list); nothing was changed."
+                    )
                 )
-            )
-        if not secrets.compare_digest(pending.owner, owner):
-            raise ChoiceRefusedError(
-                N_(
-                    "That choice was offered to someone else; only they can pick it. "
-                    "Nothing was changed."
+            if not secrets.compare_digest(pending.owner, owner):
+                return ChoiceRefusedError(
+                    N_(
+                        "That choice was offered to someone else; only they can pick it. "
+                        "Nothing was changed."
+                    )
                 )
-            )
-        return self._spend(token, pending)
+            return self._spend(table, pending)
+
+        return self._decided(take)
 
     def take_numbered(self, owner: str, command: str, number: int) -> PendingChoice:
         """Option `number` (from 1) of `owner`'s latest offer for `command`, spent."""
-        self._purge()
-        offer = self._offers.get(owner)
-        if offer is None or offer.command != command:
-            raise ChoiceRefusedError(
-                N_(
-                    "There is no open list to pick from (lists expire after {minutes} "
-                    "minutes or once one is picked); send /{command} again."
-                ),
-                minutes=f"{self._ttl / 60:g}",
-                command=command,
-            )
-        if not 1 <= number <= len(offer.tokens):
-            raise ChoiceRefusedError(
-                N_("Pick a number from 1 to {count}; nothing was changed."),
-                count=len(offer.tokens),
-            )
-        token = offer.tokens[number - 1]
-        return self._spend(token, self._by_token[token])
 
-    def _spend(self, token: str, pending: PendingChoice) -> PendingChoice:
-        self._withdraw(pending.owner)  # one pick per offer: the others go with it
+        def take(table: _Table) -> PendingChoice | ChoiceRefusedError:
+            table.purge(self._clock())
+            offer = table.offers.get(owner)
+            if offer is None or offer.command != command:
+                return ChoiceRefusedError(
+                    N_(
+                        "There is no open list to pick from (lists expire after {minutes} "
+                        "minutes or once one is picked); send /{command} again."
+                    ),
+                    minutes=f"{self._ttl / 60:g}",
+                    command=command,
+                )
+            if not 1 <= number <= len(offer.tokens):
+                return ChoiceRefusedError(
+                    N_("Pick a number from 1 to {count}; nothing was changed."),
+                    count=len(offer.tokens),
+                )
+            return self._spend(table, table.by_token[offer.tokens[number - 1]])
+
+        return self._decided(take)
+
+    def withdraw(self, owner: str) -> None:
+        """Drop whatever `owner` was offered (their erasure: nothing of theirs stays)."""
+        with self._changing() as table:
+            table.withdraw(owner)
+
+    def _spend(self, table: _Table, pending: PendingChoice) -> PendingChoice | ChoiceRefusedError:
+        table.withdraw(pending.owner)  # one pick per offer: the others go with it
         if pending.expires <= self._clock():
-            raise ChoiceRefusedError(
+            return ChoiceRefusedError(
                 N_("That choice has expired; nothing was changed. Send the command again.")
             )
         return pending
 
-    def _withdraw(self, owner: str) -> None:
-        offer = self._offers.pop(owner, None)
-        if offer is not None:
-            for token in offer.tokens:
-                self._by_token.pop(token, None)
+    def _decided(self, decide: Callable[[_Table], T | ChoiceRefusedError]) -> T:
+        """`decide`'s choice; its refusal raised once what it changed is kept."""
+        with self._changing() as table:
+            outcome = decide(table)
+        if isinstance(outcome, ChoiceRefusedError):
+            raise outcome
+        return outcome
 
-    def _purge(self) -> None:
-        now = self._clock()
-        expired = [o for o, offer in self._offers.items() if self._expired(offer, now)]
-        for owner in expired:
-            self._withdraw(owner)
+    @contextlib.contextmanager
+    def _changing(self) -> Iterator[_Table]:
+        """The table to change: this process's, or the shared one read and written back
+        under its lock (the expired offers of everyone purged on the way)."""
+        if self._shared is None:
+            yield self._memory
+            return
+        with self._shared.changing() as state:
+            table = _Table.from_json(state, self._shared.document.label)
+            yield table
+            table.purge(self._clock())
+            state.clear()
+            state.update(table.to_json())
 
-    def _expired(self, offer: _Offer, now: float) -> bool:
-        first = self._by_token.get(offer.tokens[0]) if offer.tokens else None
-        return first is None or first.expires <= now
+    def _read(self) -> _Table:
+        if self._shared is None:
+            return self._memory
+        return _Table.from_json(self._shared.read(), self._shared.document.label)

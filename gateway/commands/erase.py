@@ -2,14 +2,16 @@
 
 ``/forget all`` answers with exactly what would be erased and how to confirm:
 a button, and on every platform the text ``/forget all confirm`` within ten
-minutes. The request is kept per person (`PendingErasures`); a confirmation
-with no request, after it expired, or from anyone else erases nothing. On
-confirmation the person's open sessions are dropped first (their providers'
-queued work drains and stops), then `PersonData.erase` removes USER.md and its
-folder (their settings with it), their skills, sessions, messages and index
-entries, and asks the memory providers to erase theirs; the language hint
-remembered of them is forgotten too. The reply counts what was erased, in the
-language the person had before (their locale was read when the message came).
+minutes. The request is kept per person (`PendingErasures`: every replica's,
+on PostgreSQL); a confirmation with no request, after it expired, or from
+anyone else erases nothing. On confirmation the person's open sessions are
+dropped first (their providers' queued work drains and stops), then
+`PersonData.erase` removes USER.md and its folder (their settings with it),
+their skills, sessions, messages and index entries, and asks the memory
+providers to erase theirs; the language hint remembered of them is forgotten
+too, and whatever they were still offered to pick (`PendingChoices.withdraw`).
+The reply counts what was erased, in the language the person had before
+(their locale was read when the message came).
 
 ``/export`` writes the person's USER.md entries and every message of theirs to
 one JSON Lines file (mode 0600), ``<home>/exports/<key>/mnemo-<key>.jsonl``,
@@ -25,13 +27,15 @@ person's pending export too, so no copy keeps what they removed.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from gateway.commands.choices import PendingChoices
 from gateway.commands.memory import FORGET_NAME, IN_PRIVATE
@@ -44,7 +48,9 @@ from gateway.commands.registry import (
 )
 from gateway.i18n import N_
 from gateway.person_locale import PersonLocale, PersonLocales
+from gateway.shared_state import Documents, SharedJson
 from memory_core import (
+    Document,
     MemoryBackend,
     MemoryManager,
     PersonData,
@@ -61,6 +67,7 @@ CONFIRM_TTL = 600.0  # ten minutes
 EXPORT_INTERVAL = 60.0  # at most one /export a minute per person
 EXPORT_KEPT = 600.0  # an export not sent (the console's) is deleted ten minutes on
 CONFIRM_WORD = "confirm"
+ERASURES_DOCUMENT = "erasures.json"  # the replicas' shared requests
 CONFIRM_VERSION = "forget-all"  # never a USER.md version (those are sha256 hex digests)
 CONFIRM_LABEL = N_("Yes, erase everything")
 NOTHING_PENDING = N_(
@@ -106,33 +113,72 @@ def person_data(
 
 
 class PendingErasures:
-    """The `/forget all` requests waiting for confirmation, one per person, with expiry."""
+    """The `/forget all` requests waiting for confirmation, one per person, with expiry:
+    this process's (`clock` monotonic), or, given `document`, every replica's (the
+    shared ``erasures.json``, by wall-clock time, expired requests purged at each change)."""
 
     def __init__(
-        self, ttl: float = CONFIRM_TTL, clock: Callable[[], float] = time.monotonic
+        self,
+        ttl: float = CONFIRM_TTL,
+        clock: Callable[[], float] | None = None,
+        document: Document | None = None,
     ) -> None:
         self._ttl = ttl
-        self._clock = clock
+        self._shared = SharedJson(document) if document is not None else None
+        default = time.monotonic if document is None else time.time
+        self._clock = clock if clock is not None else default
         self._expires: dict[str, float] = {}
 
+    @classmethod
+    def over(cls, documents: Documents | None) -> PendingErasures:
+        """This process's table (`documents` None), or the replicas' ``erasures.json``."""
+        return cls(document=None if documents is None else documents(ERASURES_DOCUMENT))
+
     def __len__(self) -> int:
-        return len(self._expires)
+        if self._shared is None:
+            return len(self._expires)
+        return len(_requests(self._shared.read()))
 
     def request(self, user_key: str) -> None:
         """Record (or renew) `user_key`'s request."""
-        now = self._clock()
-        self._expires = {k: t for k, t in self._expires.items() if t > now}  # stays small
-        self._expires[user_key] = now + self._ttl
+        with self._changing() as expires:
+            now = self._clock()
+            fresh = {k: t for k, t in expires.items() if t > now}  # stays small
+            expires.clear()
+            expires.update(fresh)
+            expires[user_key] = now + self._ttl
 
     def take(self, user_key: str) -> str | None:
         """Spend `user_key`'s request: None when it was valid, else why it is refused (a
         catalog message)."""
-        expires = self._expires.pop(user_key, None)
+        with self._changing() as requests:
+            expires = requests.pop(user_key, None)
         if expires is None:
             return NOTHING_PENDING
         if expires <= self._clock():
             return EXPIRED
         return None
+
+    @contextlib.contextmanager
+    def _changing(self) -> Iterator[dict[str, float]]:
+        """The requests by person: this process's, or the shared ones under their lock."""
+        if self._shared is None:
+            yield self._expires
+            return
+        with self._shared.changing() as state:
+            requests = _requests(state)
+            yield requests
+            now = self._clock()
+            state.clear()
+            state["requests"] = {k: t for k, t in requests.items() if t > now}
+
+
+def _requests(state: dict[str, Any]) -> dict[str, float]:
+    """The shared document's requests (a malformed one counts as none)."""
+    found = state.get("requests")
+    if not isinstance(found, dict):
+        return {}
+    return {str(k): float(t) for k, t in found.items() if isinstance(t, (int, float))}
 
 
 def forget_with_erasure_command(
@@ -221,6 +267,7 @@ class _Erasure:
         erased = await self._person.erase(key)  # their settings too: ctx.locale was read before
         if self._locales is not None:
             self._locales.forget(key)  # the language hint held of them in memory
+        self._choices.withdraw(key)  # whatever they were offered (its labels are theirs)
         log.info("erased everything held about %s at their request", key)
         return CommandReply(erasure_report(erased, ctx.locale))
 
