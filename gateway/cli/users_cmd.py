@@ -13,14 +13,18 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 
 from gateway.cli.access_cmd import allow, allowed, deny
 from gateway.cli.base import CliState, fail, json_text, run_command, user_key_option, visible
-from gateway.commands.erase import person_data
+from gateway.commands.choices import PendingChoices
+from gateway.commands.erase import PendingErasures, person_data
 from gateway.config import Config
+
+if TYPE_CHECKING:
+    from gateway.app import Services
 from gateway.errors import InstanceLockedError
 from memory_core import PersonData, PersonHoldings
 
@@ -44,11 +48,21 @@ def _with_person(
                 config.home,
             )
             result = await body(person)
-            if erasing is not None and services.jobs is not None:
-                await services.jobs.forget_person(erasing)
+            if erasing is not None:
+                await _forget_waiting(services, erasing)
             return result
 
     return asyncio.run(run())
+
+
+async def _forget_waiting(services: Services, user_key: str) -> None:
+    """What the running bot keeps about `user_key` besides the stores: their background
+    jobs, and (shared by replicas) the choices offered to them and a /forget all waiting
+    for its confirmation, whose texts are theirs."""
+    if services.jobs is not None:
+        await services.jobs.forget_person(user_key)
+    PendingChoices.over(services.documents).withdraw(user_key)
+    PendingErasures.over(services.documents).take(user_key)
 
 
 def _erase_alone(config: Config, user_key: str) -> PersonHoldings:

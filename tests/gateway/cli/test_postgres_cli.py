@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from gateway.cli import main
+from gateway.commands.choices import CHOICES_DOCUMENT, PendingChoices
 from memory_core import StorageSettings, open_storage
 from memory_core.sessions.jobs import JobRequest
 
@@ -95,9 +96,14 @@ def test_memory_skills_users_and_jobs(env: dict[str, str], tmp_path: Path) -> No
     assert [p["user_key"] for p in json.loads(people.stdout)] == [ADA, BOB]
     asyncio.run(_ask_a_review(env, BOB))  # a running replica asked for Bob's review
     assert asyncio.run(_open_jobs(env)) == [("review", BOB)]
+    asyncio.run(_offer(env, BOB, "Forget: Bob grows quinces"))  # and offered him a choice
+    asyncio.run(_offer(env, ADA, "Keep: Ada rows"))
+    assert "quinces" in asyncio.run(_shared(env, CHOICES_DOCUMENT))
     erased = mnemo(env, "users", "erase", BOB, "--yes")
     assert erased.exit_code == 0, erased.output
     assert asyncio.run(_open_jobs(env)) == []  # his job went with him, on every replica
+    choices = asyncio.run(_shared(env, CHOICES_DOCUMENT))
+    assert "quinces" not in choices and "Ada rows" in choices  # his offer too, not hers
     assert [p["user_key"] for p in json.loads(mnemo(env, "users", "list", "--json").stdout)] == [
         ADA
     ]
@@ -120,3 +126,13 @@ async def _ask_a_review(env: dict[str, str], user_key: str) -> None:
 async def _open_jobs(env: dict[str, str]) -> list[tuple[str, str]]:
     async with open_storage(_settings(env)) as storage:
         return [(job.kind, job.key) for job in await storage.jobs.open_jobs()]
+
+
+async def _offer(env: dict[str, str], user_key: str, label: str) -> None:
+    async with open_storage(_settings(env)) as storage:
+        PendingChoices.over(storage.document).offer(user_key, "memory", [(label, "1")], "v1")
+
+
+async def _shared(env: dict[str, str], name: str) -> str:
+    async with open_storage(_settings(env)) as storage:
+        return storage.document(name).read() or ""
