@@ -27,6 +27,8 @@ whoever takes it first compares the store's `SessionMark` with the one this
 replica saw when it last let go: if another replica wrote the session since,
 the cached history (or the whole session, when its prompt changed) is dropped,
 so the turn continues from the store, byte for byte what that replica sent.
+A `/stop` that finds no turn of its key here asks the replica holding the key's
+lock (`SessionLocks.stop_elsewhere`), which cancels its turn as a local one is.
 """
 
 from __future__ import annotations
@@ -218,6 +220,8 @@ class OpenSessions:
         self.cache = SessionCache(max_open)
         self._retiring: set[asyncio.Task[None]] = set()  # evicted sessions shutting down
         self._running: dict[str, RunningTurn] = {}  # routing key -> its turn now
+        if self.shared is not None:  # another replica's /stop of a turn running here
+            self.shared.on_stop(self._asked_to_stop)
 
     @contextlib.contextmanager
     def running(self, key: str, user_key: str, task: asyncio.Future[Any]) -> Iterator[RunningTurn]:
@@ -235,7 +239,18 @@ class OpenSessions:
         return not self._store.fence.allows(user_key)
 
     async def stop(self, session_key: str) -> bool:
-        """Cancel the turn `session_key` is running (`/stop`); whether there was one."""
+        """Cancel the turn `session_key` is running (`/stop`), here or, with shared locks,
+        on the replica whose turn holds the key; whether there was one."""
+        if self._stop_here(session_key):
+            return True
+        return self.shared is not None and await self.shared.stop_elsewhere(session_key)
+
+    def _asked_to_stop(self, session_key: str) -> None:
+        """Another replica's `/stop` found `session_key` held: its turn, if here, stops."""
+        self._stop_here(session_key)
+
+    def _stop_here(self, session_key: str) -> bool:
+        """Cancel `session_key`'s turn if it runs in this process; whether it does."""
         turn = self._running.get(session_key)
         if turn is None or turn.task.done():
             return False

@@ -17,6 +17,15 @@ its lock released, so no key stays locked by a task that went away.
 
 When the connection breaks (a server restart), the next request reconnects; the
 locks held on the old one are gone, as they are for every replica then.
+
+`/stop` across replicas: a turn running on another replica holds its key's lock,
+so when `try_hold` fails `stop_elsewhere` sends `NOTIFY` on the schema's stop
+channel with the key as payload (never any text of the chat). Every replica
+LISTENs on a second connection of its own and hands each key it hears to the
+`on_stop` callbacks, which cancel the local turn of that key if there is one. A
+dropped listening connection is reconnected after a doubling pause (capped),
+logged once per outage; a stop sent meanwhile is lost, as the turn's reply is
+then too.
 """
 
 from __future__ import annotations
@@ -25,10 +34,11 @@ import asyncio
 import contextlib
 import hashlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import psycopg
+from psycopg import sql
 
 from memory_core.errors import PostgresUnavailableError
 from memory_core.sessions.locks import KeyLocks
@@ -37,12 +47,19 @@ log = logging.getLogger(__name__)
 
 FIRST_PAUSE = 0.02  # seconds before asking again for a busy key; doubles
 MAX_PAUSE = 0.25
+FIRST_RETRY = 0.1  # seconds before listening again after the connection dropped; doubles
+MAX_RETRY = 5.0
 
 
 def lock_number(namespace: str, key: str) -> int:
     """The signed 64-bit advisory lock number of `key` in `namespace`."""
     digest = hashlib.blake2b(f"{namespace}\x00{key}".encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big", signed=True)
+
+
+def stop_channel(namespace: str) -> str:
+    """The channel `/stop` requests of `namespace` (the schema) are sent on."""
+    return "mnemo_stop_" + hashlib.blake2b(namespace.encode(), digest_size=8).hexdigest()
 
 
 class PgSessionLocks:
@@ -58,13 +75,26 @@ class PgSessionLocks:
         self._keys = KeyLocks()
         self._pending: set[asyncio.Task[None]] = set()
         self._connecting = asyncio.Lock()
+        self._callbacks: list[Callable[[str], None]] = []
+        self._listener: asyncio.Task[None] | None = None
+        self._listening: psycopg.AsyncConnection[Any] | None = None
 
     async def open(self) -> None:
-        """Connect the lock connection (and learn the schema that names the keys)."""
+        """Connect the lock connection (and learn the schema that names the keys), and
+        listen for `/stop` requests of the other replicas."""
         await self._connection()
+        conn = await self._listen()
+        self._listener = asyncio.create_task(self._hear(conn))
 
     async def close(self) -> None:
-        """Close the connection: every lock it still holds is released by the server."""
+        """Stop listening; close the connection: every lock it still holds is released."""
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            listener.cancel()
+            await asyncio.gather(listener, return_exceptions=True)
+        listening, self._listening = self._listening, None
+        if listening is not None:
+            await listening.close()
         await asyncio.gather(*self._pending, return_exceptions=True)
         conn, self._conn = self._conn, None
         if conn is not None:
@@ -96,6 +126,68 @@ class PgSessionLocks:
             finally:
                 if got:
                     await self._release_shielded(number)
+
+    async def stop_elsewhere(self, key: str) -> bool:
+        # busy here (a local turn would have been stopped before asking) or held elsewhere
+        async with self.try_hold(key) as free:
+            if free:
+                return False  # nobody's turn holds it
+        sent = sql.SQL("SELECT pg_notify(%s, %s)")
+        conn = await self._connection()
+        try:
+            await conn.execute(sent, (stop_channel(self._namespace), key))
+        except psycopg.OperationalError as err:
+            log.warning("the session lock connection broke (%s); reconnecting", err)
+            self._conn = None
+            conn = await self._connection()
+            await conn.execute(sent, (stop_channel(self._namespace), key))
+        return True
+
+    def on_stop(self, callback: Callable[[str], None]) -> None:
+        self._callbacks.append(callback)
+
+    async def _listen(self) -> psycopg.AsyncConnection[Any]:
+        conn = await self._connect()
+        try:
+            await conn.execute(
+                sql.SQL("LISTEN {}").format(sql.Identifier(stop_channel(self._namespace)))
+            )
+        except BaseException:
+            await conn.close()
+            raise
+        self._listening = conn
+        return conn
+
+    async def _hear(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        """Hand every key heard to the callbacks; listen again when the connection drops."""
+        while True:
+            try:
+                async for note in conn.notifies():
+                    self._heard(note.payload)
+                reason = "closed"
+            except psycopg.OperationalError as err:
+                reason = str(err).strip() or type(err).__name__
+            log.warning("the /stop listening connection dropped (%s); reconnecting", reason)
+            with contextlib.suppress(Exception):
+                await conn.close()
+            conn = await self._listen_again()
+            log.info("listening for /stop requests again")
+
+    async def _listen_again(self) -> psycopg.AsyncConnection[Any]:
+        pause = FIRST_RETRY
+        while True:
+            await asyncio.sleep(pause)
+            try:
+                return await self._listen()
+            except (PostgresUnavailableError, psycopg.Error):
+                pause = min(pause * 2, MAX_RETRY)
+
+    def _heard(self, key: str) -> None:
+        for callback in self._callbacks:
+            try:
+                callback(key)
+            except Exception:
+                log.exception("a /stop request of session %s failed", key)
 
     async def _number(self, key: str) -> int:
         await self._connection()

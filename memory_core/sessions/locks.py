@@ -8,6 +8,11 @@ processes: `LocalSessionLocks` (here, asyncio locks, for SQLite's one process)
 does not; `memory_core.pg.session_locks.PgSessionLocks` (PostgreSQL advisory
 locks, released by the server when a replica's connection dies) does.
 
+`/stop` reaches a turn wherever it runs: `stop_elsewhere(key)` asks the replica
+whose turn holds `key`'s lock to cancel it (True: one holds it), and `on_stop`
+registers what a replica does when asked (cancel its local turn of the key).
+Locally there is nobody else to ask: `stop_elsewhere` is False, `on_stop` never fires.
+
 A key's local lock lives only while someone holds it or waits for it, so the
 locks do not pile up with every key ever seen.
 """
@@ -16,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -35,6 +40,14 @@ class SessionLocks(Protocol):
 
     def try_hold(self, key: str) -> contextlib.AbstractAsyncContextManager[bool]:
         """Hold `key`'s lock for the block if it is free now (True), else nothing (False)."""
+        ...
+
+    async def stop_elsewhere(self, key: str) -> bool:
+        """Ask the other replica running `key`'s turn to stop it; whether one holds the key."""
+        ...
+
+    def on_stop(self, callback: Callable[[str], None]) -> None:
+        """`callback(key)` when another replica asks this one to stop `key`'s turn."""
         ...
 
 
@@ -94,6 +107,12 @@ class LocalSessionLocks:
             return
         async with self._keys.hold(key):
             yield True
+
+    async def stop_elsewhere(self, key: str) -> bool:
+        return False  # one process: no turn runs anywhere else
+
+    def on_stop(self, callback: Callable[[str], None]) -> None:
+        pass  # nobody else asks
 
 
 @dataclass(frozen=True)

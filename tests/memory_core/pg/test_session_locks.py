@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from memory_core import NewMessage, SessionMark, SessionOrigin, StorageSettings, open_storage
-from memory_core.pg.session_locks import PgSessionLocks, lock_number
+from memory_core.pg.session_locks import PgSessionLocks, lock_number, stop_channel
 from tests.fakes.base import wait_until
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -119,7 +119,34 @@ async def _hold_briefly(locks: PgSessionLocks, key: str) -> None:
         pass
 
 
+async def test_a_stop_reaches_the_replica_holding_the_session_and_survives_a_dropped_listener(
+    replicas: tuple[PgSessionLocks, PgSessionLocks],
+) -> None:
+    running_here, asked_there = replicas
+    heard: list[str] = []
+    running_here.on_stop(heard.append)
+    asked_there.on_stop(lambda key: None)  # the asker hears its own request too: no harm
+    alice, bob = "telegram:private:alice", "telegram:private:bob"
+    async with running_here.hold(alice):  # Alice's turn runs here; Bob has none anywhere
+        assert await asked_there.stop_elsewhere(bob) is False
+        assert await asked_there.stop_elsewhere(alice) is True
+        await wait_until(lambda: heard == [alice])
+        dropped = running_here._listening  # the listening connection is cut by the server
+        assert dropped is not None
+        await asked_there._connection()
+        conn = asked_there._conn
+        assert conn is not None
+        await conn.execute("SELECT pg_terminate_backend(%s)", (dropped.info.backend_pid,))
+        await wait_until(lambda: running_here._listening not in (None, dropped))
+        assert await asked_there.stop_elsewhere(alice) is True
+        await wait_until(lambda: heard == [alice, alice])
+    assert await asked_there.stop_elsewhere(alice) is False  # the turn ended: nothing held
+    assert heard == [alice, alice]
+
+
 def test_lock_numbers_differ_by_schema_and_key() -> None:
+    assert stop_channel("bot_a") != stop_channel("bot_b")
+
     numbers = {lock_number(s, k) for s in ("bot_a", "bot_b") for k in ("k1", "k2")}
     assert len(numbers) == 4
     assert all(-(2**63) <= n < 2**63 for n in numbers)
