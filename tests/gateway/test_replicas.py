@@ -150,6 +150,27 @@ async def test_a_session_written_by_the_other_replica_continues_from_the_store(
     assert on_b[-1][:3] == on_a[0][:3]
 
 
+async def test_a_stop_handled_by_the_other_replica_stops_alices_turn_but_not_bobs(
+    two: tuple[Chats, Replica, Replica],
+) -> None:
+    chats, a, b = two
+    a.model.fail_next(Fault.stall())  # Alice's and Bob's turns both held at a's model
+    a.model.fail_next(Fault.stall())
+    alice = await a.send(chats, private("tell me a long story", "alice", "1"))
+    bob = await a.send(chats, private("bob here", "bob", "b1"))
+    await wait_until(lambda: a.model.stalled == 2)
+    await (await b.send(chats, private("/stop", "alice", "2")))  # b got her /stop
+    await asyncio.wait_for(alice, 10)  # a's turn ended without the model's answer
+    assert sorted(chats.replies["alice"]) == ["(stopped)", "Stopped."]
+    assert "bob" not in chats.replies and not bob.done()  # Bob's turn still waits
+    a.model.release()  # the held requests go on: Alice's was cancelled, Bob's is answered
+    await asyncio.wait_for(bob, 10)
+    assert chats.replies["bob"] == ["echo: bob here"]
+    assert sorted(chats.replies["alice"]) == ["(stopped)", "Stopped."]
+    await (await b.send(chats, private("/stop", "alice", "3")))  # nothing runs anywhere now
+    assert chats.replies["alice"][-1] == "Nothing is being written right now."
+
+
 async def test_a_replica_cut_mid_turn_leaves_the_session_to_the_other(
     two: tuple[Chats, Replica, Replica],
 ) -> None:
