@@ -19,8 +19,7 @@ pytestmark = pytest.mark.slow  # four Python processes, 400 transactions
 
 ROOT = Path(__file__).resolve().parents[3]
 KEY = "telegram-777"
-BIG_BUDGET = 1_000_000
-SMALL_BUDGET = 2_000  # about 140 of the 400 entries
+BUDGET = 5_000  # about 360 of the 400 entries fit
 
 
 def _migrated(url: str) -> None:
@@ -63,31 +62,27 @@ def _state(url: str, budget: int) -> tuple[tuple[str, ...], list[str]]:
 
 
 @pytest.mark.timeout(180)
-def test_four_processes_adding_100_entries_each_lose_none(pg_database: str) -> None:
+def test_four_processes_adding_100_entries_each_lose_none_and_never_exceed_the_budget(
+    pg_database: str,
+) -> None:
+    """Four processes race 100 adds each at one profile whose budget binds late: every
+    add is either written or refused as over budget (none lost), the rows are the
+    history in commit order, each process's entries keep their order, and the budget
+    holds at every commit."""
     _migrated(pg_database)
-    results = _run_four(pg_database, BIG_BUDGET)
-    assert all(r == {"added": list(range(100)), "full": []} for r in results)
-    entries, adds = _state(pg_database, BIG_BUDGET)
-    expected = {f"p{n} entry {i}" for n in range(4) for i in range(100)}
-    assert len(entries) == 400 and set(entries) == expected
-    assert list(entries) == adds  # the rows are the history, in commit order
-    for n in range(4):  # each process's own entries stay in its order
-        assert [e for e in entries if e.startswith(f"p{n} ")] == [
-            f"p{n} entry {i}" for i in range(100)
-        ]
-
-
-@pytest.mark.timeout(180)
-def test_four_processes_on_a_small_budget_never_exceed_it(pg_database: str) -> None:
-    _migrated(pg_database)
-    results = _run_four(pg_database, SMALL_BUDGET)
+    results = _run_four(pg_database, BUDGET)
     for r in results:  # every add was either written or refused as over budget
         assert sorted(r["added"] + r["full"]) == list(range(100))
-    entries, adds = _state(pg_database, SMALL_BUDGET)
+    entries, adds = _state(pg_database, BUDGET)
     written = {f"p{n} entry {i}" for n, r in enumerate(results) for i in r["added"]}
     assert set(entries) == written and len(entries) == len(written)
-    assert sum(len(r["full"]) for r in results) > 0  # the budget did bind
-    assert usage(entries) <= SMALL_BUDGET
+    assert len(written) > 250  # most of the 400 fit: contention, not the budget, is tested
+    assert sum(len(r["full"]) for r in results) > 0  # and the budget did bind
+    assert list(entries) == adds  # the rows are the history, in commit order
+    for n, r in enumerate(results):  # each process's own entries stay in its order
+        assert [e for e in entries if e.startswith(f"p{n} ")] == [
+            f"p{n} entry {i}" for i in r["added"]
+        ]
+    assert usage(entries) <= BUDGET
     for count in range(1, len(adds) + 1):  # nor at any commit before the last
-        assert usage(adds[:count]) <= SMALL_BUDGET
-    assert list(entries) == adds
+        assert usage(adds[:count]) <= BUDGET
