@@ -87,6 +87,30 @@ class InboundMessage:
 
 
 @dataclass(frozen=True)
+class MessageEdit:
+    """A person edited one of their messages, or it was deleted, as the platform told us
+    (Telegram's ``edited_message``, Discord's message edit and delete events).
+
+    The stored message becomes the new text, and what it alone supported in the
+    person's memory is withdrawn (`Conversations.edited`)."""
+
+    platform: str
+    chat_id: str
+    chat_type: ChatType
+    message_id: str
+    """The platform's id of the edited or deleted message."""
+    text: str | None
+    """The new text; None when the message was deleted."""
+    user_id: str | None = None
+    """The author, when the platform says (a Discord deletion does not)."""
+    thread_id: str | None = None
+
+    @property
+    def user_key(self) -> str | None:
+        return None if self.user_id is None else make_user_key(self.platform, self.user_id)
+
+
+@dataclass(frozen=True)
 class Choice:
     """One option offered with a reply; `payload` comes back when it is picked."""
 
@@ -219,6 +243,9 @@ class Inbox(Protocol):
 
     async def choose(self, message: InboundMessage, payload: str, sink: ReplySink) -> None:
         """Apply a pressed button: `payload` of a `Choice` the adapter rendered."""
+
+    async def edited(self, edit: MessageEdit) -> None:
+        """A person edited or deleted a message of theirs (see `MessageEdit`)."""
 
     async def chat_migrated(self, platform: str, old_chat_id: str, new_chat_id: str) -> None:
         """A group became another chat (Telegram: group to supergroup); its sessions and

@@ -32,7 +32,7 @@ from memory_core.file_memory.ledger import (
     EntryOrigin,
     LedgerChange,
 )
-from memory_core.file_memory.origin import OPERATOR, Origin
+from memory_core.file_memory.origin import OPERATOR, Evidence, Origin
 from memory_core.file_memory.pending import Decision, PendingChanges, Proposal, StagedChange
 from memory_core.file_memory.records import PersonRecord
 from memory_core.file_memory.render import MemorySnapshot
@@ -68,6 +68,7 @@ __all__ = [
     "BatchRejectedError",
     "Decision",
     "EntryOrigin",
+    "Evidence",
     "EntryTooLongError",
     "FileMemoryStore",
     "InvalidArgumentsError",

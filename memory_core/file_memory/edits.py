@@ -35,6 +35,7 @@ from memory_core.errors import (
     UnsafeContentError,
 )
 from memory_core.file_memory.entries import normalise_entry, usage
+from memory_core.file_memory.origin import Evidence
 from memory_core.file_memory.render import HANDLE_PREFIX, entry_handle, safe_view
 from memory_core.safety import check, scan_joined
 
@@ -50,6 +51,9 @@ class Operation:
     action: Action
     content: str | None = None
     old_text: str | None = None
+    evidence: tuple[Evidence, ...] = ()
+    """The person's messages that ground `content` (set by the grounding check, never by
+    the model); recorded with the entry it writes."""
 
 
 @dataclass(frozen=True)

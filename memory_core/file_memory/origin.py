@@ -53,3 +53,41 @@ class Origin:
 
 
 OPERATOR = Origin("operator")
+
+EVIDENCE_SPAN_CHARS = 160
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One message of the person's that grounded an entry: its stored id (state.db or
+    PostgreSQL ``messages.id``) and a short span of its text, as said.
+
+    Evidence is computed by the code that checks a write against the person's words,
+    never written by the model, and is kept beside the entry's origin."""
+
+    message_id: int
+    span: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {"message_id": self.message_id, "span": self.span}
+
+    @classmethod
+    def from_json(cls, data: object) -> Evidence | None:
+        """One evidence item of a stored line; None when it does not read as one."""
+        if not isinstance(data, dict):
+            return None
+        message_id, span = data.get("message_id"), data.get("span")
+        if not isinstance(message_id, int) or not isinstance(span, str):
+            return None
+        return cls(message_id, span[:EVIDENCE_SPAN_CHARS])
+
+
+def evidence_json(evidence: tuple[Evidence, ...]) -> list[dict[str, Any]]:
+    return [e.as_json() for e in evidence]
+
+
+def evidence_from_json(data: object) -> tuple[Evidence, ...]:
+    """The evidence of a stored line (a list of items); unreadable items are skipped."""
+    if not isinstance(data, list):
+        return ()
+    return tuple(e for e in (Evidence.from_json(d) for d in data) if e is not None)
