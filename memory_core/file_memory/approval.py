@@ -19,7 +19,7 @@ with its reason, and a replace or remove is pinned to the whole entry it matched
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from memory_core.errors import MemoryCoreError
 from memory_core.file_memory.edits import Operation, apply_operations
@@ -111,11 +111,12 @@ class Approval:
             why.append(self.forced)
         if not why and self.everything:
             why.append(EVERYTHING_PERSON if origin.kind == "person" else EVERYTHING_BACKGROUND)
-        return Proposal(op.action, content, against, "; ".join(why), flagged=bool(flags))
+        evidence = op.evidence if content is not None else ()
+        return Proposal(op.action, content, against, "; ".join(why), bool(flags), evidence)
 
 
 def _with_reason(proposal: Proposal, reason: str) -> Proposal:
-    return Proposal(proposal.action, proposal.content, proposal.against, reason, proposal.flagged)
+    return replace(proposal, reason=reason)
 
 
 def _changed_entry(before: list[str], after: list[str]) -> str:

@@ -17,6 +17,7 @@ from typing import Protocol
 
 from memory_core.fence import ErasureFence
 from memory_core.file_memory.edits import Operation
+from memory_core.file_memory.forgetting import ForgetResult
 from memory_core.file_memory.ledger import ArchivedEntry, EntryOrigin, LedgerChange
 from memory_core.file_memory.origin import Origin
 from memory_core.file_memory.records import PersonRecord
@@ -48,6 +49,11 @@ class MemoryBackend(Protocol):
         change_id: int | None = None,
         origin: Origin = ...,
     ) -> UndoResult: ...
+
+    def forget(self, user_key: str, texts: Sequence[str], origin: Origin = ...) -> ForgetResult:
+        """Remove each of `texts` (a live or archived entry of `user_key`'s) for good, with
+        every copy of its text (see `memory_core.file_memory.forgetting`)."""
+        ...
 
     def history(
         self, target: Target, user_key: str | None = None, limit: int | None = 20

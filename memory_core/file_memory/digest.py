@@ -1,7 +1,7 @@
 """A digest of everything a memory store holds, to check a copy between backends.
 
 `content_digest(store)` is the sha256 of a canonical listing: MEMORY.md, then
-each person in key order, with the entries and their writers, the whole
+each person in key order, with the entries and their writers and evidence, the whole
 history (oldest first), the archive and the records, as JSON with sorted keys.
 It reads only through the store's public methods, so a `FileMemoryStore` and a
 `PgMemoryStore` holding the same memory give the same digest. A person who
@@ -15,6 +15,7 @@ import json
 from typing import Any, Literal, Protocol
 
 from memory_core.file_memory.ledger import ArchivedEntry, EntryOrigin, LedgerChange
+from memory_core.file_memory.origin import evidence_json
 
 _Target = Literal["memory", "user"]  # store.Target, restated: store.py imports this module
 
@@ -59,7 +60,10 @@ def canonical_listing(store: Readable) -> list[dict[str, Any]]:
 def _held(store: Readable, target: _Target, user_key: str | None) -> dict[str, Any]:
     history = reversed(store.history(target, user_key, None))  # oldest first
     held: dict[str, Any] = {
-        "entries": [[o.text, o.origin.as_json(), o.at] for o in store.origins(target, user_key)],
+        "entries": [
+            [o.text, o.origin.as_json(), o.at, evidence_json(o.evidence)]
+            for o in store.origins(target, user_key)
+        ],
         "history": [c.as_json() for c in history],
     }
     if user_key is not None:

@@ -58,11 +58,13 @@ class Operation:
 
 @dataclass(frozen=True)
 class EntryChange:
-    """What one operation did to one entry: its text before and after (None: none)."""
+    """What one operation did to one entry: its text before and after (None: none), and
+    the evidence of `after` (the operation's)."""
 
     action: Literal["add", "replace", "remove", "consolidate"]
     before: str | None
     after: str | None
+    evidence: tuple[Evidence, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -134,7 +136,7 @@ def _apply_one(
         if entry in work:
             return "already exists"
         work.append(entry)
-        changes.append(EntryChange("add", None, entry))
+        changes.append(EntryChange("add", None, entry, op.evidence))
         return "added"
     index = _find(work, op.old_text, current, limit)
     old = work[index]
@@ -147,11 +149,11 @@ def _apply_one(
     entry = _new_entry(op.content, current, limit)
     if entry in work and work.index(entry) != index:
         del work[index]  # the new text already exists: replacing merges the two
-        changes.append(EntryChange("consolidate", old, entry))
+        changes.append(EntryChange("consolidate", old, entry, op.evidence))
         return "replaced (merged with an identical entry)"
     work[index] = entry
     if entry != old:
-        changes.append(EntryChange("replace", old, entry))
+        changes.append(EntryChange("replace", old, entry, op.evidence))
     return "replaced"
 
 

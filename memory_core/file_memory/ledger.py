@@ -6,14 +6,20 @@ mode 0600 and are written only under the memory file's lock, so they live and
 die with the person's folder. A history line is one entry change:
 ``{"id", "at", "action", "before", "after", "origin", "undoes"}``, `id`
 increasing per file, `action` one of add, replace, remove, consolidate, undo,
-archive. The history keeps at least the last `HISTORY_LIMIT` changes (it is
-cut back to that many once it holds `HISTORY_SLACK` more), the archive the
-last `ARCHIVE_LIMIT` entries.
+archive, forget, forgotten; ``"evidence"`` (of `after`) and ``"before_evidence"``
+(of `before`, so an undo brings an entry back with its evidence) are lists of
+`Evidence`, written only when not empty. A forgotten entry leaves one "forget"
+line, and every line that held its text is rewritten as "forgotten", with no
+text and no evidence; neither can be undone. The history keeps at least the
+last `HISTORY_LIMIT` changes (it is cut back to that many once it holds
+`HISTORY_SLACK` more), the archive the last `ARCHIVE_LIMIT` entries.
 
-An entry's origin is the newest change whose `after` is its text (an undo that
-brings an entry back keeps its first writer); an entry no change explains was
-written by hand on disk and counts as the operator's. The functions here are
-pure or touch only the ledger files; `FileMemoryStore` calls them under the lock.
+Who wrote a live entry is kept with the entry (`memory_core.file_memory.entry_records`);
+the history is the fallback: the newest change whose `after` is its text (an
+undo that brings an entry back keeps its first writer); an entry neither
+explains was written by hand on disk and counts as the operator's. The
+functions here are pure or touch only the ledger files; `FileMemoryStore`
+calls them under the lock.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from memory_core.atomic import atomic_write_text
 from memory_core.errors import (
@@ -34,9 +40,20 @@ from memory_core.errors import (
     UndoRefusedError,
 )
 from memory_core.file_memory.edits import EditOutcome, Operation, apply_operations
-from memory_core.file_memory.origin import OPERATOR, Origin
+from memory_core.file_memory.origin import (
+    GROUNDED_KINDS,
+    OPERATOR,
+    Evidence,
+    Origin,
+    evidence_from_json,
+    evidence_json,
+)
 
-LedgerAction = Literal["add", "replace", "remove", "consolidate", "undo", "archive"]
+LedgerAction = Literal[
+    "add", "replace", "remove", "consolidate", "undo", "archive", "forget", "forgotten"
+]
+LEDGER_ACTIONS: tuple[LedgerAction, ...] = get_args(LedgerAction)
+FORGETTING: tuple[LedgerAction, ...] = ("forget", "forgotten")
 HISTORY_LIMIT = 1000
 HISTORY_SLACK = 100
 ARCHIVE_LIMIT = 500
@@ -44,6 +61,10 @@ ARCHIVE_LIMIT = 500
 # Why an undo is refused, as the person reads it: templates filled from the error's
 # values, kept as constants so that a caller can show them in the person's language.
 NOTHING_TO_UNDO = "There is no change left to undo."
+FORGOTTEN_CHANGE = (
+    "Change {change_id} can't be undone: it was about an entry you asked me to forget, "
+    "and that is for good."
+)
 NO_SUCH_CHANGE = "There is no change {change_id} in the history."
 IS_AN_UNDO = "Change {change_id} is itself an undo (of change {undoes}); it can't be undone."
 ALREADY_UNDONE = "Change {change_id} was already undone (by change {by})."
@@ -65,6 +86,7 @@ NO_LONGER_FITS = (
 UNDO_REFUSALS = (
     NOTHING_TO_UNDO, NO_SUCH_CHANGE, IS_AN_UNDO, ALREADY_UNDONE, CHANGED_LATER,
     NO_LONGER_THERE, NOTHING_IN_IT, ALREADY_THERE, ARCHIVE_LOST, NO_LONGER_FITS,
+    FORGOTTEN_CHANGE,
 )  # fmt: skip
 
 
@@ -79,9 +101,11 @@ class LedgerChange:
     after: str | None
     origin: Origin
     undoes: int | None = None
+    evidence: tuple[Evidence, ...] = ()  # of `after`
+    before_evidence: tuple[Evidence, ...] = ()  # of `before`
 
     def as_json(self) -> dict[str, Any]:
-        return {
+        row = {
             "id": self.id,
             "at": self.at,
             "action": self.action,
@@ -90,6 +114,7 @@ class LedgerChange:
             "origin": self.origin.as_json(),
             "undoes": self.undoes,
         }
+        return row | _evidence_keys(self.evidence, self.before_evidence)
 
 
 @dataclass(frozen=True)
@@ -100,33 +125,52 @@ class Draft:
     before: str | None
     after: str | None
     undoes: int | None = None
+    evidence: tuple[Evidence, ...] = ()  # of `after`
+    before_evidence: tuple[Evidence, ...] = ()  # of `before`
 
 
 @dataclass(frozen=True)
 class EntryOrigin:
-    """One live entry with who wrote it and when (`at` None: edited by hand on disk)."""
+    """One live entry with who wrote it, when (`at` None: edited by hand on disk), and the
+    person's messages that grounded it."""
 
     text: str
     origin: Origin
     at: float | None
+    evidence: tuple[Evidence, ...] = ()
 
 
 @dataclass(frozen=True)
 class ArchivedEntry:
-    """An entry moved out of a full USER.md: its text, its writer, when, and by which change."""
+    """An entry moved out of a full USER.md: its text, its writer, when, by which change,
+    and its evidence."""
 
     text: str
     origin: Origin
     at: float
     change_id: int
+    evidence: tuple[Evidence, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
-        return {
+        row = {
             "text": self.text,
             "origin": self.origin.as_json(),
             "at": self.at,
             "change_id": self.change_id,
         }
+        return row | _evidence_keys(self.evidence)
+
+
+def _evidence_keys(
+    evidence: tuple[Evidence, ...], before: tuple[Evidence, ...] = ()
+) -> dict[str, Any]:
+    """The optional evidence keys of a stored line: only those that hold any."""
+    keys: dict[str, Any] = {}
+    if evidence:
+        keys["evidence"] = evidence_json(evidence)
+    if before:
+        keys["before_evidence"] = evidence_json(before)
+    return keys
 
 
 def history_path(memory_file: Path) -> Path:
@@ -156,16 +200,31 @@ def append_changes(
     existing = read_changes(path)
     next_id = existing[-1].id + 1 if existing else 1
     at = time.time() if now is None else now
-    made = [
-        LedgerChange(next_id + i, at, d.action, d.before, d.after, origin, d.undoes)
-        for i, d in enumerate(drafts)
-    ]
+    made = made_changes(drafts, origin, next_id, at)
     if len(existing) + len(made) > HISTORY_LIMIT + HISTORY_SLACK:
         kept = [*existing, *made][-HISTORY_LIMIT:]
         _rewrite(path, (c.as_json() for c in kept))
     else:
         _append(path, (c.as_json() for c in made))
     return made
+
+
+def made_changes(
+    drafts: Sequence[Draft], origin: Origin, first_id: int, at: float
+) -> list[LedgerChange]:
+    """`drafts` as changes made by `origin` at `at`, numbered from `first_id`."""
+    return [
+        LedgerChange(
+            first_id + i, at, d.action, d.before, d.after, origin, d.undoes,
+            d.evidence, d.before_evidence,
+        )
+        for i, d in enumerate(drafts)
+    ]  # fmt: skip
+
+
+def rewrite_changes(path: Path, changes: Sequence[LedgerChange]) -> None:
+    """Replace the history file with `changes` (atomically: the old file is gone)."""
+    _rewrite(path, (c.as_json() for c in changes))
 
 
 def forget_writer(path: Path, user_key: str) -> bool:
@@ -197,8 +256,23 @@ def entry_origins(entries: Sequence[str], changes: Sequence[LedgerChange]) -> li
         if found is None:
             result.append(EntryOrigin(entry, OPERATOR, None))
         else:
-            result.append(EntryOrigin(entry, found.origin, found.at))
+            result.append(EntryOrigin(entry, found.origin, found.at, found.evidence))
     return result
+
+
+def brought_back(
+    change: LedgerChange, history: Sequence[LedgerChange], kept: ArchivedEntry | None
+) -> EntryOrigin:
+    """Who wrote the entry the undo `change` brings back: the archive's record of it, else
+    its first writer in `history` (the changes before the undo), else the undo's writer;
+    with the evidence it had when it was taken away (the undo's)."""
+    text = change.after or ""
+    if kept is not None and kept.text == text:
+        return EntryOrigin(text, kept.origin, kept.at, kept.evidence or change.evidence)
+    found = entry_origins([text], history)[0]
+    if found.at is None:
+        return EntryOrigin(text, change.origin, change.at, change.evidence)
+    return EntryOrigin(text, found.origin, found.at, change.evidence)
 
 
 def undone_ids(changes: Sequence[LedgerChange]) -> dict[int, int]:
@@ -210,13 +284,18 @@ def pick_undo(changes: Sequence[LedgerChange], change_id: int | None) -> LedgerC
     """The change to revert (the latest one still in force, or `change_id`), or refuse."""
     undone = undone_ids(changes)
     if change_id is None:
-        live = [c for c in changes if c.action != "undo" and c.id not in undone]
+        live = [
+            c for c in changes
+            if c.action not in ("undo", *FORGETTING) and c.id not in undone
+        ]  # fmt: skip
         if not live:
             raise UndoRefusedError(NOTHING_TO_UNDO)
         return live[-1]
     found = next((c for c in changes if c.id == change_id), None)
     if found is None:
         raise UndoRefusedError(NO_SUCH_CHANGE, change_id=change_id)
+    if found.action in FORGETTING:
+        raise UndoRefusedError(FORGOTTEN_CHANGE, change_id=change_id)
     if found.action == "undo":
         raise UndoRefusedError(IS_AN_UNDO, change_id=change_id, undoes=found.undoes)
     if found.id in undone:
@@ -231,18 +310,20 @@ def pick_undo(changes: Sequence[LedgerChange], change_id: int | None) -> LedgerC
 
 
 def inverse(change: LedgerChange, entries: Sequence[str]) -> Operation:
-    """The operation that reverts `change` on the live `entries`, or refuse."""
+    """The operation that reverts `change` on the live `entries`, or refuse; an entry it
+    brings back comes with the evidence it had (`before_evidence`)."""
+    back = change.before_evidence
     if change.after is not None and change.action != "consolidate":
         if change.after not in entries:
             raise UndoRefusedError(NO_LONGER_THERE, change_id=change.id)
         if change.before is None:
             return Operation("remove", old_text=change.after)
-        return Operation("replace", content=change.before, old_text=change.after)
+        return Operation("replace", content=change.before, old_text=change.after, evidence=back)
     if change.before is None:
         raise UndoRefusedError(NOTHING_IN_IT, change_id=change.id)
     if change.before in entries:
         raise UndoRefusedError(ALREADY_THERE, change_id=change.id)
-    return Operation("add", content=change.before)
+    return Operation("add", content=change.before, evidence=back)
 
 
 def undo_outcome(change: LedgerChange, entries: Sequence[str], limit: int) -> EditOutcome:
@@ -262,8 +343,9 @@ def read_archive(path: Path) -> list[ArchivedEntry]:
     for data in _read_lines(path):
         text, at, change_id = data.get("text"), data.get("at"), data.get("change_id")
         if isinstance(text, str) and isinstance(at, int | float) and isinstance(change_id, int):
+            origin, evidence = Origin.from_json(data.get("origin")), data.get("evidence")
             archived.append(
-                ArchivedEntry(text, Origin.from_json(data.get("origin")), at, change_id)
+                ArchivedEntry(text, origin, at, change_id, evidence_from_json(evidence))
             )
     return archived
 
@@ -281,13 +363,16 @@ def _change(data: dict[str, Any]) -> LedgerChange | None:
     before, after, undoes = data.get("before"), data.get("after"), data.get("undoes")
     if not isinstance(change_id, int) or not isinstance(at, int | float):
         return None
-    if action not in ("add", "replace", "remove", "consolidate", "undo", "archive"):
+    if action not in LEDGER_ACTIONS:
         return None
     if not all(v is None or isinstance(v, str) for v in (before, after)):
         return None
     undone = undoes if isinstance(undoes, int) else None
+    origin = Origin.from_json(data.get("origin"))
+    evidence = evidence_from_json(data.get("evidence"))
+    before_evidence = evidence_from_json(data.get("before_evidence"))
     return LedgerChange(
-        change_id, at, action, before, after, Origin.from_json(data.get("origin")), undone
+        change_id, at, action, before, after, origin, undone, evidence, before_evidence
     )
 
 
@@ -333,20 +418,24 @@ def fit_by_archiving(
     entries: Sequence[str],
     operations: Sequence[Operation],
     limit: int,
-    changes: Sequence[LedgerChange],
+    origins: Sequence[EntryOrigin],
     full: OverBudgetError,
 ) -> tuple[EditOutcome, list[EntryOrigin]]:
-    """Apply `operations` after moving out the fewest oldest entries the person did not
-    write (and no operation names); the outcome and the entries moved, or raise `full`."""
+    """Apply `operations` after moving out the fewest entries the person did not write (and
+    no operation names); the outcome and the entries moved, or raise `full`.
+
+    `origins` are the live entries with their writers. The operator's, an admin's and
+    hand-written entries go first, oldest first; then those learned in the background
+    (grounded in the person's words), oldest first; the person's own never."""
     named = [op.old_text.strip() for op in operations if op.old_text and op.old_text.strip()]
     candidates = [
-        (o.at or 0.0, i, o)
-        for i, o in enumerate(entry_origins(entries, changes))
+        (o.origin.kind in GROUNDED_KINDS, o.at or 0.0, i, o)
+        for i, o in enumerate(origins)
         if o.origin.kind != "person" and not any(n in o.text for n in named)
     ]
-    candidates.sort(key=lambda c: (c[0], c[1]))
+    candidates.sort(key=lambda c: c[:3])
     for count in range(1, len(candidates) + 1):
-        moved = [o for _, _, o in candidates[:count]]
+        moved = [c[3] for c in candidates[:count]]
         gone = {o.text for o in moved}
         try:
             outcome = apply_operations([e for e in entries if e not in gone], operations, limit)

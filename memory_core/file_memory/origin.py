@@ -2,7 +2,8 @@
 
 The origin is given by the code that makes the change (the turn's memory tool,
 a background job, the operator's command line), never by the model, so a
-planted entry cannot claim to be the person's own words.
+planted entry cannot claim to be the person's own words. Kind "withdrawn" is a
+removal made because the message that grounded the entry was edited or deleted.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-OriginKind = Literal["person", "review", "extraction", "operator", "admin"]
+OriginKind = Literal["person", "review", "extraction", "operator", "admin", "withdrawn"]
 ORIGIN_KINDS: tuple[OriginKind, ...] = get_args(OriginKind)
 
 _LABELS: dict[OriginKind, str] = {
@@ -19,7 +20,10 @@ _LABELS: dict[OriginKind, str] = {
     "extraction": "learned in the background (end of a conversation)",
     "operator": "the operator",
     "admin": "an admin",
+    "withdrawn": "withdrawn: source edited",
 }
+GROUNDED_KINDS: frozenset[OriginKind] = frozenset({"person", "review", "extraction"})
+"""The writers whose entries were grounded in the person's own words."""
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,9 @@ lock (`MemoryBackend.person_record`), so erasing the person erases them too and
 they work the same on files and PostgreSQL. A `StagedChange` holds what
 to do (add, replace, remove), the full text of the entry it was made against
 (a replace or remove is pinned to that entry: approving it is refused if the
-entry changed meanwhile), who wanted it (`Origin`), why it waits, and when it
+entry changed meanwhile), who wanted it (`Origin`), why it waits, its evidence
+(the person's messages that ground it, or, for a change staged because nothing
+did, the closest one: shown, not trusted; approving writes it with the entry), and when it
 expires: after `DEFAULT_TTL` (seven days: a person who chats weekly still sees
 it, and a guess about them does not linger longer than that). Changes staged
 together (one background run) share a `batch`, which the person is told about
@@ -37,13 +39,13 @@ from typing import Any
 from memory_core.errors import MemoryEditError, MemoryFileError, NoMatchError, StagingLimitError
 from memory_core.file_memory.backend import MemoryBackend
 from memory_core.file_memory.edits import ACTIONS, Action, Operation
-from memory_core.file_memory.origin import Origin
+from memory_core.file_memory.forgetting import PENDING_FILE as PENDING_FILE
+from memory_core.file_memory.origin import Evidence, Origin, evidence_from_json, evidence_json
 from memory_core.file_memory.records import PersonRecord
 from memory_core.file_memory.render import entry_handle
 
 log = logging.getLogger(__name__)
 
-PENDING_FILE = "USER.pending.json"
 DEFAULT_TTL = 7 * 24 * 3600.0
 FLAGGED_PER_DAY = 3
 _DAY = 24 * 3600.0
@@ -63,11 +65,12 @@ class StagedChange:
     reason: str  # why it waits, in a short phrase for the person
     created: float
     expires: float
+    evidence: tuple[Evidence, ...] = ()  # for `content`; see the module's docstring
 
     def operation(self) -> Operation:
         """The edit to apply, pinned to the exact entry it was made against."""
         old = entry_handle(self.against) if self.against is not None else None
-        return Operation(self.action, content=self.content, old_text=old)
+        return Operation(self.action, content=self.content, old_text=old, evidence=self.evidence)
 
     def describe(self) -> str:
         """One line for the person: "add “…”", "replace “…” with “…”", "remove “…”"."""
@@ -78,7 +81,7 @@ class StagedChange:
         return f"remove “{_preview(self.against)}”"
 
     def as_json(self) -> dict[str, Any]:
-        return {
+        row = {
             "id": self.id,
             "batch": self.batch,
             "action": self.action,
@@ -89,6 +92,7 @@ class StagedChange:
             "created": self.created,
             "expires": self.expires,
         }
+        return row | ({"evidence": evidence_json(self.evidence)} if self.evidence else {})
 
 
 @dataclass(frozen=True)
@@ -109,6 +113,7 @@ class Proposal:
     against: str | None
     reason: str
     flagged: bool = False  # its text reads as an instruction (counts against the daily cap)
+    evidence: tuple[Evidence, ...] = ()  # kept with the staged change, written on approval
 
 
 class PendingChanges:
@@ -182,6 +187,7 @@ class PendingChanges:
                         proposal.reason,
                         now,
                         now + self._ttl,
+                        proposal.evidence,
                     )
                 )
             data["changes"] = [*data["changes"], *staged]
@@ -300,6 +306,7 @@ def _change(item: object) -> StagedChange | None:
             reason=str(item.get("reason", "")),
             created=float(item["created"]),
             expires=float(item["expires"]),
+            evidence=evidence_from_json(item.get("evidence")),
         )
     except (KeyError, TypeError, ValueError):
         return None

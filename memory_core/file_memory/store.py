@@ -4,7 +4,10 @@ Layout: ``memories/MEMORY.md`` and ``memories/users/<user key>/USER.md``. Every
 write takes an exclusive lock on a ``<file>.lock`` sidecar (created 0600,
 never through a symlink), re-reads the file under the lock, refuses to touch a
 file that was edited by hand out of shape (keeping a timestamped backup),
-applies the operations all-or-nothing and replaces the file atomically.
+applies the operations all-or-nothing and replaces the file atomically, then
+records the changes in its history (`ledger`) and who wrote each live entry in
+``<name>.entries.json`` (`entry_records`). `forget` removes an entry for good,
+with every copy of its text in the folder (`forgetting`).
 Readers take no lock: a replace is atomic, so they see the old or the new file.
 
 The store does not decide who may write what; `MemoryTool` does.
@@ -36,25 +39,43 @@ from memory_core.errors import (
     UnreadableMemoryError,
 )
 from memory_core.fence import ErasureFence
+from memory_core.file_memory.backups import backup, scrub_backups
 from memory_core.file_memory.digest import content_digest
 from memory_core.file_memory.edits import Operation, apply_operations
 from memory_core.file_memory.entries import file_text, is_canonical, parse_entries, usage
+from memory_core.file_memory.entry_records import (
+    change_drafts,
+    entries_path,
+    live_origins,
+    read_records,
+    settled,
+    without_writer,
+    write_records,
+)
+from memory_core.file_memory.forgetting import (
+    PENDING_FILE,
+    ForgetResult,
+    plan_forget,
+    scrub_pending,
+)
 from memory_core.file_memory.ledger import (
     ARCHIVE_LOST,
+    HISTORY_LIMIT,
+    HISTORY_SLACK,
     NOTHING_TO_UNDO,
     ArchivedEntry,
-    Draft,
     EntryOrigin,
     LedgerChange,
     append_changes,
     archive_path,
-    entry_origins,
     fit_by_archiving,
     forget_writer,
     history_path,
+    made_changes,
     pick_undo,
     read_archive,
     read_changes,
+    rewrite_changes,
     undo_outcome,
     write_archive,
 )
@@ -83,6 +104,7 @@ MEMORY_FILE = "MEMORY.md"
 # default 50 ms poll would make every contended write wait far longer than needed.
 _LOCK_POLL = 0.002
 USER_FILE = "USER.md"
+_USER_RECORDS = entries_path(Path(USER_FILE)).name  # kept with the entries, never a record
 
 
 @dataclass(frozen=True)
@@ -178,23 +200,23 @@ class FileMemoryStore:
             text = self._read_for_write(path)
             entries = parse_entries(text)
             self._check_drift(path, text, entries, limit)
+            records = self._origins(path, entries)
             try:
                 moved: list[EntryOrigin] = []
                 outcome = apply_operations(entries, operations, limit)
             except OverBudgetError as full:
                 if target != "user":
                     raise
-                history = read_changes(history_path(path))
-                outcome, moved = fit_by_archiving(entries, operations, limit, history, full)
+                outcome, moved = fit_by_archiving(entries, operations, limit, records, full)
             if outcome.changed:
                 _remove_stale_temps(path)
                 atomic_write_text(path, file_text(outcome.entries))
-                drafts = [Draft("archive", m.text, None) for m in moved]
-                drafts += [Draft(c.action, c.before, c.after) for c in outcome.changes]
+                drafts = change_drafts(moved, outcome.changes, records)
                 made = append_changes(history_path(path), drafts, origin)
+                write_records(entries_path(path), settled(outcome.entries, records, made))
                 if moved:
                     archived = [
-                        ArchivedEntry(m.text, m.origin, c.at, c.id)
+                        ArchivedEntry(m.text, m.origin, c.at, c.id, m.evidence)
                         for m, c in zip(moved, made, strict=False)
                     ]
                     write_archive(
@@ -212,7 +234,7 @@ class FileMemoryStore:
     ) -> UndoResult:
         """Revert the latest change still in force, or change `change_id`, as a new change
         by `origin`; `UndoRefusedError` (one line) when a later change touched its entry,
-        the entry was edited by hand since, or it no longer fits."""
+        the entry was edited by hand since, it no longer fits, or it was forgotten."""
         path = self.path(target, user_key)
         if not history_path(path).exists():
             raise UndoRefusedError(NOTHING_TO_UNDO)
@@ -221,19 +243,60 @@ class FileMemoryStore:
             text = self._read_for_write(path)
             entries = parse_entries(text)
             self._check_drift(path, text, entries, limit)
-            change = pick_undo(read_changes(history_path(path)), change_id)
+            history = read_changes(history_path(path))
+            change = pick_undo(history, change_id)
             archive = read_archive(archive_path(path))
-            if change.action == "archive" and not any(a.change_id == change.id for a in archive):
+            kept = next((a for a in archive if a.change_id == change.id), None)
+            if change.action == "archive" and kept is None:
                 raise UndoRefusedError(ARCHIVE_LOST, change_id=change.id)
             outcome = undo_outcome(change, entries, limit)
+            records = self._origins(path, entries, history)
             _remove_stale_temps(path)
             atomic_write_text(path, file_text(outcome.entries))
-            drafts = [Draft("undo", c.before, c.after, change.id) for c in outcome.changes]
+            drafts = change_drafts((), outcome.changes, records, undoes=change.id)
             made = append_changes(history_path(path), drafts, origin)
+            write_records(
+                entries_path(path), settled(outcome.entries, records, made, history, kept)
+            )
             if change.action == "archive":
                 write_archive(archive_path(path), [a for a in archive if a.change_id != change.id])
         state = self._state(target, outcome.entries)
         return UndoResult(change, tuple(made), WriteResult(state, True, outcome.notes))
+
+    def forget(
+        self, user_key: str, texts: Sequence[str], origin: Origin = OPERATOR
+    ) -> ForgetResult:
+        """Remove each of `texts` that is an entry of `user_key`'s USER.md or archive, for good,
+        with every copy of its text in their folder (see `forgetting`); what was forgotten.
+
+        Every file that held the text is replaced (atomically: the old file is gone); the
+        history keeps a "forget" line per entry, by `origin`, and no undo brings it back."""
+        path = self.path("user", user_key)
+        limit = self.limit("user")
+        with self._writing(path, user_key):
+            text = self._read_for_write(path)
+            entries = parse_entries(text)
+            self._check_drift(path, text, entries, limit)
+            history = read_changes(history_path(path))
+            archive = read_archive(archive_path(path))
+            plan = plan_forget(texts, self._origins(path, entries, history), archive, history)
+            if not plan.forgotten:
+                return plan.result()
+            _remove_stale_temps(path)
+            atomic_write_text(path, file_text(plan.entries))
+            write_records(entries_path(path), plan.records)
+            write_archive(archive_path(path), plan.archive)
+            next_id = history[-1].id + 1 if history else 1
+            lines = [*plan.history, *made_changes(plan.drafts, origin, next_id, time.time())]
+            if len(lines) > HISTORY_LIMIT + HISTORY_SLACK:
+                lines = lines[-HISTORY_LIMIT:]
+            rewrite_changes(history_path(path), lines)
+            pending = path.with_name(PENDING_FILE)
+            scrubbed = scrub_pending(read_record_file(pending), plan.versions)
+            if scrubbed is not None:
+                FileRecord(pending).write(scrubbed)
+            scrub_backups(path, plan.versions)
+        return plan.result()
 
     def history(
         self, target: Target, user_key: str | None = None, limit: int | None = 20
@@ -244,9 +307,18 @@ class FileMemoryStore:
         return tuple(reversed(kept))
 
     def origins(self, target: Target, user_key: str | None = None) -> list[EntryOrigin]:
-        """The live entries of `target`, each with who wrote it and when."""
+        """The live entries of `target`, each with who wrote it, when, and its evidence: as
+        kept with the entries, else as the history tells, else the operator's."""
         path = self.path(target, user_key)
-        return entry_origins(parse_entries(_read_text(path)), read_changes(history_path(path)))
+        return self._origins(path, parse_entries(_read_text(path)))
+
+    def _origins(
+        self, path: Path, entries: Sequence[str], history: Sequence[LedgerChange] | None = None
+    ) -> list[EntryOrigin]:
+        def changes() -> Sequence[LedgerChange]:
+            return history if history is not None else read_changes(history_path(path))
+
+        return live_origins(entries, read_records(entries_path(path)), changes)
 
     def archived(self, user_key: str) -> list[ArchivedEntry]:
         """The entries moved out of `user_key`'s full USER.md, oldest first."""
@@ -257,20 +329,24 @@ class FileMemoryStore:
         """`user_key`'s record `name` (the file of that name beside USER.md), under
         USER.md's lock; an erased person is refused as for a write."""
         path = self.path("user", user_key)
-        check_record_name(name)
+        _check_record(name)
         with self._writing(path, user_key):
             yield FileRecord(path.with_name(name))
 
     def peek_record(self, user_key: str, name: str) -> str | None:
         """`user_key`'s record `name` as last written (no lock: a write replaces it atomically)."""
-        return read_record_file(self.path("user", user_key).with_name(check_record_name(name)))
+        return read_record_file(self.path("user", user_key).with_name(_check_record(name)))
 
     def record_names(self, user_key: str) -> list[str]:
         """The names of `user_key`'s records, sorted."""
         folder = self.path("user", user_key).parent
         if not folder.is_dir():
             return []
-        return sorted(p.name for p in folder.iterdir() if is_record_name(p.name) and p.is_file())
+        return sorted(
+            p.name
+            for p in folder.iterdir()
+            if is_record_name(p.name) and p.name != _USER_RECORDS and p.is_file()
+        )
 
     def user_keys(self) -> list[str]:
         """The people with a folder under ``memories/users/``, sorted."""
@@ -305,9 +381,13 @@ class FileMemoryStore:
         """
         folder = self._root / "users" / check_user_key(user_key)  # even one symlinked away
         shared = self.path("memory")
-        if history_path(shared).exists():
+        if history_path(shared).exists() or entries_path(shared).exists():
             with self._locked(shared):
                 forget_writer(history_path(shared), user_key)
+                records = read_records(entries_path(shared))
+                kept = without_writer(list(records.values()), user_key)
+                if kept is not None:
+                    write_records(entries_path(shared), kept)
         if folder.is_symlink() or folder.is_file():
             folder.unlink()
             return True
@@ -355,9 +435,9 @@ class FileMemoryStore:
         try:
             return _read_text(path)
         except UndecodableMemoryError as exc:
-            backup = _backup(path)
+            copy = backup(path)
             raise UndecodableMemoryError(
-                f"{exc}; nothing was written, a copy is kept at {backup.name}"
+                f"{exc}; nothing was written, a copy is kept at {copy.name}"
             ) from exc
 
     def _check_drift(self, path: Path, text: str, entries: list[str], limit: int) -> None:
@@ -368,13 +448,20 @@ class FileMemoryStore:
             why = f"one entry is {longest:,} chars, longer than the whole budget of {limit:,}"
         else:
             why = "it no longer splits into clean entries separated by lines holding only §"
-        backup = _backup(path)
+        copy = backup(path)
         raise MemoryDriftError(
             f"{path.name} was edited outside the memory tool ({why}); the write was refused "
-            f"so the edit is not lost, and a copy is kept at {backup.name}. Fix the file by "
+            f"so the edit is not lost, and a copy is kept at {copy.name}. Fix the file by "
             "hand or ask the operator",
-            backup,
+            copy,
         )
+
+
+def _check_record(name: str) -> str:
+    """`name` if it may name a person record (not the entries' own file)."""
+    if check_record_name(name) == _USER_RECORDS:
+        raise MemoryFileError(f"invalid record name {name!r}: it holds the entries' writers")
+    return name
 
 
 def _checked_target(target: str) -> Target:
@@ -450,33 +537,3 @@ def _remove_stale_temps(path: Path) -> None:
     for stale in path.parent.glob(f".{path.name}.*.tmp"):
         with contextlib.suppress(FileNotFoundError):
             stale.unlink()
-
-
-def _backup(path: Path) -> Path:
-    """Copy `path` to `<name>.bak.<unix time>` (reusing an identical existing copy)."""
-    try:
-        return _write_backup(path, path.read_bytes())
-    except OSError as exc:
-        raise MemoryFileError(
-            f"cannot back up {path.name}: {exc.strerror or exc}; nothing was written"
-        ) from exc
-
-
-def _write_backup(path: Path, data: bytes) -> Path:
-    for existing in sorted(path.parent.glob(f"{path.name}.bak.*")):
-        if existing.read_bytes() == data:
-            return existing
-    stamp = int(time.time())
-    for n in range(1000):
-        candidate = path.with_name(f"{path.name}.bak.{stamp}" + (f"-{n}" if n else ""))
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-        try:
-            fd = os.open(candidate, flags, 0o600)
-        except FileExistsError:
-            continue
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        return candidate
-    raise MemoryFileError(f"cannot find a free backup name for {path.name}")

@@ -11,8 +11,11 @@ changed rows, the history rows and the new version. Readers take no lock: they
 see the last committed state.
 
 Differences from the files, by design: nothing can be edited by hand, so there is
-no drift check or backup; an entry keeps its writer on its row, so trimming the
-history (to `HISTORY_LIMIT` changes) never turns an entry into the operator's.
+no drift check or backup; an entry keeps its writer and evidence on its row (the
+files keep them in ``USER.entries.json``), so trimming the history (to
+`HISTORY_LIMIT` changes) never turns an entry into the operator's. `forget`
+deletes or rewrites every row that held a forgotten entry's text (entries,
+archive, history, the staged-changes record) in one transaction.
 """
 
 from __future__ import annotations
@@ -33,14 +36,19 @@ from memory_core.file_memory.backend import MemoryBackend
 from memory_core.file_memory.digest import content_digest
 from memory_core.file_memory.edits import EditOutcome, Operation, apply_operations
 from memory_core.file_memory.entries import usage
+from memory_core.file_memory.entry_records import change_drafts, settled
+from memory_core.file_memory.forgetting import (
+    PENDING_FILE,
+    ForgetResult,
+    plan_forget,
+    scrub_pending,
+)
 from memory_core.file_memory.ledger import (
     ARCHIVE_LOST,
     NOTHING_TO_UNDO,
     ArchivedEntry,
-    Draft,
     EntryOrigin,
     LedgerChange,
-    entry_origins,
     fit_by_archiving,
     pick_undo,
     undo_outcome,
@@ -183,22 +191,14 @@ class PgMemoryStore:
             except OverBudgetError as full:
                 if file.target != "user":
                     raise
-                outcome, moved = fit_by_archiving(
-                    entries, operations, limit, _as_changes(rows), full
-                )
+                outcome, moved = fit_by_archiving(entries, operations, limit, rows, full)
             if not outcome.changed:
                 return _Written(outcome)
-            drafts = [Draft("archive", m.text, None) for m in moved]
-            drafts += [Draft(c.action, c.before, c.after) for c in outcome.changes]
-            made = record_changes(conn, file, drafts, origin)
+            made = record_changes(conn, file, change_drafts(moved, outcome.changes, rows), origin)
             bump(conn, file)
-            writers = {r.text: r for r in rows}
-            for change in made:
-                if change.after is not None:
-                    writers[change.after] = EntryOrigin(change.after, origin, change.at)
-            write_entries(conn, file, rows, [writers[e] for e in outcome.entries])
+            write_entries(conn, file, rows, settled(outcome.entries, rows, made))
             archived = [
-                ArchivedEntry(m.text, m.origin, c.at, c.id)
+                ArchivedEntry(m.text, m.origin, c.at, c.id, m.evidence)
                 for m, c in zip(moved, made, strict=False)
             ]
             add_archive(conn, file, archived)
@@ -235,14 +235,10 @@ class PgMemoryStore:
             if change.action == "archive" and kept is None:
                 raise UndoRefusedError(ARCHIVE_LOST, change_id=change.id)
             outcome = undo_outcome(change, entries, limit)
-            drafts = [Draft("undo", c.before, c.after, change.id) for c in outcome.changes]
+            drafts = change_drafts((), outcome.changes, rows, undoes=change.id)
             made = record_changes(conn, file, drafts, origin)
             bump(conn, file)
-            writers = {r.text: r for r in rows}
-            for new in made:
-                if new.after is not None:
-                    writers[new.after] = _brought_back(new, changes, kept)
-            write_entries(conn, file, rows, [writers[e] for e in outcome.entries])
+            write_entries(conn, file, rows, settled(outcome.entries, rows, made, changes, kept))
             if kept is not None:
                 conn.execute(
                     "DELETE FROM memory_archive"
@@ -257,6 +253,45 @@ class PgMemoryStore:
         return UndoResult(
             written.undone, written.made, WriteResult(state, True, written.outcome.notes)
         )
+
+    def forget(
+        self, user_key: str, texts: Sequence[str], origin: Origin = OPERATOR
+    ) -> ForgetResult:
+        """Remove each of `texts` that is an entry of `user_key`'s USER.md or archive, for good,
+        in one transaction: their rows go, every history row that held one of their texts
+        keeps only its id, time and writer ("forgotten"), their staged changes go; the
+        history gains a "forget" row per entry, by `origin`, that no undo reverts."""
+        file = file_of("user", user_key)
+        self.fence.check(file.user_key)
+
+        def work(conn: Connection) -> ForgetResult:
+            self._lock(conn, file)
+            rows = read_entries(conn, file)
+            history = read_all_changes(conn, file)
+            plan = plan_forget(texts, rows, read_archive(conn, file), history)
+            if not plan.forgotten:
+                return plan.result()
+            write_entries(conn, file, rows, plan.records)
+            versions = sorted(plan.versions)
+            conn.execute(
+                "DELETE FROM memory_archive WHERE target = %s AND user_key = %s AND text = ANY(%s)",
+                (*file.key, versions),
+            )
+            conn.execute(
+                "UPDATE memory_history SET action = 'forgotten', before = NULL, after = NULL,"
+                " evidence = '[]', before_evidence = '[]'"
+                " WHERE target = %s AND user_key = %s AND id = ANY(%s)",
+                (*file.key, list(plan.scrubbed)),
+            )
+            record_changes(conn, file, plan.drafts, origin)
+            record = PgRecord(conn, file.user_key, PENDING_FILE)
+            scrubbed = scrub_pending(record.read(), plan.versions)
+            if scrubbed is not None:
+                record.write(scrubbed)
+            bump(conn, file)
+            return plan.result()
+
+        return self._db.transact(work)
 
     def erase_user(self, user_key: str) -> bool:
         """Delete `user_key`'s USER.md (entries, history, archive), their records and their
@@ -391,21 +426,3 @@ class PgMemoryStore:
 
     def _state(self, target: Target, entries: Sequence[str]) -> MemoryState:
         return MemoryState(target, tuple(entries), usage(entries), self.limit(target))
-
-
-def _as_changes(rows: Sequence[EntryOrigin]) -> list[LedgerChange]:
-    """The entries' writers as ledger changes, for `fit_by_archiving`'s oldest-first order."""
-    return [LedgerChange(0, r.at or 0.0, "add", None, r.text, r.origin) for r in rows]
-
-
-def _brought_back(
-    change: LedgerChange, history: Sequence[LedgerChange], kept: ArchivedEntry | None
-) -> EntryOrigin:
-    """Who wrote an entry an undo brings back: its first writer, as the file ledger says."""
-    text = change.after or ""
-    if kept is not None and kept.text == text:
-        return EntryOrigin(text, kept.origin, kept.at)
-    found = entry_origins([text], history)[0]
-    if found.at is None:
-        return EntryOrigin(text, change.origin, change.at)
-    return found

@@ -7,6 +7,7 @@ file: ('memory', '') or ('user', a checked user key).
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,15 +22,19 @@ from memory_core.file_memory.ledger import (
     Draft,
     EntryOrigin,
     LedgerChange,
+    made_changes,
 )
-from memory_core.file_memory.origin import Origin
+from memory_core.file_memory.origin import Evidence, Origin, evidence_from_json, evidence_json
 from memory_core.file_memory.store import TARGETS, Target
 from memory_core.pg.blocking import SyncConnection as Connection
 from memory_core.user_keys import check_user_key
 
-ENTRY_COLUMNS = "text, origin_kind, origin_session, origin_by, created_at"
-CHANGE_COLUMNS = "id, at, action, before, after, origin_kind, origin_session, origin_by, undoes"
-ARCHIVE_COLUMNS = "text, origin_kind, origin_session, origin_by, at, change_id"
+ENTRY_COLUMNS = "text, origin_kind, origin_session, origin_by, created_at, evidence"
+CHANGE_COLUMNS = (
+    "id, at, action, before, after, origin_kind, origin_session, origin_by, undoes,"
+    " evidence, before_evidence"
+)
+ARCHIVE_COLUMNS = "text, origin_kind, origin_session, origin_by, at, change_id, evidence"
 
 
 @dataclass(frozen=True)
@@ -62,10 +67,23 @@ def origin_of(kind: Any, session_id: Any, by: Any) -> Origin:
     return Origin.from_json({"kind": kind, "session_id": session_id, "by": by})
 
 
+def evidence_of(value: Any) -> tuple[Evidence, ...]:
+    """A jsonb evidence column (psycopg gives the list; a text one is parsed)."""
+    return evidence_from_json(json.loads(value) if isinstance(value, str) else value)
+
+
+def evidence_value(evidence: tuple[Evidence, ...]) -> str:
+    """Evidence as the JSON text a ``%s::jsonb`` parameter takes."""
+    return json.dumps(evidence_json(evidence), ensure_ascii=False)
+
+
 def change_of(row: Sequence[Any]) -> LedgerChange:
-    change_id, at, action, before, after, kind, session_id, by, undoes = row
+    change_id, at, action, before, after, kind, session_id, by, undoes, evidence, prior = row
     origin = origin_of(kind, session_id, by)
-    return LedgerChange(int(change_id), float(at), action, before, after, origin, undoes)
+    return LedgerChange(
+        int(change_id), float(at), action, before, after, origin, undoes,
+        evidence_of(evidence), evidence_of(prior),
+    )  # fmt: skip
 
 
 def read_entries(conn: Connection, file: MemoryFile) -> list[EntryOrigin]:
@@ -75,8 +93,8 @@ def read_entries(conn: Connection, file: MemoryFile) -> list[EntryOrigin]:
         file.key,
     )
     return [
-        EntryOrigin(text, origin_of(kind, session_id, by), at)
-        for text, kind, session_id, by, at in cur.fetchall()
+        EntryOrigin(text, origin_of(kind, session_id, by), at, evidence_of(evidence))
+        for text, kind, session_id, by, at, evidence in cur.fetchall()
     ]
 
 
@@ -96,9 +114,12 @@ def read_archive(conn: Connection, file: MemoryFile) -> list[ArchivedEntry]:
         file.key,
     )
     return [
-        ArchivedEntry(text, origin_of(kind, session_id, by), float(at), int(change_id))
-        for text, kind, session_id, by, at, change_id in cur.fetchall()
-    ]
+        ArchivedEntry(
+            text, origin_of(kind, session_id, by), float(at), int(change_id),
+            evidence_of(evidence),
+        )
+        for text, kind, session_id, by, at, change_id, evidence in cur.fetchall()
+    ]  # fmt: skip
 
 
 def record_changes(
@@ -117,10 +138,7 @@ def record_changes(
     assert row is not None
     last, count = int(row[0]), int(row[1])
     at = time.time()
-    made = [
-        LedgerChange(last + 1 + i, at, d.action, d.before, d.after, origin, d.undoes)
-        for i, d in enumerate(drafts)
-    ]
+    made = made_changes(drafts, origin, last + 1, at)
     insert_changes(conn, file, made)
     if count + len(made) > HISTORY_LIMIT + HISTORY_SLACK:
         conn.execute(
@@ -135,7 +153,7 @@ def insert_changes(conn: Connection, file: MemoryFile, changes: Sequence[LedgerC
     with conn.cursor() as cursor:
         cursor.executemany(
             f"INSERT INTO memory_history (target, user_key, {CHANGE_COLUMNS})"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s::jsonb)",
             [
                 (
                     *file.key,
@@ -146,6 +164,8 @@ def insert_changes(conn: Connection, file: MemoryFile, changes: Sequence[LedgerC
                     c.after,
                     *origin_row(c.origin),
                     c.undoes,
+                    evidence_value(c.evidence),
+                    evidence_value(c.before_evidence),
                 )
                 for c in changes
             ],
@@ -168,9 +188,16 @@ def write_entries(
     with conn.cursor() as cursor:
         cursor.executemany(
             f"INSERT INTO memory_entries (target, user_key, position, {ENTRY_COLUMNS})"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s::jsonb)",
             [
-                (*file.key, position, e.text, *origin_row(e.origin), e.at)
+                (
+                    *file.key,
+                    position,
+                    e.text,
+                    *origin_row(e.origin),
+                    e.at,
+                    evidence_value(e.evidence),
+                )
                 for position, e in enumerate(new[same:], start=same)
             ],
         )
@@ -183,8 +210,18 @@ def add_archive(conn: Connection, file: MemoryFile, archived: Sequence[ArchivedE
     with conn.cursor() as cursor:
         cursor.executemany(
             f"INSERT INTO memory_archive (target, user_key, {ARCHIVE_COLUMNS})"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-            [(*file.key, a.text, *origin_row(a.origin), a.at, a.change_id) for a in archived],
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s::jsonb)",
+            [
+                (
+                    *file.key,
+                    a.text,
+                    *origin_row(a.origin),
+                    a.at,
+                    a.change_id,
+                    evidence_value(a.evidence),
+                )
+                for a in archived
+            ],
         )
     conn.execute(
         "DELETE FROM memory_archive WHERE target = %s AND user_key = %s AND change_id NOT IN"

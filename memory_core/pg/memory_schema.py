@@ -13,6 +13,12 @@ erasure deletes one row.
 Version 2 adds `person_records`: the small named texts kept with a person's
 USER.md (staged changes, settings), one row per (user_key, name), erased with
 the person in the same transaction as their USER.md.
+
+Version 3 keeps each entry's evidence (the person's messages that grounded it, a
+JSON list of ``{"message_id", "span"}``) with the entry: on its `memory_entries`
+row, its `memory_archive` row, and on the history rows (`evidence` of `after`,
+`before_evidence` of `before`); and lets the history record a forgotten entry
+(actions 'forget' and 'forgotten', rows that keep no text).
 """
 
 from __future__ import annotations
@@ -83,7 +89,20 @@ CREATE TABLE person_records (
 );
 """
 
+_V3 = """
+ALTER TABLE memory_entries ADD COLUMN evidence JSONB NOT NULL DEFAULT '[]';
+ALTER TABLE memory_archive ADD COLUMN evidence JSONB NOT NULL DEFAULT '[]';
+ALTER TABLE memory_history
+    ADD COLUMN evidence JSONB NOT NULL DEFAULT '[]',
+    ADD COLUMN before_evidence JSONB NOT NULL DEFAULT '[]',
+    DROP CONSTRAINT memory_history_action_check,
+    ADD CONSTRAINT memory_history_action_check CHECK (action IN (
+        'add', 'replace', 'remove', 'consolidate', 'undo', 'archive', 'forget', 'forgotten'
+    ));
+"""
+
 MEMORY_MIGRATIONS: tuple[PgMigration, ...] = (
     PgMigration(COMPONENT, 1, _V1),
     PgMigration(COMPONENT, 2, _V2),
+    PgMigration(COMPONENT, 3, _V3),
 )

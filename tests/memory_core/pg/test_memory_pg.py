@@ -29,7 +29,7 @@ T = TypeVar("T")
 @pytest.fixture
 def db(pg_database: str) -> Iterator[PgSyncDatabase]:
     with PgSyncDatabase(pg_database, max_size=4) as database:
-        assert database.migrate(MEMORY_MIGRATIONS) == {"memory": 2}
+        assert database.migrate(MEMORY_MIGRATIONS) == {"memory": 3}
         yield database
 
 
