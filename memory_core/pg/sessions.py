@@ -8,7 +8,8 @@ a write has been committed when its call returns, so `flush` has nothing to
 wait for. Several processes may share one database: a session's row lock
 orders their appends, the unique indexes keep a message written twice once.
 
-The erasure fence: `append_message(s)` and `queue_message` check
+The erasure fence: `append_message(s)`, `queue_message`, `edit_message` (for
+the message's author) and `forget_words` check
 `fence.check(person, began)` inside their transaction, holding the person's
 advisory lock shared; `delete_user` takes it exclusive, so a write that passed
 its check before the erasure's tombstone commits first and is erased with the
@@ -25,6 +26,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import IO, TypeVar
 
+import memory_core.pg.session_edits as edits
 import memory_core.pg.session_import as session_import
 import memory_core.pg.session_reads as reads
 import memory_core.pg.session_rows as session_rows
@@ -33,7 +35,7 @@ from memory_core.errors import IndexIntegrityError, SessionStoreError
 from memory_core.fence import ErasureFence, current_mark
 from memory_core.pg.database import Connection, PgDatabase
 from memory_core.pg.fence import check_erased
-from memory_core.pg.search_text import index_documents
+from memory_core.pg.search_text import index_document, index_documents
 from memory_core.pg.session_search import search_sessions
 from memory_core.pg.sessions_schema import SESSION_MIGRATIONS
 from memory_core.scopes import SearchScope
@@ -47,6 +49,7 @@ from memory_core.sessions.models import (
     AppendResult,
     BacklogEntry,
     CounterUpdate,
+    EditedMessage,
     NewMessage,
     ReviewCounters,
     ReviewDue,
@@ -112,13 +115,18 @@ class PgSessionStore:
 
         async def job(conn: Connection) -> T:
             if person is not None:
-                await writes.lock_person(conn, person, exclusive=False)
-                self.fence.check(person, began)
-                if self.fence.remote is not None:  # erased by another replica, too
-                    await check_erased(conn, person, began)
+                await self._guard(conn, person, began)
             return await work(conn)
 
         return await self.db.transact(job)
+
+    async def _guard(self, conn: Connection, person: str, began: int) -> None:
+        """Hold `person`'s lock shared and refuse the write if they were erased since
+        `began`."""
+        await writes.lock_person(conn, person, exclusive=False)
+        self.fence.check(person, began)
+        if self.fence.remote is not None:  # erased by another replica, too
+            await check_erased(conn, person, began)
 
     async def _read(self, work: Callable[[Connection], Awaitable[T]]) -> T:
         self._check_open()
@@ -229,6 +237,51 @@ class PgSessionStore:
     async def delete_user(self, user_key: str, *, purge: bool = True) -> DeleteResult:
         """Erase every session, message and waiting message of one person, in one transaction."""
         return await self._write(lambda conn: writes.delete_user(conn, user_key))
+
+    async def edit_message(
+        self,
+        *,
+        platform: str,
+        chat_id: str,
+        platform_message_id: str,
+        user_key: str | None,
+        text: str | None,
+    ) -> EditedMessage | None:
+        """Give a person's stored message its edited text (None: deleted); None when it
+        is not stored (see `session_edits`). Checks the author's fence in the write."""
+        self._check_open()
+        began = current_mark()
+        words = (
+            None
+            if not text
+            else await asyncio.to_thread(index_document, "user", writes.clean(text))
+        )
+
+        async def guard(conn: Connection, person: str) -> None:
+            await self._guard(conn, person, began)
+
+        return await self._write(
+            lambda conn: edits.edit_message(
+                conn,
+                platform=platform,
+                chat_id=chat_id,
+                platform_message_id=platform_message_id,
+                user_key=user_key,
+                text=text,
+                words=words,
+                guard=guard,
+            )
+        )
+
+    async def forget_words(
+        self, user_key: str, message_ids: Sequence[int], texts: Sequence[str]
+    ) -> int:
+        """Forget `texts` and the messages `message_ids` of `user_key` for good, in one
+        transaction (see `session_edits`); how many rows changed."""
+        ids, needles = list(message_ids), list(texts)
+        return await self._write(
+            lambda conn: edits.forget_words(conn, user_key, ids, needles), person=user_key
+        )
 
     # background work
     async def mark_extracted(

@@ -9,7 +9,9 @@ returning ranked `SessionHit`s. A session keeps the system prompt it started
 with and its `ReviewCounters` (moved by a `CounterUpdate` with each turn), so
 it resumes unchanged after a restart. The store also keeps the background work's
 backlog: how far extraction got per session, the `BacklogEntry`s still to
-extract, and the `ReviewDue` sessions. History moves in and out as JSON Lines, and
+extract, and the `ReviewDue` sessions. A person's edit or deletion reaches their
+stored message (`EditedMessage`), and `/forget` replaces the texts it names with
+`FORGOTTEN` everywhere in their sessions. History moves in and out as JSON Lines, and
 `parse_time_phrase` reads phrases like "last week" into a time window.
 """
 
@@ -29,6 +31,7 @@ from memory_core.sessions.activity import SessionActivity
 from memory_core.sessions.connection import ConnectHook, sqlite_problem
 from memory_core.sessions.db import SessionDB
 from memory_core.sessions.erase import UserTotals
+from memory_core.sessions.forgetting import FORGOTTEN
 from memory_core.sessions.inbox import QueuedMessage
 from memory_core.sessions.jobs import ClaimedJob, InProcessJobs, JobQueue, JobRequest, OpenJob
 from memory_core.sessions.jsonl import ImportResult, parse_timestamp
@@ -40,6 +43,7 @@ from memory_core.sessions.models import (
     AppendResult,
     BacklogEntry,
     CounterUpdate,
+    EditedMessage,
     NewMessage,
     ReviewCounters,
     ReviewDue,
@@ -61,6 +65,7 @@ __all__ = [
     "CHAT_TYPES",
     "DEFAULT_RANKING",
     "DEFAULT_SEARCH_OPTIONS",
+    "FORGOTTEN",
     "INTERNAL_SOURCES",
     "MATCH_END",
     "MATCH_START",
@@ -73,6 +78,7 @@ __all__ = [
     "ConnectHook",
     "CounterUpdate",
     "DeleteResult",
+    "EditedMessage",
     "ImportFormatError",
     "ImportResult",
     "InProcessJobs",

@@ -23,6 +23,7 @@ from memory_core.sessions.models import (
     AppendResult,
     BacklogEntry,
     CounterUpdate,
+    EditedMessage,
     NewMessage,
     ReviewCounters,
     ReviewDue,
@@ -96,6 +97,26 @@ class SessionBackend(Protocol):
     async def queued_messages(self, source: str) -> list[QueuedMessage]: ...
 
     async def delete_user(self, user_key: str, *, purge: bool = True) -> DeleteResult: ...
+
+    async def edit_message(
+        self,
+        *,
+        platform: str,
+        chat_id: str,
+        platform_message_id: str,
+        user_key: str | None,
+        text: str | None,
+    ) -> EditedMessage | None:
+        """A person's stored message (None: anyone's in that chat) gets its edited text
+        (None: deleted, the row kept empty); None when no such message is stored."""
+        ...
+
+    async def forget_words(
+        self, user_key: str, message_ids: Sequence[int], texts: Sequence[str]
+    ) -> int:
+        """The messages `message_ids` become a marker and every occurrence of `texts` in
+        the person's sessions too, for good; how many rows changed."""
+        ...
 
     # background work
     async def mark_extracted(

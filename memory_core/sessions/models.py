@@ -186,6 +186,25 @@ class StoredMessage:
 
 
 @dataclass(frozen=True)
+class EditedMessage:
+    """A person's stored message after an edit or deletion on its platform.
+
+    `id` is the message as first stored, in `session_id`; `message_ids` holds it
+    and the copies a compression carried into later sessions of its conversation,
+    all changed alike. `old_text` is what was stored; `text` the new text (None:
+    deleted: the row stays, empty and no longer the person's own words). Equal
+    texts: nothing was changed.
+    """
+
+    id: int
+    session_id: int
+    user_key: str
+    old_text: str
+    text: str | None
+    message_ids: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
 class ReviewCounters:
     """A session's counters for the background review, as stored.
 

@@ -28,6 +28,7 @@ from typing import IO, TypeVar
 import memory_core.sessions.activity as activity
 import memory_core.sessions.backlog as backlog
 import memory_core.sessions.chats as session_chats
+import memory_core.sessions.edits as session_edits
 import memory_core.sessions.erase as session_erase
 import memory_core.sessions.inbox as session_inbox
 import memory_core.sessions.jsonl as jsonl
@@ -45,6 +46,7 @@ from memory_core.sessions.models import (
     AppendResult,
     BacklogEntry,
     CounterUpdate,
+    EditedMessage,
     NewMessage,
     ReviewCounters,
     ReviewDue,
@@ -326,6 +328,39 @@ class SessionStore:
     async def delete_user(self, user_key: str, *, purge: bool = True) -> DeleteResult:
         """Erase every session and message of one person."""
         return await self._write(session_writes.delete_user, user_key, purge=purge)
+
+    async def edit_message(
+        self,
+        *,
+        platform: str,
+        chat_id: str,
+        platform_message_id: str,
+        user_key: str | None,
+        text: str | None,
+    ) -> EditedMessage | None:
+        """Give a person's stored message the text they edited it to (None: they deleted
+        it); None when it is not stored (see `edits.edit_message`). `user_key` None: any
+        person's message in that chat. Refused like any write about an erased person."""
+        began = current_mark()
+        return await self._write(
+            session_edits.edit_message,
+            platform=platform,
+            chat_id=chat_id,
+            platform_message_id=platform_message_id,
+            user_key=user_key,
+            text=text,
+            check=partial(self.fence.check, mark=began),
+            person=user_key,
+        )
+
+    async def forget_words(
+        self, user_key: str, message_ids: Sequence[int], texts: Sequence[str]
+    ) -> int:
+        """Forget `texts` and the messages `message_ids` of `user_key` for good, down to
+        the bytes on disk (see `edits.forget_words`); how many rows changed."""
+        return await self._write(
+            session_edits.forget_words, user_key, list(message_ids), list(texts), person=user_key
+        )
 
     # background work (see `backlog`)
     async def mark_extracted(

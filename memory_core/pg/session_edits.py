@@ -1,0 +1,189 @@
+"""Edits, deletions and `/forget` on PostgreSQL: SQLite's `sessions.edits`, the same rows
+changed to the same values, each changed message's `words` and `symbols` computed
+again from its new content (the search index follows).
+
+`edit_message` finds the author first without locks, then takes the person's lock
+and fence (`guard`) before it locks and changes the rows, in the order an erasure
+takes them, so the two never wait on each other. A forgotten text's old row
+versions stay in the table files until VACUUM reuses their space; no statement
+reads them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from memory_core.pg.database import Connection
+from memory_core.pg.search_text import index_documents
+from memory_core.pg.session_writes import clean, symbols
+from memory_core.sessions.forgetting import FORGOTTEN, Needles
+from memory_core.sessions.models import INTERNAL_SOURCES, EditedMessage
+
+__all__ = ["edit_message", "forget_words"]
+
+Guard = Callable[[Connection, str], Awaitable[None]]
+
+_FIND = (
+    "SELECT m.id, m.session_id, s.user_key, m.content, m.own_words "
+    "FROM sessions s JOIN messages m ON m.session_id = s.id "
+    "WHERE s.source = %s AND s.chat_id = %s AND m.platform_message_id = %s "
+    "AND m.role = 'user' AND s.user_key = %s ORDER BY m.id"
+)
+_AUTHOR = (
+    "SELECT s.user_key FROM sessions s JOIN messages m ON m.session_id = s.id "
+    "WHERE s.source = %s AND s.chat_id = %s AND m.platform_message_id = %s "
+    "AND m.role = 'user' ORDER BY m.id LIMIT 1"
+)
+
+
+async def _all(conn: Connection, sql: str, params: Sequence[object] = ()) -> list[Any]:
+    return await (await conn.execute(sql.encode(), params)).fetchall()
+
+
+async def edit_message(
+    conn: Connection,
+    *,
+    platform: str,
+    chat_id: str,
+    platform_message_id: str,
+    user_key: str | None,
+    text: str | None,
+    words: str | None,
+    guard: Guard,
+) -> EditedMessage | None:
+    """`edits.edit_message`; `words` is the new text's tsvector literal, `guard` takes
+    the author's lock and checks the fence."""
+    where = (platform, chat_id, platform_message_id)
+    owner = user_key
+    if owner is None:
+        found = await _all(conn, _AUTHOR, where)
+        if not found:
+            return None
+        owner = str(found[0][0])
+    await guard(conn, owner)
+    rows = await _all(conn, _FIND + " FOR UPDATE OF m", (*where, owner))
+    if not rows:
+        return None
+    content = "" if text is None else clean(text)
+    deleting = text is None
+    for message_id, _, _, old, own_words in rows:
+        if old != content or (deleting and own_words):
+            await conn.execute(
+                "UPDATE messages SET content = %s, own_words = own_words AND NOT %s, "
+                "words = %s::tsvector, symbols = %s WHERE id = %s",
+                (content, deleting, words, symbols("user", content), message_id),
+            )
+    first_id, session_id, _, old_text, _ = rows[0]
+    ids = tuple(int(r[0]) for r in rows)
+    new_text = None if text is None else content
+    return EditedMessage(int(first_id), int(session_id), owner, str(old_text), new_text, ids)
+
+
+async def forget_words(
+    conn: Connection, user_key: str, message_ids: Sequence[int], texts: Sequence[str]
+) -> int:
+    """`edits.forget_words`: how many rows changed (messages rewritten or deleted, and
+    sessions whose prompt was rewritten or that were deleted)."""
+    needles = Needles(texts)
+    changed = await _drop_internal(conn, user_key, needles)
+    updates: dict[int, tuple[str, str, str | None, bool]] = {}  # id: role, content, calls, own
+    for row in await _forgotten(conn, user_key, message_ids):
+        updates[int(row[0])] = (row[1], FORGOTTEN, row[2], False)
+    if needles:
+        for message_id, role, content, calls, own_words in await _all(
+            conn,
+            "SELECT m.id, m.role, m.content, m.tool_calls, m.own_words FROM messages m "
+            "JOIN sessions s ON s.id = m.session_id WHERE s.user_key = %s ORDER BY m.id",
+            (user_key,),
+        ):
+            role, content, calls, own_words = updates.get(
+                message_id, (role, content, calls, own_words)
+            )
+            new_content, new_calls = str(needles.scrub(content)), needles.scrub(calls)
+            if (new_content, new_calls) != (content, calls) or message_id in updates:
+                updates[message_id] = (role, new_content, new_calls, own_words)
+    await _rewrite(conn, updates)
+    return changed + len(updates) + await _scrub_prompts(conn, user_key, needles)
+
+
+async def _forgotten(conn: Connection, user_key: str, message_ids: Sequence[int]) -> list[Any]:
+    """(id, role, tool_calls) of the named messages of `user_key` and their copies (same
+    conversation, role, time and text) not already forgotten."""
+    ids = sorted({int(i) for i in message_ids})
+    if not ids:
+        return []
+    return await _all(
+        conn,
+        "SELECT DISTINCT c.id, c.role, c.tool_calls FROM messages m "
+        "JOIN sessions s ON s.id = m.session_id "
+        "JOIN sessions t ON t.root_id = s.root_id AND t.user_key = s.user_key "
+        "JOIN messages c ON c.session_id = t.id AND c.role = m.role "
+        "AND c.timestamp = m.timestamp AND c.content = m.content "
+        "WHERE m.id = ANY(%s) AND s.user_key = %s AND (c.content <> %s OR c.own_words)",
+        (ids, user_key, FORGOTTEN),
+    )
+
+
+async def _rewrite(conn: Connection, updates: dict[int, tuple[str, str, str | None, bool]]) -> None:
+    """Store each message's new content, tool calls and own-words flag, with the
+    `words` and `symbols` its new content gives."""
+    if not updates:
+        return
+    ids = list(updates)
+    rows = [(updates[i][0], updates[i][1]) for i in ids]
+    vectors = await asyncio.to_thread(index_documents, rows)
+    for message_id, vector in zip(ids, vectors, strict=True):
+        role, content, calls, own_words = updates[message_id]
+        await conn.execute(
+            "UPDATE messages SET content = %s, tool_calls = %s, own_words = %s, "
+            "words = %s::tsvector, symbols = %s WHERE id = %s",
+            (content, calls, own_words, vector, symbols(role, content), message_id),
+        )
+
+
+async def _scrub_prompts(conn: Connection, user_key: str, needles: Needles) -> int:
+    if not needles:
+        return 0
+    changed = 0
+    for session_id, prompt in await _all(
+        conn,
+        "SELECT id, system_prompt FROM sessions "
+        "WHERE user_key = %s AND system_prompt IS NOT NULL ORDER BY id FOR UPDATE",
+        (user_key,),
+    ):
+        if needles.holds(prompt):
+            await conn.execute(
+                "UPDATE sessions SET system_prompt = %s WHERE id = %s",
+                (needles.scrub(prompt), session_id),
+            )
+            changed += 1
+    return changed
+
+
+async def _drop_internal(conn: Connection, user_key: str, needles: Needles) -> int:
+    """Delete `user_key`'s background runs' sessions that hold a text; rows deleted."""
+    if not needles:
+        return 0
+    holding: list[int] = []
+    for session_id, prompt in await _all(
+        conn,
+        "SELECT id, system_prompt FROM sessions WHERE user_key = %s AND source = ANY(%s) "
+        "ORDER BY id",
+        (user_key, list(INTERNAL_SOURCES)),
+    ):
+        texts = await _all(
+            conn, "SELECT content, tool_calls FROM messages WHERE session_id = %s", (session_id,)
+        )
+        if needles.holds(prompt) or any(needles.holds(a) or needles.holds(b) for a, b in texts):
+            holding.append(int(session_id))
+    if not holding:
+        return 0
+    messages = await conn.execute("DELETE FROM messages WHERE session_id = ANY(%s)", (holding,))
+    await conn.execute(
+        "UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id = ANY(%s)",
+        (holding,),
+    )
+    sessions = await conn.execute("DELETE FROM sessions WHERE id = ANY(%s)", (holding,))
+    return messages.rowcount + sessions.rowcount
