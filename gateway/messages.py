@@ -11,6 +11,7 @@ Importing this module loads no storage and no safety scanner.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,6 +61,11 @@ class InboundMessage:
     """False when the text is not the person's own (a forwarded message): the background
     jobs never learn about the person from it. Quoted lines ("> ") inside the person's own
     text stay in it; the learning check leaves them out."""
+    forwarded_from: str | None = None
+    """Who or where a forwarded message came from, as the platform gave it (a person's
+    name, a chat's or channel's title, "another channel"); "" for a forward whose origin
+    was not given, None for a message that is no forward. Set with ``own_words=False``;
+    `stored_text` marks the text with it."""
     language: str | None = None
     """The platform's hint of the person's language (Telegram's ``language_code``, the
     locale of a Discord interaction), as the platform gave it; None when it gave none."""
@@ -84,6 +90,23 @@ class InboundMessage:
         if self.chat_type == "group":  # in a group each person has a session of their own
             parts.append(self.user_id)
         return ":".join(parts)
+
+
+FORWARD_MARK = "[Forwarded message{origin}; not the person's own words]"
+_ORIGIN_CHARS = 80  # of a forward's origin in its mark: a name or a title, not a text
+_NOT_IN_MARK = re.compile(r"[\[\]\s]+")
+
+
+def stored_text(message: InboundMessage) -> str:
+    """`message`'s text as a turn stores it and the model reads it: a forward's text under
+    a one-line mark naming its origin, e.g. "[Forwarded message, from Alice Smith; not the
+    person's own words]" (brackets and line breaks in the origin become spaces, so a name
+    cannot close the mark early); any other message's text as it is."""
+    if message.forwarded_from is None:
+        return message.text
+    origin = _NOT_IN_MARK.sub(" ", message.forwarded_from).strip()[:_ORIGIN_CHARS].strip()
+    mark = FORWARD_MARK.format(origin=f", from {origin}" if origin else "")
+    return f"{mark}\n{message.text}" if message.text else mark
 
 
 @dataclass(frozen=True)

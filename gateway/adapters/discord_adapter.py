@@ -14,7 +14,11 @@ the store. Messages of
 bots (itself included), webhooks and system messages are ignored, and so is
 every message from a server outside ``discord.allowed_guilds`` when that list
 is set. Who may talk to the bot is
-decided by the inbox, not here.
+decided by the inbox, not here. A forward carries its snapshot's text, marked
+(``own_words=False``, ``forwarded_from``: `discord_forwards`). A person's edit of
+a message's text and a deletion (one or in bulk) go to the inbox's `edited`
+(`discord_edits`), never as a new message; one of a message still being stored
+waits for it.
 
 Replies go through `gateway.delivery` over a `DiscordChannel`: Markdown passed
 through (Discord renders it), 2,000 characters a message, no mention ever pings
@@ -42,14 +46,20 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
 import discord
 
-from gateway.adapters.discord_client import ClientEvents, EventClient, ShardedClient, intents
+from gateway.adapters.discord_client import (
+    ClientEvents,
+    Deletion,
+    EventClient,
+    ShardedClient,
+    intents,
+)
 from gateway.adapters.discord_commands import (
     DiscordCommands,
     Lines,
@@ -58,11 +68,13 @@ from gateway.adapters.discord_commands import (
     hinted_lines,
     mapped_errors,
 )
+from gateway.adapters.discord_edits import deletions_of, edit_of, without_mention
 from gateway.adapters.discord_endpoints import (
     DiscordEndpoints,
     restore_discord_endpoints,
     use_discord_endpoints,
 )
+from gateway.adapters.discord_forwards import forward_of
 from gateway.adapters.discord_media import DiscordFiles, media_of
 from gateway.adapters.discord_shards import DiscordShards, discord_shards
 from gateway.adapters.media_download import DOWNLOAD_TIMEOUT
@@ -70,7 +82,15 @@ from gateway.config import DiscordConfig, ReplicasConfig
 from gateway.delivery import ChannelLimits, StreamedReply, Throttles, images_as_links
 from gateway.errors import AdapterFailedError, DeliveryError, RateLimitedError
 from gateway.i18n import DEFAULT_LANGUAGE, Catalogs
-from gateway.messages import Choice, CommandSpec, InboundMessage, Inbox, MediaRef, ReplySink
+from gateway.messages import (
+    Choice,
+    CommandSpec,
+    InboundMessage,
+    Inbox,
+    MediaRef,
+    MessageEdit,
+    ReplySink,
+)
 
 log = logging.getLogger(__name__)
 
@@ -237,6 +257,7 @@ class DiscordAdapter:
         self._stopping = False
         self._threads: set[int] = set()  # threads the bot was addressed in
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._arriving: dict[int, asyncio.Event] = {}  # messages being stored, by id
         self._warned_empty = False
 
     # ----- the Adapter protocol ----------------------------------------------------
@@ -252,7 +273,14 @@ class DiscordAdapter:
             sharding["shard_count"] = shards.count
             if shards.ids is not None:
                 sharding["shard_ids"] = list(shards.ids)
-        events = ClientEvents(self.ready, self._setup, self._on_message, self._on_interaction)
+        events = ClientEvents(
+            self.ready,
+            self._setup,
+            self._on_message,
+            self._on_interaction,
+            self._on_edit,
+            self._on_delete,
+        )
         client = (ShardedClient if shards.sharded else EventClient)(
             events,
             **sharding,
@@ -374,18 +402,55 @@ class DiscordAdapter:
         """One message, from start to end; the top of an adapter callback."""
         if self._stopping:
             return
+        arriving = self._arriving[message.id] = asyncio.Event()  # set once stored
+        try:
+            await self._tracked(self._handle(message, arriving.set), f"message {message.id}")
+        finally:
+            arriving.set()
+            if self._arriving.get(message.id) is arriving:
+                del self._arriving[message.id]
+
+    async def _on_edit(self, event: discord.RawMessageUpdateEvent) -> None:
+        """A message's text was edited: the inbox's `edited` (never a new turn), once the
+        message, if it is still arriving, is stored."""
+        if self._stopping or self._client is None:
+            return
+        edit = edit_of(event, self._client, self._wanted)
+        if edit is not None:
+            await self._tracked(self._edited([edit]), f"edit of message {event.message_id}")
+
+    async def _on_delete(self, event: Deletion) -> None:
+        """Messages were deleted: each goes to the inbox's `edited` with no text."""
+        if self._stopping or self._client is None:
+            return
+        guilds = tuple(self._config.allowed_guilds)
+        deleted = deletions_of(event, self._client, self._wanted, guilds)
+        if deleted:
+            await self._tracked(self._edited(deleted), f"deletion in channel {event.channel_id}")
+
+    async def _edited(self, edits: list[MessageEdit]) -> None:
+        inbox, _ = self._running()
+        for edit in edits:
+            arriving = self._arriving.get(int(edit.message_id))
+            if arriving is not None:  # its first version is being stored: the edit follows
+                await arriving.wait()
+            await inbox.edited(edit)
+
+    async def _tracked(self, work: Coroutine[Any, Any, None], what: str) -> None:
+        """Run `work` as one of the handlers `close` waits for; the top of an adapter
+        callback: an error is logged with its traceback."""
         task = asyncio.current_task()
         if task is not None:
             self._tasks.add(task)
         try:
-            await self._handle(message)
+            await work
         except Exception:
-            log.exception("discord: message %s failed", message.id)
+            log.exception("discord: %s failed", what)
         finally:
             if task is not None:
                 self._tasks.discard(task)
 
-    async def _handle(self, message: discord.Message) -> None:
+    async def _handle(self, message: discord.Message, on_stored: Callable[[], None]) -> None:
         inbox, me = self._running()
         if not self._wanted(message):
             return
@@ -395,12 +460,12 @@ class DiscordAdapter:
             return
         if isinstance(message.channel, discord.Thread):
             self._threads.add(message.channel.id)
-        text = _without_mention(message.content, me)
+        text = without_mention(message.content, me)
         inbound = self._inbound(message, text)
-        forwarded = _forwarded_text(message)
-        if forwarded is not None:  # the snapshot's text is someone else's words
-            inbound = replace(inbound, text=forwarded, own_words=False)
-            text = forwarded
+        forward = None if self._client is None else forward_of(message, self._client)
+        if forward is not None:  # the snapshot's text is someone else's words
+            text = forward.text
+            inbound = replace(inbound, text=text, own_words=False, forwarded_from=forward.origin)
         media = media_of(message)  # named only: the application downloads them later
         if media:
             inbound = replace(inbound, media=media)
@@ -412,7 +477,7 @@ class DiscordAdapter:
         sink = self._sink(inbound)
         await sink.start()
         try:
-            await inbox.handle(inbound, sink, None)  # Discord never redelivers a message
+            await inbox.handle(inbound, sink, on_stored)  # Discord never redelivers a message
         finally:
             await sink.finish()
 
@@ -502,15 +567,6 @@ def _of(shards: DiscordShards) -> str:
     return f", shards {', '.join(map(str, ids))} of {shards.count}"
 
 
-def _forwarded_text(message: discord.Message) -> str | None:
-    """The text of a forwarded message (its snapshots), or None when it is no forward."""
-    reference = message.reference
-    if reference is None or reference.type is not discord.MessageReferenceType.forward:
-        return None
-    texts = [snapshot.content for snapshot in message.message_snapshots if snapshot.content]
-    return "\n\n".join(texts) or None
-
-
 def _mentions(message: discord.Message, me: discord.ClientUser) -> bool:
     """The bot is mentioned as a user (not @everyone, @here or a role)."""
     return me.id in message.raw_mentions
@@ -520,8 +576,3 @@ def _replies_to(message: discord.Message, me: discord.ClientUser) -> bool:
     reference = message.reference
     resolved = reference.resolved if reference is not None else None
     return isinstance(resolved, discord.Message) and resolved.author.id == me.id
-
-
-def _without_mention(text: str, me: discord.ClientUser) -> str:
-    stripped = re.sub(rf"<@!?{me.id}>", " ", text)
-    return re.sub(r"[ \t]{2,}", " ", stripped).strip()

@@ -23,15 +23,25 @@ _VITAL_EVENTS = frozenset({"READY", "RESUMED"})  # a connection is useless witho
 Parser = Callable[[Any], None]
 
 
+Deletion = discord.RawMessageDeleteEvent | discord.RawBulkMessageDeleteEvent
+
+
+async def _ignored(event: object) -> None:
+    """An event nobody asked for."""
+
+
 @dataclass(frozen=True)
 class ClientEvents:
     """Where a client's events go: `ready` set while connected, `setup` once logged in
-    (before connecting), then each message and interaction."""
+    (before connecting), then each message and interaction, and each message edit and
+    deletion (raw: cached or not)."""
 
     ready: asyncio.Event
     setup: Callable[[], Awaitable[None]]
     message: Callable[[discord.Message], Awaitable[None]]
     interaction: Callable[[discord.Interaction], Awaitable[None]]
+    edit: Callable[[discord.RawMessageUpdateEvent], Awaitable[None]] = _ignored
+    delete: Callable[[Deletion], Awaitable[None]] = _ignored
 
 
 class EventClient(discord.Client):
@@ -61,6 +71,15 @@ class EventClient(discord.Client):
 
     async def on_interaction(self, interaction: discord.Interaction) -> None:
         await self._events.interaction(interaction)
+
+    async def on_raw_message_edit(self, event: discord.RawMessageUpdateEvent) -> None:
+        await self._events.edit(event)
+
+    async def on_raw_message_delete(self, event: discord.RawMessageDeleteEvent) -> None:
+        await self._events.delete(event)
+
+    async def on_raw_bulk_message_delete(self, event: discord.RawBulkMessageDeleteEvent) -> None:
+        await self._events.delete(event)
 
 
 class ShardedClient(EventClient, discord.AutoShardedClient):
@@ -100,7 +119,9 @@ class ShardedClient(EventClient, discord.AutoShardedClient):
 
 
 def intents() -> discord.Intents:
-    """Servers, their messages, DMs, and message content (privileged); nothing else."""
+    """Servers, their messages, DMs, and message content (privileged); nothing else.
+    The message intents bring edits and deletions too (MESSAGE_UPDATE, MESSAGE_DELETE,
+    MESSAGE_DELETE_BULK), and message content their new text."""
     wanted = discord.Intents.none()
     wanted.guilds = True
     wanted.guild_messages = True

@@ -11,8 +11,15 @@ Voice notes, audio, video notes, photos and image or audio documents carry
 groups like a text), downloaded only when the application asks (`fetch_media`).
 Other content (stickers, videos, other files) goes to the inbox marked
 `unsupported` (it answers with one line after its access check, and nothing
-reaches the model or the store). Edited messages, channel posts and
-messages of bots are ignored. ``/cmd@otherbot`` in a group is dropped here.
+reaches the model or the store). A forward is marked (``own_words=False``,
+``forwarded_from``: `telegram_text.forwarded_from`). Channel posts and messages
+of bots are ignored. ``/cmd@otherbot`` in a group is dropped here.
+
+An edit of a person's text or caption (an ``edited_message`` update, asked for
+in ``allowed_updates``) goes to the inbox's `edited` as a `MessageEdit`, never as
+a new message: no reply, no turn; an edit without a sender is logged in one line
+and dropped. Telegram does not tell bots when a message is deleted, so a
+deletion never reaches the inbox from here.
 
 Long polling is done by hand, not by PTB's Updater (which confirms a batch as
 soon as it fetches the next): the next ``getUpdates``, whose offset confirms
@@ -38,7 +45,6 @@ import asyncio
 import contextlib
 import datetime as dt
 import logging
-import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
@@ -66,11 +72,25 @@ from gateway.adapters.media_download import DOWNLOAD_TIMEOUT, not_fetched
 from gateway.adapters.telegram_format import MAX_UNITS, render, utf16_units
 from gateway.adapters.telegram_media import TelegramFiles, media_of
 from gateway.adapters.telegram_polling import ALLOWED_UPDATES, LongPoll, UpdatesRequest
+from gateway.adapters.telegram_text import (
+    addressed,
+    edited_text,
+    forwarded_from,
+    without_mention,
+)
 from gateway.adapters.telegram_webhook import STORE_TIMEOUT, Handling, WebhookServer
 from gateway.config import TelegramConfig
 from gateway.delivery import ChannelLimits, StreamedReply, Throttles, images_as_links
 from gateway.errors import AdapterFailedError, DeliveryError, RateLimitedError
-from gateway.messages import Choice, CommandSpec, InboundMessage, Inbox, MediaRef, ReplySink
+from gateway.messages import (
+    Choice,
+    CommandSpec,
+    InboundMessage,
+    Inbox,
+    MediaRef,
+    MessageEdit,
+    ReplySink,
+)
 
 log = logging.getLogger(__name__)
 
@@ -218,6 +238,7 @@ class TelegramAdapter:
         self._bot_user: User | None = None
         self._loop: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[bool]] = set()
+        self._arriving: dict[tuple[int, int], asyncio.Event] = {}  # set once stored
         self._stopping = asyncio.Event()
         self._poll: LongPoll | None = None
         self._webhook: WebhookServer | None = None
@@ -376,10 +397,16 @@ class TelegramAdapter:
         handling = Handling()
         task = asyncio.create_task(self._handle(update, handling.stored))
         self._tasks.add(task)
+        message = update.message
+        key = None if message is None else (message.chat.id, message.message_id)
+        if key is not None:  # an edit of it waits until it is stored
+            self._arriving[key] = handling.done
 
         def finished(done: asyncio.Task[bool]) -> None:
             self._tasks.discard(done)
             handling.ended(not done.cancelled() and done.result())
+            if key is not None and self._arriving.get(key) is handling.done:
+                del self._arriving[key]
 
         task.add_done_callback(finished)
         return handling
@@ -391,6 +418,8 @@ class TelegramAdapter:
                 await self._on_callback(update.callback_query, on_stored)
             elif update.message is not None:
                 await self._on_message(update.message, on_stored)
+            elif update.edited_message is not None:
+                await self._on_edit(update.update_id, update.edited_message, on_stored)
         except Exception:
             log.exception("telegram: update %s failed", update.update_id)
             return False
@@ -410,22 +439,55 @@ class TelegramAdapter:
             or message.chat.type not in ("private", "group", "supergroup")
         ):
             return
-        if not _addressed(message, me, self._config.group_trigger):
+        if not addressed(message, me, self._config.group_trigger):
             return
         text = message.text if message.text is not None else message.caption
         media = media_of(message)  # named only: the application downloads them later
         if media:
-            caption = _without_mention(message, me, bare=True) if text is not None else ""
+            caption = without_mention(message, me, bare=True) if text is not None else ""
             inbound = replace(self._inbound(message, sender, caption), media=media)
         elif text is None:
             if message.effective_attachment is None:
                 return
             inbound = replace(self._inbound(message, sender, ""), unsupported=True)
         else:
-            inbound = self._inbound(message, sender, _without_mention(message, me))
+            inbound = self._inbound(message, sender, without_mention(message, me))
         sink = self._sink(inbound)
         await sink.start()  # typing until the first text; it yields nothing, so order holds
         await inbox.handle(inbound, sink, on_stored)
+
+    async def _on_edit(
+        self, update_id: int, message: Message, on_stored: Callable[[], None]
+    ) -> None:
+        """A person edited a text or caption: the inbox's `edited`, never a new turn. Every
+        edit of a person's message goes (one no longer addressed to the bot too: its
+        stored text must follow); the inbox ignores one it never stored. The edit of a
+        message still being stored here waits for it."""
+        inbox, me = self._running()
+        sender = message.from_user
+        if message.chat.type not in ("private", "group", "supergroup"):
+            return
+        if sender is None:
+            log.warning("telegram: edit in update %s has no sender; dropped", update_id)
+            return
+        text = edited_text(message, me)
+        if sender.is_bot or text is None:
+            return
+        arriving = self._arriving.get((message.chat.id, message.message_id))
+        if arriving is not None:  # its first version is being stored: the edit follows it
+            await arriving.wait()
+        topic = message.message_thread_id if message.is_topic_message else None
+        edit = MessageEdit(
+            platform="telegram",
+            chat_id=str(message.chat.id),
+            chat_type="private" if message.chat.type == "private" else "group",
+            message_id=str(message.message_id),
+            text=text,
+            user_id=str(sender.id),
+            thread_id=str(topic) if topic is not None else None,
+        )
+        await inbox.edited(edit)
+        on_stored()
 
     async def _on_callback(self, query: CallbackQuery, on_stored: Callable[[], None]) -> None:
         inbox, _ = self._running()
@@ -458,6 +520,7 @@ class TelegramAdapter:
             bot_username=me.username,
             reply_to_id=str(reply.message_id) if reply is not None else None,
             own_words=message.forward_origin is None,  # a forward is someone else's words
+            forwarded_from=forwarded_from(message),
             language=sender.language_code or None,
         )
 
@@ -503,67 +566,6 @@ async def _set_menus(bot: ExtBot[Any], commands: Sequence[CommandSpec]) -> None:
     for language in languages:
         menu = [BotCommand(c.name, c.text(language).description) for c in commands]
         await bot.set_my_commands(menu, language_code=language)
-
-
-def _addressed(message: Message, me: User, trigger: str) -> bool:
-    """Whether the bot should read this message: always in private chats, in groups
-    when mentioned, replied to or given a command (or always, with trigger ``all``)."""
-    if message.chat.type == "private" or trigger == "all":
-        return True
-    reply = message.reply_to_message
-    if reply is not None and reply.from_user is not None and reply.from_user.id == me.id:
-        return True
-    name = f"@{me.username}".lower()
-    for entity, text in _entities(message).items():
-        if entity.type == MessageEntity.MENTION and text.lower() == name:
-            return True
-        if entity.type == MessageEntity.TEXT_MENTION and entity.user and entity.user.id == me.id:
-            return True
-        if entity.type == MessageEntity.BOT_COMMAND and entity.offset == 0:
-            _, _, target = text.partition("@")
-            return not target or f"@{target}".lower() == name
-    return False
-
-
-_QUOTES = (MessageEntity.BLOCKQUOTE, MessageEntity.EXPANDABLE_BLOCKQUOTE)
-
-
-def _entities(message: Message) -> dict[MessageEntity, str]:
-    if message.text is not None:
-        return message.parse_entities()
-    return message.parse_caption_entities()
-
-
-def _without_mention(message: Message, me: User, bare: bool = False) -> str:
-    """The text or caption with the bot's @mentions cut out and each quoted block (a
-    blockquote entity) written as "> " lines, the way Markdown and Discord quote, so the
-    quote is not taken for the person's own words (offsets are UTF-16). A text that is
-    nothing but the mention stays as it is, unless `bare` (a caption: then "")."""
-    text = message.text if message.text is not None else message.caption or ""
-    name = f"@{me.username}".lower()
-    entities = _entities(message)
-    quotes = [(e.offset, e.offset + e.length) for e in entities if e.type in _QUOTES]
-    cuts = [
-        (e.offset, e.offset + e.length)
-        for e, value in entities.items()
-        if e.type == MessageEntity.MENTION
-        and value.lower() == name
-        and not any(q0 <= e.offset < q1 for q0, q1 in quotes)  # quoted: kept as written
-    ]
-    if not cuts and not quotes:
-        return text
-    units = text.encode("utf-16-le", "surrogatepass")
-    edits = [(a, b, False) for a, b in cuts] + [(a, b, True) for a, b in quotes]
-    for start, end, quote in sorted(edits, reverse=True):
-        part = b""
-        if quote:
-            block = units[start * 2 : end * 2].decode("utf-16-le", "surrogatepass")
-            part = "\n".join(f"> {line}" for line in block.split("\n")).encode(
-                "utf-16-le", "surrogatepass"
-            )
-        units = units[: start * 2] + part + units[end * 2 :]
-    stripped = re.sub(" {2,}", " ", units.decode("utf-16-le", "surrogatepass")).strip()
-    return stripped if stripped or bare else text
 
 
 def _previews(previews: bool) -> dict[str, Any]:

@@ -32,7 +32,7 @@ from telegram.request import HTTPXRequest
 
 log = logging.getLogger(__name__)
 
-ALLOWED_UPDATES = ("message", "callback_query")
+ALLOWED_UPDATES = ("message", "edited_message", "callback_query")  # Telegram sends no others
 MAX_LOGGED_CHARS = 200  # of a failure's text: a proxy's error page is not logged whole
 
 

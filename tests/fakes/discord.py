@@ -11,6 +11,9 @@ READY then one GUILD_CREATE per guild, RESUMED, GUILD_MEMBERS_CHUNK.
 The fake keeps what a user would see in each channel (edits replace the content, deletes
 remove the message). Guild messages that do not mention the bot arrive with empty content
 unless the client identified with the message_content intent, as on Discord.
+Edits and deletions: `inject_edit` dispatches MESSAGE_UPDATE (the whole message, a new
+text with ``edited_timestamp``, or the same text as when an embed loads), `inject_delete`
+MESSAGE_DELETE (one message) or MESSAGE_DELETE_BULK (several).
 Slash commands and buttons: command syncs (``PUT /applications/…/commands``, globally or per
 guild) are checked (names, descriptions and their per-locale ``description_localizations``)
 and kept whole (`app_commands`, `commands_synced`); `inject_command` and `inject_button_click`
@@ -337,9 +340,11 @@ class FakeDiscord(FakeServer):
         bot: bool = False,
         omit: tuple[str, ...] = (),
         forward_of: str | None = None,
+        forward_from_channel: int | None = None,
         files: Mapping[str, AttachmentSpec] | None = None,
         voice: bytes | None = None,
         voice_seconds: float = 2.5,
+        dispatch: bool = True,
     ) -> dict[str, Any]:
         """Dispatch MESSAGE_CREATE from a user, in a guild text channel or thread, or in
         their DM.
@@ -352,10 +357,13 @@ class FakeDiscord(FakeServer):
         of `voice_seconds`; `bot` marks the author as a bot; `omit` names
         fields left out of the event (a malformed one, e.g. without ``type``); `forward_of`
         makes it a forward of a message with that text (empty content, a reference of type 1
-        and the text in ``message_snapshots``). Returns the stored message (with the full
-        content, whatever the client's intents).
+        and the text in ``message_snapshots``; `forward_from_channel` is where the forwarded
+        message was, in the reference: the same channel by default); `dispatch` False keeps
+        the message without telling the bot (one sent while it was away: not in
+        discord.py's cache). Returns the stored message (with the full content, whatever
+        the client's intents).
         """
-        ws = self._require_live()
+        ws = self._require_live() if dispatch else None
         author = _user(author_id, username, bot=bot)
         if guild:
             channel_id = channel_id or self.guilds[0].channel_id
@@ -388,18 +396,64 @@ class FakeDiscord(FakeServer):
         if forward_of is not None:
             snapshot = {"type": 0, "content": forward_of, "embeds": [], "attachments": []}
             snapshot.update(timestamp=_now(), edited_timestamp=None)
-            reference = {"type": 1, "message_id": "1", "channel_id": str(channel_id)}
+            source = self._channels.get(forward_from_channel or channel_id, {})
+            reference = {"type": 1, "message_id": "1"}
+            reference["channel_id"] = str(forward_from_channel or channel_id)
+            if "guild_id" in source:
+                reference["guild_id"] = source["guild_id"]
             message.update(message_reference=reference, message_snapshots=[{"message": snapshot}])
         if guild:
             message["member"] = _member()
             message["mentions"] = [{**m, "member": _member()} for m in mentions]
-        event = {k: v for k, v in message.items() if k not in omit}
-        intents = (self.identify or {}).get("intents", 0)
-        if guild and not mentions_bot and not intents & MESSAGE_CONTENT_INTENT:
-            event["content"] = ""
-        await self._dispatch(ws, "MESSAGE_CREATE", event)
+        if ws is not None:
+            await self._dispatch(ws, "MESSAGE_CREATE", self._as_seen(message, omit))
         self._changed.set()
         return message
+
+    async def inject_edit(
+        self, channel_id: int, message_id: int, content: str | None = None
+    ) -> dict[str, Any]:
+        """Dispatch MESSAGE_UPDATE for a message of the channel, whole, as Discord does.
+        With `content` the author edited its text (``edited_timestamp`` set); None keeps
+        the text, as when an embed loads or the message is pinned. Returns the message."""
+        ws = self._require_live()
+        message = self._messages.get(channel_id, {}).get(message_id)
+        if message is None:
+            raise ValueError(f"no message {message_id} in channel {channel_id}")
+        if content is not None:
+            message.update(content=content, edited_timestamp=_now())
+        else:
+            message["pinned"] = not message["pinned"]
+        await self._dispatch(ws, "MESSAGE_UPDATE", self._as_seen(message))
+        self._changed.set()
+        return message
+
+    async def inject_delete(self, channel_id: int, *message_ids: int) -> None:
+        """Delete messages of the channel: MESSAGE_DELETE for one, MESSAGE_DELETE_BULK for
+        several (as a moderator's purge); neither says who wrote them."""
+        ws = self._require_live()
+        for message_id in message_ids:
+            self._messages.get(channel_id, {}).pop(message_id, None)
+        event: dict[str, Any] = {"channel_id": str(channel_id)}
+        if "guild_id" in self._channels.get(channel_id, {}):
+            event["guild_id"] = self._channels[channel_id]["guild_id"]
+        if len(message_ids) == 1:
+            await self._dispatch(ws, "MESSAGE_DELETE", event | {"id": str(message_ids[0])})
+        else:
+            ids = [str(message_id) for message_id in message_ids]
+            await self._dispatch(ws, "MESSAGE_DELETE_BULK", event | {"ids": ids})
+        self._changed.set()
+
+    def _as_seen(self, message: dict[str, Any], omit: tuple[str, ...] = ()) -> dict[str, Any]:
+        """A message as the gateway sends it to the bot: without the fields in `omit`, and
+        a server message that does not mention the bot without its text unless the bot
+        has the message content intent."""
+        event = {k: v for k, v in message.items() if k not in omit}
+        intents = (self.identify or {}).get("intents", 0)
+        mentioned = any(m.get("id") == str(BOT_ID) for m in message.get("mentions", []))
+        if "guild_id" in message and not mentioned and not intents & MESSAGE_CONTENT_INTENT:
+            event["content"] = ""
+        return event
 
     async def create_thread(
         self,

@@ -9,9 +9,10 @@ the text, deletes remove the message. Like Telegram, surrounding whitespace is t
 modified" and measured; ``parse_mode`` is not interpreted, so markup counts as text.
 
 Tests inject updates (`inject_text`, `inject_command`, `inject_callback_query`,
-`inject_migration`, forum topics through ``message_thread_id``/``is_topic_message``
-fields, ...), read the state (`chat_messages`, `calls`, `commands`, `drafts`,
-`webhook`) and wait for the bot (`wait_for`). With `webhook_targets` (the replicas'
+`inject_migration`, `inject_edit` of a text or caption, forum topics through
+``message_thread_id``/``is_topic_message`` fields, ...), read the state
+(`chat_messages`, `calls`, `commands`, `drafts`, `webhook`) and wait for the bot
+(`wait_for`). With `webhook_targets` (the replicas'
 listen addresses) and a ``setWebhook`` of the bot, injected updates are not handed
 out by ``getUpdates`` (409 while a webhook is set, as on Telegram) but POSTed to the
 targets in turn and retried on the next until one answers 200
@@ -21,7 +22,11 @@ language (``from.language_code`` of everything they send or press); every
 ``setMyCommands`` is kept per scope and ``language_code`` (`commands`). `fail_next` /
 `respond_next` script one error or raw answer for a method (a 429 with ``retry_after``,
 a 500, ``{"ok": false}``, a proxy's HTML page through `respond_next_text`...);
-`deliveries` counts how often each update was handed out by ``getUpdates``; `block_chat`
+`deliveries` counts how often each update was handed out by ``getUpdates``. As on
+Telegram, the ``allowed_updates`` of the bot's last ``getUpdates`` or ``setWebhook`` is
+kept, and an update injected later of a kind it does not name is never queued (it is
+kept in `dropped`); before any, every kind but ``chat_member`` and the reactions is
+queued. `block_chat`
 makes every send to a chat fail with 403; after `inject_migration` a send to the old
 chat fails with ``migrate_to_chat_id`` (PTB's ChatMigrated). Entities sent with a text
 are checked against its UTF-16 length (400 "can't parse entities" when out of range)
@@ -86,6 +91,8 @@ PHOTO_SIDES = (90, 320, 800, 1280)  # the longest sides of the sizes Telegram ma
 Size = int | Literal["actual"] | None  # a message's file_size: the bytes' length, a lie, none
 MAX_POLL_SECONDS = 50.0
 ASCII_WHITESPACE = " \t\n\r\f\v"
+# the update kinds Telegram sends only when ``allowed_updates`` names them
+DEFAULT_UNSENT = frozenset({"chat_member", "message_reaction", "message_reaction_count"})
 ERROR_DESCRIPTIONS = {
     400: "Bad Request",
     403: "Forbidden: bot was blocked by the user",
@@ -175,6 +182,12 @@ class FakeTelegram(FakeServer):
         self.held_polls = 0  # getUpdates requests being held right now
         self._callback_ids: set[str] = set()
         self._pending: list[dict[str, Any]] = []
+        # what the bot's last getUpdates or setWebhook asked for (None: Telegram's default,
+        # every kind but chat_member and the reactions); updates of other kinds are dropped
+        # when injected, as Telegram never queues them
+        self.allowed_updates: list[str] | None = None
+        self.dropped: list[dict[str, Any]] = []  # injected updates of a kind not asked for
+        self._sent_fields: dict[tuple[int, int], dict[str, Any]] = {}  # user messages, whole
         self._messages: dict[tuple[int, int], ChatMessage] = {}
         self._chat_types: dict[int, str] = {}
         self._next_message_id: dict[int, itertools.count[int]] = {}
@@ -344,10 +357,28 @@ class FakeTelegram(FakeServer):
     def inject_update(self, update: dict[str, Any]) -> dict[str, Any]:
         """Queue a raw update (its ``update_id`` is assigned here) and wake long polls."""
         update = {"update_id": next(self._update_ids), **update}
+        if not self._allowed(update):
+            self.dropped.append(update)
+            self._notify()
+            return update
         self._pending.append(update)
         self._deliver_pending()
         self._notify()
         return update
+
+    def _allowed(self, update: dict[str, Any]) -> bool:
+        kinds = [key for key in update if key != "update_id"]
+        wanted = self.allowed_updates
+        if not wanted:
+            return not set(kinds) & DEFAULT_UNSENT
+        return all(kind in wanted for kind in kinds)
+
+    def _ask_for(self, params: dict[str, Any]) -> None:
+        """``allowed_updates`` of getUpdates or setWebhook: kept until changed (an empty
+        list: the default); only updates created from now on are filtered, as on Telegram."""
+        if "allowed_updates" in params:
+            wanted = params["allowed_updates"]
+            self.allowed_updates = [str(kind) for kind in wanted] if wanted else None
 
     def _deliver_pending(self) -> None:
         """With a webhook set and targets named, the pending updates go out by POST."""
@@ -503,10 +534,21 @@ class FakeTelegram(FakeServer):
         self, chat_id: int, user_id: int, message_id: int, text: str
     ) -> dict[str, Any]:
         """The user edited an earlier message of theirs: an ``edited_message`` update."""
+        return self.inject_edit(chat_id, user_id, message_id, text=text)
+
+    def inject_edit(
+        self, chat_id: int, user_id: int, message_id: int, **fields: Any
+    ) -> dict[str, Any]:
+        """The user edited an earlier message of theirs (``text=``, ``caption=``,
+        ``entities=``...; a field given as None is removed, e.g. a caption): an
+        ``edited_message`` update with the whole message as it now stands."""
         stored = self._own_message(chat_id, message_id, from_bot=False)
-        stored.text, stored.edits = text, stored.edits + 1
-        message = self._as_dict(stored) | {"from": self._user(user_id), "edit_date": _now()}
-        return self.inject_update({"edited_message": message})
+        sent = self._sent_fields.get((chat_id, message_id), {})
+        message = {**self._as_dict(stored), **sent, "from": self._user(user_id)}
+        message = {k: v for k, v in (message | fields).items() if v is not None}
+        self._sent_fields[(chat_id, message_id)] = message
+        stored.text, stored.edits = message.get("text"), stored.edits + 1
+        return self.inject_update({"edited_message": message | {"edit_date": _now()}})
 
     def inject_callback_query(
         self, chat_id: int, user_id: int, data: str, message_id: int
@@ -665,6 +707,7 @@ class FakeTelegram(FakeServer):
         if not str(params.get("url") or "").startswith(("https://", "http://")):
             raise BotApiError(400, "Bad Request: bad webhook: an HTTPS URL must be provided")
         self.webhook = dict(params)
+        self._ask_for(params)
         self._deliver_pending()
         return True
 
@@ -690,6 +733,7 @@ class FakeTelegram(FakeServer):
                 "Conflict: can't use getUpdates method while webhook is active; "
                 "use deleteWebhook to delete the webhook first",
             )
+        self._ask_for(params)
         offset, limit = int(params.get("offset") or 0), int(params.get("limit") or 100)
         if offset > 0:  # confirms every update below it, as Telegram does
             self._pending = [u for u in self._pending if u["update_id"] >= offset]
@@ -899,7 +943,9 @@ class FakeTelegram(FakeServer):
             self._chat_types[chat_id] = chat_type
         stored = ChatMessage(chat_id, self._allocate_id(chat_id), fields.get("text"), False)
         self._messages[(chat_id, stored.message_id)] = stored
-        return self._as_dict(stored) | {"from": self._user(user_id)} | fields
+        message = self._as_dict(stored) | {"from": self._user(user_id)} | fields
+        self._sent_fields[(chat_id, stored.message_id)] = message
+        return message
 
     def _as_dict(self, message: ChatMessage) -> dict[str, Any]:
         data: dict[str, Any] = {"message_id": message.message_id, "date": _now()}

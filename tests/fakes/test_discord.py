@@ -23,6 +23,7 @@ from gateway.adapters.discord_endpoints import (
     use_discord_endpoints,
 )
 from gateway.errors import ConfigError
+from tests.fakes.base import wait_until
 from tests.fakes.discord import DEFAULT_GUILDS, DEFAULT_TOKEN, FakeDiscord, FakeFile
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -420,3 +421,44 @@ async def test_a_slow_attachment_outlasts_a_client_timeout(dc: FakeDiscord) -> N
         with pytest.raises(TimeoutError):
             await asyncio.wait_for(message.attachments[0].read(), timeout=0.2)
         dc.release_files()  # the held handler ends before the fake stops
+
+
+class EditWatcher(ReplyingClient):
+    """Records discord.py's message edit and delete events, raw and cached."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.events: list[tuple[str, object]] = []
+
+    async def on_message_edit(self, before: discord.Message, after: discord.Message) -> None:
+        self.events.append(("edit", (before.content, after.content)))
+
+    async def on_raw_message_edit(self, event: discord.RawMessageUpdateEvent) -> None:
+        self.events.append(("raw edit", (event.message_id, event.message.content)))
+
+    async def on_raw_message_delete(self, event: discord.RawMessageDeleteEvent) -> None:
+        self.events.append(("raw delete", event.message_id))
+
+    async def on_raw_bulk_message_delete(self, event: discord.RawBulkMessageDeleteEvent) -> None:
+        self.events.append(("raw bulk delete", sorted(event.message_ids)))
+
+
+async def test_edits_and_deletions_reach_discord_py_as_its_events(dc: FakeDiscord) -> None:
+    async with running(EditWatcher()) as client:
+        await dc.wait_ready()
+        channel = dc.guilds[0].channel_id
+        first = await dc.inject_message("tpyo", USER_ID, channel_id=channel)
+        second = await dc.inject_message("two", USER_ID, channel_id=channel)
+        await dc.inject_edit(channel, int(first["id"]), "typo")
+        await dc.inject_delete(channel, int(first["id"]))
+        await dc.inject_delete(channel, int(second["id"]), 42)
+        await wait_until(lambda: len(client.events) == 4)  # the fake hears of no event
+    one, two = int(first["id"]), int(second["id"])
+    assert client.events == [
+        ("raw edit", (one, "typo")),
+        ("edit", ("tpyo", "typo")),
+        ("raw delete", one),
+        ("raw bulk delete", sorted([two, 42])),
+    ]
+    assert dc.channel_texts(channel) == []
+    assert first["edited_timestamp"] is not None

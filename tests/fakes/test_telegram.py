@@ -284,6 +284,25 @@ async def test_updates_without_text_reach_a_catch_all_handler(tg: FakeTelegram) 
     assert tg.chat_messages(6, include_user=True)[-1].text == "typo"
 
 
+async def test_allowed_updates_is_kept_and_filters_later_updates(
+    tg: FakeTelegram, bot: Bot
+) -> None:
+    """As on Telegram: the last getUpdates' ``allowed_updates`` holds until changed, and
+    an update of a kind it does not name is never queued."""
+    early = tg.inject_edited_text(1, 1, tg.inject_text(1, 1, "a")["message"]["message_id"], "b")
+    await bot.get_updates(timeout=0, allowed_updates=["message"])
+    edit = tg.inject_edited_text(1, 1, early["edited_message"]["message_id"], "c")
+    kept = tg.inject_text(1, 1, "d")
+    await bot.get_updates(timeout=0)  # not given: the previous setting holds
+    edit_again = tg.inject_edited_text(1, 1, kept["message"]["message_id"], "e")
+    await bot.get_updates(timeout=0, allowed_updates=[])  # empty: the default again
+    last = tg.inject_edited_text(1, 1, kept["message"]["message_id"], "f")
+    assert tg.dropped == [edit, edit_again]
+    pending = [u["update_id"] for u in tg.pending_updates]
+    assert edit["update_id"] not in pending and edit_again["update_id"] not in pending
+    assert {early["update_id"], kept["update_id"], last["update_id"]} <= set(pending)
+
+
 async def test_set_my_commands_is_stored_per_scope(tg: FakeTelegram, bot: Bot) -> None:
     await bot.set_my_commands([("start", "What I am"), ("recall", "Search our chats")])
     await bot.set_my_commands([("forget", "Forget me")], scope=BotCommandScopeChat(5))

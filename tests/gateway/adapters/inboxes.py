@@ -1,4 +1,5 @@
-"""A recording inbox for the adapter tests: what reaches it, and a scripted answer."""
+"""A recording inbox for the adapter tests: what reaches it (messages, presses, edits,
+migrations), and a scripted answer."""
 
 from __future__ import annotations
 
@@ -6,7 +7,14 @@ import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
-from gateway.messages import Choice, ChoiceSink, DocumentSink, InboundMessage, ReplySink
+from gateway.messages import (
+    Choice,
+    ChoiceSink,
+    DocumentSink,
+    InboundMessage,
+    MessageEdit,
+    ReplySink,
+)
 
 
 class Inbox:
@@ -20,6 +28,7 @@ class Inbox:
         self.messages: list[InboundMessage] = []
         self.chosen: list[tuple[InboundMessage, str]] = []
         self.migrations: list[tuple[str, str, str]] = []
+        self.edits: list[MessageEdit] = []
         self.offer: tuple[Choice, ...] = ()
         self.attach = attach
         self.stall: asyncio.Event | None = None
@@ -48,6 +57,9 @@ class Inbox:
         self.chosen.append((message, payload))
         await sink.write(f"chose {payload}")
         await sink.finish()
+
+    async def edited(self, edit: MessageEdit) -> None:
+        self.edits.append(edit)
 
     async def chat_migrated(self, platform: str, old_chat_id: str, new_chat_id: str) -> None:
         self.migrations.append((platform, old_chat_id, new_chat_id))

@@ -130,7 +130,9 @@ async def test_sticker_and_zip_document_reach_the_inbox_marked_unsupported(
     assert tg.chat_messages(42)[0].reply_to == sticker["message"]["message_id"]
 
 
-async def test_edits_channel_posts_and_bots_are_ignored(tg: FakeTelegram) -> None:
+async def test_channel_posts_and_bots_are_ignored_and_an_edit_is_no_new_message(
+    tg: FakeTelegram,
+) -> None:
     inbox = Inbox()
     async with running(tg, inbox):
         first = tg.inject_text(42, 42, "first")
@@ -152,6 +154,7 @@ async def test_edits_channel_posts_and_bots_are_ignored(tg: FakeTelegram) -> Non
         await _seen(inbox, tg, 2)
         await tg.wait_until(lambda: not tg.pending_updates)
     assert [m.text for m in inbox.messages] == ["first", "second"]
+    assert [e.text for e in inbox.edits] == ["first, edited"]  # see test_telegram_edits
 
 
 async def test_group_answers_only_what_is_addressed_to_the_bot(tg: FakeTelegram) -> None:

@@ -90,7 +90,8 @@ async def test_a_message_is_answered_and_the_webhook_stays_set_at_stop(
         [set_webhook] = tg.calls_to("setWebhook")
         assert set_webhook.params["url"] == url
         assert set_webhook.params["secret_token"] == SECRET
-        assert set_webhook.params["allowed_updates"] == ["message", "callback_query"]
+        allowed = ["message", "edited_message", "callback_query"]
+        assert set_webhook.params["allowed_updates"] == allowed
         sent = tg.inject_text(ALICE, ALICE, "hello over the webhook")
         await tg.wait_until(lambda: tg.chat_texts(ALICE) == ["echo: hello over the webhook"])
     assert tg.webhook_attempts == [Attempt(sent["update_id"], url, 200)]
