@@ -46,7 +46,7 @@ from gateway.delivery import LinkSink
 from gateway.errors import MediaError, ModelError, RequestTooLargeError
 from gateway.i18n import N_
 from gateway.media import ReadMedia, without_image_lines
-from gateway.messages import InboundMessage, MessageIdentity, ReplySink
+from gateway.messages import InboundMessage, MessageIdentity, ReplySink, stored_text
 from gateway.person_locale import PersonLocale
 from gateway.session_cache import OpenSession, OpenSessions
 from gateway.session_queue import SessionQueue
@@ -230,7 +230,7 @@ class Turns:
                 stored()  # the person has their line: the platform need not send it again
                 return None
             message, images = replace(message, text=read.text), read.images
-        message = _encodable(message)
+        message = _encodable(replace(message, text=stored_text(message)))  # a forward, marked
         key = who.session_key
         origin = self._origin(who)
         turn_id = uuid.uuid4().hex
