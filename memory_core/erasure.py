@@ -17,7 +17,8 @@ write, a review) can write about the person again, then removes under each
 store's own lock. It purges state.db (`SessionStore.delete_user` merges both indexes and
 checkpoints the WAL, with ``secure_delete`` on), so no file, row or index
 segment keeps the person's text. An export is JSON Lines: first one line per
-USER.md entry (``{"user": key, "memory_entry": text}``), then one per change in
+USER.md entry (``{"user": key, "memory_entry": text}``, with ``"evidence": [...]``
+when the entry keeps any: the person's messages that grounded it), then one per change in
 its history, oldest first (``{"user": key, "memory_change": {...}}``), one per
 change staged for their approval and not yet expired (``{"user": key,
 "memory_pending": {...}}``: id, action, content, against, reason, origin,
@@ -49,11 +50,13 @@ from pathlib import Path
 
 from memory_core.fence import ErasureFence
 from memory_core.file_memory import (
+    EntryOrigin,
     PendingChanges,
     PersonSettingsStore,
     StagedChange,
 )
 from memory_core.file_memory.backend import MemoryBackend
+from memory_core.file_memory.origin import evidence_json
 from memory_core.sessions.backend import SessionBackend
 from memory_core.skills import SkillsStore
 from memory_core.user_keys import check_user_key
@@ -212,8 +215,8 @@ class PersonData:
         their messages to `path` (mode 0600), replacing
         any file there at once: a reader sees the old file or the whole new one."""
         key = check_user_key(user_key)
-        entries = self._memory.read("user", key).entries
-        lines = [json.dumps({"user": key, "memory_entry": e}, ensure_ascii=False) for e in entries]
+        entries = self._memory.origins("user", key)
+        lines = [json.dumps(_entry_line(key, e), ensure_ascii=False) for e in entries]
         changes = reversed(self._memory.history("user", key, None))  # oldest first
         ledger = [{"memory_change": c.as_json()} for c in changes]
         ledger += [{"memory_pending": _staged(c)} for c in PendingChanges(self._memory).list(key)]
@@ -248,6 +251,14 @@ class PersonData:
 
     def _own_skill_names(self, key: str) -> list[str]:
         return [s.name for s in self._skills.skills(key) if s.owner == "user" and s.user_key == key]
+
+
+def _entry_line(key: str, entry: EntryOrigin) -> dict[str, object]:
+    """An entry as exported: its text, and its evidence when it keeps any."""
+    line: dict[str, object] = {"user": key, "memory_entry": entry.text}
+    if entry.evidence:
+        line["evidence"] = evidence_json(entry.evidence)
+    return line
 
 
 def _staged(change: StagedChange) -> dict[str, object]:

@@ -197,16 +197,35 @@ def append_changes(
     """Record `drafts` as made by `origin`; the changes as recorded."""
     if not drafts:
         return []
-    existing = read_changes(path)
-    next_id = existing[-1].id + 1 if existing else 1
+    last_id, count = _tail(path)
     at = time.time() if now is None else now
-    made = made_changes(drafts, origin, next_id, at)
-    if len(existing) + len(made) > HISTORY_LIMIT + HISTORY_SLACK:
-        kept = [*existing, *made][-HISTORY_LIMIT:]
+    made = made_changes(drafts, origin, last_id + 1, at)
+    if count + len(made) > HISTORY_LIMIT + HISTORY_SLACK:
+        kept = [*read_changes(path), *made][-HISTORY_LIMIT:]
         _rewrite(path, (c.as_json() for c in kept))
     else:
         _append(path, (c.as_json() for c in made))
     return made
+
+
+def _tail(path: Path) -> tuple[int, int]:
+    """The id of the last change in a history file (0: none) and how many lines it has;
+    only the last lines are parsed, so a write costs little with a long history."""
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except FileNotFoundError:
+        return 0, 0
+    except OSError as exc:
+        raise MemoryFileError(f"cannot read {path.name}: {exc.strerror or exc}") from exc
+    for line in reversed(lines):
+        try:
+            data = json.loads(line)
+        except ValueError:
+            continue  # a torn last line of a killed writer
+        change = _change(data) if isinstance(data, dict) else None
+        if change is not None:
+            return change.id, len(lines)
+    return 0, len(lines)
 
 
 def made_changes(
