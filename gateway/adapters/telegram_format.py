@@ -56,11 +56,23 @@ def render(markdown: str) -> Rendered:
     """Markdown to text and entities; `markdown` itself when rendering leaves nothing."""
     # The converter turns LaTeX into Unicode before it parses; doing that step
     # first lets markdown_only see the very text the converter's parser reads.
-    source = markdown_only(_escape_latex(markdown))
+    source = markdown_only(latex_to_unicode(markdown))
     text, entities = telegramify_markdown.convert(source, latex_escape=False)
     if not text.strip():
         return Rendered(markdown, ())
     return Rendered(text, tuple(entity.to_dict() for entity in entities))
+
+
+def latex_to_unicode(markdown: str) -> str:
+    """The converter's LaTeX step (``\\[…\\]`` and ``\\(…\\)`` to Unicode math), where an
+    escaped backslash (``\\\\``, a backslash shown) neither opens nor closes LaTeX: as in
+    CommonMark, the backslashes of a run pair up from the left, so ``\\\\(`` is a
+    backslash and a parenthesis (`gateway.delivery.literal` relies on it)."""
+    if "\\\\" not in markdown:
+        return _escape_latex(markdown)
+    mark = next(chr(c) for c in range(0xE000, 0xF900) if chr(c) not in markdown)
+    converted = _escape_latex(markdown.replace("\\\\", mark))
+    return converted.replace(mark, "\\\\")
 
 
 def markdown_only(markdown: str) -> str:
