@@ -1,8 +1,12 @@
 """Cutting a long reply into messages that each fit a platform's limit.
 
 A cut goes at the last paragraph break that leaves the part at least half full,
-else the last line break, else the last space, and only inside a word when one
-word is longer than a whole message. It never falls inside a character (Python
+else at an earlier one when the paragraph after it then fits whole in the next
+message, else at the last line break (half full, or earlier when the line after
+it then fits whole), else the last space, and only inside a word when one word
+is longer than a whole message. So a paragraph or a line that fits in one message
+is cut only when it starts the part (a quoted memory entry, one paragraph, is shown
+whole when it can be). It never falls inside a character (Python
 strings hold a surrogate pair as one character), between "\\r" and "\\n", before a
 combining mark or joiner, or inside a pair of regional indicators (a flag). A
 ``` code fence open at a cut is closed at the end of that part and reopened, with
@@ -119,8 +123,9 @@ def _next_part(
     floor: int,
 ) -> tuple[int, bool, str, str | None]:
     """The cut in `rest` (and whether at a line), the part's body and its open fence."""
-    limit = fitting_prefix(rest, max_units - units(prefix) - reserve, units)
-    cut, line_cut = _best_cut(rest, limit, min(floor, limit))
+    budget = max_units - units(prefix) - reserve
+    limit = fitting_prefix(rest, budget, units)
+    cut, line_cut = _best_cut(rest, limit, min(floor, limit), lambda t: units(t) <= budget)
     body = prefix + rest[:cut].rstrip()
     return cut, line_cut, body, open_fence(body)
 
@@ -163,9 +168,9 @@ def fitting_prefix(text: str, budget: int, units: Callable[[str], int]) -> int:
     return low
 
 
-def _best_cut(text: str, limit: int, floor: int) -> tuple[int, bool]:
+def _best_cut(text: str, limit: int, floor: int, fits: Callable[[str], bool]) -> tuple[int, bool]:
     """Where to cut `text` within its first `limit` characters and at `floor` or
-    later, and whether at a line."""
+    later, and whether at a line; `fits`: whether a piece fits in one part."""
     window = text[:limit]
     low = max(1, floor)
     half = max(low, limit // 2)
@@ -174,6 +179,9 @@ def _best_cut(text: str, limit: int, floor: int) -> tuple[int, bool]:
     for separator in ("\n\n", "\n"):
         at = window.rfind(separator, half)
         if at >= half:
+            return at, True
+        at = window.rfind(separator, low)  # earlier, if that keeps the next piece whole
+        if at >= low and fits(_piece_after(text, at, separator)):
             return at, True
     space = max(window.rfind(" ", half), window.rfind("\t", half))
     if space >= half:
@@ -185,6 +193,13 @@ def _best_cut(text: str, limit: int, floor: int) -> tuple[int, bool]:
     if space >= low:
         return space, False
     return _safe_hard_cut(text, limit, low), False
+
+
+def _piece_after(text: str, at: int, separator: str) -> str:
+    """The paragraph or line (as `separator` says) that starts after the break at `at`."""
+    start = at + len(separator)
+    end = text.find(separator, start)
+    return text[start : end if end >= 0 else len(text)].strip()
 
 
 def _safe_hard_cut(text: str, limit: int, low: int) -> int:

@@ -71,6 +71,28 @@ def test_a_paragraph_break_too_early_loses_to_a_later_line_break() -> None:
     assert parts[0] == "intro\n\n" + "x" * 3000
 
 
+def test_a_paragraph_or_line_that_fits_is_moved_whole_to_the_next_message() -> None:
+    para = ("x " * 2046).strip()  # 4,091 units: the part cannot hold it after "intro"
+    assert split_message(f"intro\n\n{para}\n\ntail", LIMIT) == ["intro", para, "tail"]
+    line = ("y " * 2047).strip()
+    assert split_message(f"head\n{line}\nend", LIMIT) == ["head", line, "end"]
+    too_long = "intro\n\n" + "z " * 2500  # 5,000 units: cut where it fills the part
+    assert split_message(too_long, LIMIT)[0].startswith("intro\n\nz z")
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.integers(min_value=1, max_value=1500), min_size=1, max_size=12),
+    st.sampled_from(["\n", "\n\n"]),
+)
+def test_blocks_that_each_fit_are_never_cut(sizes: list[int], separator: str) -> None:
+    blocks = [f"{i}. " + "w" * (size - 1) + "\u00a0“a b”" for i, size in enumerate(sizes)]
+    parts = split_message(separator.join(blocks), 2000, len)
+    assert all(len(p) <= 2000 for p in parts)
+    kept = [b for part in parts for b in part.split(separator)]
+    assert kept == blocks  # every block whole, in order, in one part
+
+
 def test_a_word_longer_than_a_message_is_cut_inside() -> None:
     text = "see " + "u" * 5000 + " end"
     parts = split_message(text, LIMIT)
