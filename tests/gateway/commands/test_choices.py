@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gateway.commands import CommandReply
-from gateway.commands.choices import PendingChoices
+from gateway.commands.choices import MAX_LISTS, PendingChoices
 from gateway.errors import ChoiceRefusedError
 from gateway.messages import CHOICE_PREFIX
 
@@ -97,3 +97,47 @@ def test_a_reply_renders_its_choices_as_numbered_text() -> None:
     choices = PendingChoices().offer("telegram-1", "forget", OPTIONS, "v1")
     text = CommandReply("Which one?", choices).as_text()
     assert text == "Which one?\n1. first entry\n2. second entry"
+
+
+def test_a_list_under_its_own_key_stands_beside_the_command_lists() -> None:
+    table = PendingChoices()
+    approve, reject = table.offer("telegram-1", "memory", OPTIONS, "pending", key="batch-a")
+    first, _ = table.offer("telegram-1", "settings", OPTIONS, "v1")
+    table.offer("telegram-1", "forget", OPTIONS, "v1")  # replaces the /settings list only
+    with pytest.raises(ChoiceRefusedError, match="not valid"):
+        table.take(first.payload, "telegram-1")
+    with pytest.raises(ChoiceRefusedError, match="someone else"):
+        table.take(approve.payload, "telegram-2")
+    assert table.take(approve.payload, "telegram-1").value == "value one"
+    with pytest.raises(ChoiceRefusedError, match="not valid"):
+        table.take(reject.payload, "telegram-1")  # one pick per list
+    assert table.take_numbered("telegram-1", "forget", 2).value == "value two"
+    assert len(table) == 0
+
+
+def test_each_key_holds_one_list_and_a_person_at_most_max_lists() -> None:
+    table = PendingChoices()
+    old, _ = table.offer("telegram-1", "memory", OPTIONS, "pending", key="batch-a")
+    table.offer("telegram-1", "memory", OPTIONS, "pending", key="batch-a")
+    with pytest.raises(ChoiceRefusedError, match="not valid"):
+        table.take(old.payload, "telegram-1")
+    lists = [
+        table.offer("telegram-1", "memory", OPTIONS, "pending", key=f"batch-{n}")
+        for n in range(MAX_LISTS + 1)
+    ]
+    assert len(table) == 2 * MAX_LISTS  # the oldest list went
+    with pytest.raises(ChoiceRefusedError, match="not valid"):
+        table.take(lists[0][0].payload, "telegram-1")
+    assert table.take(lists[-1][0].payload, "telegram-1").value == "value one"
+    table.withdraw("telegram-1")  # an erasure withdraws every list
+    assert len(table) == 0
+
+
+def test_numbered_answers_pick_from_the_latest_list_of_the_command() -> None:
+    table = PendingChoices()
+    table.offer("telegram-1", "memory", [("a", "batch a")], "pending", key="batch-a")
+    table.offer("telegram-1", "memory", [("b", "batch b")], "pending", key="batch-b")
+    table.offer("telegram-1", "settings", OPTIONS, "v1")
+    assert table.take_numbered("telegram-1", "memory", 1).value == "batch b"
+    assert table.take_numbered("telegram-1", "memory", 1).value == "batch a"
+    assert table.take_numbered("telegram-1", "settings", 1).value == "value one"

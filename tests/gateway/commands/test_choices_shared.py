@@ -17,6 +17,7 @@ from gateway.config import load_config
 from gateway.conversation import Conversations
 from gateway.errors import ChoiceRefusedError
 from gateway.messages import CHOICE_PREFIX
+from gateway.shared_state import SharedJson, token_digest
 from memory_core import Operation, StorageSettings, open_storage
 from tests.fakes.openai import FakeOpenAI
 from tests.gateway.serving import SKILLS, private, serving
@@ -166,3 +167,36 @@ async def test_on_sqlite_the_tables_stay_in_the_process(services: Services) -> N
     asked = await say(conversations, "/forget all", ALICE)
     assert "press the button" in asked.replies[-1]
     assert not [p for p in services.config.home.rglob("*") if p.name.endswith(".json")]
+
+
+async def test_an_approval_list_stands_beside_command_lists_on_every_replica(
+    pg_database: str, tmp_path: Path
+) -> None:
+    async with contextlib.AsyncExitStack() as stack:
+        docs = []
+        for n in range(2):
+            settings = StorageSettings(home=tmp_path / f"r{n}", skills_dir=SKILLS, url=pg_database)
+            docs.append((await stack.enter_async_context(open_storage(settings))).document)
+        # a table written before lists had keys: its one list per person still holds
+        legacy = {
+            "offers": {
+                "telegram-1": {
+                    "command": "forget",
+                    "choices": [[token_digest("old"), "first", "one", "v0", 4e9]],
+                }
+            }
+        }
+        with SharedJson(docs[0](CHOICES_DOCUMENT)).changing() as state:
+            state.update(legacy)
+        a = PendingChoices(document=docs[0](CHOICES_DOCUMENT))
+        b = PendingChoices(document=docs[1](CHOICES_DOCUMENT))
+        approve, _ = a.offer("telegram-1", "memory", OPTIONS, "pending", key="batch-1")
+        assert b.take(CHOICE_PREFIX + "old", "telegram-1").value == "one"
+        b.offer("telegram-1", "settings", OPTIONS, "v1")  # a command's list, on the other
+        with pytest.raises(ChoiceRefusedError, match="someone else"):
+            a.take(approve.payload, "telegram-2")
+        assert a.take(approve.payload, "telegram-1").value == "one"
+        with pytest.raises(ChoiceRefusedError, match="not valid"):
+            b.take(approve.payload, "telegram-1")  # spent, for every replica
+        assert a.take_numbered("telegram-1", "settings", 2).value == "two"
+        assert len(b) == 0
