@@ -6,10 +6,18 @@ reads as an instruction, the person's own turn) wanted to write is staged in
 `PendingChanges`. `StagedNotices.announce` tells the person once per staged
 batch, in their private chat only (their private chat with the bot on that
 platform, as state.db knows it; a group never sees it), with Approve and
-Reject buttons (`PendingChoices`: only that person can press them; a button
-lives as long as the changes, until the bot restarts or the person is offered
-another list, after which ``/memory pending`` and its commands remain). When
-no private chat is known the changes are only listed by ``/memory pending``.
+Reject buttons (`PendingChoices`: only that person can press them; each batch's
+buttons are a list of their own, beside any list a command offers later, and
+live as long as the changes, until the bot restarts, after which ``/memory
+pending`` and its commands remain). When no private chat is known the changes
+are only listed by ``/memory pending``.
+
+Every line that quotes an entry (the notice, the listing, "Saved:", "Not saved:",
+"Dropped:") shows it whole, as it will be stored, in `literal` Markdown (no
+markup of its own shows; a second line of it is indented), with, when the
+change has evidence, the person's closest message. Changes are listed one per
+paragraph when an entry holds several lines, so a long notice is cut between
+changes (`gateway.delivery.splitting`) and the buttons come with its last part.
 
 The commands and the buttons work only in a private chat, like ``/memory``.
 Approving writes through the store with each change's staged origin (a
@@ -34,6 +42,7 @@ from gateway.commands.registry import (
     PendingChoice,
     SessionControl,
 )
+from gateway.delivery import INDENT, literal, unnumbered
 from gateway.i18n import N_
 from gateway.messages import ChoiceSink, InboundMessage, ReplySink
 from memory_core import Decision, PendingChanges, SessionBackend, StagedChange
@@ -55,6 +64,7 @@ IN_PRIVATE = N_(
 USAGE = N_("Send /memory {word} <number> (as listed by /memory pending), several numbers, or all.")
 NONE_WAITING = N_("No memory changes are waiting for your approval.")
 _IDS = re.compile(r"#?[0-9]{1,9}")
+LONG_REPLACE = 200  # characters of both entries past which "with …" goes on a line of its own
 
 MEMORY_CORE_REASONS = (
     N_("what I learn in the background waits for your approval"),
@@ -134,17 +144,15 @@ class PendingReview:
         staged = self._pending.list(user_key)
         if not staged:
             return locale._(NONE_WAITING)
-        lines = [locale._("Waiting for your approval ({n}):", n=len(staged))]
-        lines += [
+        head = locale._("Waiting for your approval ({n}):", n=len(staged))
+        blocks = [
             locale._(
                 "{line}, until {moment}", line=_line(locale, c), moment=locale.moment(c.expires)
             )
             for c in staged
         ]
-        lines.append(
-            locale._("Send /memory approve <number> or all, /memory reject <number> or all.")
-        )
-        return "\n".join(lines)
+        tail = locale._("Send /memory approve <number> or all, /memory reject <number> or all.")
+        return _joined([head, *blocks, tail])
 
     def notice(
         self, locale: PersonLocale, user_key: str, staged: Sequence[StagedChange], now: float
@@ -156,17 +164,19 @@ class PendingReview:
             (locale._(APPROVE_LABEL), f"approve:{ids}"),
             (locale._(REJECT_LABEL), f"reject:{ids}"),
         ]
-        offered = self._choices.offer(user_key, COMMAND, buttons, VERSION, ttl=ttl)
+        offered = self._choices.offer(  # a list of this batch's own: other lists leave it
+            user_key, COMMAND, buttons, VERSION, ttl=ttl, key=f"{VERSION}:{staged[0].batch}"
+        )
         days = max(1, round(ttl / 86400))
         head = locale.n_(
             "I'd like to remember this about you; it waits for your approval (for {n} day):",
             "I'd like to remember this about you; it waits for your approval (for {n} days):",
             days,
         )
-        lines = [head, *(_line(locale, change) for change in staged)]
+        blocks = [_line(locale, change) for change in staged]
         listed = " ".join(str(c.id) for c in staged)
-        lines.append(locale._("Or send /memory approve {ids} or /memory reject {ids}.", ids=listed))
-        return CommandReply("\n".join(lines), choices=offered)
+        tail = locale._("Or send /memory approve {ids} or /memory reject {ids}.", ids=listed)
+        return CommandReply(_joined([head, *blocks, tail]), choices=offered)
 
     async def _approve(
         self, locale: PersonLocale, user_key: str, ids: Sequence[int] | None
@@ -258,21 +268,36 @@ def _ids(text: str) -> list[int] | bool:
 
 
 def _line(locale: PersonLocale, change: StagedChange) -> str:
-    return locale._(
+    """The change's line: 3. add “…” (learned in the background; why — closest: “…”),
+    its number escaped so that no Markdown renumbers it as a list."""
+    why = reason(locale, change.reason)
+    if change.evidence:  # the person's message nearest to it (for a change not grounded)
+        closest = literal(change.evidence[0].span)
+        why = locale._("{reason} — closest: “{closest}”", reason=why, closest=closest)
+    line = locale._(
         "{id}. {change} ({origin}; {reason})",
         id=change.id,
         change=describe(locale, change),
         origin=origin_label(locale, change.origin),
-        reason=reason(locale, change.reason),
+        reason=why,
     )
+    return unnumbered(line)
 
 
 def describe(locale: PersonLocale, change: StagedChange) -> str:
-    """One staged change for the person: "add “…”", "replace “…” with “…”", "remove “…”"."""
-    content, against = _preview(change.content), _preview(change.against)
+    """One staged change for the person: "add “…”", "replace “…” with “…”", "remove “…”",
+    each entry whole and `literal`."""
+    content, against = literal(change.content or ""), literal(change.against or "")
     if change.action == "add":
         return locale._("add “{content}”", content=content)
     if change.action == "replace":
+        if "\n" in content + against or len(content) + len(against) > LONG_REPLACE:
+            return locale._(
+                "replace “{against}”\n{indent}with “{content}”",
+                against=against,
+                indent=INDENT,
+                content=content,
+            )
         return locale._("replace “{against}” with “{content}”", against=against, content=content)
     return locale._("remove “{against}”", against=against)
 
@@ -286,6 +311,12 @@ def reason(locale: PersonLocale, text: str) -> str:
     return first
 
 
+def _joined(blocks: Sequence[str]) -> str:
+    """`blocks` one per line, or one per paragraph when one of them holds several lines,
+    so that a cut between messages falls between blocks (`split_message`)."""
+    return ("\n\n" if any("\n" in block for block in blocks) else "\n").join(blocks)
+
+
 def _approved(locale: PersonLocale, decision: Decision) -> str:
     lines = [locale._("Saved: {change}", change=describe(locale, c)) for c in decision.applied]
     lines += [
@@ -296,14 +327,14 @@ def _approved(locale: PersonLocale, decision: Decision) -> str:
     ]
     if decision.missing:
         lines.append(_missing(locale, decision.missing))
-    return "\n".join(lines) or locale._(NONE_WAITING)
+    return _joined(lines) or locale._(NONE_WAITING)
 
 
 def _rejected(locale: PersonLocale, dropped: Sequence[StagedChange], missing: Sequence[int]) -> str:
     lines = [locale._("Dropped: {change}", change=describe(locale, c)) for c in dropped]
     if missing:
         lines.append(_missing(locale, missing))
-    return "\n".join(lines) or locale._(NONE_WAITING)
+    return _joined(lines) or locale._(NONE_WAITING)
 
 
 def _missing(locale: PersonLocale, ids: Sequence[int]) -> str:
@@ -311,8 +342,3 @@ def _missing(locale: PersonLocale, ids: Sequence[int]) -> str:
         "Nothing waits as {ids} (decided, expired or never staged); see /memory pending.",
         ids=", ".join(str(i) for i in ids),
     )
-
-
-def _preview(text: str | None, limit: int = 80) -> str:
-    flat = " ".join((text or "").split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Protocol
 
 from gateway.agent.tools import Tool, in_thread, skill_tools
+from gateway.delivery import literal
 from gateway.i18n import N_
 from memory_core import (
     MEMORY_TOOL_SCHEMA,
@@ -31,7 +32,6 @@ from memory_core import (
 )
 
 Notifications = Literal["off", "on", "verbose"]
-PREVIEW_CHARS = 80
 _SIGNS = {"add": "➕", "replace": "✏️", "remove": "➖"}
 MEMORY_UPDATED = N_("Memory updated")
 SKILL_CHANGED = N_("skill '{name}' changed")
@@ -115,7 +115,8 @@ def summary_line(
     nothing changed.
 
     ``on``: "💾 Memory updated · skill 'deploy-checks' patched"; ``verbose``
-    adds one line per memory change (➕ added, ✏️ replaced, ➖ removed).
+    adds one line per memory change (➕ added, ✏️ replaced, ➖ removed), with the whole
+    entry as stored (`gateway.delivery.literal`: no Markdown of its own shows).
     """
     if mode == "off" or not (memory or skills):
         return None
@@ -132,6 +133,6 @@ def summary_line(
 
 
 def _preview(change: MemoryChange) -> str:
+    """The entry a change wrote, whole (for a removal, the text that named the entry)."""
     text = change.content if change.content is not None else (change.old_text or "")
-    text = " ".join(text.split())
-    return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
+    return literal(text.strip())

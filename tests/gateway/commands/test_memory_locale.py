@@ -53,10 +53,13 @@ def add(services: Services, user: str, *entries: str, origin: Origin = REVIEW) -
 
 
 def backdate(services: Services, user: str, at: float) -> None:
-    """Every recorded change of `user`'s USER.md made at `at`."""
+    """Every recorded change of `user`'s USER.md, and every entry, made at `at`."""
     path = ledger.history_path(services.memory.path("user", key(user)))
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     path.write_text("".join(json.dumps({**line, "at": at}) + "\n" for line in lines))
+    records = path.with_name("USER.entries.json")  # who wrote each entry, and when
+    held = json.loads(records.read_text())["entries"]
+    records.write_text(json.dumps({"entries": {t: {**r, "at": at} for t, r in held.items()}}))
 
 
 async def say(
@@ -89,7 +92,7 @@ async def test_memory_and_forget_answer_each_person_in_their_language(services: 
     assert "告诉我要忘记什么" in await say(conversations, "/forget", LI, "zh-hans")
     assert "Tell me what to forget" in await say(conversations, "/forget", ADA)
     forgotten = await say(conversations, "/forget keeps", LI, "zh-hans")  # one entry holds it
-    assert forgotten.startswith("已忘记：Li keeps bees\n（现已使用 ")
+    assert forgotten.startswith("已忘记：Li keeps bees\n这是永久的，撤销也无法恢复。（现已使用 ")
     assert forgotten.endswith(" 字符。）")
     assert await say(conversations, "/forget 9", ADA) == (
         "There is no entry 9: I hold 2 about you, numbered 1 to 2 by /memory."
@@ -179,7 +182,7 @@ async def test_pending_and_its_notice_in_the_persons_language(services: Services
 
     listing = await say(conversations, "/memory pending", LI)
     assert listing.startswith(
-        "等待你批准（1）：\n1. 添加“Blog: https://a.example”（后台学到的（回顾）；"
+        "等待你批准（1）：\n1\\. 添加“Blog: <https://a.example>”（后台学到的（回顾）；"
     )
     assert "它包含链接；我在后台学到的内容需要你批准）" in listing
     assert "，有效至 " in listing
@@ -204,10 +207,10 @@ async def test_pending_and_its_notice_in_the_persons_language(services: Services
     assert [b.label for b in sink.buttons] == ["批准", "拒绝"]
 
     assert await say(conversations, "/memory approve 1", LI) == (
-        "已保存：添加“Blog: https://a.example”"
+        "已保存：添加“Blog: <https://a.example>”"
     )
     assert await say(conversations, "/memory reject all", ADA) == (
-        "Dropped: add “Blog: https://a.example”"
+        "Dropped: add “Blog: <https://a.example>”"
     )
     assert "没有编号为 1 的待批准改动" in await say(conversations, "/memory approve 1", LI)
 
