@@ -113,6 +113,8 @@ if TYPE_CHECKING:
         WriteResult,
     )
     from memory_core.file_memory.backend import MemoryBackend
+    from memory_core.grounding import OwnWords, Said, Support, Verdict, check, superseded
+    from memory_core.grounding.words import distinctive_words
     from memory_core.providers import (
         ENTRY_POINT_GROUP,
         AgentKind,
@@ -279,6 +281,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "UnreadableMemoryError",
         "UnsafeContentError",
     ),
+    "memory_core.grounding": ("OwnWords", "Said", "Support", "Verdict", "check", "superseded"),
+    "memory_core.grounding.words": ("distinctive_words",),
     "memory_core.file_memory": (
         "MEMORY_TOOL_SCHEMA",
         "Approval",
@@ -465,6 +469,7 @@ __all__ = [
     "Operation",
     "Origin",
     "OverBudgetError",
+    "OwnWords",
     "PendingChanges",
     "PersonData",
     "PersonErasedError",
@@ -484,6 +489,7 @@ __all__ = [
     "ReadTimeoutError",
     "ReviewCounters",
     "ReviewDue",
+    "Said",
     "SchemaVersionError",
     "SearchOptions",
     "SearchScope",
@@ -527,6 +533,7 @@ __all__ = [
     "StorageSettings",
     "StoredMessage",
     "StreamingContextScrubber",
+    "Support",
     "Target",
     "TimeWindow",
     "TranscriptMessage",
@@ -536,15 +543,18 @@ __all__ = [
     "UnreadableMemoryError",
     "UnsafeContentError",
     "UserTotals",
+    "Verdict",
     "WriteResult",
     "append_memory_context",
     "atomic_write_text",
+    "check",
     "check_data_dir",
     "check_user_key",
     "current_mark",
     "decode_arguments",
     "default_registry",
     "describe_storage",
+    "distinctive_words",
     "instruction_reasons",
     "make_user_key",
     "migrate_data_dir",
@@ -560,6 +570,7 @@ __all__ = [
     "search_sessions",
     "split_user_key",
     "storage_problem",
+    "superseded",
     "working",
     "wrap_memory_context",
 ]
