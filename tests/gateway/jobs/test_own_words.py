@@ -14,6 +14,7 @@ from gateway.adapters.telegram_adapter import TelegramAdapter
 from gateway.config import TelegramConfig
 from gateway.jobs.extraction import EXTRACTION_SYSTEM, extract_session
 from gateway.jobs.grounding import NOT_SAID_CODE
+from gateway.messages import FORWARD_MARK
 from memory_core import recall_scope
 from tests.fakes.base import wait_until
 from tests.fakes.openai import FakeOpenAI, ToolCall
@@ -176,7 +177,7 @@ async def test_a_message_forwarded_on_telegram_is_not_the_persons_words(
     assert await bot.user_entries(str(ALICE)) == ("Is vegetarian",)
     assert tool_results(fake)[0]["code"] == NOT_SAID_CODE
     assert stored(config.home, f"telegram-{ALICE}") == [
-        ("user", "I'm allergic to peanuts", 0),
+        ("user", f"{FORWARD_MARK.format(origin=', from Dana')}\nI'm allergic to peanuts", 0),
         ("assistant", "Dana seems to avoid peanuts.", 1),
         ("user", "and I'm vegetarian myself", 1),
         ("assistant", "Noted.", 1),
