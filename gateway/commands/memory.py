@@ -1,18 +1,22 @@
 """/memory and /forget: what the bot keeps about a person, and removing one entry.
 
-`/memory` lists the person's USER.md entries, numbered, each with who wrote it
-and when, with the usage of its budget; admins also see MEMORY.md, numbered on
-its own, its entries with their origin and date too (an admin's write shows as
-"an admin", never which one). `/memory history`, `/memory undo [N]` and `/memory archive` are in
-`gateway.commands.memory_history`. `/forget <number>`
-removes that entry of USER.md; `/forget <text>` removes the one entry holding
-the text (case-insensitive). When several hold it, they are offered as choices
-(buttons where the platform has them; ``/forget #N`` everywhere) bound to the
-person and to the version of the file they were listed from: a pick made after
-the file changed is refused, never applied to a different entry. Only the
-person's own USER.md is ever read or changed, and only in a private chat (in a
-group it would be shown to everyone there). `/forget all` belongs to
-`gateway.commands.erase`.
+`/memory` lists the person's USER.md entries, numbered, each whole with who wrote
+it and when (marked when it keeps no evidence), with the usage of its budget;
+admins also see MEMORY.md, numbered on its own, its entries with their origin and
+date too (an admin's write shows as "an admin", never which one). `/memory
+history`, `/memory undo [N]`, `/memory archive` and `/memory why N` are in
+`gateway.commands.memory_history`.
+
+`/forget <number>` forgets that entry of USER.md; `/forget <text>` the one entry,
+live or in the archive, holding the text (case-insensitive). Forgetting is for
+good (`MemoryBackend.forget`: every copy of the text goes, and no undo brings it
+back); the person's messages it rested on are then redacted too, through the
+`forget_words` callable. When several entries hold the text, they are offered as
+choices (buttons where the platform has them; ``/forget #N`` everywhere) bound to
+the person and to the version of what they were listed from: a pick made after it
+changed is refused, never applied to a different entry. Only the person's own
+USER.md is ever read or changed, and only in a private chat (in a group it would
+be shown to everyone there). `/forget all` belongs to `gateway.commands.erase`.
 """
 
 from __future__ import annotations
@@ -33,16 +37,14 @@ from gateway.commands.registry import (
     PendingChoice,
     SessionControl,
 )
+from gateway.delivery.literal import literal
 from gateway.errors import ChoiceRefusedError
 from gateway.i18n import N_
 from gateway.messages import CommandArgument
 from memory_core import (
     MemoryBackend,
-    MemoryEditError,
     MemoryFileError,
     MemoryState,
-    NoMatchError,
-    Operation,
     Origin,
 )
 
@@ -51,6 +53,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 H = TypeVar("H", bound=Callable[..., Awaitable[CommandReply]])
+ForgetWords = Callable[[str, tuple[int, ...], tuple[str, ...]], Awaitable[None]]
+"""Redacts a person's messages an entry they forgot rested on: (user_key, message ids,
+the entries' texts)."""
 PREVIEW_CHARS = 100
 FORGET_NAME = "forget"  # the command's name, which its pending choices are offered under
 IN_PRIVATE = N_(
@@ -60,10 +65,11 @@ IN_PRIVATE = N_(
 MAX_DIGITS = 6  # more than any USER.md holds entries
 HISTORY_SHOWN = 20  # the changes /memory history lists
 MEMORY_USAGE = N_(
-    "/memory shows what I remember about you; /memory history the latest changes; "
-    "/memory undo (or /memory undo N) reverts one; /memory archive what was moved out "
-    "of a full memory."
+    "/memory shows what I remember about you; /memory why N what entry N rests on; "
+    "/memory history the latest changes; /memory undo (or /memory undo N) reverts one; "
+    "/memory archive what was moved out of a full memory."
 )
+WHY_USAGE = N_("Send /memory why N with the number of an entry from /memory; nothing was changed.")
 _NUMBER = re.compile(r"(?P<pick>#)?(?P<digits>[0-9]+)")  # ASCII digits only
 TOO_LONG = N_(
     "That number is far larger than the number of entries I keep, so nothing was removed. "
@@ -94,9 +100,9 @@ def memory_command(
     discard_export: Callable[[str], object] | None = None,
 ) -> Command:
     """/memory over `memory`: the person's USER.md, numbered, each entry with its origin
-    (admins: MEMORY.md too), and its subcommands `history`, `undo [N]` and `archive`
-    (`gateway.commands.memory_history`); after an undo `open_sessions` rebuild the
-    person's prompts and `discard_export(user_key)` drops their pending /export file."""
+    (admins: MEMORY.md too), and its subcommands `history`, `undo [N]`, `archive` and
+    `why N` (`gateway.commands.memory_history`); after an undo `open_sessions` rebuild
+    the person's prompts and `discard_export(user_key)` drops their pending /export file."""
 
     async def show(ctx: CommandContext) -> CommandReply:
         locale = ctx.locale
@@ -112,15 +118,20 @@ def memory_command(
             return await history.undo(locale, memory, key, rest, open_sessions, discard_export)
         if sub == "archive":
             return CommandReply(history.archive_text(locale, memory.archived(key)))
+        if sub == "why":
+            return CommandReply(_why(locale, memory, key, rest))
         if sub:
             return CommandReply(locale._(MEMORY_USAGE))
         return CommandReply(_listing(locale, memory, key, ctx.is_admin))
 
     return Command(
         "memory",
-        N_("show what I remember about you (/memory history, /memory undo, /memory archive)"),
+        N_(
+            "show what I remember about you (/memory why N, /memory history, /memory undo, "
+            "/memory archive)"
+        ),
         _guarded(show),
-        arguments=(CommandArgument("what", N_("history, undo [N] or archive"), False),),
+        arguments=(CommandArgument("what", N_("why N, history, undo [N] or archive"), False),),
         needs_session=True,  # an undo rebuilds the person's prompts: not under a running turn
     )
 
@@ -132,7 +143,10 @@ def _listing(locale: PersonLocale, memory: MemoryBackend, key: str, is_admin: bo
     if state.entries:
         used = history.usage(locale, state.chars, state.limit)
         lines = [locale._("What I remember about you ({usage}):", usage=used)]
-        lines += history.entry_lines(locale, memory.origins("user", key))
+        origins = memory.origins("user", key)
+        lines += history.entry_lines(locale, origins, mark=True)
+        if any(not o.evidence for o in origins):
+            lines.append(locale._(history.NO_EVIDENCE_LEGEND))
         lines.append(
             locale._("Send /forget <number> to remove one, /memory history for the changes.")
         )
@@ -146,16 +160,41 @@ def _listing(locale: PersonLocale, memory: MemoryBackend, key: str, is_admin: bo
     return "\n".join(lines)
 
 
+def _why(locale: PersonLocale, memory: MemoryBackend, key: str, args: str) -> str:
+    """/memory why N: entry N of /memory, whole, with its writer and evidence."""
+    number = _NUMBER.fullmatch(args)
+    if number is None or number["pick"] or len(number["digits"]) > MAX_DIGITS:
+        return locale._(WHY_USAGE)
+    origins = memory.origins("user", key)
+    index = int(number["digits"])
+    if not 1 <= index <= len(origins):
+        if not origins:
+            return locale._("I don't remember anything about you yet.")
+        return _no_entry(locale, index, len(origins))
+    return history.why_text(locale, index, origins[index - 1])
+
+
+def _no_entry(locale: PersonLocale, number: int, count: int) -> str:
+    return locale.n_(
+        "There is no entry {number}: I hold {n} about you, numbered 1 to {n} by /memory.",
+        "There is no entry {number}: I hold {n} about you, numbered 1 to {n} by /memory.",
+        count,
+        number=number,
+    )
+
+
 def forget_command(
     memory: MemoryBackend,
     choices: PendingChoices,
     open_sessions: SessionControl,
     discard_export: Callable[[str], object] | None = None,
+    forget_words: ForgetWords | None = None,
 ) -> Command:
-    """/forget <number or text> over `memory`; several matches are offered as `choices`,
-    `open_sessions` rebuild the person's prompts once an entry is gone, and
+    """/forget <number or text> over `memory`; several matches are offered as `choices`.
+    Once an entry is forgotten, `forget_words(user_key, message ids, texts)` redacts the
+    person's messages it rested on, `open_sessions` rebuild their prompts without it, and
     `discard_export(user_key)` deletes their pending /export file, which still holds it."""
-    forget = _Forget(memory, choices, open_sessions, discard_export)
+    forget = _Forget(memory, choices, open_sessions, discard_export, forget_words)
     return Command(
         FORGET_NAME,
         N_("forget one thing I remember about you (/forget all: everything)"),
@@ -169,7 +208,7 @@ def forget_command(
 
 
 class _Forget:
-    """/forget of one USER.md entry, bound to the store, the choices and the open sessions."""
+    """/forget of one entry, bound to the store, the choices and the open sessions."""
 
     def __init__(
         self,
@@ -177,11 +216,13 @@ class _Forget:
         choices: PendingChoices,
         open_sessions: SessionControl,
         discard_export: Callable[[str], object] | None,
+        forget_words: ForgetWords | None,
     ) -> None:
         self._memory = memory
         self._choices = choices
         self._sessions = open_sessions
         self._discard_export = discard_export
+        self._forget_words = forget_words
 
     async def handle(self, ctx: CommandContext) -> CommandReply:
         args, locale = ctx.args.strip(), ctx.locale
@@ -217,13 +258,19 @@ class _Forget:
             )
         return await self._forget_text(ctx, state, args)
 
+    def _held(self, key: str, state: MemoryState) -> tuple[str, ...]:
+        """The person's entries, then those of their archive not also live."""
+        archived = [a.text for a in self._memory.archived(key) if a.text not in state.entries]
+        return (*state.entries, *dict.fromkeys(archived))
+
     async def _forget_text(
         self, ctx: CommandContext, state: MemoryState, args: str
     ) -> CommandReply:
-        """Forget the one entry holding `args`, or offer the several that do."""
+        """Forget the one entry (live or archived) holding `args`, or offer those that do."""
         locale = ctx.locale
         needle = args.casefold()
-        hits = [entry for entry in state.entries if needle in entry.casefold()]
+        held = self._held(ctx.identity.user_key, state)
+        hits = [entry for entry in held if needle in entry.casefold()]
         if not hits:
             return CommandReply(
                 locale._("Nothing I remember about you contains “{text}”.", text=_preview(args))
@@ -231,7 +278,7 @@ class _Forget:
         if len(hits) == 1:
             return await self._remove(ctx, hits[0])
         options = [(_preview(entry), entry) for entry in hits]
-        version = entries_version(state.entries)
+        version = entries_version(held)
         offered = self._choices.offer(ctx.identity.user_key, FORGET_NAME, options, version)
         return CommandReply(
             locale.n_(
@@ -254,22 +301,14 @@ class _Forget:
                 return CommandReply(
                     locale._("I don't remember anything about you, so there is nothing to forget.")
                 )
-            return CommandReply(
-                locale.n_(
-                    "There is no entry {number}: I hold {n} about you, numbered 1 to {n} "
-                    "by /memory.",
-                    "There is no entry {number}: I hold {n} about you, numbered 1 to {n} "
-                    "by /memory.",
-                    count,
-                    number=number,
-                )
-            )
+            return CommandReply(_no_entry(locale, number, count))
         return await self._remove(ctx, state.entries[number - 1])
 
     async def apply_choice(self, ctx: CommandContext, picked: PendingChoice) -> CommandReply:
-        """Forget the entry `picked` names, if USER.md is still as it was when offered."""
+        """Forget the entry `picked` names, if the entries are still as they were when offered."""
         state = self._memory.read("user", ctx.identity.user_key)
-        if entries_version(state.entries) != picked.version or picked.value not in state.entries:
+        held = self._held(ctx.identity.user_key, state)
+        if entries_version(held) != picked.version or picked.value not in held:
             return CommandReply(
                 ctx.locale._(
                     "What I remember about you changed since that list was made, so I removed "
@@ -279,25 +318,25 @@ class _Forget:
         return await self._remove(ctx, picked.value)
 
     async def _remove(self, ctx: CommandContext, entry: str) -> CommandReply:
-        """Remove `entry`; the person's open sessions then rebuild their prompts without it."""
+        """Forget `entry` for good; the messages it rested on are redacted, and the person's
+        open sessions rebuild their prompts without it."""
         key, locale = ctx.identity.user_key, ctx.locale
-        try:
-            removal = [Operation("remove", old_text=entry)]
-            result = self._memory.apply("user", key, removal, Origin("person"))
-        except NoMatchError:
+        result = self._memory.forget(key, [entry], Origin("person"))
+        if not result.forgotten:
             return CommandReply(locale._("That entry is already gone; nothing else was changed."))
-        except MemoryEditError as exc:  # e.g. its neighbours, joined, read as an injection
-            return CommandReply(
-                locale._(
-                    "I couldn't remove that entry, so nothing changed: {reason}", reason=str(exc)
-                )
-            )
+        if self._forget_words is not None:  # the words it rested on go from the sessions too
+            await self._forget_words(key, result.message_ids, result.forgotten)
         await self._sessions.refresh_prompts(key)  # no stored prompt may still carry the entry
         if self._discard_export is not None:  # nor a copy waiting to be fetched
             self._discard_export(key)
-        used = history.usage(locale, result.state.chars, result.state.limit)
+        state = self._memory.read("user", key)
+        used = history.usage(locale, state.chars, state.limit)
         return CommandReply(
-            locale._("Forgotten: {entry}\n({usage} now used.)", entry=entry, usage=used)
+            locale._(
+                "Forgotten: {entry}\nThat is for good: no undo brings it back. ({usage} now used.)",
+                entry=literal(entry),
+                usage=used,
+            )
         )
 
 

@@ -5,10 +5,13 @@
 the operator's). `/memory history` lists their recent changes, numbered by the
 change's id; `/memory undo` reverts the latest change still in force and
 `/memory undo N` change N, each recorded as a change of its own (refused in one
-line when a later change touched the same entry). `/memory archive` lists the
-entries moved out of a full USER.md. Only the person's own files are read.
-Every line is in the person's language and every date in their time zone
-(`PersonLocale`).
+line when a later change touched the same entry, or when it was about an entry
+the person forgot: `/forget` is for good). `/memory archive` lists the entries
+moved out of a full USER.md. `/memory why N` shows entry N whole, who wrote it
+and when, and the person's messages it rests on (its evidence). Only the
+person's own files are read. Entry text is shown whole and exactly as stored
+(`literal`: no Markdown of it is rendered). Every line is in the person's
+language and every date in their time zone (`PersonLocale`).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from gateway.commands.registry import CommandReply, SessionControl
+from gateway.delivery.literal import literal
 from gateway.i18n import N_
 from memory_core import (
     ArchivedEntry,
@@ -33,7 +37,12 @@ if TYPE_CHECKING:
     from gateway.person_locale import PersonLocale
 
 HISTORY_SHOWN = 20
-PREVIEW_CHARS = 80
+NO_EVIDENCE_MARK = "†"
+"""Follows an entry of /memory that keeps no evidence (explained by `NO_EVIDENCE_LEGEND`)."""
+NO_EVIDENCE_LEGEND = N_(
+    "† keeps no evidence: written by the operator, by hand, or before evidence was kept. "
+    "/memory why N shows what an entry rests on."
+)
 _UNDO_NUMBER = re.compile(r"#?(?P<digits>[0-9]{1,9})")
 
 ORIGIN_LABELS = {
@@ -42,6 +51,7 @@ ORIGIN_LABELS = {
     "extraction": N_("learned in the background (end of a conversation)"),
     "operator": N_("the operator"),
     "admin": N_("an admin"),
+    "withdrawn": N_("withdrawn: source edited"),
 }
 """Who wrote an entry, by `Origin.kind`: copies of memory_core's English labels (it cannot
 mark them for the catalogs), translated where shown."""
@@ -65,6 +75,10 @@ UNDO_REFUSALS = (
     N_(
         "Change {change_id} can't be undone: it no longer fits (the memory would be at "
         "{chars}/{limit} characters); remove an entry first."
+    ),
+    N_(
+        "Change {change_id} can't be undone: it was about an entry you asked me to forget, "
+        "and that is for good."
     ),
 )
 """Copies of `UndoRefusedError`'s templates (memory_core's `UNDO_REFUSALS`; it cannot mark
@@ -95,18 +109,54 @@ def when(locale: PersonLocale, at: float | None) -> str:
     return locale.day(at)
 
 
-def entry_lines(locale: PersonLocale, origins: Sequence[EntryOrigin]) -> list[str]:
-    """The entries numbered from 1, each followed by who wrote it and when."""
+def entry_lines(
+    locale: PersonLocale, origins: Sequence[EntryOrigin], mark: bool = False
+) -> list[str]:
+    """The entries numbered from 1, each whole and followed by who wrote it and when;
+    with `mark`, those keeping no evidence end with `NO_EVIDENCE_MARK`."""
     return [
         locale._(
             "{number}. {text} ({origin}, {when})",
             number=i,
-            text=o.text,
+            text=literal(o.text),
             origin=origin_label(locale, o.origin),
             when=when(locale, o.at),
         )
+        + (f" {NO_EVIDENCE_MARK}" if mark and not o.evidence else "")
         for i, o in enumerate(origins, start=1)
     ]
+
+
+def why_text(locale: PersonLocale, number: int, entry: EntryOrigin) -> str:
+    """The reply to /memory why N: entry N whole, who wrote it and when, and its evidence."""
+    lines = [
+        locale._("Entry {number}, as I keep it:", number=number),
+        literal(entry.text),
+        locale._(
+            "Written by {origin} ({when}).",
+            origin=origin_label(locale, entry.origin),
+            when=when(locale, entry.at),
+        ),
+    ]
+    if not entry.evidence:
+        lines.append(_no_evidence(locale, entry))
+        return "\n".join(lines)
+    lines.append(locale._("It rests on these words of yours:"))
+    lines += [
+        locale._("- “{span}” (message {id})", span=literal(e.span), id=e.message_id)
+        for e in entry.evidence
+    ]
+    return "\n".join(lines)
+
+
+def _no_evidence(locale: PersonLocale, entry: EntryOrigin) -> str:
+    if entry.at is None:
+        return locale._("No evidence: it was written by hand on disk.")
+    if entry.origin.kind in ("operator", "admin"):
+        return locale._(
+            "No evidence: it was written by {origin}.", origin=origin_label(locale, entry.origin)
+        )
+    return locale._("No evidence: it was written before evidence was kept.")
 
 
 def history_text(locale: PersonLocale, changes: Sequence[LedgerChange]) -> str:
@@ -131,6 +181,10 @@ def history_text(locale: PersonLocale, changes: Sequence[LedgerChange]) -> str:
 def describe(locale: PersonLocale, change: LedgerChange) -> str:
     """One change in a few words: ``added “…”``, ``replaced “…” with “…”``, …"""
     before, after = _quoted(change.before), _quoted(change.after)
+    if change.action == "forget":
+        return locale._("forgot an entry for good")
+    if change.action == "forgotten":
+        return locale._("a change to an entry since forgotten")
     if change.action == "undo":
         if change.before is None:
             return locale._("undid #{id}: brought back {after}", id=change.undoes, after=after)
@@ -165,7 +219,7 @@ def archive_text(locale: PersonLocale, archived: Sequence[ArchivedEntry]) -> str
             locale._(
                 "- {text}\n  ({origin}; archived {day} by change #{id}: /memory undo {id} "
                 "brings it back)",
-                text=item.text,
+                text=literal(item.text),
                 origin=origin_label(locale, item.origin),
                 day=when(locale, item.at),
                 id=item.change_id,
@@ -217,9 +271,5 @@ async def undo(
 
 
 def _quoted(text: str | None) -> str:
-    if text is None:
-        return ""
-    flat = " ".join(text.split())
-    if len(flat) > PREVIEW_CHARS:
-        flat = flat[: PREVIEW_CHARS - 1] + "…"
-    return f"“{flat}”"
+    """An entry in quotes, whole and as stored."""
+    return "" if text is None else f"“{literal(text)}”"

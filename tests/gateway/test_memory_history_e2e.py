@@ -1,9 +1,9 @@
 """Origins, history and undo seen from a real `mnemo chat` with the scripted fake model.
 
 The person tells the bot two things; the turn's memory tool saves one (hers) and
-the background review the other (learned): `/memory` shows who wrote each, and
-`/memory history` and `/memory undo` bring back an entry she removed and take
-away one the review added.
+the background review the other (learned): `/memory` shows who wrote each; she
+forgets hers, which `/memory history` shows only as forgotten and `/memory undo`
+cannot bring back, and `/memory undo` takes away the one the review added.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ SCRIPT = [
 
 @pytest.mark.slow  # two real processes, start to exit
 @pytest.mark.parametrize("model", [SCRIPT], indirect=True)
-def test_memory_shows_origins_and_undo_restores_and_removes(chat_factory: Any) -> None:  # noqa: F811
+def test_memory_shows_origins_forget_is_for_good_and_undo_removes(chat_factory: Any) -> None:  # noqa: F811
     chat = chat_factory("memory: {nudge_interval: 1, notifications: verbose}\n")
     chat.type(FIRST)
     chat.read_until(f"➕ {LEARNED}")  # the review's write is on disk
@@ -53,18 +53,15 @@ def test_memory_shows_origins_and_undo_restores_and_removes(chat_factory: Any) -
     chat.type("/memory history")
     end = chat.read_until("Send /memory undo")
     history = chat.lines[end - 3 : end]
-    assert history[0].startswith("#3 ") and f"removed “{HERS}” (you)" in history[0]
-    assert f"added “{HERS}” (you)" in history[1]
+    assert history[0].startswith("#3 ") and history[0].endswith("forgot an entry for good (you)")
+    assert history[1].startswith("#2 ") and "an entry since forgotten (you)" in history[1]
     assert f"added “{LEARNED}” (learned in the background (review))" in history[2]
 
-    chat.type("/memory undo")  # the removal: her entry is back
-    chat.read_until(f"Undone #3: undid #3: brought back “{HERS}”.")
-    assert HERS in chat.profile()
-
-    chat.type("/memory undo 1")  # the review's add: gone
+    chat.type("/memory undo 2")  # her entry: forgotten for good
+    chat.read_until("Change 2 can't be undone: it was about an entry you asked me to forget")
+    chat.type("/memory undo")  # the latest it may: the review's add, gone
     chat.read_until(f"Undone #1: undid #1: removed “{LEARNED}”.")
     chat.type("/memory")
-    end = chat.read_until("Send /forget")
-    assert chat.lines[end - 1].startswith(f"1. {HERS} (you, ")  # it keeps its first writer
+    chat.read_until("I don't remember anything about you yet.")
     chat.quit()
-    assert LEARNED not in chat.profile() and HERS in chat.profile()
+    assert LEARNED not in chat.profile() and HERS not in chat.profile()

@@ -13,11 +13,14 @@ from pathlib import Path
 import pytest
 
 from gateway.app import Services, open_services
+from gateway.commands.choices import PendingChoices
+from gateway.commands.memory import forget_command
+from gateway.commands.registry import CommandContext
 from gateway.config import load_config
 from gateway.conversation import Conversations
-from gateway.messages import InboundMessage
+from gateway.messages import InboundMessage, MessageIdentity
 from gateway.service import run_console
-from memory_core import FileMemoryStore, Operation
+from memory_core import Evidence, FileMemoryStore, Operation, Origin
 from tests.fakes.base import serving_in_thread
 from tests.fakes.openai import FakeOpenAI
 from tests.gateway.processes import run_mnemo
@@ -70,9 +73,75 @@ async def say(conversations: Conversations, text: str, user: str = ADA) -> str:
 async def test_one_match_is_removed_and_echoed(services: Services, fake: FakeOpenAI) -> None:
     conversations = serving(services)
     reply = await say(conversations, "/forget MANCHESTER")
-    assert "Forgotten: Ada lives in Manchester" in reply
+    assert reply.startswith(
+        "Forgotten: Ada lives in Manchester\nThat is for good: no undo brings it back. ("
+    )
     assert entries(services) == ENTRIES[:2]
     assert fake.requests == []
+
+
+async def test_a_forgotten_entry_is_in_no_file_and_no_undo_brings_it_back(
+    services: Services,
+) -> None:
+    conversations = serving(services)
+    await say(conversations, "/forget manchester")
+    undone = await say(conversations, "/memory undo")  # the latest change it may revert
+    assert undone == f"Undone #2: undid #2: removed “{ENTRIES[1]}”."
+    assert await say(conversations, "/memory undo 3") == (
+        "Change 3 can't be undone: it was about an entry you asked me to forget, and that "
+        "is for good."
+    )
+    assert entries(services) == ENTRIES[:1]
+    home = services.config.home
+    holding = [p for p in home.rglob("*") if p.is_file() and b"in Manchester" in p.read_bytes()]
+    assert holding == []
+
+
+class Sessions:
+    """The open sessions, as far as /forget uses them: whose prompts were rebuilt."""
+
+    def __init__(self) -> None:
+        self.refreshed: list[str] = []
+
+    async def end(self, session_key: str, reason: str) -> None: ...
+
+    async def drop_person(self, user_key: str) -> None: ...
+
+    async def refresh_prompts(self, user_key: str) -> None:
+        self.refreshed.append(user_key)
+
+    async def stop(self, session_key: str) -> bool:
+        return False
+
+
+async def test_the_words_it_rested_on_are_redacted_before_the_prompts_are_rebuilt(
+    services: Services,
+) -> None:
+    key = f"telegram-{ADA}"
+    said = (Evidence(11, "I've lived in Manchester since May"), Evidence(12, "Manchester!"))
+    removal = [Operation("remove", old_text="Manchester")]
+    services.memory.apply("user", key, removal)
+    grounded = Operation("add", content="Ada lives in Manchester", evidence=said)
+    services.memory.apply("user", key, [grounded], Origin("person", 3))
+    calls: list[tuple[object, ...]] = []
+    sessions = Sessions()
+
+    async def forget_words(user_key: str, ids: tuple[int, ...], texts: tuple[str, ...]) -> None:
+        calls.append((user_key, ids, texts, list(sessions.refreshed)))
+
+    command = forget_command(
+        services.memory, PendingChoices(), sessions, lambda k: calls.append(("export", k)),
+        forget_words,
+    )  # fmt: skip
+    msg = message("/forget 3")
+    ctx = CommandContext(msg, MessageIdentity.of(msg), "3", False, services.locales.of_message(msg))
+    reply = await command.handler(ctx)
+    assert reply.text.startswith("Forgotten: Ada lives in Manchester\n")
+    assert calls == [
+        (key, (11, 12), ("Ada lives in Manchester",), []),  # before any prompt is rebuilt
+        ("export", key),
+    ]
+    assert sessions.refreshed == [key]
 
 
 async def test_a_number_from_memory_removes_that_entry(

@@ -31,13 +31,22 @@ def add(services: Services, user: str, text: str, origin: Origin) -> None:
 
 
 async def say(
-    conversations: Conversations, text: str, user: str = ADA, chat_type: str = "private"
+    conversations: Conversations,
+    text: str,
+    user: str = ADA,
+    chat_type: str = "private",
+    language: str | None = None,
 ) -> str:
     sink = ListSink()
     chat = user if chat_type == "private" else "-5"
     await conversations.handle(
         InboundMessage(
-            platform="telegram", chat_id=chat, chat_type=chat_type, user_id=user, text=text
+            platform="telegram",
+            chat_id=chat,
+            chat_type=chat_type,
+            user_id=user,
+            text=text,
+            language=language,
         ),
         sink,
     )
@@ -58,7 +67,9 @@ async def test_memory_lists_origins_history_and_undo(services: Services, fake: F
     assert "1. Ada keeps bees (you, " in listing
     assert "2. Ada plays the cello (learned in the background (review), " in listing
 
-    await say(conversations, "/forget 1")
+    services.memory.apply(
+        "user", f"telegram-{ADA}", [Operation("remove", old_text="bees")], Origin("person", 1)
+    )
     history = await say(conversations, "/memory history")
     lines = history.splitlines()
     assert lines[1].startswith("#3 ") and "removed “Ada keeps bees” (you)" in lines[1]
@@ -76,6 +87,50 @@ async def test_memory_lists_origins_history_and_undo(services: Services, fake: F
     assert entries(services, BOB) == ("Bob sails a ketch",)
     assert "ketch" not in await say(conversations, "/memory history")
     assert fake.requests == []
+
+
+async def test_a_forgotten_entry_leaves_its_place_in_the_history_and_no_undo(
+    services: Services, fake: FakeOpenAI
+) -> None:
+    add(services, ADA, "Ada keeps bees", Origin("person", 1))
+    add(services, ADA, "Ada plays the cello", REVIEW)
+    conversations = serving(services)
+    reply = await say(conversations, "/forget bees")
+    assert reply.startswith("Forgotten: Ada keeps bees\nThat is for good: no undo brings it back.")
+
+    lines = (await say(conversations, "/memory history")).splitlines()
+    assert lines[1].startswith("#3 ") and lines[1].endswith("· forgot an entry for good (you)")
+    assert "added “Ada plays the cello”" in lines[2]
+    assert lines[3].startswith("#1 ") and "a change to an entry since forgotten (you)" in lines[3]
+    assert "bees" not in "\n".join(lines)
+
+    for number in ("1", "3"):
+        assert await say(conversations, f"/memory undo {number}") == (
+            f"Change {number} can't be undone: it was about an entry you asked me to forget, "
+            "and that is for good."
+        )
+    assert entries(services) == ("Ada plays the cello",)
+    undone = await say(conversations, "/memory undo")  # the latest it may: the review's add
+    assert undone == "Undone #2: undid #2: removed “Ada plays the cello”."
+    assert entries(services) == ()
+    assert fake.requests == []
+
+
+async def test_a_withdrawn_entry_is_labelled_and_undone_like_any_change(
+    services: Services,
+) -> None:
+    add(services, ADA, "Ada lives in Porto", Origin("person", 1))
+    removal = [Operation("remove", old_text="Porto")]
+    services.memory.apply("user", f"telegram-{ADA}", removal, Origin("withdrawn", 1))
+    conversations = serving(services)
+    history = (await say(conversations, "/memory history")).splitlines()
+    assert history[1].endswith("removed “Ada lives in Porto” (withdrawn: source edited)")
+    assert await say(conversations, "/memory undo") == (
+        "Undone #2: undid #2: brought back “Ada lives in Porto”."
+    )
+    assert "1. Ada lives in Porto (you, " in await say(conversations, "/memory")
+    chinese = await say(conversations, "/memory history", language="zh")
+    assert "（已撤回：来源已被编辑）" in chinese
 
 
 async def test_undo_refused_after_a_later_change_says_so_in_one_line(services: Services) -> None:
@@ -116,6 +171,12 @@ async def test_a_full_memory_archives_background_entries_listed_and_recalled(
     assert "Lisbon" not in await say(conversations, "/recall lisbon", BOB)
     in_group = await say(conversations, "/recall lisbon", ADA, chat_type="group")
     assert "Lisbon near" not in in_group  # her profile is never shown in a group
+
+    forgotten = await say(conversations, "/forget lisbon")  # it finds the archived entry too
+    assert forgotten.startswith("Forgotten: Ada once lived in Lisbon near the river\n")
+    assert "Nothing of yours" in await say(conversations, "/memory archive")
+    assert "Lisbon" not in await say(conversations, "/recall lisbon river")
+    assert "Lisbon" not in await say(conversations, "/memory history")
 
 
 async def test_memory_history_is_private_only(services: Services) -> None:
