@@ -17,6 +17,7 @@ from tests.fakes.base import wait_until
 from tests.fakes.telegram import FakeTelegram
 from tests.gateway.adapters.inboxes import Inbox
 from tests.gateway.adapters.test_telegram_adapter import MENTION, TOKEN, _seen, _texts, running
+from tests.gateway.adapters.test_telegram_webhook import hook_url, replica
 
 
 @pytest.fixture
@@ -193,3 +194,19 @@ async def test_an_update_kind_the_bot_did_not_ask_for_never_reaches_it(tg: FakeT
         await _texts(tg, 42)
     assert [u.get("channel_post") for u in tg.dropped] == [post]
     assert tg.allowed_updates == ["message", "edited_message", "callback_query"]
+
+
+async def test_over_the_webhook_an_edit_reaches_edited_and_is_answered_200(
+    tg: FakeTelegram,
+) -> None:
+    url, inbox = hook_url(), Inbox()
+    tg.webhook_targets = [url]
+    async with replica(tg, inbox, url):
+        first = tg.inject_text(42, 42, "I live in Lisbon")
+        await tg.wait_until(lambda: tg.chat_texts(42) == ["echo: I live in Lisbon"])
+        edit = tg.inject_edited_text(42, 42, first["message"]["message_id"], "in Porto")
+        await tg.wait_until(lambda: tg.webhook_answered(edit["update_id"]) == 1)
+    assert [(e.message_id, e.text) for e in inbox.edits] == [
+        (str(first["message"]["message_id"]), "in Porto")
+    ]
+    assert tg.chat_texts(42) == ["echo: I live in Lisbon"]
