@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_core.errors import OverBudgetError
+from memory_core.errors import MemoryFileError, OverBudgetError
 from memory_core.file_memory.edits import Operation
 from memory_core.file_memory.ledger import (
     HISTORY_LIMIT,
@@ -18,7 +18,7 @@ from memory_core.file_memory.ledger import (
     append_changes,
     read_changes,
 )
-from memory_core.file_memory.origin import OPERATOR, Origin
+from memory_core.file_memory.origin import OPERATOR, Evidence, Origin
 from memory_core.file_memory.store import FileMemoryStore
 
 ALICE, BOB = "telegram-1", "telegram-2"
@@ -288,3 +288,49 @@ def test_concurrent_writers_never_lose_or_reuse_a_history_line(tmp_path: Path) -
     assert [c.id for c in alice] == list(range(1, 51))
     assert {c.after for c in alice} == set(store.read("user", ALICE).entries)
     assert all(c.after is not None and c.after.startswith("bob") for c in bob) and len(bob) == 25
+
+
+def test_who_wrote_each_entry_is_kept_with_the_entries(store: FileMemoryStore) -> None:
+    said = (Evidence(5, "I like tea"),)
+    store.apply("user", ALICE, [Operation("add", content="Likes tea", evidence=said)], ME)
+    add(store, "Plays chess", REVIEW)
+    records = store.path("user", ALICE).with_name("USER.entries.json")
+    assert stat.S_IMODE(records.stat().st_mode) == 0o600
+    held = json.loads(records.read_text())["entries"]
+    assert held["Likes tea"]["origin"] == ME.as_json()
+    assert held["Likes tea"]["evidence"] == [{"message_id": 5, "span": "I like tea"}]
+    assert held["Plays chess"]["origin"] == REVIEW.as_json()
+    history = store.path("user", ALICE).with_name("USER.history.jsonl")
+    history.write_text("")  # the history trimmed (or lost): the entries keep their writers
+    assert [(o.origin, o.evidence) for o in store.origins("user", ALICE)] == [
+        (ME, said),
+        (REVIEW, ()),
+    ]
+    assert store.record_names(ALICE) == []  # not a person record
+    with pytest.raises(MemoryFileError, match="invalid record name"):
+        store.peek_record(ALICE, "USER.entries.json")
+
+
+def test_a_folder_from_before_the_entries_file_falls_back_to_the_history(
+    store: FileMemoryStore,
+) -> None:
+    add(store, "Likes tea")
+    add(store, "Plays chess", REVIEW)
+    records = store.path("user", ALICE).with_name("USER.entries.json")
+    records.unlink()
+    assert [o.origin for o in store.origins("user", ALICE)] == [ME, REVIEW]
+    add(store, "Sails", OPERATOR)  # the next write keeps what the history told
+    held = json.loads(records.read_text())["entries"]
+    assert [held[t]["origin"]["kind"] for t in held] == ["person", "review", "operator"]
+
+
+def test_erasing_an_admin_drops_their_name_from_the_shared_entries_too(
+    store: FileMemoryStore,
+) -> None:
+    admin = Origin("admin", 3, ALICE)
+    store.apply("memory", None, [Operation("add", content="Backups run nightly")], admin)
+    records = store.path("memory").with_name("MEMORY.entries.json")
+    assert ALICE in records.read_text()
+    store.erase_user(ALICE)
+    assert ALICE not in records.read_text()
+    assert store.origins("memory")[0].origin == Origin("admin", 3)
