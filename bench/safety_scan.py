@@ -1,6 +1,6 @@
 """Safety scan: worst-case timings before and after RE2, throughput, labelled-set figures.
 
-Run: .venv/bin/python bench/safety_scan.py
+Run: .venv/bin/python bench/safety_scan.py [--grounding] (only the grounding figures)
 
 For the labelled set (tune and holdout apart) and the blind set written
 without the rules (tests/data/safety_blind.jsonl, if present), it prints: the
@@ -14,28 +14,58 @@ these aggregate rates are printed for the blind set, never an entry.
 "Before" is the single-module scan as it was before issue 10 (taken from git
 history), run in a subprocess that is killed after 10 s; "after" is the
 current `memory_core.safety`, best of three runs.
+
+Grounding (issue 34), on the case table tests/data/grounding_cases.jsonl: the
+old check (gateway/jobs/support.py as it was when the table was written, taken
+from git history) beside the new one (`memory_core.grounding`): refuse-cases
+written, write-cases refused, and for each ``memory.write_approval`` how many
+of the table's entries are written, staged and dropped. The new check's three
+figures come from the real path, each case proposed to the memory tool of
+`gateway.jobs.approvals.learning_tools`/`background_tools` with a real
+`FileMemoryStore` in a temporary directory; the old check's are computed from
+its verdicts (off: supported is written, the rest dropped; background and all:
+everything a background job writes is staged).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
+import types
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from machine import describe  # noqa: E402
 
-from memory_core import instruction_reasons, scan  # noqa: E402
+from gateway.jobs.approvals import background_tools, learning_tools  # noqa: E402
+from gateway.jobs.context import BackgroundSettings, JobContext, WriteApproval  # noqa: E402
+from gateway.jobs.support import said_texts  # noqa: E402
+from memory_core import (  # noqa: E402
+    FileMemoryStore,
+    Origin,
+    OwnWords,
+    SkillsStore,
+    StoredMessage,
+    check,
+    instruction_reasons,
+    scan,
+)
 
 TIMEOUT = 10.0
 DATA = ROOT / "tests" / "data" / "safety_labelled.jsonl"
 BLIND = ROOT / "tests" / "data" / "safety_blind.jsonl"
+CASES = ROOT / "tests" / "data" / "grounding_cases.jsonl"
+MODES: tuple[WriteApproval, ...] = ("off", "background", "all")
 WORST = {
     "ignore + 30 apostrophes": "ignore " + "'" * 30,
     "ignore + 34 apostrophes": "ignore " + "'" * 34,
@@ -190,8 +220,141 @@ def labelled() -> None:
         print(f"blind set {BLIND.relative_to(ROOT)}: not present")
 
 
+def _old_check() -> Callable[[str, list[str]], bool] | None:
+    """The check as it was when the case table was written (git history), or None."""
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", *args], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout
+
+    try:
+        added = git("log", "--diff-filter=A", "--format=%H", "--", str(CASES.relative_to(ROOT)))
+        source = git("show", f"{added.split()[-1]}:gateway/jobs/support.py")
+    except (subprocess.CalledProcessError, FileNotFoundError, IndexError):
+        return None
+    module = types.ModuleType("old_support")
+    sys.modules["old_support"] = module  # dataclasses look their module up
+    exec(compile(source, "old_support", "exec"), module.__dict__)
+
+    def supported(entry: str, said: list[str]) -> bool:
+        return bool(module.check(entry, module.OwnWords(said)).supported)
+
+    return supported
+
+
+def _stored(row: dict[str, Any]) -> list[StoredMessage]:
+    return [
+        StoredMessage(n, 1, m["role"], m["text"], float(n), None, None, None, None, None,
+                      not m.get("forwarded", False))
+        for n, m in enumerate(row["messages"])
+    ]  # fmt: skip
+
+
+def _verdict_figures(rows: list[dict[str, Any]], ok: list[bool]) -> dict[str, Counter[str]]:
+    """Written, staged and dropped under each mode, from the verdicts alone."""
+    figures: dict[str, Counter[str]] = {}
+    for mode in MODES:
+        figures[mode] = Counter(
+            ("staged" if mode != "off" else "written" if good else "dropped", row["expect"])
+            for row, good in zip(rows, ok, strict=True)
+        )
+    return figures
+
+
+async def _through_tools(rows: list[dict[str, Any]], mode: WriteApproval) -> Counter[str]:
+    """Each case's entry proposed to a review's memory tool, as `mnemo run` builds it."""
+    found: Counter[str] = Counter()
+    with tempfile.TemporaryDirectory() as home:
+        settings = BackgroundSettings(0, 0, "off", 600.0, False, 60.0, write_approval=mode)
+        ctx = JobContext(
+            sessions=None,  # type: ignore[arg-type]  # not used by the learning tools
+            memory=FileMemoryStore(Path(home)),
+            skills=SkillsStore(Path(home) / "skills", Path(home) / "skills.json"),
+            model=None,  # type: ignore[arg-type]  # the judge is off: no model is asked
+            context_chars=0,
+            settings=settings,
+            notify=None,  # type: ignore[arg-type]
+            locales=None,  # type: ignore[arg-type]
+        )
+        for n, row in enumerate(rows):
+            user_key = f"telegram-case{n}"
+            learning = learning_tools(ctx, user_key, Origin("review", 1))
+            said = OwnWords(said_texts(_stored(row)))
+            [memory] = [t for t in background_tools(ctx, learning, said, "review", user_key)
+                        if t.name == "memory"]  # fmt: skip
+            await memory.handler({"target": "user", "action": "add", "content": row["entry"]})
+            await learning.settled()
+            written = any(e.text == row["entry"] for e in ctx.memory.origins("user", user_key))
+            fate = "written" if written else "staged" if learning.staged else "dropped"
+            found[(fate, row["expect"])] += 1  # type: ignore[index]
+    return found
+
+
+def _fates(mode: str, check_name: str, figures: Counter[Any], how: str) -> None:
+    cells = []
+    for fate in ("written", "staged", "dropped"):
+        refuse = figures[(fate, "refuse")]
+        cells.append(f"{refuse + figures[(fate, 'write')]:>2} ({refuse:>2})")
+    print(f"    {mode:<11} {check_name:<4} {' / '.join(cells)}   {how}")
+
+
+def _staged_split(ok: list[bool]) -> str:
+    grounded = sum(ok)
+    return (
+        f"staged under background and all: {grounded} grounded (they wait as learned in the "
+        f"background), {len(ok) - grounded} not grounded (they wait with their reason)"
+    )
+
+
+def _own(row: dict[str, Any]) -> list[str]:
+    return [m["text"] for m in row["messages"] if m["role"] == "user" and not m.get("forwarded")]
+
+
+def grounding() -> None:
+    rows = _rows(CASES)
+    langs = ", ".join(sorted({r["lang"] for r in rows}))
+    count = Counter(r["expect"] for r in rows)
+    print(f"grounding case table {CASES.relative_to(ROOT)}: {len(rows)} cases "
+          f"({count['refuse']} to refuse, {count['write']} to write; {langs})")  # fmt: skip
+    new_ok = [check(r["entry"], OwnWords(_own(r))).supported for r in rows]
+    old = _old_check()
+    old_ok = [old(r["entry"], _own(r)) for r in rows] if old is not None else None
+    print(f"  {'':<36} {'old check':>14} {'new check':>14}")
+    for label, expect, wrong in (
+        ("refuse-cases written", "refuse", True),
+        ("write-cases refused", "write", False),
+    ):
+        cells = []
+        for ok in (old_ok, new_ok):
+            if ok is None:
+                cells.append("n/a")
+                continue
+            hit = sum(r["expect"] == expect and o == wrong for r, o in zip(rows, ok, strict=True))
+            cells.append(_rate(hit, count[expect]))
+        print(f"  {label:<36} {cells[0]:>14} {cells[1]:>14}")
+    missed = [r["id"] for r, o in zip(rows, new_ok, strict=True) if (r["expect"] == "write") != o]
+    print(f"  new check's misses: {', '.join(missed) or 'none'}")
+    print("  under memory.write_approval: written / staged / dropped (of them, refuse-cases)")
+    for mode in MODES:
+        if old_ok is not None:
+            _fates(mode, "old", _verdict_figures(rows, old_ok)[mode], "from the verdicts")
+        try:
+            figures = asyncio.run(_through_tools(rows, mode))
+            how = "through learning_tools/background_tools and a FileMemoryStore"
+        except Exception as exc:  # the path is being changed: say so, then use the verdicts
+            figures = _verdict_figures(rows, new_ok)[mode]
+            how = f"from the verdicts (the tools' path failed: {type(exc).__name__}: {exc})"
+        _fates("" if old_ok is not None else mode, "new", figures, how)
+    print(f"  new check, {_staged_split(new_ok)}")
+    if old_ok is not None:
+        print(f"  old check, {_staged_split(old_ok)}")
+
+
 if __name__ == "__main__":
     print(describe())
-    timings()
-    throughput()
-    labelled()
+    if "--grounding" not in sys.argv[1:]:
+        timings()
+        throughput()
+        labelled()
+    grounding()
