@@ -6,17 +6,18 @@ of them sits in at least one clause there that states it with the entry's polari
 of the person: not a clause that negates it while the entry does not, or the reverse
 ("opposite"), not one that asks ("asked"), not one whose subject is a third party the
 entry does not itself name ("someone_else"; `polarity` has the lists and what they
-cannot catch). Every candidate (each message, each consecutive pair) is tried; the
-first that grounds the entry gives its evidence, one `Evidence` per message with the
-clauses that held the words. Otherwise the verdict is the failing reason of the
+cannot catch). Every candidate (each message, then each consecutive pair) is tried;
+the first that grounds the entry gives its evidence, one `Evidence` per message with
+the clauses that held the words. Otherwise the verdict is the failing reason of the
 candidate that covered most words, and `closest` the message of it that held most.
 
 The person's words (`OwnWords`) are their own messages in order, already without
 anything that is not theirs (the assistant's replies, tool output, forwarded
 messages, a picture's description): the caller passes only those. Quoted lines
-("> …", and everything after Discord's ">>> ") are left out here. Each message is cut
-into clauses once, and its words indexed (word -> messages), so a check against a long
-session looks up a few words rather than reading every message. This module is pure:
+("> …", and everything after Discord's ">>> ") are left out here. Each message's words
+are indexed (word -> messages) and the message is cut into clauses once, when a check
+first needs it, so a check against a long session looks up a few words rather than
+reading every message. This module is pure:
 text in, verdict out.
 """
 

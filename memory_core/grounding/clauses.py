@@ -14,7 +14,8 @@ message: a question opened by an asking word or "¿" runs to the end of a senten
 that ends with "?"; a clause that is only a negation ("no way", "nope") negates the
 clause just before it when that one asks or is of the same sentence ("diabetes? no
 way", "I live in Berlin, nope"), not a statement of the sentence before ("I live in
-Sevilla. No, not Madrid").
+Sevilla. No, not Madrid"); a clause opened by a relative pronoun ("who is a nurse")
+is about the third parties of the clause before it.
 """
 
 from __future__ import annotations
@@ -63,10 +64,13 @@ def clauses(text: str) -> tuple[Clause, ...]:
             found.extend(cut)
             sentences.extend([n] * len(cut))
     for i in range(1, len(found)):
-        before = found[i - 1]
+        before, clause = found[i - 1], found[i]
         answers = before.mood.asks or sentences[i - 1] == sentences[i]
-        if found[i].mood.negation_only and answers:
+        if clause.mood.negation_only and answers:
             found[i - 1] = replace(before, mood=replace(before.mood, negated_from=0))
+        if clause.mood.relative:  # "my sister, who is a nurse": the nurse is the sister
+            named = before.mood.others | before.mood.company
+            found[i] = replace(clause, mood=replace(clause.mood, others=clause.mood.others | named))
     return tuple(found)
 
 

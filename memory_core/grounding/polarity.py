@@ -23,19 +23,25 @@ means something ordinary in another language (Italian "mai" is German "Mai").
   "？", and everything from "¿" to the end of its sentence, asks too.
 - THIRD_PARTY: kin and other people, and the pronouns he and she ("my sister", "mi
   hermana", 妹妹, 他). After a companion word ("with my sister", "con mi hermana",
-  我和妹妹) the person is the subject and the other is company, so it does not count.
+  我和妹妹) the person is the subject and the other is company, so it does not count,
+  unless a relative pronoun (RELATIVE: "who", "quien", "qui") makes the other the
+  subject of what follows ("with my sister, who is a nurse").
 
 What these lists cannot catch: sarcasm and irony ("oh sure, I just LOVE queues");
 a negation far from the words it denies, in another clause or message ("that thing
 about me and Zanzibar? not true"); a negation that is a word of its own (doubt,
 deny, "hardly", "rarely", "used to"); double negation ("I can't not drink coffee");
-hypotheticals and wishes without a listed word ("I'd love to live in Zanzibar one day",
-"I should really learn Spanish"); a question asked without a question mark or a
-listed head; reported speech ("my wife says I snore" grounds "snores" only through
-the wife, and is refused for her, but "I told my mum I'm moving" is refused too, the
-mum being taken for the subject); a third party named only by name ("Anna is
-allergic to nuts"); pronouns "they" and "her", which entries use for the person
-themselves; and any language or dialect whose words are not listed here.
+a negation that restricts rather than denies (French "ne … que": "je ne bois que du
+thé" reads as not drinking tea); hypotheticals and wishes without a listed word ("I'd
+love to live in Zanzibar one day"); a question without a question mark or a listed
+head; reported speech, either way ("my wife says I snore" is refused as said of the
+wife, and so is "I told my mum I'm moving to Glasgow", the mum taken for the
+subject); a subject named in a clause before ("my friend, who is a nurse, lives
+here" grounds "lives here"); a third party named only by name ("Anna is allergic to
+nuts"); the pronouns "they" and "her", which entries use for the person themselves;
+a relative clause opened by a word not listed (German "der", Italian "che": "ich
+wohne mit meiner Schwester, die Ärztin ist" grounds "ist Ärztin"); and any language
+or dialect whose words are not listed here.
 """
 
 from __future__ import annotations
@@ -176,6 +182,16 @@ COMPANION: dict[str, tuple[str, ...]] = {
 }
 """Words after which a third party is company, not the subject ("with my sister")."""
 
+RELATIVE: dict[str, tuple[str, ...]] = {
+    "en": ("who", "whom", "whose"),
+    "es": ("quien", "quienes"),
+    "fr": ("qui",),
+    "pt": ("quem",),
+    "ru": ("который", "которая", "которое", "которые"),
+}
+"""Words that open a clause about the person just named ("my sister, who is a nurse"):
+the third parties before them, company included, count in what follows."""
+
 
 def _words(lists: dict[str, tuple[str, ...]], *, cjk: bool = False) -> frozenset[str]:
     langs = ("zh", "ja", "ko")
@@ -202,6 +218,7 @@ _OTHERS = _words(THIRD_PARTY)
 _OTHER_PREFIXES = tuple(THIRD_PARTY["ru"])
 _PRONOUNS = _words(PRONOUNS)
 _COMPANIONS = _words(COMPANION)
+_RELATIVES = _words(RELATIVE)
 _COMPANIONS_CJK = "".join(COMPANION["zh"])
 
 
@@ -236,7 +253,9 @@ class Mood:
     """What a clause says of its words: `negated_from` (the offset from which its
     words are negated, None: none), `negation_only` (it is nothing but a negation,
     "no way"), `asks`, `heads_question` (it opens a question that runs to the end of its
-    sentence), `others` (third parties named in it), `pronouns` (he, she)."""
+    sentence), `others` (third parties named in it), `pronouns` (he, she), `company`
+    (third parties named as company, "with my sister"), `relative` (it opens with a
+    relative pronoun, "who is a nurse")."""
 
     negated_from: int | None
     negation_only: bool
@@ -244,6 +263,8 @@ class Mood:
     heads_question: bool
     others: frozenset[str]
     pronouns: frozenset[str]
+    company: frozenset[str] = frozenset()
+    relative: bool = False
 
 
 def mood(text: str, words: Sequence[Word]) -> Mood:
@@ -264,13 +285,16 @@ def mood(text: str, words: Sequence[Word]) -> Mood:
         # A negation that nothing follows negates the whole clause ("mag Kaffee nicht").
         negated_from = first if any(w.start > first for w in after) else 0
     heads = _heads(text, words)
+    others, company = _others(text, words)
     return Mood(
         negated_from=negated_from,
         negation_only=bool(negations) and not after,
         asks=heads or _supposes(text, words) or _asks_at_end(text),
         heads_question=heads,
-        others=_others(text, words),
+        others=others,
         pronouns=_pronouns(text, words),
+        company=company,
+        relative=bool(words) and not words[0].cjk and words[0].text in _RELATIVES,
     )
 
 
@@ -325,17 +349,22 @@ def _asks_at_end(text: str) -> bool:
     return end.endswith(("?", "？")) or end.endswith(_ENDS_CJK)
 
 
-def _others(text: str, words: Sequence[Word]) -> frozenset[str]:
-    found = {
-        _other(w.text)
-        for i, w in enumerate(words)
-        if not w.cjk and _other(w.text) and not _with(words, i)
-    }
+def _others(text: str, words: Sequence[Word]) -> tuple[frozenset[str], frozenset[str]]:
+    """The third parties of a clause: (those that may be its subject, those named as
+    company). Company followed by a relative pronoun ("with my sister who is …") is
+    the subject of what follows."""
+    others: set[str] = set()
+    company: set[str] = set()
+    for i, w in enumerate(words):
+        other = "" if w.cjk else _other(w.text)
+        if other:
+            relative = any(not v.cjk and v.text in _RELATIVES for v in words[i + 1 :])
+            (company if _with(words, i) and not relative else others).add(other)
     masked = _mask(text, _NOT_OTHER_CJK)
     for m in _OTHER_CJK.finditer(masked):
-        if not any(c in _COMPANIONS_CJK for c in masked[max(0, m.start() - 2) : m.start()]):
-            found.add(m.group())
-    return frozenset(found)
+        near = masked[max(0, m.start() - 2) : m.start()]
+        (company if any(c in _COMPANIONS_CJK for c in near) else others).add(m.group())
+    return frozenset(others), frozenset(company)
 
 
 def _other(word: str) -> str:

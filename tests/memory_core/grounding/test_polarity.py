@@ -149,6 +149,20 @@ def test_a_third_party_as_company_leaves_the_person_the_subject(said: str, entry
     assert grounds(entry, said)
 
 
+@pytest.mark.parametrize(
+    "said",
+    [
+        "I live with my sister, who is a nurse",
+        "I live with my sister who is a nurse",
+        "my friend, who is a nurse, lives here",
+        "vivo con mi hermana, quien es enfermera",
+    ],
+)
+def test_a_relative_clause_is_about_the_third_party_before_it(said: str) -> None:
+    entry = "Es enfermera" if "enfermera" in said else "Is a nurse"
+    assert check(entry, OwnWords([said])).verdict == "someone_else"
+
+
 def test_a_bare_negation_negates_a_question_or_its_own_sentence_not_the_one_before() -> None:
     assert check("Has diabetes", OwnWords(["diabetes? no way"])).verdict == "opposite"
     assert check("Lives in Berlin", OwnWords(["I live in Berlin, nope"])).verdict == "opposite"
