@@ -273,6 +273,8 @@ class FileMemoryStore:
         history keeps a "forget" line per entry, by `origin`, and no undo brings it back."""
         path = self.path("user", user_key)
         limit = self.limit("user")
+        if not path.parent.is_dir():
+            return ForgetResult((), ())  # nothing held: no folder is made for nothing
         with self._writing(path, user_key):
             text = self._read_for_write(path)
             entries = parse_entries(text)

@@ -265,6 +265,11 @@ class PgMemoryStore:
         self.fence.check(file.user_key)
 
         def work(conn: Connection) -> ForgetResult:
+            held = conn.execute(
+                "SELECT 1 FROM memory_versions WHERE target = %s AND user_key = %s", file.key
+            ).fetchone()
+            if held is None:
+                return ForgetResult((), ())  # nothing held: no row is made for nothing
             self._lock(conn, file)
             rows = read_entries(conn, file)
             history = read_all_changes(conn, file)

@@ -123,6 +123,7 @@ def test_forgetting_what_is_not_held_changes_nothing(memory_backend: Backend) ->
     before = memory_backend.store.history("user", ALICE, None)
     assert memory_backend.store.forget(ALICE, ["Alice has a cat"], PERSON) == ForgetResult((), ())
     assert memory_backend.store.forget(BOB, [DOG], PERSON) == ForgetResult((), ())
+    assert memory_backend.store.user_keys() == [ALICE]  # nothing is made for Bob
     assert memory_backend.store.history("user", ALICE, None) == before
     assert entries(memory_backend) == (DOG,)
 
