@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -51,6 +51,7 @@ from gateway.session_cache import ManagerFactory, OpenSessions, PromptMaker
 from gateway.session_queue import SessionQueue
 from gateway.shared_state import Documents
 from gateway.turns import MediaReading, ToolBox, Turns
+from gateway.withdrawal import Withdrawal
 from memory_core import (
     MEMORY_TOOL_SCHEMA,
     SKILL_TOOL_SCHEMAS,
@@ -128,7 +129,9 @@ async def open_bot(
     async with open_services(config, metrics) as services:
         choices = PendingChoices.over(services.documents)  # by commands and approval notices
         announce = staged_notices(services, adapters, choices).announce
-        context = job_context(services, adapter_notifier(adapters), announce)
+        context = job_context(
+            services, adapter_notifier(adapters), announce, on_refused=metrics.record_dropped
+        )
         background = BackgroundWork(context, services.jobs)
         conversations = build_conversations(
             services,
@@ -185,6 +188,8 @@ def build_conversations(
         access.is_admin,
         approve_all=config.memory.write_approval == "all",
         staging=background.turn_staging if background is not None else None,
+        stage_ungrounded=config.memory.write_approval != "off",
+        on_refused=metrics.record_dropped if metrics is not None else None,
     )
     queue = SessionQueue(services.sessions)  # messages waiting for a busy session
     turns = Turns(
@@ -206,9 +211,8 @@ def build_conversations(
         command_resources(services, sessions), choices, erasures, access.granted
     )
     commands = CommandRouter(registry, choices, access.is_admin, services.locales)
-    replicas = None  # replicas on one PostgreSQL: each session's queue in order, once
-    if sessions.shared is not None:
-        replicas = SessionOrder(sessions, queue, services.sessions)
+    shared = sessions.shared is not None  # replicas on one PostgreSQL: each queue in order
+    replicas = SessionOrder(sessions, queue, services.sessions) if shared else None
     return Conversations(
         access,
         sessions,
@@ -218,6 +222,7 @@ def build_conversations(
         services.locales,
         background=background,
         order=replicas,
+        withdrawal=Withdrawal(services.sessions, services.memory, sessions),
     )
 
 
@@ -356,10 +361,14 @@ def staged_notices(
 
 
 def job_context(
-    services: Services, notify: Notifier, announce: Announcer | None = None
+    services: Services,
+    notify: Notifier,
+    announce: Announcer | None = None,
+    on_refused: Callable[[str, str], None] | None = None,
 ) -> JobContext:
     """What background jobs work with: the stores, the auxiliary model, the settings;
-    `announce` tells a person of changes staged for their approval."""
+    `announce` tells a person of changes staged for their approval; `on_refused` counts
+    the entries dropped as not grounded."""
     return JobContext(
         sessions=services.sessions,
         memory=services.memory,
@@ -370,6 +379,7 @@ def job_context(
         notify=notify,
         locales=services.locales,
         announce=announce,
+        on_refused=on_refused,
     )
 
 

@@ -31,12 +31,13 @@ from gateway.commands.router import ERASED_LINE, CommandRouter
 from gateway.guard import Once, guarded
 from gateway.i18n import N_
 from gateway.jobs import BackgroundWork
-from gateway.messages import CommandSpec, InboundMessage, MessageIdentity, ReplySink
+from gateway.messages import CommandSpec, InboundMessage, MessageEdit, MessageIdentity, ReplySink
 from gateway.person_locale import PersonLocale, PersonLocales
 from gateway.replicas import SessionOrder
 from gateway.session_cache import OpenSessions
 from gateway.session_queue import SessionQueue
 from gateway.turns import Turns
+from gateway.withdrawal import Withdrawal
 from memory_core import working
 
 log = logging.getLogger(__name__)
@@ -58,10 +59,11 @@ class Conversations:
         locales: PersonLocales,
         background: BackgroundWork | None = None,
         order: SessionOrder | None = None,
+        withdrawal: Withdrawal | None = None,
     ) -> None:
         """`queue`: where a busy session's messages wait; `locales`: each sender's language
-        and time zone; `background`: reviews and extractions (None: the conversation never
-        learns on its own); `order`: replicas' session order (None: one process)."""
+        and time zone; `background`: reviews and extractions (None: never learns on its
+        own); `order`: replicas' order (None: one process); `withdrawal`: applies edits."""
         self.sessions = sessions
         self.locales = locales
         self._access = access
@@ -70,6 +72,7 @@ class Conversations:
         self._queue = queue
         self._background = background
         self.order = order
+        self._withdrawal = withdrawal
         if order is not None:
             order.attach(self._answer_queued, self._learn)
         self._active = 0  # handle() and choose() calls in progress
@@ -117,6 +120,12 @@ class Conversations:
                 async with self.sessions.locked(who.session_key):
                     await self._commands.choose(who, message, payload, sink, locale)
                     await sink.finish()
+
+    async def edited(self, edit: MessageEdit) -> None:
+        """A person edited or deleted a message (see `gateway.withdrawal`)."""
+        if self._withdrawal is not None:
+            with self._tracked(), working():
+                await self._withdrawal.edited(edit)
 
     async def chat_migrated(self, platform: str, old_chat_id: str, new_chat_id: str) -> None:
         """A group got a new id (Telegram: group to supergroup): its sessions move with it."""

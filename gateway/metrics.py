@@ -15,6 +15,8 @@ Metric names (the counters gain ``_total`` in the output):
   mnemo_session_queue_depth{platform}       messages waiting for a busy session
   mnemo_background_jobs{state}              background jobs scheduled or running
   mnemo_adapter_ready{platform}             1 while the adapter is connected
+  mnemo_memory_writes_dropped{job, verdict} entries about a person dropped as not grounded
+                                            in their words (job: turn, review, extraction)
 """
 
 from __future__ import annotations
@@ -72,6 +74,16 @@ class Metrics:
             "mnemo_adapter_ready", "1 while the adapter is connected", ["platform"],
             registry=registry,
         )  # fmt: skip
+        self._dropped = Counter(
+            "mnemo_memory_writes_dropped",
+            "Entries about a person dropped as not grounded in their words",
+            ["job", "verdict"],
+            registry=registry,
+        )
+
+    def record_dropped(self, job: str, verdict: str) -> None:
+        """An entry about a person was dropped: their words did not ground it (`verdict`)."""
+        self._dropped.labels(job, verdict).inc()
 
     def record_turn(self, platform: str, outcome: str, seconds: float) -> None:
         """One turn of `platform` ended: "replied", "no_reply" (a fault) or "stopped"."""

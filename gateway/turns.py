@@ -39,12 +39,21 @@ from gateway.agent.recall import Recapper
 from gateway.agent.review_counters import counter_update
 from gateway.agent.sent_history import SentHistory, stored_form
 from gateway.agent.session_search import SessionSearch
-from gateway.agent.tools import Tool, TurnStaging, build_tools, provider_tools
+from gateway.agent.tools import Tool, TurnStaging, build_tools, provider_tools, turn_approval
 from gateway.agent.transcript import as_stored
 from gateway.agent.turn import MESSAGE_TOO_LONG_NOTE, TOO_LONG_NOTE, Agent, fault_notice
 from gateway.delivery import LinkSink
 from gateway.errors import MediaError, ModelError, RequestTooLargeError
 from gateway.i18n import N_
+from gateway.jobs.approvals import stager
+from gateway.jobs.grounding import (
+    MEMORY_TOOL,
+    Grounding,
+    RefusalRecorder,
+    SaidWords,
+    grounded,
+    own_words,
+)
 from gateway.media import ReadMedia, without_image_lines
 from gateway.messages import InboundMessage, MessageIdentity, ReplySink, stored_text
 from gateway.person_locale import PersonLocale
@@ -54,6 +63,7 @@ from memory_core import (
     AppendResult,
     MemoryBackend,
     NewMessage,
+    OwnWords,
     SessionBackend,
     SessionOrigin,
     SkillsStore,
@@ -89,18 +99,23 @@ class ToolBox:
     is_admin: Callable[[str, str], bool]  # (platform, user id): `AccessPolicy.is_admin`
     approve_all: bool = False  # memory.write_approval: all: every memory change waits
     staging: TurnStaging | None = None  # keeps what a turn staged for the notice after it
+    stage_ungrounded: bool = False  # write_approval background|all: stage, not drop
+    on_refused: RefusalRecorder | None = None  # counts entries dropped as not grounded
 
     def for_turn(
         self, who: MessageIdentity, session: OpenSession, locale: PersonLocale | None = None
     ) -> list[Tool]:
         """The memory and skills tools as `who` may use them, session_search within their
-        recall scope (leaving out this session), and the session's providers' tools."""
-        approval = None
+        recall scope (leaving out this session), and the session's providers' tools. The
+        memory tool writes about the person only what their words in this session ground
+        (`gateway.jobs.grounding`)."""
         if self.staging is not None:
             approval = self.staging.approval(
                 who.session_key, who.user_key, self.memory, self.approve_all
             )
-        return build_tools(
+        else:
+            approval = turn_approval(self.memory, self.approve_all)
+        tools = build_tools(
             self.memory,
             self.skills,
             user_key=who.user_key,
@@ -116,7 +131,25 @@ class ToolBox:
             session_id=session.session_id,
             approve_all=self.approve_all,
             approval=approval,
-        ) + provider_tools(session.manager)
+        )
+        memory = next(t.handler for t in tools if t.name == MEMORY_TOOL)
+        grounding = Grounding(
+            self._said(who, session.session_id),
+            "turn",
+            stager(memory, approval) if self.stage_ungrounded else None,
+            entries=lambda: asyncio.to_thread(self.memory.origins, "user", who.user_key),
+            on_refused=self.on_refused,
+        )
+        return grounded(tools, grounding) + provider_tools(session.manager)
+
+    def _said(self, who: MessageIdentity, session_id: int) -> SaidWords:
+        """The person's own words in this session, read when a write first needs them."""
+
+        async def said() -> OwnWords:
+            stored = await self.sessions.get_messages(session_id, who.scope, lineage=False)
+            return own_words(stored)
+
+        return said
 
 
 class Turns:

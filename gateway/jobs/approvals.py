@@ -18,6 +18,7 @@ person's private chat only (`JobContext.announce`).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import secrets
@@ -28,19 +29,29 @@ from typing import Any
 from gateway.agent.model_client import ModelClient
 from gateway.agent.tools import Tool, ToolHandler
 from gateway.errors import ModelError
-from gateway.i18n import N_
 from gateway.jobs.context import JobContext
-from gateway.jobs.grounding import Stager, Unsupported, grounded
+from gateway.jobs.grounding import (
+    Grounding,
+    Stager,
+    Unsupported,
+    fixed_words,
+    grounded,
+)
 from gateway.jobs.learning import LearningTools, summary_line
-from gateway.jobs.support import OwnWords
 from gateway.messages import InboundMessage
-from memory_core import Approval, Origin, PendingChanges
+from memory_core import (
+    Approval,
+    EntryOrigin,
+    GroundedArguments,
+    Origin,
+    OwnWords,
+    PendingChanges,
+)
 
 log = logging.getLogger(__name__)
 
 MEMORY_TOOL = "memory"
-NOT_SAID = N_("you did not say it yourself in the conversation")
-"""A staged change's reason: kept in English in pending.json, translated where shown."""
+REASON_SEPARATOR = "; "  # how `Approval` joins several reasons of one change
 JUDGE_MAX_TOKENS = 5
 JUDGE_PROMPT = """\
 You check entries an assistant wants to save in its memory about a person. Answer \
@@ -63,14 +74,26 @@ def learning_tools(ctx: JobContext, user_key: str, origin: Origin) -> LearningTo
 
 
 def background_tools(
-    ctx: JobContext, learning: LearningTools, said: OwnWords, job: str
+    ctx: JobContext, learning: LearningTools, said: OwnWords, job: str, user_key: str
 ) -> list[Tool]:
-    """`learning`'s tools held to the person's words (`said`), judged when the judge is on."""
+    """`learning`'s tools held to the person's words (`said`), judged when the judge is on;
+    `job`: "review" or "extraction"."""
     tools = learning.tools
     if ctx.settings.judge and learning.approval is not None:
         tools = judged(tools, ctx.model, learning.approval)
-    stage = _stager(learning) if ctx.settings.write_approval != "off" else None
-    return grounded(tools, said, job, stage)
+    stage = stager(learning.memory_handler, learning.approval)
+    grounding = Grounding(
+        fixed_words(said),
+        job,
+        stage if ctx.settings.write_approval != "off" else None,
+        entries=lambda: _origins(ctx, user_key),
+        on_refused=ctx.on_refused,
+    )
+    return grounded(tools, grounding)
+
+
+async def _origins(ctx: JobContext, user_key: str) -> list[EntryOrigin]:
+    return await asyncio.to_thread(ctx.memory.origins, "user", user_key)
 
 
 def judged(tools: Sequence[Tool], model: ModelClient, approval: Approval) -> list[Tool]:
@@ -128,15 +151,15 @@ def _judging(handler: ToolHandler, model: ModelClient, approval: Approval) -> To
     return judging
 
 
-def _stager(learning: LearningTools) -> Stager:
-    """Under approval, an entry the person never said is staged with that reason."""
+def stager(handler: ToolHandler, approval: Approval | None) -> Stager:
+    """Under approval, a call that is not grounded is staged, each entry with its reason
+    ("not in your words", …) and the closest message of the person's shown beside it."""
 
-    async def stage(arguments: Mapping[str, Any], refused: tuple[Unsupported, ...]) -> str:
-        approval = learning.approval
-        assert approval is not None  # background runs always have one
-        approval.forced = NOT_SAID
+    async def stage(arguments: GroundedArguments, refused: tuple[Unsupported, ...]) -> str:
+        assert approval is not None  # runs that stage always have one
+        approval.forced = REASON_SEPARATOR.join(dict.fromkeys(e.reason for e in refused))
         try:
-            return await learning.memory_handler(arguments)
+            return await handler(arguments)
         finally:
             approval.forced = None
 

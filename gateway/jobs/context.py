@@ -95,6 +95,8 @@ class JobContext:
     end_session: SessionEnder = _no_ender
     announce: Announcer | None = None  # tells a person of changes staged for their approval
     clock: Callable[[], float] = time.time
+    on_refused: Callable[[str, str], None] | None = None
+    """Counts an entry dropped as not grounded: (the job, the verdict); see `grounding`."""
     _extracting: dict[int, tuple[asyncio.Lock, int]] = field(default_factory=dict)
 
     def locale_of(self, user_key: str) -> PersonLocale:

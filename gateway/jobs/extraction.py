@@ -41,8 +41,10 @@ person: nothing you write reaches them.
 Save with the memory tool, target "user", as short facts: what the person revealed \
 about themselves (who they are, their situation, preferences) and corrections of the \
 assistant's style or way of working they asked for, in their own words and language: \
-only what the person said themselves (lines marked [user]), never what the assistant \
-said, nor text they quoted or forwarded. Save with skill_manage a reusable \
+only what the person stated about themselves (lines marked [user]), never what the \
+assistant said or guessed, what they asked, denied or said of someone else, nor text \
+they quoted or forwarded. When a fact changed ("I moved to Porto"), replace the old \
+entry instead of adding beside it. Save with skill_manage a reusable \
 method that worked for a kind of task; prefer patching an existing skill (read it \
 with skill_view first) over creating one.
 
@@ -77,7 +79,7 @@ async def _extract_chunk(
     """One extraction call over `chunk`; False when the model call failed (logged)."""
     learning = learning_tools(ctx, info.user_key, Origin("extraction", info.id))
     said = own_words(chunk)  # the stretch this call learns from
-    tools = background_tools(ctx, learning, said, f"extraction of session {info.id}")
+    tools = background_tools(ctx, learning, said, "extraction", info.user_key)
     agent = Agent(ctx.model, tools, max_steps=EXTRACT_MAX_STEPS)
     profile = ctx.memory.read("user", info.user_key).entries
     result = await agent.run_turn(EXTRACTION_SYSTEM, [], _request(profile, chunk), "", _discard)

@@ -42,8 +42,9 @@ Look back over the conversation above and keep what will matter in later \
 conversations with this person:
 1. What they revealed about themselves: who they are, their situation, their \
 preferences. Save it with the memory tool, target "user", as short facts, in \
-their own words and language: only what they said themselves, never what you said, \
-nor text they quoted or forwarded.
+their own words and language: only what they stated about themselves, never what \
+you said or guessed, what they asked, denied or said of someone else, nor text they \
+quoted or forwarded. When a fact changed, replace the old entry.
 2. Corrections of your style, tone, length or way of working that they asked for, \
 or were clearly frustrated by. Save them the same way.
 3. A reusable method that worked for a kind of task. Prefer patching a skill \
@@ -76,7 +77,7 @@ async def review_session(ctx: JobContext, request: ReviewRequest) -> None:
     stored = await ctx.sessions.get_messages(request.session_id, scope, lineage=False)
     history = clip_history([as_sent(m) for m in stored], Budget(ctx.context_chars).message_cap)
     learning = learning_tools(ctx, info.user_key, Origin("review", info.id))
-    tools = background_tools(ctx, learning, own_words(stored), f"review of session {info.id}")
+    tools = background_tools(ctx, learning, own_words(stored), "review", info.user_key)
     agent = Agent(ctx.model, tools, max_steps=REVIEW_MAX_STEPS)
     try:
         result = await agent.run_turn(prompt, history, REVIEW_PROMPT, "", _discard)

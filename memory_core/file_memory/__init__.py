@@ -52,6 +52,7 @@ from memory_core.file_memory.store import (
 )
 from memory_core.file_memory.tool import (
     MEMORY_TOOL_SCHEMA,
+    GroundedArguments,
     MemoryChange,
     MemoryRequest,
     MemoryTool,
@@ -68,9 +69,10 @@ __all__ = [
     "BatchRejectedError",
     "Decision",
     "EntryOrigin",
-    "Evidence",
     "EntryTooLongError",
+    "Evidence",
     "FileMemoryStore",
+    "GroundedArguments",
     "InvalidArgumentsError",
     "InvalidEntryError",
     "LedgerChange",

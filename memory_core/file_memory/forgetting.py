@@ -8,10 +8,13 @@ kept is that an entry was forgotten, and when: each history line that held its
 text becomes a "forgotten" line (id, time and writer, no text, no evidence), and
 one "forget" line records the forgetting. Neither can be undone (`pick_undo`).
 
-`plan_forget` is pure and shared by both backends; `scrub_pending` works on the
-text of the staged-changes record (``USER.pending.json``), expired changes
-included. An earlier version that is itself a live or archived entry (written
-again since) is not scrubbed: the person did not ask to forget it.
+The messages the forgotten entries' evidence names are reported (`ForgetResult`)
+so that the sessions redact them; every other evidence item naming one of them
+goes too (another entry learned from the same message keeps its text, not that
+message). `plan_forget` is pure and shared by both backends; `scrub_pending`
+works on the text of the staged-changes record (``USER.pending.json``), expired
+changes included. An earlier version that is itself a live or archived entry
+(written again since) is not scrubbed: the person did not ask to forget it.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from memory_core.file_memory.ledger import (
     ArchivedEntry,
@@ -27,6 +30,7 @@ from memory_core.file_memory.ledger import (
     EntryOrigin,
     LedgerChange,
 )
+from memory_core.file_memory.origin import Evidence
 
 PENDING_FILE = "USER.pending.json"  # the staged changes' record (`memory_core.file_memory.pending`)
 
@@ -51,6 +55,7 @@ class ForgetPlan:
     archive: tuple[ArchivedEntry, ...]
     history: tuple[LedgerChange, ...]
     scrubbed: tuple[int, ...]  # ids of the history lines rewritten as "forgotten"
+    retouched: tuple[int, ...]  # ids of other lines that lost evidence naming those messages
     drafts: tuple[Draft, ...]
     message_ids: frozenset[int]
 
@@ -58,8 +63,8 @@ class ForgetPlan:
     def entries(self) -> tuple[str, ...]:
         return tuple(r.text for r in self.records)
 
-    def result(self, more_ids: Iterable[int] = ()) -> ForgetResult:
-        return ForgetResult(self.forgotten, tuple(sorted(self.message_ids | set(more_ids))))
+    def result(self) -> ForgetResult:
+        return ForgetResult(self.forgotten, tuple(sorted(self.message_ids)))
 
 
 def plan_forget(
@@ -68,43 +73,67 @@ def plan_forget(
     archive: Sequence[ArchivedEntry],
     history: Sequence[LedgerChange],
 ) -> ForgetPlan:
-    """Forget each of `texts` that is a live entry (`records`) or an archived one."""
+    """Forget each of `texts` that is a live entry (`records`) or an archived one.
+
+    The messages their evidence (and their earlier versions') names are forgotten too
+    (the sessions redact them), so no other entry, archived entry or history line keeps
+    an evidence item of one of them either."""
     held = {r.text for r in records} | {a.text for a in archive}
     forgotten = tuple(dict.fromkeys(t for t in texts if t in held))
     versions = earlier_versions(forgotten, history, held - set(forgotten))
-    ids: set[int] = set()
-    kept_records = []
-    for record in records:
-        if record.text in versions:
-            ids.update(e.message_id for e in record.evidence)
-        else:
-            kept_records.append(record)
-    kept_archive = []
-    for item in archive:
-        if item.text in versions:
-            ids.update(e.message_id for e in item.evidence)
-        else:
-            kept_archive.append(item)
-    lines, scrubbed = [], []
-    for change in history:
-        if versions & {change.before, change.after}:
-            ids.update(e.message_id for e in (*change.evidence, *change.before_evidence))
-            scrubbed.append(change.id)
-            change = replace(
-                change, action="forgotten", before=None, after=None, evidence=(),
-                before_evidence=(),
-            )  # fmt: skip
-        lines.append(change)
+    gone = [
+        *(r for r in records if r.text in versions),
+        *(a for a in archive if a.text in versions),
+    ]
+    lines = [c for c in history if c.before in versions or c.after in versions]
+    ids = frozenset(
+        e.message_id
+        for item in (*gone, *lines)
+        for e in (*item.evidence, *getattr(item, "before_evidence", ()))
+    )
+    kept_records = [without(r, ids) for r in records if r.text not in versions]
+    kept_archive = [without(a, ids) for a in archive if a.text not in versions]
+    scrubbed = {c.id for c in lines}
+    new_history = [_forgotten(c) if c.id in scrubbed else without(c, ids) for c in history]
+    retouched = [
+        n.id for n, c in zip(new_history, history, strict=True) if n.id not in scrubbed and n != c
+    ]
     return ForgetPlan(
         forgotten,
         versions,
         tuple(kept_records),
         tuple(kept_archive),
-        tuple(lines),
-        tuple(scrubbed),
+        tuple(new_history),
+        tuple(sorted(scrubbed)),
+        tuple(retouched),
         tuple(Draft("forget", None, None) for _ in forgotten),
-        frozenset(ids),
+        ids,
     )
+
+
+def _forgotten(change: LedgerChange) -> LedgerChange:
+    """The line that keeps of `change` only its id, time and writer."""
+    return replace(
+        change, action="forgotten", before=None, after=None, evidence=(), before_evidence=()
+    )
+
+
+T = TypeVar("T", EntryOrigin, ArchivedEntry, LedgerChange)
+
+
+def without(item: T, ids: Collection[int]) -> T:
+    """`item` without the evidence items naming a message of `ids`."""
+    if isinstance(item, LedgerChange):
+        return replace(
+            item,
+            evidence=_kept(item.evidence, ids),
+            before_evidence=_kept(item.before_evidence, ids),
+        )
+    return replace(item, evidence=_kept(item.evidence, ids))
+
+
+def _kept(evidence: tuple[Evidence, ...], ids: Collection[int]) -> tuple[Evidence, ...]:
+    return tuple(e for e in evidence if e.message_id not in ids)
 
 
 def earlier_versions(
@@ -127,10 +156,13 @@ def earlier_versions(
     return frozenset(found)
 
 
-def scrub_pending(text: str | None, versions: Collection[str]) -> str | None:
+def scrub_pending(
+    text: str | None, versions: Collection[str], ids: Collection[int] = ()
+) -> str | None:
     """The staged-changes record `text` without the changes that add, replace or remove one
-    of `versions` (expired ones too); None when nothing was dropped. (Their evidence is the
-    closest message, shown, not trusted: it is not the entry's, so not reported.)"""
+    of `versions` (expired ones too), and without evidence items naming a message of `ids`
+    in the others; None when nothing changed. (A dropped change's evidence is not reported:
+    it may be only the closest message, shown, not trusted, and not the entry's.)"""
     if text is None:
         return None
     try:
@@ -139,8 +171,8 @@ def scrub_pending(text: str | None, versions: Collection[str]) -> str | None:
         return None  # unreadable: the store reads it as empty; it is left as it is
     if not isinstance(raw, dict) or not isinstance(raw.get("changes"), list):
         return None
-    kept = [item for item in raw["changes"] if not _names(item, versions)]
-    if len(kept) == len(raw["changes"]):
+    kept = [_stripped(item, ids) for item in raw["changes"] if not _names(item, versions)]
+    if kept == raw["changes"]:
         return None
     raw["changes"] = kept
     return json.dumps(raw, ensure_ascii=False, indent=1) + "\n"
@@ -151,3 +183,17 @@ def _names(item: Any, versions: Collection[str]) -> bool:
     if not isinstance(item, dict):
         return False
     return item.get("content") in versions or item.get("against") in versions
+
+
+def _stripped(item: Any, ids: Collection[int]) -> Any:
+    """The staged change `item` without evidence items naming a message of `ids`."""
+    if not isinstance(item, dict) or not isinstance(item.get("evidence"), list):
+        return item
+    evidence = [
+        e for e in item["evidence"] if not (isinstance(e, dict) and e.get("message_id") in ids)
+    ]
+    if len(evidence) == len(item["evidence"]):
+        return item
+    return {k: v for k, v in item.items() if k != "evidence"} | (
+        {"evidence": evidence} if evidence else {}
+    )

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from memory_core.errors import (
@@ -40,7 +40,7 @@ from memory_core.file_memory.approval import Approval
 from memory_core.file_memory.backend import MemoryBackend
 from memory_core.file_memory.edits import ACTIONS, Operation
 from memory_core.file_memory.entries import usage
-from memory_core.file_memory.origin import OPERATOR, Origin
+from memory_core.file_memory.origin import OPERATOR, Evidence, Origin
 from memory_core.file_memory.pending import StagedChange
 from memory_core.file_memory.render import safe_view, usage_label
 from memory_core.file_memory.store import TARGETS, Target, WriteResult
@@ -52,7 +52,9 @@ MEMORY_TOOL_DESCRIPTION = (
     "Save durable facts to persistent memory. Write facts, not commands: "
     "'User prefers short answers', never 'Always answer briefly' - entries are read back "
     "into your prompt in later sessions. target 'user' is the profile of the person you are "
-    "talking to (who they are, their preferences, their corrections); target 'memory' holds "
+    "talking to (who they are, their preferences, their corrections), kept only when their "
+    "own words in this conversation state it: write it in their words, never your guesses, "
+    "what they asked or denied, or what they said of someone else; target 'memory' holds "
     "shared notes about this deployment and its environment (admins only). Save proactively, "
     "in this order of priority: preferences and corrections, then environment facts, then "
     "stable conventions. Skip trivia, task progress and to-do items (past conversations are "
@@ -113,6 +115,18 @@ class MemoryChange:
     action: str  # add, replace or remove
     content: str | None  # the new entry (add, replace)
     old_text: str | None  # what identified the changed entry (replace, remove)
+
+
+class GroundedArguments(dict[str, Any]):
+    """A memory call's arguments with the evidence the grounding check found for each new
+    entry (by its content as the model wrote it). Built by the code that checked the
+    call, never decoded from the model's JSON, so the model cannot claim evidence."""
+
+    def __init__(
+        self, arguments: Mapping[str, Any], evidence: Mapping[str, tuple[Evidence, ...]]
+    ) -> None:
+        super().__init__(arguments)
+        self.evidence = dict(evidence)
 
 
 @dataclass(frozen=True)
@@ -179,6 +193,8 @@ class MemoryTool:
         """Run one tool call from the model and return the JSON result it sees."""
         try:
             request = parse_request(arguments)
+            if isinstance(arguments, GroundedArguments):
+                request = _with_evidence(request, arguments.evidence)
             staged = self._stage(request)
             result = None if staged else self.execute(request)
         except MemoryCoreError as exc:
@@ -239,6 +255,17 @@ def parse_request(arguments: Mapping[str, Any] | str) -> MemoryRequest:
     return MemoryRequest(target, ops)
 
 
+def _with_evidence(
+    request: MemoryRequest, evidence: Mapping[str, tuple[Evidence, ...]]
+) -> MemoryRequest:
+    """`request` with each new entry's evidence on its operation."""
+    operations = tuple(
+        replace(op, evidence=evidence.get(op.content, ())) if op.content is not None else op
+        for op in request.operations
+    )
+    return MemoryRequest(request.target, operations)
+
+
 def _as_mapping(arguments: Mapping[str, Any] | str) -> Mapping[str, Any]:
     return decode_arguments(arguments, InvalidArgumentsError)
 
@@ -251,13 +278,13 @@ def _operation(item: Any, where: str) -> Operation:
         raise InvalidArgumentsError(
             f"{where}: action must be one of add, replace, remove (got {action!r})"
         )
-    fields = {}
+    fields: dict[str, str | None] = {}
     for name in ("content", "old_text"):
         value = item.get(name)
         if value is not None and not isinstance(value, str):
             raise InvalidArgumentsError(f"{where}: {name} must be a string")
         fields[name] = value
-    return Operation(action, **fields)
+    return Operation(action, content=fields["content"], old_text=fields["old_text"])
 
 
 _CODES: tuple[tuple[type[MemoryCoreError], str], ...] = (

@@ -15,7 +15,7 @@ from tests.fakes.openai import FakeOpenAI, Fault, ToolCall
 from tests.gateway.jobs.conftest import bot_config, running_bot
 
 NURSE = ToolCall("memory", {"target": "user", "action": "add", "content": "Works as a nurse"})
-NIGHTS = "I'm a nurse, nights this week"
+NIGHTS = "I work as a nurse, nights this week"
 JUDGE_UNSURE = "the judge could not confirm it is a fact"
 
 

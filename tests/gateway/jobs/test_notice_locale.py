@@ -42,14 +42,14 @@ async def test_the_memory_line_is_in_each_persons_language_in_one_run(
     config = bot_config(fake, tmp_path / "data", memory={"nudge_interval": 1})
     script(fake, NURSE, BAKER, NURSE)
     async with running_bot(config) as bot:
-        chinese = dataclasses.replace(message("I'm a nurse", "alice"), language="zh-hans")
+        chinese = dataclasses.replace(message("I work as a nurse", "alice"), language="zh-hans")
         await tell(bot, chinese)
         await wait_for(lambda: reviewed(bot))
-        await tell(bot, message("I'm a baker", "bob"))
+        await tell(bot, message("I work as a baker", "bob"))
         await wait_for(lambda: reviewed(bot))
         assert bot.services.locales.settings is not None
         bot.services.locales.settings.update("telegram-carol", language="es")
-        await tell(bot, message("I'm a nurse", "carol", group="-100"))  # no hint: her setting
+        await tell(bot, message("I work as a nurse", "carol", group="-100"))  # no hint: her setting
         await wait_for(lambda: reviewed(bot))
     assert [(to.chat_id, text) for to, text in bot.notes] == [
         ("alice", "💾 记忆已更新"),
@@ -67,9 +67,9 @@ async def test_notices_off_for_one_person_silence_only_their_line(
         assert await tell(bot, message("/settings notices off", "alice")) == (
             "Background notices: off (nothing is said when I learn something)."
         )
-        await tell(bot, message("I'm a nurse", "alice"))
+        await tell(bot, message("I work as a nurse", "alice"))
         await wait_for(lambda: reviewed(bot))
-        await tell(bot, message("I'm a baker", "bob"))
+        await tell(bot, message("I work as a baker", "bob"))
         await wait_for(lambda: reviewed(bot))
         alice = await bot.user_entries("alice")
     assert alice == ("Works as a nurse",)  # saved, and not said
@@ -84,7 +84,7 @@ async def test_a_persons_verbose_mode_lists_the_entries_where_the_config_says_on
     async with running_bot(config) as bot:
         assert bot.services.locales.settings is not None
         bot.services.locales.settings.update("telegram-alice", notices="verbose", language="zh")
-        await tell(bot, message("I'm a nurse", "alice"))
+        await tell(bot, message("I work as a nurse", "alice"))
         await wait_for(lambda: reviewed(bot))
     assert [text for _, text in bot.notes] == ["💾 记忆已更新\n➕ Works as a nurse"]
 

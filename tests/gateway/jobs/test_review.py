@@ -33,7 +33,7 @@ async def test_a_review_due_by_turns_saves_a_fact_and_tells_the_chat(
     async with running_bot(config) as bot:
         assert await bot.say("hi") == "Hello!"
         assert bot.notes == [] and review_requests(fake) == []  # one turn: not due yet
-        assert await bot.say("I'm a nurse, nights this week") == "Long shifts are hard."
+        assert await bot.say("I work as a nurse, nights this week") == "Long shifts are hard."
         await wait_until(lambda: bool(bot.notes))
         session = await bot.session()
         assert session is not None and session.ended_at is None
@@ -88,7 +88,7 @@ async def test_verbose_notifications_list_the_entries(fake: FakeOpenAI, tmp_path
     fake.call_tools(NURSE)
     fake.say("Saved.")
     async with running_bot(config) as bot:
-        await bot.say("I'm a nurse")
+        await bot.say("I work as a nurse")
         await wait_until(lambda: bool(bot.notes))
     assert bot.notes[0][1] == "💾 Memory updated\n➕ Works as a nurse"
 
@@ -101,7 +101,7 @@ async def test_notifications_off_still_saves(fake: FakeOpenAI, tmp_path: Path) -
     fake.call_tools(NURSE)
     fake.say("Saved.")
     async with running_bot(config) as bot:
-        await bot.say("I'm a nurse")
+        await bot.say("I work as a nurse")
         await wait_for(lambda: _has_entry(bot))
     assert bot.notes == []
 
@@ -114,7 +114,7 @@ async def test_in_a_group_verbose_names_no_entries(fake: FakeOpenAI, tmp_path: P
     fake.call_tools(NURSE)
     fake.say("Saved.")
     async with running_bot(config) as bot:
-        await bot.say("I'm a nurse", group="-100")
+        await bot.say("I work as a nurse", group="-100")
         await wait_until(lambda: bool(bot.notes))
     assert [(to.chat_id, text) for to, text in bot.notes] == [("-100", "💾 Memory updated")]
     assert await bot.user_entries() == ("Works as a nurse",)

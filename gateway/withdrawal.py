@@ -1,0 +1,123 @@
+"""Edits and deletions withdraw support: a person's edited message is stored as its new
+text, and what only its old text grounded in their memory is withdrawn.
+
+`Withdrawal.edited` takes a `MessageEdit` from an adapter (Telegram's
+``edited_message``; Discord's message edit and delete events). The session store
+replaces the message's text (a deleted one keeps its place, empty), so the old words
+stop counting for the model's history, recall and every later grounding check. Then
+each entry of the person's USER.md whose evidence names that message is checked again
+against the person's own words in that message's session as they now read: one that is
+no longer grounded is removed as a change of origin "withdrawn" (kept in the history,
+undoable like any change), and the person's open sessions rebuild their prompts.
+An edit of a message the store never kept (a command, a refused stranger's, one
+that raced its own storing) changes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Protocol
+
+from gateway.jobs.grounding import own_words
+from gateway.media.markers import IMAGE_PREFIX, NOT_SHOWN_MARK, VOICE_PREFIX
+from gateway.messages import MessageEdit
+from memory_core import (
+    MemoryBackend,
+    MemoryCoreError,
+    Operation,
+    Origin,
+    SessionBackend,
+    check,
+)
+
+log = logging.getLogger(__name__)
+
+
+class PromptRefresh(Protocol):
+    """The open sessions (`OpenSessions`): rebuild a person's prompts after a change."""
+
+    async def refresh_prompts(self, user_key: str) -> None: ...
+
+
+class Withdrawal:
+    """Applies people's edits to the store and to what their memory holds because of them."""
+
+    def __init__(
+        self, sessions: SessionBackend, memory: MemoryBackend, prompts: PromptRefresh
+    ) -> None:
+        self._sessions = sessions
+        self._memory = memory
+        self._prompts = prompts
+
+    async def edited(self, edit: MessageEdit) -> tuple[str, ...]:
+        """Apply `edit`; the entries withdrawn because of it. The top of an adapter's task:
+        an error is logged and changes nothing more."""
+        try:
+            return await self._apply(edit)
+        except Exception:
+            log.exception("an edit of a %s message could not be applied", edit.platform)
+            return ()
+
+    async def _apply(self, edit: MessageEdit) -> tuple[str, ...]:
+        changed = await self._sessions.edit_message(
+            platform=edit.platform,
+            chat_id=edit.chat_id,
+            platform_message_id=edit.message_id,
+            user_key=edit.user_key,
+            text=edit.text,
+        )
+        if changed is None or changed.user_key is None or changed.old_text == changed.text:
+            return ()
+        key = changed.user_key
+        kept = media_lines(changed.old_text)
+        if kept and edit.text is not None:  # a caption edited: what was heard or shown stays
+            text = "\n".join([edit.text, *kept]) if edit.text else "\n".join(kept)
+            await self._sessions.edit_message(
+                platform=edit.platform,
+                chat_id=edit.chat_id,
+                platform_message_id=edit.message_id,
+                user_key=key,
+                text=text,
+            )
+        withdrawn = await self._withdraw(key, changed.session_id, set(changed.message_ids))
+        await self._prompts.refresh_prompts(key)  # no cached history keeps the old text
+        return withdrawn
+
+    async def _withdraw(self, key: str, session_id: int, message_ids: set[int]) -> tuple[str, ...]:
+        """Remove the entries whose evidence names `message_ids` and that the person's
+        words in `session_id` no longer ground."""
+        origins = await asyncio.to_thread(self._memory.origins, "user", key)
+        citing = [o.text for o in origins if any(e.message_id in message_ids for e in o.evidence)]
+        if not citing:
+            return ()
+        info = await self._sessions.get_session(session_id)
+        if info is None:
+            return ()
+        stored = await self._sessions.get_messages(info.id, info.scope, lineage=False)
+        said = own_words(stored)
+        stale = [text for text in citing if not check(text, said).supported]
+        withdrawn = []
+        for text in stale:  # one change each: each can be undone on its own
+            try:
+                removal = [Operation("remove", old_text=text)]
+                await asyncio.to_thread(
+                    self._memory.apply, "user", key, removal, Origin("withdrawn", info.id)
+                )
+            except MemoryCoreError as exc:  # gone meanwhile, or erased: nothing to withdraw
+                log.info("an entry could not be withdrawn: %s", type(exc).__name__)
+                continue
+            withdrawn.append(text)
+        if withdrawn:
+            log.info("withdrew %d entries: the message grounding them was edited", len(withdrawn))
+        return tuple(withdrawn)
+
+
+def media_lines(text: str) -> list[str]:
+    """The lines of a stored message that say what its voice note or picture held (not
+    part of a caption, so an edited caption keeps them)."""
+    return [
+        line
+        for line in text.split("\n")
+        if line.startswith((VOICE_PREFIX, IMAGE_PREFIX)) or line.strip() == NOT_SHOWN_MARK
+    ]
