@@ -2,8 +2,9 @@
 description is not (the auxiliary model wrote it), and what a review writes from a
 transcript is safety-scanned like typed text.
 
-The check itself (`OwnWords`) first, then the review end to end: a bot with its
-background work, a fake media reader, the fake model scripting the review's call.
+The review end to end: a bot with its background work, a fake media reader, the fake
+model scripting the review's call (the check's handling of the markers is in
+tests/gateway/jobs/test_support.py).
 """
 
 from __future__ import annotations
@@ -19,8 +20,7 @@ from gateway.app import build_conversations, job_context, open_services
 from gateway.config import Config
 from gateway.jobs import BackgroundWork
 from gateway.jobs.grounding import NOT_SAID_CODE
-from gateway.jobs.support import OwnWords, check
-from gateway.media import NOT_SHOWN_MARK, ReadMedia, image_line, spoken_text
+from gateway.media import ReadMedia, image_line, spoken_text
 from gateway.messages import InboundMessage, MediaRef
 from tests.fakes.base import wait_until
 from tests.fakes.openai import FakeOpenAI, ToolCall
@@ -37,35 +37,6 @@ DOG = "look who I met today\n" + image_line("a golden retriever puppy asleep on 
 
 def add(content: str) -> ToolCall:
     return ToolCall("memory", {"target": "user", "action": "add", "content": content})
-
-
-# -- the check -------------------------------------------------------------------
-
-
-def test_a_transcript_supports_an_entry_like_typed_words() -> None:
-    said = OwnWords([CELLO])
-    assert check("Plays the cello in a community orchestra", said).supported
-    assert check("Plays the cello", said).supported
-
-
-def test_the_transcripts_marker_is_not_the_persons_words() -> None:
-    said = OwnWords([spoken_text("see you at seven")])
-    verdict = check("Sends voice notes", said)
-    assert not verdict.supported and set(verdict.missing) == {"sends", "voice", "notes"}
-
-
-def test_a_pictures_description_is_not_the_persons_words() -> None:
-    said = OwnWords([DOG])
-    verdict = check("Has a golden retriever puppy", said)
-    assert not verdict.supported
-    assert {"golden", "retriever", "puppy"} <= set(verdict.missing)
-    assert "today" in said  # the caption is theirs
-
-
-def test_a_picture_that_was_not_shown_adds_no_words() -> None:
-    said = OwnWords([f"my bike\n{NOT_SHOWN_MARK}"])
-    assert "bike" in said
-    assert not any(word in said for word in ("attached", "image", "shown"))
 
 
 # -- the review, end to end --------------------------------------------------------

@@ -4,14 +4,11 @@ ones, stated of themselves; its evidence, its closest message and its reason."""
 from __future__ import annotations
 
 import random
-import time
 
 from memory_core import Evidence, OwnWords, Said, check
 from memory_core.file_memory.origin import EVIDENCE_SPAN_CHARS
 
 LONG_SESSION = 500
-CHECK_BUDGET_SECONDS = 0.020  # measured about 1 ms on a 2-core machine
-BUILD_BUDGET_SECONDS = 0.250  # measured about 15 ms
 
 
 def test_a_grounded_entry_keeps_the_message_and_the_clause_that_said_it() -> None:
@@ -102,7 +99,8 @@ def test_a_third_party_the_entry_names_is_fine() -> None:
     assert check("Carries an EpiPen", said).verdict == "someone_else"
 
 
-def test_a_check_against_a_long_session_stays_in_milliseconds() -> None:
+def test_a_long_session_grounds_from_the_one_message_that_says_it() -> None:
+    """Correctness over 500 messages; its speed is measured by bench/safety_scan.py."""
     rng = random.Random(34)
     vocabulary = ["coffee", "tea", "dog", "cat", "Berlin", "Lisbon", "nurse", "piano", "garden"]
     texts = []
@@ -110,17 +108,8 @@ def test_a_check_against_a_long_session_stays_in_milliseconds() -> None:
         a, b, c, d = rng.sample(vocabulary, 4)
         texts.append(f"my friend likes {a}, but I don't {b}? I love {c} and {d} #{n}")
     texts.append("I play the cello on Sundays")
-    start = time.perf_counter()
     said = OwnWords(Said(n, t) for n, t in enumerate(texts))
-    built = time.perf_counter() - start
-    assert built < BUILD_BUDGET_SECONDS
-    for entry in ("Plays the cello on Sundays", "Loves coffee", "Owns a boat"):
-        best = float("inf")
-        for _ in range(3):
-            start = time.perf_counter()
-            check(entry, said)
-            best = min(best, time.perf_counter() - start)
-        assert best < CHECK_BUDGET_SECONDS, f"{entry}: {best * 1000:.1f} ms"
+    assert not check("Owns a boat", said).supported
     assert check("Plays the cello on Sundays", said).evidence == (
         Evidence(LONG_SESSION, "I play the cello on Sundays"),
     )
