@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from typing import Any
 
 from memory_core.file_memory.ledger import (
     ArchivedEntry,
@@ -81,20 +81,21 @@ def plan_forget(
     held = {r.text for r in records} | {a.text for a in archive}
     forgotten = tuple(dict.fromkeys(t for t in texts if t in held))
     versions = earlier_versions(forgotten, history, held - set(forgotten))
-    gone = [
-        *(r for r in records if r.text in versions),
-        *(a for a in archive if a.text in versions),
-    ]
     lines = [c for c in history if c.before in versions or c.after in versions]
-    ids = frozenset(
-        e.message_id
-        for item in (*gone, *lines)
-        for e in (*item.evidence, *getattr(item, "before_evidence", ()))
-    )
-    kept_records = [without(r, ids) for r in records if r.text not in versions]
-    kept_archive = [without(a, ids) for a in archive if a.text not in versions]
+    named = [
+        *(r.evidence for r in records if r.text in versions),
+        *(a.evidence for a in archive if a.text in versions),
+        *(c.evidence + c.before_evidence for c in lines),
+    ]
+    ids = frozenset(e.message_id for evidence in named for e in evidence)
+    kept_records = [
+        replace(r, evidence=_kept(r.evidence, ids)) for r in records if r.text not in versions
+    ]
+    kept_archive = [
+        replace(a, evidence=_kept(a.evidence, ids)) for a in archive if a.text not in versions
+    ]
     scrubbed = {c.id for c in lines}
-    new_history = [_forgotten(c) if c.id in scrubbed else without(c, ids) for c in history]
+    new_history = [_forgotten(c) if c.id in scrubbed else _without(c, ids) for c in history]
     retouched = [
         n.id for n, c in zip(new_history, history, strict=True) if n.id not in scrubbed and n != c
     ]
@@ -118,18 +119,12 @@ def _forgotten(change: LedgerChange) -> LedgerChange:
     )
 
 
-T = TypeVar("T", EntryOrigin, ArchivedEntry, LedgerChange)
-
-
-def without(item: T, ids: Collection[int]) -> T:
-    """`item` without the evidence items naming a message of `ids`."""
-    if isinstance(item, LedgerChange):
-        return replace(
-            item,
-            evidence=_kept(item.evidence, ids),
-            before_evidence=_kept(item.before_evidence, ids),
-        )
-    return replace(item, evidence=_kept(item.evidence, ids))
+def _without(change: LedgerChange, ids: Collection[int]) -> LedgerChange:
+    """`change` without the evidence items naming a message of `ids`."""
+    evidence, before = _kept(change.evidence, ids), _kept(change.before_evidence, ids)
+    if (evidence, before) == (change.evidence, change.before_evidence):
+        return change
+    return replace(change, evidence=evidence, before_evidence=before)
 
 
 def _kept(evidence: tuple[Evidence, ...], ids: Collection[int]) -> tuple[Evidence, ...]:

@@ -294,7 +294,7 @@ class FileMemoryStore:
                 lines = lines[-HISTORY_LIMIT:]
             rewrite_changes(history_path(path), lines)
             pending = path.with_name(PENDING_FILE)
-            scrubbed = scrub_pending(read_record_file(pending), plan.versions)
+            scrubbed = scrub_pending(read_record_file(pending), plan.versions, plan.message_ids)
             if scrubbed is not None:
                 FileRecord(pending).write(scrubbed)
             scrub_backups(path, plan.versions)

@@ -78,6 +78,7 @@ from memory_core.pg.memory_rows import (
     bump,
     change_of,
     file_of,
+    forget_rows,
     insert_changes,
     read_all_changes,
     read_archive,
@@ -273,24 +274,15 @@ class PgMemoryStore:
             self._lock(conn, file)
             rows = read_entries(conn, file)
             history = read_all_changes(conn, file)
-            plan = plan_forget(texts, rows, read_archive(conn, file), history)
+            archive = read_archive(conn, file)
+            plan = plan_forget(texts, rows, archive, history)
             if not plan.forgotten:
                 return plan.result()
             write_entries(conn, file, rows, plan.records)
-            versions = sorted(plan.versions)
-            conn.execute(
-                "DELETE FROM memory_archive WHERE target = %s AND user_key = %s AND text = ANY(%s)",
-                (*file.key, versions),
-            )
-            conn.execute(
-                "UPDATE memory_history SET action = 'forgotten', before = NULL, after = NULL,"
-                " evidence = '[]', before_evidence = '[]'"
-                " WHERE target = %s AND user_key = %s AND id = ANY(%s)",
-                (*file.key, list(plan.scrubbed)),
-            )
+            forget_rows(conn, file, plan, archive)
             record_changes(conn, file, plan.drafts, origin)
             record = PgRecord(conn, file.user_key, PENDING_FILE)
-            scrubbed = scrub_pending(record.read(), plan.versions)
+            scrubbed = scrub_pending(record.read(), plan.versions, plan.message_ids)
             if scrubbed is not None:
                 record.write(scrubbed)
             bump(conn, file)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memory_core.errors import InvalidUserKeyError, MemoryFileError
+from memory_core.file_memory.forgetting import ForgetPlan
 from memory_core.file_memory.ledger import (
     ARCHIVE_LIMIT,
     HISTORY_LIMIT,
@@ -229,6 +230,43 @@ def add_archive(conn: Connection, file: MemoryFile, archived: Sequence[ArchivedE
         "  ORDER BY change_id DESC LIMIT %s)",
         (*file.key, *file.key, ARCHIVE_LIMIT),
     )
+
+
+def forget_rows(
+    conn: Connection, file: MemoryFile, plan: ForgetPlan, archive: Sequence[ArchivedEntry]
+) -> None:
+    """Make `file`'s archive and history rows what `plan` leaves (see `forgetting`): the
+    forgotten texts' archive rows deleted, their history rows kept without text or evidence,
+    other rows without evidence naming a forgotten message."""
+    conn.execute(
+        "DELETE FROM memory_archive WHERE target = %s AND user_key = %s AND text = ANY(%s)",
+        (*file.key, sorted(plan.versions)),
+    )
+    kept = {a.change_id: a for a in plan.archive}
+    for item in archive:
+        if item.change_id in kept and kept[item.change_id] != item:
+            conn.execute(
+                "UPDATE memory_archive SET evidence = %s::jsonb"
+                " WHERE target = %s AND user_key = %s AND change_id = %s",
+                (evidence_value(kept[item.change_id].evidence), *file.key, item.change_id),
+            )
+    lines = {c.id: c for c in plan.history}
+    for change_id in (*plan.scrubbed, *plan.retouched):
+        line = lines[change_id]
+        conn.execute(
+            "UPDATE memory_history SET action = %s, before = %s, after = %s,"
+            " evidence = %s::jsonb, before_evidence = %s::jsonb"
+            " WHERE target = %s AND user_key = %s AND id = %s",
+            (
+                line.action,
+                line.before,
+                line.after,
+                evidence_value(line.evidence),
+                evidence_value(line.before_evidence),
+                *file.key,
+                line.id,
+            ),
+        )
 
 
 def bump(conn: Connection, file: MemoryFile) -> None:

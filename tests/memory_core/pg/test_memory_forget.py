@@ -172,3 +172,23 @@ def test_unreadable_staged_changes_are_left_as_they_are(memory_backend: Backend)
     memory_backend.store.forget(ALICE, [DOG], PERSON)
     assert memory_backend.store.peek_record(ALICE, PENDING_FILE) == "not json"
     assert entries(memory_backend) == ()
+
+
+def test_the_messages_it_rested_on_leave_every_other_evidence_too(
+    memory_backend: Backend,
+) -> None:
+    store = memory_backend.store
+    walks = (Evidence(205, "we walk at seven"),)
+    add(memory_backend, DOG, PERSON, SAID)
+    add(memory_backend, "Alice walks her dog at seven", PERSON, SAID + walks)
+    proposal = Proposal("add", "Alice's dog chews shoes", None, "why", evidence=SAID + walks)
+    PendingChanges(store).stage(ALICE, [proposal], REVIEW, "batch")
+
+    assert store.forget(ALICE, [DOG], PERSON).message_ids == (201,)
+
+    (walk,) = store.origins("user", ALICE)
+    assert walk.evidence == walks  # learned from message 201 too, which is forgotten
+    assert [c.evidence for c in store.history("user", ALICE, None) if c.after] == [walks]
+    (staged,) = PendingChanges(store).list(ALICE)
+    assert staged.evidence == walks
+    assert memory_backend.holding("chewed my shoes") == []
