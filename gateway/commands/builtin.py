@@ -76,7 +76,9 @@ def builtin_commands(
     memory = memory_command(r.memory, r.open_sessions, r.person.discard_export)
     review = PendingReview(PendingChanges(r.memory), choices, r.open_sessions)
     registry.register(with_pending(memory, review))  # with /memory pending|approve|reject
-    forget = forget_command(r.memory, choices, r.open_sessions, r.person.discard_export)
+    forget = forget_command(
+        r.memory, choices, r.open_sessions, r.person.discard_export, r.sessions.forget_words
+    )
     registry.register(  # /forget, with /forget all and its button
         forget_with_erasure_command(
             forget,

@@ -53,7 +53,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 H = TypeVar("H", bound=Callable[..., Awaitable[CommandReply]])
-ForgetWords = Callable[[str, tuple[int, ...], tuple[str, ...]], Awaitable[None]]
+ForgetWords = Callable[[str, tuple[int, ...], tuple[str, ...]], Awaitable[object]]
 """Redacts a person's messages an entry they forgot rested on: (user_key, message ids,
 the entries' texts)."""
 PREVIEW_CHARS = 100

@@ -271,9 +271,12 @@ def _line(locale: PersonLocale, change: StagedChange) -> str:
     """The change's line: 3. add “…” (learned in the background; why — closest: “…”),
     its number escaped so that no Markdown renumbers it as a list."""
     why = reason(locale, change.reason)
-    if change.evidence:  # the person's message nearest to it (for a change not grounded)
+    if change.evidence and not change.grounded:  # the person's message nearest to it
         closest = literal(change.evidence[0].span)
         why = locale._("{reason} — closest: “{closest}”", reason=why, closest=closest)
+    elif change.evidence:  # what grounded it, as they said it
+        said = literal(change.evidence[0].span)
+        why = locale._("{reason} — you said: “{said}”", reason=why, said=said)
     line = locale._(
         "{id}. {change} ({origin}; {reason})",
         id=change.id,

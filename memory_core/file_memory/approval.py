@@ -46,7 +46,8 @@ class Approval:
     filled by the async caller before the tool runs. Content missing here was not judged."""
     judging: bool = False  # the judge is on: unjudged content counts as unconfirmed
     forced: str | None = None
-    """A reason every new entry waits for, while set (e.g. the person never said it)."""
+    """A reason every new entry waits for, while set: the person's words do not ground it
+    (its evidence is then the closest message, shown with it and never written)."""
     reasons: Callable[[str], tuple[str, ...]] | None = None  # None: the safety rules'
     staged: list[StagedChange] = field(default_factory=list)
 
@@ -112,7 +113,9 @@ class Approval:
         if not why and self.everything:
             why.append(EVERYTHING_PERSON if origin.kind == "person" else EVERYTHING_BACKGROUND)
         evidence = op.evidence if content is not None else ()
-        return Proposal(op.action, content, against, "; ".join(why), bool(flags), evidence)
+        grounded = not (content is not None and self.forced)
+        reason = "; ".join(why)
+        return Proposal(op.action, content, against, reason, bool(flags), evidence, grounded)
 
 
 def _with_reason(proposal: Proposal, reason: str) -> Proposal:

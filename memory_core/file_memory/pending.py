@@ -8,7 +8,7 @@ to do (add, replace, remove), the full text of the entry it was made against
 (a replace or remove is pinned to that entry: approving it is refused if the
 entry changed meanwhile), who wanted it (`Origin`), why it waits, its evidence
 (the person's messages that ground it, or, for a change staged because nothing
-did, the closest one: shown, not trusted; approving writes it with the entry), and when it
+did, the closest one: shown, not trusted, and not written on approval), and when it
 expires: after `DEFAULT_TTL` (seven days: a person who chats weekly still sees
 it, and a guess about them does not linger longer than that). Changes staged
 together (one background run) share a `batch`, which the person is told about
@@ -66,11 +66,14 @@ class StagedChange:
     created: float
     expires: float
     evidence: tuple[Evidence, ...] = ()  # for `content`; see the module's docstring
+    grounded: bool = True  # False: `evidence` is the closest message, shown, never written
 
     def operation(self) -> Operation:
-        """The edit to apply, pinned to the exact entry it was made against."""
+        """The edit to apply, pinned to the exact entry it was made against (with its
+        evidence when the person's words grounded it)."""
         old = entry_handle(self.against) if self.against is not None else None
-        return Operation(self.action, content=self.content, old_text=old, evidence=self.evidence)
+        evidence = self.evidence if self.grounded else ()
+        return Operation(self.action, content=self.content, old_text=old, evidence=evidence)
 
     def describe(self) -> str:
         """One line for the person: "add “…”", "replace “…” with “…”", "remove “…”"."""
@@ -92,7 +95,8 @@ class StagedChange:
             "created": self.created,
             "expires": self.expires,
         }
-        return row | ({"evidence": evidence_json(self.evidence)} if self.evidence else {})
+        row |= {"evidence": evidence_json(self.evidence)} if self.evidence else {}
+        return row | ({} if self.grounded else {"grounded": False})
 
 
 @dataclass(frozen=True)
@@ -114,6 +118,7 @@ class Proposal:
     reason: str
     flagged: bool = False  # its text reads as an instruction (counts against the daily cap)
     evidence: tuple[Evidence, ...] = ()  # kept with the staged change, written on approval
+    grounded: bool = True  # False: `evidence` is only the closest message (not written)
 
 
 class PendingChanges:
@@ -188,6 +193,7 @@ class PendingChanges:
                         now,
                         now + self._ttl,
                         proposal.evidence,
+                        proposal.grounded,
                     )
                 )
             data["changes"] = [*data["changes"], *staged]
@@ -307,6 +313,7 @@ def _change(item: object) -> StagedChange | None:
             created=float(item["created"]),
             expires=float(item["expires"]),
             evidence=evidence_from_json(item.get("evidence")),
+            grounded=item.get("grounded", True) is not False,
         )
     except (KeyError, TypeError, ValueError):
         return None

@@ -155,13 +155,22 @@ async def test_a_change_not_grounded_shows_its_reason_and_the_closest_message(
     services: Services,
 ) -> None:
     said = (Evidence(7, "guess which city I live in"),)
-    guess = Proposal("add", "User lives in Zanzibar.", None, "you asked, not said", evidence=said)
-    PendingChanges(services.memory).stage(f"telegram-{ALICE}", [guess], REVIEW, "b")
+    guess = Proposal(
+        "add", "User lives in Zanzibar.", None, "you asked, not said", evidence=said, grounded=False
+    )
+    berlin = Proposal(
+        "add", "Lives in Berlin", None, "waits", evidence=(Evidence(8, "I live in Berlin"),)
+    )
+    PendingChanges(services.memory).stage(f"telegram-{ALICE}", [guess, berlin], REVIEW, "b")
     listing = await ask(services, "/memory pending")
     assert (
         "1\\. add “User lives in Zanzibar.” (learned in the background (review); "
         "you asked, not said — closest: “guess which city I live in”), until "
     ) in listing
+    assert "waits — you said: “I live in Berlin”" in listing
+    await ask(services, "/memory approve all")  # the closest message grounds nothing
+    origins = {o.text: o.evidence for o in services.memory.origins("user", f"telegram-{ALICE}")}
+    assert origins == {"User lives in Zanzibar.": (), "Lives in Berlin": berlin.evidence}
 
 
 async def test_a_long_replace_puts_its_new_entry_on_a_line_of_its_own(services: Services) -> None:
