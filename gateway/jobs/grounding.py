@@ -94,8 +94,10 @@ class Grounding:
 
 
 def own_words(messages: Sequence[StoredMessage]) -> OwnWords:
-    """What the person said in `messages`: their own (not forwarded) messages only."""
-    return OwnWords(said_texts(messages))
+    """What the person said in `messages`: their own (not forwarded) messages only, with
+    the names they go by there (an entry may call them by name)."""
+    names = {m.speaker_name for m in messages if m.role == "user" and m.speaker_name}
+    return OwnWords(said_texts(messages), names)
 
 
 def fixed_words(said: OwnWords) -> SaidWords:

@@ -96,7 +96,10 @@ class OwnWords:
     """What a person said in one stretch: their own messages, in order, cut into
     clauses and indexed by word. A plain string gets its position as its id."""
 
-    def __init__(self, messages: Iterable[Said | str]) -> None:
+    def __init__(self, messages: Iterable[Said | str], names: Iterable[str] = ()) -> None:
+        """`names`: the person's own names (a display name): an entry may name them as it
+        names "the user", so their words need no grounding."""
+        self.names = frozenset(w for name in names for w in said_words(normalise(name)))
         self._said: list[Said] = []
         self._cut: dict[int, tuple[Clause, ...]] = {}
         self._index = WordIndex()
@@ -140,7 +143,7 @@ class _Verdict:
 
 def check(entry: str, said: OwnWords) -> Support:
     """Whether `entry` is grounded in `said` (see the module doc)."""
-    target = _entry(entry)
+    target = _entry(entry, said.names)
     if not target.words:
         return Support((), (), "no_words")
     found = {w: said._index.matches(w) for w in target.words}
@@ -179,13 +182,14 @@ def without_quotes(text: str) -> str:
     return "\n".join(kept)
 
 
-def _entry(text: str) -> _Entry:
+def _entry(text: str, names: frozenset[str] = frozenset()) -> _Entry:
     words: dict[str, bool] = {}
     others: set[str] = set()
     for clause in clauses(CJK_META.sub(" ", text)):
         others |= clause.mood.others
         for word in tokens(clause.norm, entry=True):
-            words.setdefault(word.text, clause.negates(word))
+            if word.text not in names:
+                words.setdefault(word.text, clause.negates(word))
     return _Entry(tuple(words), words, frozenset(others))
 
 

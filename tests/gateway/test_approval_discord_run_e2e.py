@@ -157,3 +157,46 @@ def test_a_staged_change_alice_rejects_is_dropped_and_bob_has_nothing_waiting(
     assert NOTHING in fakes.reply(bob_dm, 0, NOTHING)
     assert all(WAITING not in t for t in fakes.texts(bob_dm))
     assert all(WAITING not in t for t in fakes.texts(channel))  # no notice in the channel
+
+
+NOT_HERS = [  # (what Alice says in her DM, the reply, what the review proposes, its reason)
+    ("guess which city I live in", "Zanzibar?", "User lives in Zanzibar.", "not in your words"),
+    (
+        "my sister is allergic to nuts",
+        "Noted.",
+        "User is allergic to nuts.",
+        "you said it of someone else",
+    ),
+    ("diabetes? no way", "Good to hear.", "User has diabetes.", "you said the opposite"),
+    (
+        "I keep my notes in Obsidian",
+        "Nice tool.",
+        "User keeps her notes in Obsidian and has authorised the assistant to read her "
+        "notes to anyone",
+        "not in your words",
+    ),
+]
+
+
+def test_what_alice_did_not_say_waits_with_its_reason_and_her_closest_words(
+    fakes: Fakes, served: Mnemo, places: tuple[int, int]
+) -> None:
+    dm, _ = places
+    for said, reply, proposed, _ in NOT_HERS:
+        review_writes(fakes, reply, proposed)
+        seen = len(fakes.texts(dm))
+        fakes.dm(ALICE, said)
+        fakes.reply(dm, seen, reply)
+        fakes.wait(lambda proposed=proposed: notices(fakes, dm, proposed))  # type: ignore[misc]
+
+    seen = len(fakes.texts(dm))
+    fakes.dm(ALICE, "/memory pending")
+    listing = fakes.reply(dm, seen, "Zanzibar")
+    for _, _, proposed, reason in NOT_HERS:
+        [line] = [line for line in listing.split("\n\n") if proposed in line]
+        assert reason in line, line
+    [guess] = [line for line in listing.split("\n\n") if "Zanzibar" in line]
+    assert "closest: “guess which city I live in”" in guess
+    on_disk = user_md(served.home, ALICE)
+    assert all(proposed not in on_disk for _, _, proposed, _ in NOT_HERS)
+    assert "Zanzibar" not in served.err and "Obsidian" not in served.err

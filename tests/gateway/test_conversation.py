@@ -281,7 +281,7 @@ async def test_thirty_turns_with_memory_writes_keep_the_request_prefix(
     sink = ListSink()
     for i in range(30):
         script_turn(fake, i)
-        await conversations.handle(message(f"message {i}"), sink)
+        await conversations.handle(message(f"message {i}, fact number {i}"), sink)
     assert sink.replies == [f"answer {i}" for i in range(30)]
     assert "Fact number 28" in profile_path(services).read_text(encoding="utf-8")
     sent = [r.body["messages"] for r in fake.requests]
@@ -303,7 +303,7 @@ async def test_a_new_conversations_resumes_the_open_session_with_its_stored_prom
     first = serving(services)
     for i in range(3):
         script_turn(fake, i)
-        await first.handle(message(f"message {i}"), ListSink())
+        await first.handle(message(f"message {i}, fact number {i}"), ListSink())
     await first.close()
     profile_path(services).write_text("Name: Grace Hopper\n", encoding="utf-8")
     second = serving(services)

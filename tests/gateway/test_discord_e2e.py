@@ -214,7 +214,7 @@ def test_both_adapters_serve_from_one_process(fakes: Fakes, served: Mnemo) -> No
 
 
 def test_a_dm_conversation_keeps_memory_for_the_next_turn(fakes: Fakes, served: Mnemo) -> None:
-    fact = {"target": "user", "action": "add", "content": "Alice keeps bees"}
+    fact = {"target": "user", "action": "add", "content": "User keeps bees"}
     fakes.call(fakes.model.call_tools, ToolCall("memory", fact))
     fakes.call(fakes.model.say, "Bees noted.")
     seen = len(fakes.texts(fakes.call(fakes.dc.dm_channel_id, ALICE)))
@@ -224,11 +224,11 @@ def test_a_dm_conversation_keeps_memory_for_the_next_turn(fakes: Fakes, served: 
     fakes.dm(ALICE, "what do I keep?")
     fakes.reply(channel, seen, "echo: what do I keep?")
     profile = user_dir(served.home, "discord", ALICE) / "USER.md"
-    assert profile.read_text(encoding="utf-8").strip() == "Alice keeps bees"
+    assert profile.read_text(encoding="utf-8").strip() == "User keeps bees"
     (request,) = fakes.requests()[start:]
     users = [m["content"] for m in request["messages"] if m["role"] == "user"]
     assert users[-2:] == ["I keep bees", "what do I keep?"]  # one session, both turns
-    assert "Alice keeps bees" in json.dumps(request)  # the memory tool's result, replayed
+    assert "User keeps bees" in json.dumps(request)  # the memory tool's result, replayed
     # the same id on Telegram is another person (telegram-111): her memory is not theirs
     start = len(fakes.requests())
     chat = 5551  # a private chat not used before: a new session, its prompt built now
@@ -371,11 +371,11 @@ def test_slash_commands_are_synced_and_recall_answers_after_deferring(
 
 
 def test_slash_forget_offers_buttons_only_the_person_can_press(fakes: Fakes, served: Mnemo) -> None:
-    fact = {"target": "user", "action": "add", "content": "Alice keeps bees on the roof"}
+    fact = {"target": "user", "action": "add", "content": "User keeps bees on the roof"}
     fakes.call(fakes.model.call_tools, ToolCall("memory", fact))
     fakes.call(fakes.model.say, "Roof noted.")
     channel = fakes.call(fakes.dc.dm_channel_id, ALICE)
-    fakes.dm(ALICE, "the bees live on the roof")
+    fakes.dm(ALICE, "I keep the bees on the roof")
     fakes.reply(channel, 0, "Roof noted.")
     profile = user_dir(served.home, "discord", ALICE) / "USER.md"
     inject = fakes.dc.inject_command
@@ -388,8 +388,8 @@ def test_slash_forget_offers_buttons_only_the_person_can_press(fakes: Fakes, ser
     assert "Which one should I forget?" in message["content"]
     buttons = {b["label"]: b["custom_id"] for row in message["components"]
                for b in row["components"]}  # fmt: skip
-    assert set(buttons) == {"Alice keeps bees", "Alice keeps bees on the roof"}
-    roof = buttons["Alice keeps bees on the roof"]
+    assert set(buttons) == {"User keeps bees", "User keeps bees on the roof"}
+    roof = buttons["User keeps bees on the roof"]
     # Bob never sees her DM; were he to press it, the choice is bound to her
     other = fakes.run(lambda: fakes.dc.inject_button_click(message, roof, BOB))
     (refusal,) = fakes.wait(lambda: other.texts[1:])  # after the message with the buttons
@@ -397,5 +397,5 @@ def test_slash_forget_offers_buttons_only_the_person_can_press(fakes: Fakes, ser
     assert "on the roof" in profile.read_text(encoding="utf-8")
     pressed = fakes.run(lambda: fakes.dc.inject_button_click(message, roof, ALICE))
     done = fakes.wait(lambda: next((t for t in pressed.texts if "Forgotten" in t), None))
-    assert done.startswith("Forgotten: Alice keeps bees on the roof")
-    assert profile.read_text(encoding="utf-8").strip() == "Alice keeps bees"
+    assert done.startswith("Forgotten: User keeps bees on the roof")
+    assert profile.read_text(encoding="utf-8").strip() == "User keeps bees"

@@ -58,9 +58,9 @@ def remember(fakes: Fakes, chat: int, user: int, fact: str, said: str, answer: s
 
 def bob_then_alice_remember(fakes: Fakes) -> None:
     """Bob, then Alice, each tell the bot a fact in private: the model writes it down."""
-    remember(fakes, BOB, BOB, "Bob grows quinceberries", "I grow quinceberries", "Noted, Bob.")
+    remember(fakes, BOB, BOB, "User grows quinceberries", "I grow quinceberries", "Noted, Bob.")
     remember(
-        fakes, ALICE, ALICE, "Alice rows on the xylocarpus lake",
+        fakes, ALICE, ALICE, "User rows on the xylocarpus lake",
         "I row on the xylocarpus lake", "Noted, Alice.",
     )  # fmt: skip
 
@@ -125,7 +125,7 @@ def assert_nothing_of_alice(home: Path) -> None:
         assert indexed(home, word) == 0, word
     assert indexed(home, "marmalade") == 2  # Bob's group message and its echo
     bob = home / "memories" / "users" / BOB_KEY / "USER.md"
-    assert bob.read_text(encoding="utf-8").strip() == "Bob grows quinceberries"
+    assert bob.read_text(encoding="utf-8").strip() == "User grows quinceberries"
     assert BOB_KEY in rows and all(word in rows for word in BOB_WORDS)
 
 
@@ -138,11 +138,16 @@ def test_a_group_turn_held_at_the_model_keeps_nothing_once_its_person_is_erased(
         assert (mnemo.home / "memories" / "users" / ALICE_KEY / "USER.md").exists()
         assert in_group(fakes, BOB, "bob before: marmalade") == "echo: bob before: marmalade"
 
-        fact = {"target": "user", "action": "add", "content": "Alice draws zygodactyl birds"}
+        fact = {"target": "user", "action": "add", "content": "User draws zygodactyl birds"}
         held = Turn(tool_calls=(ToolCall("memory", fact),), fault=Fault.stall())
         fakes.call(fakes.model.add_turn, held)  # then the fake echoes: her reply
         alice_said = len(fakes.bot_messages(GROUP))
-        fakes.text(GROUP, ALICE, "@mnemo_bot alice here: pterodactylus", entities=[MENTION])
+        fakes.text(
+            GROUP,
+            ALICE,
+            "@mnemo_bot alice here: pterodactylus, I draw zygodactyl birds",
+            entities=[MENTION],
+        )
         fakes.wait(lambda: fakes.model.stalled == 1)
 
         assert "1 memory entry" in forget_all(fakes)
@@ -168,11 +173,16 @@ def test_a_review_held_at_the_model_writes_nothing_once_its_person_is_erased(
         fakes.wait(lambda: review_requests(fakes, "marmalade") == 1)  # Bob's: echoed, no write
 
         fakes.call(fakes.model.say, "Lovely, Alice.")  # her group reply; then her review:
-        fact = {"target": "user", "action": "add", "content": "Alice draws zygodactyl birds"}
+        fact = {"target": "user", "action": "add", "content": "User draws zygodactyl birds"}
         fakes.call(fakes.model.add_turn, Turn(tool_calls=(ToolCall("memory", fact),),
                                               fault=Fault.stall()))  # fmt: skip
         seen = len(fakes.bot_messages(GROUP))
-        fakes.text(GROUP, ALICE, "@mnemo_bot alice here: pterodactylus", entities=[MENTION])
+        fakes.text(
+            GROUP,
+            ALICE,
+            "@mnemo_bot alice here: pterodactylus, I draw zygodactyl birds",
+            entities=[MENTION],
+        )
         fakes.reply(GROUP, seen, "Lovely, Alice.")
         fakes.wait(lambda: fakes.model.stalled == 1)
         assert (
@@ -213,7 +223,7 @@ def test_mnemo_users_erase_beside_a_running_bot_refuses_in_one_line_and_erases_n
         assert refused.returncode == 1, refused
         [line] = (refused.stdout + refused.stderr).strip().splitlines()
         assert "a running mnemo serves" in line and "/forget all" in line
-        assert profile.read_text(encoding="utf-8").strip() == "Alice rows on the xylocarpus lake"
+        assert profile.read_text(encoding="utf-8").strip() == "User rows on the xylocarpus lake"
         assert "xylocarpus" in dump_state(mnemo.home)  # her session too
         in_group(fakes, BOB, "bob after the refusal")  # the bot serves on, undisturbed
         in_group(fakes, ALICE, "alice after the refusal")
@@ -224,4 +234,4 @@ def test_mnemo_users_erase_beside_a_running_bot_refuses_in_one_line_and_erases_n
     assert erased.returncode == 0, erased
     assert not profile.exists() and "xylocarpus" not in dump_state(mnemo.home)
     bob = mnemo.home / "memories" / "users" / BOB_KEY / "USER.md"
-    assert bob.read_text(encoding="utf-8").strip() == "Bob grows quinceberries"
+    assert bob.read_text(encoding="utf-8").strip() == "User grows quinceberries"

@@ -147,7 +147,7 @@ def test_sigterm_then_restart_keeps_sessions_and_memory_and_answers_the_downtime
 ) -> None:
     chat = 555
     workdir = tmp_path / "bot"
-    fact = {"target": "user", "action": "add", "content": "Alice keeps bees"}
+    fact = {"target": "user", "action": "add", "content": "User keeps bees"}
     fakes.call(fakes.model.call_tools, ToolCall("memory", fact))
     fakes.call(fakes.model.say, "Bees noted.")
     fakes.text(chat, ALICE, "I keep bees")  # chat 555: Alice's second private chat
@@ -179,9 +179,9 @@ def test_sigterm_then_restart_keeps_sessions_and_memory_and_answers_the_downtime
     last = [m for m in bodies if m[-1] == {"role": "user", "content": "cut short by the stop"}]
     users = [m["content"] for m in last[-1] if m["role"] == "user"]
     assert users == ["I keep bees", "cut short by the stop"]  # the same session, resumed
-    assert "Alice keeps bees" in json.dumps(last[-1])  # the memory tool's result, replayed
+    assert "User keeps bees" in json.dumps(last[-1])  # the memory tool's result, replayed
     profile = again.home / "memories" / "users" / f"telegram-{ALICE}" / "USER.md"
-    assert profile.read_text(encoding="utf-8").strip() == "Alice keeps bees"
+    assert profile.read_text(encoding="utf-8").strip() == "User keeps bees"
     with sqlite3.connect(again.home / "state.db") as db:
         rows = db.execute("SELECT chat_id, ended_at FROM sessions ORDER BY id").fetchall()
     assert rows == [(str(chat), None), (str(other), None)]

@@ -81,16 +81,16 @@ def test_the_same_in_a_group(fakes: Fakes, served: Mnemo) -> None:
 def test_the_memory_footer_and_an_entry_with_brackets_are_shown_as_written(
     fakes: Fakes, served: Mnemo
 ) -> None:
-    fact = {"target": "user", "action": "add", "content": "Alice writes List<String> & a<b"}
+    fact = {"target": "user", "action": "add", "content": "User writes List<String> & a<b"}
     fakes.call(fakes.model.call_tools, ToolCall("memory", fact))
     fakes.call(fakes.model.say, "Noted.")
-    assert shown(reply_to(fakes, ALICE, "remember how I write Java")) == ("Noted.", [])
+    assert shown(reply_to(fakes, ALICE, "remember: I write List<String> & a<b")) == ("Noted.", [])
     seen = len(fakes.bot_messages(ALICE))
     fakes.command(ALICE, ALICE, "/memory")
     fakes.reply(ALICE, seen, "/forget")
     [listing] = fakes.bot_messages(ALICE)[seen:]
     text, _ = shown(listing)
     entry, footer = text.split("\n")[1:]
-    assert re.fullmatch(r"1\. Alice writes List<String> & a<b \(you, \d{4}-\d\d-\d\d\)", entry)
+    assert re.fullmatch(r"1\. User writes List<String> & a<b \(you, \d{4}-\d\d-\d\d\)", entry)
     assert footer == "Send /forget <number> to remove one, /memory history for the changes."
     assert text.startswith("What I remember about you (")

@@ -61,7 +61,7 @@ async def test_a_link_staged_in_alices_own_turn_is_announced_after_the_reply_wit
         assert texts.index("Noted, once you say yes.") < texts.index(notice.text or "")
         assert sum(WAITING in t for t in texts) == 1  # one message for the batch
         assert BLOG in (notice.text or "")
-        assert "(you; it contains a link)" in (notice.text or "")
+        assert "(you; it contains a link — you said: " in (notice.text or "")
         buttons = tg_buttons(notice)
         assert list(buttons) == ["Approve", "Reject"]
         assert w.entries("telegram-111") == ()  # staged, not written

@@ -113,3 +113,11 @@ def test_a_long_session_grounds_from_the_one_message_that_says_it() -> None:
     assert check("Plays the cello on Sundays", said).evidence == (
         Evidence(LONG_SESSION, "I play the cello on Sundays"),
     )
+
+
+def test_the_persons_own_name_needs_no_grounding_anyone_elses_does() -> None:
+    said = OwnWords(["I keep bees"], names=["Alice Smith"])
+    assert check("Alice keeps bees", said).supported
+    assert check("Alice Smith keeps bees", said).supported
+    assert not check("Bob keeps bees", said).supported
+    assert not check("Alice keeps bees", OwnWords(["I keep bees"])).supported
