@@ -64,7 +64,9 @@ WRITTEN = [
 ATLANTIS_PERSON = 1201
 EDITOR = 1301
 BISCUIT = "User has a dog called Biscuit"
-PEOPLE = [p for p, *_ in REFUSED + WRITTEN] + [ATLANTIS_PERSON, EDITOR]
+FORGETTER = 1401
+NIBBLES = "User has a hamster called Nibbles"
+PEOPLE = [p for p, *_ in REFUSED + WRITTEN] + [ATLANTIS_PERSON, EDITOR, FORGETTER]
 
 fakes = fakes_fixture(Fakes, scope="function")
 
@@ -104,6 +106,13 @@ def case(fakes: Fakes, person: int, said: str, reply: str, proposed: str) -> dic
     return update
 
 
+def asks(fakes: Fakes, person: int, line: str, answer: str) -> str:
+    """`person` sends the command `line`; the bot's next message holding `answer`."""
+    seen = len(fakes.bot_messages(person))
+    fakes.command(person, person, line)
+    return fakes.reply(person, seen, answer)
+
+
 def test_a_careless_review_writes_only_what_each_person_said(fakes: Fakes, tmp_path: Path) -> None:
     mnemo = start(fakes, tmp_path / "bot")
     try:
@@ -135,6 +144,16 @@ def test_a_careless_review_writes_only_what_each_person_said(fakes: Fakes, tmp_p
         message_id = sent["message"]["message_id"]  # type: ignore[index]
         fakes.call(fakes.tg.inject_edited_text, EDITOR, EDITOR, message_id, "I have a cat")
         fakes.wait(lambda: BISCUIT not in user_md(mnemo.home, EDITOR))
+
+        # /forget forgets: no undo, no export, no byte of it left in the data directory
+        case(fakes, FORGETTER, "I have a hamster called Nibbles", "Cute!", NIBBLES)
+        fakes.wait(lambda: NIBBLES in user_md(mnemo.home, FORGETTER))
+        assert "no undo" in asks(fakes, FORGETTER, "/forget hamster", "Forgotten")
+        asks(fakes, FORGETTER, "/memory undo", "")
+        asks(fakes, FORGETTER, "/export", "")
+        fakes.wait(lambda: [d for d in fakes.tg.documents if d[0] == FORGETTER])
+        [(_, _, exported)] = [d for d in fakes.tg.documents if d[0] == FORGETTER]
+        assert b"Nibbles" not in exported
     finally:
         code, err = mnemo.stop()
     assert code == 0, err
@@ -150,4 +169,7 @@ def test_a_careless_review_writes_only_what_each_person_said(fakes: Fakes, tmp_p
     folder = mnemo.home / "memories" / "users" / f"telegram-{EDITOR}"
     history = (folder / "USER.history.jsonl").read_text(encoding="utf-8")
     assert '"withdrawn"' in history
+    assert user_md(mnemo.home, FORGETTER) == ""
+    holding = [p for p in mnemo.home.rglob("*") if p.is_file() and b"Nibbles" in p.read_bytes()]
+    assert holding == []
     assert "Zanzibar" not in err and "penicillin" not in err and "Biscuit" not in err
