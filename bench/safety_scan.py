@@ -339,16 +339,36 @@ def grounding() -> None:
     for mode in MODES:
         if old_ok is not None:
             _fates(mode, "old", _verdict_figures(rows, old_ok)[mode], "from the verdicts")
-        try:
-            figures = asyncio.run(_through_tools(rows, mode))
-            how = "through learning_tools/background_tools and a FileMemoryStore"
-        except Exception as exc:  # the path is being changed: say so, then use the verdicts
-            figures = _verdict_figures(rows, new_ok)[mode]
-            how = f"from the verdicts (the tools' path failed: {type(exc).__name__}: {exc})"
+        figures = asyncio.run(_through_tools(rows, mode))
+        how = "through learning_tools/background_tools and a FileMemoryStore"
         _fates("" if old_ok is not None else mode, "new", figures, how)
     print(f"  new check, {_staged_split(new_ok)}")
     if old_ok is not None:
         print(f"  old check, {_staged_split(old_ok)}")
+    _grounding_speed(old)
+
+
+LONG_SESSION = 500
+SPEED_ENTRIES = ("Plays the cello on Sundays", "Loves coffee and the garden", "Owns a boat")
+
+
+def _grounding_speed(old: Callable[[str, list[str]], bool] | None) -> None:
+    """The check over a session of `LONG_SESSION` messages: indexing them once, then one
+    entry checked (best of three); the old check indexed the words on each call."""
+    words = ["coffee", "tea", "dog", "cat", "Berlin", "Lisbon", "nurse", "piano", "garden"]
+    texts = [
+        f"my friend likes {words[n % 9]}, but I don't {words[(n + 3) % 9]}? "
+        f"I love {words[(n + 5) % 9]} #{n}"
+        for n in range(LONG_SESSION)
+    ] + ["I play the cello on Sundays"]
+    said = OwnWords(texts)
+    build = _best(lambda: OwnWords(texts)) * 1000
+    each = max(_best(lambda e=e: check(e, said)) for e in SPEED_ENTRIES) * 1000  # type: ignore[misc]
+    line = f"  {LONG_SESSION} messages: index {build:.1f} ms, slowest check {each:.2f} ms (new)"
+    if old is not None:
+        both = max(_best(lambda e=e: old(e, texts)) for e in SPEED_ENTRIES) * 1000  # type: ignore[misc]
+        line += f"; old check, index and check together: {both:.1f} ms"
+    print(line)
 
 
 if __name__ == "__main__":
