@@ -183,13 +183,16 @@ def without_quotes(text: str) -> str:
 
 
 def _entry(text: str, names: frozenset[str] = frozenset()) -> _Entry:
+    """The entry's words with their polarity; the person's own names left out, unless
+    they are all it says ("Name: Ada" must be grounded by "Ada")."""
     words: dict[str, bool] = {}
     others: set[str] = set()
     for clause in clauses(CJK_META.sub(" ", text)):
         others |= clause.mood.others
         for word in tokens(clause.norm, entry=True):
-            if word.text not in names:
-                words.setdefault(word.text, clause.negates(word))
+            words.setdefault(word.text, clause.negates(word))
+    if any(w not in names for w in words):
+        words = {w: negated for w, negated in words.items() if w not in names}
     return _Entry(tuple(words), words, frozenset(others))
 
 

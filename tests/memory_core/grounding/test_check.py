@@ -121,3 +121,5 @@ def test_the_persons_own_name_needs_no_grounding_anyone_elses_does() -> None:
     assert check("Alice Smith keeps bees", said).supported
     assert not check("Bob keeps bees", said).supported
     assert not check("Alice keeps bees", OwnWords(["I keep bees"])).supported
+    assert not check("Name: Alice", said).supported  # her name alone is what it says
+    assert check("Name: Alice", OwnWords(["call me Alice"], names=["Alice"])).supported
