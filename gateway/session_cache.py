@@ -456,6 +456,13 @@ class OpenSessions:
         await self._drop_cached(user_key)
         await self._store.clear_system_prompts(user_key)
 
+    async def reload(self, user_key: str) -> None:
+        """After a person's message or memory changed outside a turn (an edit): their
+        cached sessions are dropped and stored prompts cleared, so each next turn reads
+        its history and builds its prompt anew; their background work goes on."""
+        await self._drop_cached(user_key)
+        await self._store.clear_system_prompts(user_key)
+
     async def drop_person(self, user_key: str) -> None:
         """Drop `user_key`'s cached sessions before their data is erased.
 

@@ -8,7 +8,8 @@ stop counting for the model's history, recall and every later grounding check. T
 each entry of the person's USER.md whose evidence names that message is checked again
 against the person's own words in that message's session as they now read: one that is
 no longer grounded is removed as a change of origin "withdrawn" (kept in the history,
-undoable like any change), and the person's open sessions rebuild their prompts.
+undoable like any change), and the person's open sessions are read anew (history and
+prompt; their background work goes on).
 An edit of a message the store never kept (a command, a refused stranger's, one
 that raced its own storing) changes nothing.
 """
@@ -34,21 +35,21 @@ from memory_core import (
 log = logging.getLogger(__name__)
 
 
-class PromptRefresh(Protocol):
-    """The open sessions (`OpenSessions`): rebuild a person's prompts after a change."""
+class Reload(Protocol):
+    """The open sessions (`OpenSessions`): read a person's sessions anew after a change."""
 
-    async def refresh_prompts(self, user_key: str) -> None: ...
+    async def reload(self, user_key: str) -> None: ...
 
 
 class Withdrawal:
     """Applies people's edits to the store and to what their memory holds because of them."""
 
     def __init__(
-        self, sessions: SessionBackend, memory: MemoryBackend, prompts: PromptRefresh
+        self, sessions: SessionBackend, memory: MemoryBackend, open_sessions: Reload
     ) -> None:
         self._sessions = sessions
         self._memory = memory
-        self._prompts = prompts
+        self._open = open_sessions
 
     async def edited(self, edit: MessageEdit) -> tuple[str, ...]:
         """Apply `edit`; the entries withdrawn because of it. The top of an adapter's task:
@@ -81,7 +82,7 @@ class Withdrawal:
                 text=text,
             )
         withdrawn = await self._withdraw(key, changed.session_id, set(changed.message_ids))
-        await self._prompts.refresh_prompts(key)  # no cached history keeps the old text
+        await self._open.reload(key)  # no cached history or prompt keeps the old text
         return withdrawn
 
     async def _withdraw(self, key: str, session_id: int, message_ids: set[int]) -> tuple[str, ...]:
