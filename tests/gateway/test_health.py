@@ -23,7 +23,7 @@ from gateway.health import store_problem
 from gateway.service import Service
 from memory_core import SessionBackend, open_storage
 from tests.fakes.base import wait_until
-from tests.fakes.openai import FakeOpenAI, Fault
+from tests.fakes.openai import FakeOpenAI, Fault, ToolCall
 from tests.fakes.telegram import FakeTelegram
 from tests.gateway.serving import config_for
 
@@ -254,3 +254,24 @@ async def test_on_sqlite_the_data_directory_must_be_writable(tmp_path: Path) -> 
     assert await store_problem(config, hung) is None
     missing = Config(home=tmp_path / "gone")
     assert (await store_problem(missing, hung) or "").startswith(f"{tmp_path / 'gone'} is not")
+
+
+async def test_metrics_count_the_entries_dropped_as_not_grounded(tmp_path: Path) -> None:
+    async with FakeOpenAI(chunk_size=8) as model, FakeTelegram(token=TOKEN) as tg:
+        config = configured(model, tg, tmp_path / "data")
+        registry = CollectorRegistry()
+        adapter = TelegramAdapter(config.telegram)
+        service = Service(config, [adapter], signals=(), registry=registry)
+        async with running(service) as task:
+            port = await health_port(service, task)
+            await wait_until(lambda: task.done() or adapter.ready.is_set(), 10)
+            guess = {"target": "user", "action": "add", "content": "Lives in Zanzibar"}
+            model.call_tools(ToolCall("memory", guess))  # her turn's own call: a guess
+            model.say("Zanzibar, I bet.")
+            tg.inject_text(ALICE, ALICE, "guess which city I live in")
+            await tg.wait_until(lambda: _shown(tg, ALICE, "Zanzibar, I bet."), 10)
+            status, text = await get(port, "/metrics")
+        assert status == 200
+        dropped = samples(text, "mnemo_memory_writes_dropped_total")
+        assert dropped == {(("job", "turn"), ("verdict", "not_said")): 1.0}
+        assert "Zanzibar" not in text
