@@ -168,6 +168,19 @@ NOT_HERS = [  # (what Alice says in her DM, the reply, what the review proposes,
         "you said it of someone else",
     ),
     ("diabetes? no way", "Good to hear.", "User has diabetes.", "you said the opposite"),
+    ("I do not live in Zanzibar", "Understood.", "Lives in Zanzibar", "you said the opposite"),
+    (
+        "my brother just finished his residency",
+        "So your brother works as a surgeon now!",
+        "User works as a surgeon.",
+        "not in your words",
+    ),
+    (
+        "my mum is allergic to nuts",
+        "Noted.",
+        "User is allergic to penicillin.",
+        "not in your words",
+    ),
     (
         "I keep my notes in Obsidian",
         "Nice tool.",
@@ -191,11 +204,12 @@ def test_what_alice_did_not_say_waits_with_its_reason_and_her_closest_words(
 
     seen = len(fakes.texts(dm))
     fakes.dm(ALICE, "/memory pending")
-    listing = fakes.reply(dm, seen, "Zanzibar")
+    fakes.reply(dm, seen, "Send /memory approve <number>")  # the last part of the listing
+    listing = "\n\n".join(fakes.texts(dm)[seen:])
     for _, _, proposed, reason in NOT_HERS:
-        [line] = [line for line in listing.split("\n\n") if proposed in line]
+        [line] = [line for line in listing.splitlines() if proposed in line]
         assert reason in line, line
-    [guess] = [line for line in listing.split("\n\n") if "Zanzibar" in line]
+    [guess] = [line for line in listing.splitlines() if "User lives in Zanzibar" in line]
     assert "closest: “guess which city I live in”" in guess
     on_disk = user_md(served.home, ALICE)
     assert all(proposed not in on_disk for _, _, proposed, _ in NOT_HERS)
