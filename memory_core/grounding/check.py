@@ -183,16 +183,24 @@ def without_quotes(text: str) -> str:
 
 
 def _entry(text: str, names: frozenset[str] = frozenset()) -> _Entry:
-    """The entry's words with their polarity; the person's own names left out, unless
-    they are all it says ("Name: Ada" must be grounded by "Ada")."""
+    """The entry's words with their polarity. The person's own names are left out where
+    they name the person, at the start ("Alice keeps bees"), unless they are all it says
+    ("Name: Ada" must be grounded by "Ada"); elsewhere they are words like any other (a
+    display name "Rose Baker" grounds no "works as a baker")."""
     words: dict[str, bool] = {}
+    subject: set[str] = set()
     others: set[str] = set()
+    leading = True
     for clause in clauses(CJK_META.sub(" ", text)):
         others |= clause.mood.others
         for word in tokens(clause.norm, entry=True):
+            if leading and word.text in names:
+                subject.add(word.text)
+                continue
+            leading = False
             words.setdefault(word.text, clause.negates(word))
-    if any(w not in names for w in words):
-        words = {w: negated for w, negated in words.items() if w not in names}
+    if not words:
+        words = dict.fromkeys(subject, False)
     return _Entry(tuple(words), words, frozenset(others))
 
 

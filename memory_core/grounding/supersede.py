@@ -13,10 +13,13 @@ is the same.
   ("years old", "años", 岁…), what they are called ("name", "llamo", "heiße", 叫…) and a
   favourite ("favourite", "favorito", "Lieblings…", 最喜欢…).
 - They match when they hold the same relation, have the same number of words, and
-  differ in exactly one word, the value: the last word ("Lives in Lisbon" / "Moved
-  to Porto"), or a number ("Is 34 years old" / "Is 35 years old"). Without a one-value
-  relation only a changed number matches ("Takes 20 mg of sertraline" / "Takes 25 mg
-  of sertraline"): "Speaks French" and "Speaks German" are two facts, not one.
+  differ in exactly one word, the value: a number ("Is 34 years old" / "Is 35 years
+  old"), or the last word when both are written as names after the same preposition
+  (in, to, at… count as one for a place): "Lives in Lisbon" / "Moved to Porto", not
+  "lives with a cat", "lives alone", "works at Google" / "works with Python" or "works
+  as a nurse" / "works as a teacher" (a lower-case value is left as an add). Without a
+  one-value relation only a changed number matches ("Takes 20 mg of sertraline" /
+  "Takes 25 mg of sertraline"): "Speaks French" and "Speaks German" are two facts.
 - In Chinese and Japanese, where words are not spaced, an entry holding a relation's
   marker matches another holding the same marker, with the same text before it and a
   different text after it ("用户住在里斯本" / "搬到波尔图", not "我的狗叫…" / "我的猫叫…").
@@ -61,6 +64,8 @@ _CJK_RELATIONS: dict[str, tuple[str, ...]] = {
     "favourite": ("最喜欢", "最喜歡", "一番好き"),
 }
 _WORD_RELATION = {word: name for name, words in _RELATIONS.items() for word in words}
+_PLACE = frozenset(("in", "to", "into", "at", "en", "a", "à", "nach", "zu", "em", "para", "в"))
+_RAW_WORD = re.compile(r"[^\W_]+")
 _CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _META = re.compile("用户|用戶|使用者|ユーザー|ユーザ|[。.!！\\s]")
 
@@ -84,7 +89,28 @@ def _same_fact(new: str, old: str) -> bool:
     if _is_number(a[i]) and _is_number(b[i]):
         return True
     relation = any(w.startswith("<") for w in a)
-    return relation and i == len(a) - 1 and not a[i].startswith("<")
+    if not relation or i != len(a) - 1 or a[i].startswith("<"):
+        return False
+    return _same_frame(_frame(new, a[i]), _frame(old, b[i]))
+
+
+def _frame(text: str, value: str) -> tuple[str, bool] | None:
+    """The word before `value` in `text` (lower case) and whether `value` is written as a
+    name (capitalised); None when it cannot be found as written."""
+    words = _RAW_WORD.findall(text)
+    for before, word in zip(["", *words], words, strict=False):
+        if word.casefold() == value:
+            return before.casefold(), word[:1].isupper()
+    return None
+
+
+def _same_frame(a: tuple[str, bool] | None, b: tuple[str, bool] | None) -> bool:
+    """Both values are names after the same preposition (in, to, at… count as one for a
+    place): "Lives in Lisbon" / "Moved to Porto", not "lives with a cat", "works at
+    Google" / "works with Python"."""
+    if a is None or b is None or not (a[1] and b[1]):
+        return False
+    return a[0] == b[0] or (a[0] in _PLACE and b[0] in _PLACE)
 
 
 def _shape(text: str) -> list[str]:

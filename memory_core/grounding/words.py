@@ -3,8 +3,9 @@ words are one word inflected.
 
 Distinctive words: words of three or more letters that are not stopwords of the
 languages served (English, French, German, Spanish, Italian, Portuguese, Russian, and a
-few common Hindi and Arabic ones), nor words an entry uses to talk about the person
-("user", "prefers"), nor negations (a negation is the entry's polarity, not one of its
+few common Hindi and Arabic ones), nor words an entry uses to name the person ("user";
+not the verb of what they feel: "likes", "prefers" must be theirs, or "User likes cats"
+would pass from "I hate cats"), nor negations (a negation is the entry's polarity, not one of its
 words); every number; in Chinese, Japanese and Korean, the character bigrams of each
 run (a run of one character counts as itself). A Japanese run is cut at its hiragana
 (particles and endings, mostly): 寿司が好き is checked by 寿司 and 好, so 大好き
@@ -79,7 +80,6 @@ _OTHER_STOPWORDS = """
 """
 _META = """
     user users user's person person's persons people they them their theirs
-    likes like liked prefers prefer preferred wants want wanted enjoys enjoy enjoyed
     name named called goes usually often always never currently mentioned said says
     utilisateur utilisatrice benutzer benutzerin nutzer usuario usuaria utente
     usuário usuária пользователь пользователя пользовательница

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from memory_core import Evidence, OwnWords, Said, check
 from memory_core.file_memory.origin import EVIDENCE_SPAN_CHARS
 
@@ -123,3 +125,21 @@ def test_the_persons_own_name_needs_no_grounding_anyone_elses_does() -> None:
     assert not check("Alice keeps bees", OwnWords(["I keep bees"])).supported
     assert not check("Name: Alice", said).supported  # her name alone is what it says
     assert check("Name: Alice", OwnWords(["call me Alice"], names=["Alice"])).supported
+
+
+@pytest.mark.parametrize(
+    ("entry", "said"),
+    [
+        ("User likes cats.", "I hate cats"),
+        ("User prefers Python.", "Python is terrible"),
+        ("User enjoys running.", "running hurts my knees"),
+    ],
+)
+def test_the_verb_of_what_they_feel_must_be_theirs(entry: str, said: str) -> None:
+    assert not check(entry, OwnWords([said])).supported
+
+
+def test_a_display_name_grounds_only_the_subject_it_names() -> None:
+    said = OwnWords(["I work in Paris"], names=["Rose Baker"])
+    assert not check("User works as a baker in Paris.", said).supported
+    assert check("Rose works in Paris", said).supported

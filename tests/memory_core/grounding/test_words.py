@@ -21,7 +21,7 @@ def supported(entry: str, *said: str) -> bool:
 @pytest.mark.parametrize(
     ("entry", "said"),
     [
-        ("User prefers dark mode", "I like dark mode in every editor"),
+        ("User likes dark mode", "I like dark mode in every editor"),
         ("Lives in Berlin", "I live in Berlin"),
         ("Is a nurse on night shifts", "I'm a nurse, night shifts this week"),
         ("Takes 20 mg of sertraline every day", "I take 20 mg sertraline every day"),
