@@ -76,6 +76,7 @@ class OpenSession:
     manager: MemoryManager
     history: SentHistory | None = None
     mark: SessionMark | None = None  # the store's, when this replica last let go of the key
+    stale: bool = False  # an edit changed what it holds: the key's next turn opens it anew
 
 
 class SessionCache:
@@ -347,7 +348,7 @@ class OpenSessions:
         key = who.session_key
         current = self.cache.get(key)
         if current is not None:
-            if current.session_id == session_id:
+            if current.session_id == session_id and not current.stale:
                 return current
             self.cache.pop(key)
             await current.manager.shutdown()  # the store moved on: don't leak its providers
@@ -375,7 +376,7 @@ class OpenSessions:
     def take_history(self, key: str) -> SentHistory | None:
         """The cached session's history, taken out of the cache until the turn puts it back."""
         cached = self.cache.get(key)
-        if cached is None:
+        if cached is None or cached.stale:
             return None
         held, cached.history = cached.history, None
         return held
@@ -458,9 +459,14 @@ class OpenSessions:
 
     async def reload(self, user_key: str) -> None:
         """After a person's message or memory changed outside a turn (an edit): their
-        cached sessions are dropped and stored prompts cleared, so each next turn reads
-        its history and builds its prompt anew; their background work goes on."""
-        await self._drop_cached(user_key)
+        cached sessions are marked stale and stored prompts cleared, so each key's next
+        turn reads its history and builds its prompt anew (and, holding the key's lock,
+        shuts the old providers down: a turn running now keeps them); their background
+        work goes on."""
+        for key in await self._store.user_session_keys(user_key):
+            cached = self.cache.get(key)
+            if cached is not None:
+                cached.stale = True
         await self._store.clear_system_prompts(user_key)
 
     async def drop_person(self, user_key: str) -> None:

@@ -25,12 +25,14 @@ from gateway.media.markers import IMAGE_PREFIX, NOT_SHOWN_MARK, VOICE_PREFIX
 from gateway.messages import MessageEdit
 from memory_core import (
     MemoryBackend,
-    MemoryCoreError,
+    NoMatchError,
     Operation,
     Origin,
+    PersonErasedError,
     SessionBackend,
     check,
 )
+from memory_core.file_memory import entry_handle
 
 log = logging.getLogger(__name__)
 
@@ -101,11 +103,11 @@ class Withdrawal:
         withdrawn = []
         for text in stale:  # one change each: each can be undone on its own
             try:
-                removal = [Operation("remove", old_text=text)]
+                removal = [Operation("remove", old_text=entry_handle(text))]
                 await asyncio.to_thread(
                     self._memory.apply, "user", key, removal, Origin("withdrawn", info.id)
                 )
-            except MemoryCoreError as exc:  # gone meanwhile, or erased: nothing to withdraw
+            except (NoMatchError, PersonErasedError) as exc:  # gone meanwhile: nothing to do
                 log.info("an entry could not be withdrawn: %s", type(exc).__name__)
                 continue
             withdrawn.append(text)

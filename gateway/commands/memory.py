@@ -325,7 +325,8 @@ class _Forget:
         if not result.forgotten:
             return CommandReply(locale._("That entry is already gone; nothing else was changed."))
         if self._forget_words is not None:  # the words it rested on go from the sessions too
-            await self._forget_words(key, result.message_ids, result.forgotten)
+            texts = tuple(dict.fromkeys((*result.forgotten, *result.versions)))
+            await self._forget_words(key, result.message_ids, texts)
         await self._sessions.refresh_prompts(key)  # no stored prompt may still carry the entry
         if self._discard_export is not None:  # nor a copy waiting to be fetched
             self._discard_export(key)

@@ -51,7 +51,6 @@ from memory_core import (
 log = logging.getLogger(__name__)
 
 MEMORY_TOOL = "memory"
-REASON_SEPARATOR = "; "  # how `Approval` joins several reasons of one change
 JUDGE_MAX_TOKENS = 5
 JUDGE_PROMPT = """\
 You check entries an assistant wants to save in its memory about a person. Answer \
@@ -157,11 +156,11 @@ def stager(handler: ToolHandler, approval: Approval | None) -> Stager:
 
     async def stage(arguments: GroundedArguments, refused: tuple[Unsupported, ...]) -> str:
         assert approval is not None  # runs that stage always have one
-        approval.forced = REASON_SEPARATOR.join(dict.fromkeys(e.reason for e in refused))
+        approval.ungrounded = {e.content.strip(): e.reason for e in refused}
         try:
             return await handler(arguments)
         finally:
-            approval.forced = None
+            approval.ungrounded = {}
 
     return stage
 

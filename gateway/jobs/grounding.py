@@ -43,6 +43,7 @@ from memory_core import (
     check,
     superseded,
 )
+from memory_core.file_memory import entry_handle
 
 log = logging.getLogger(__name__)
 
@@ -153,9 +154,9 @@ def _held(handler: ToolHandler, grounding: Grounding) -> ToolHandler:
                 len(entry.support.missing),
                 len(entry.support.words),
             )
-        if grounding.stage is not None:
-            closest = {e.content: _closest(e.support) for e in refused}
-            return await grounding.stage(GroundedArguments(args, closest), refused)
+        if grounding.stage is not None:  # each entry with its evidence, or its closest
+            shown = {c: s.evidence if s.supported else _closest(s) for c, s in found.items()}
+            return await grounding.stage(GroundedArguments(args, shown), refused)
         if grounding.on_refused is not None:
             for entry in refused:
                 grounding.on_refused(grounding.job, entry.support.verdict)
@@ -182,7 +183,7 @@ def _superseding(args: Mapping[str, Any], entries: Sequence[EntryOrigin]) -> Map
         if old is None:
             return item
         log.info("an add supersedes one of the person's entries: written as a replace")
-        return {**item, "action": "replace", "old_text": old}
+        return {**item, "action": "replace", "old_text": entry_handle(old)}
 
     operations = args.get("operations")
     if isinstance(operations, list) and operations:

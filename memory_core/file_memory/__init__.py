@@ -35,7 +35,7 @@ from memory_core.file_memory.ledger import (
 from memory_core.file_memory.origin import OPERATOR, Evidence, Origin
 from memory_core.file_memory.pending import Decision, PendingChanges, Proposal, StagedChange
 from memory_core.file_memory.records import PersonRecord
-from memory_core.file_memory.render import MemorySnapshot
+from memory_core.file_memory.render import MemorySnapshot, entry_handle
 from memory_core.file_memory.settings import (
     NOTICE_MODES,
     NoticeMode,
@@ -105,4 +105,5 @@ __all__ = [
     "UndoResult",
     "UnreadableMemoryError",
     "WriteResult",
+    "entry_handle",
 ]

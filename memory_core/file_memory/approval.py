@@ -45,9 +45,10 @@ class Approval:
     """The judge's answer ("fact", or anything else) for each content it was asked about;
     filled by the async caller before the tool runs. Content missing here was not judged."""
     judging: bool = False  # the judge is on: unjudged content counts as unconfirmed
-    forced: str | None = None
-    """A reason every new entry waits for, while set: the person's words do not ground it
-    (its evidence is then the closest message, shown with it and never written)."""
+    ungrounded: dict[str, str] = field(default_factory=dict)
+    """New entries the person's words do not ground, by their text, with the reason each
+    waits for (its evidence is then the closest message, shown and never written); set
+    by the grounding check for the call being staged."""
     reasons: Callable[[str], tuple[str, ...]] | None = None  # None: the safety rules'
     staged: list[StagedChange] = field(default_factory=list)
 
@@ -108,12 +109,13 @@ class Approval:
         why = list(flags)
         if content is not None and self._unconfirmed(content, op, origin):
             why.append(JUDGE_UNSURE)
-        if content is not None and self.forced:
-            why.append(self.forced)
+        not_grounded = None if content is None else self.ungrounded.get(content.strip())
+        if not_grounded is not None:
+            why.append(not_grounded)
         if not why and self.everything:
             why.append(EVERYTHING_PERSON if origin.kind == "person" else EVERYTHING_BACKGROUND)
         evidence = op.evidence if content is not None else ()
-        grounded = not (content is not None and self.forced)
+        grounded = not_grounded is None
         reason = "; ".join(why)
         return Proposal(op.action, content, against, reason, bool(flags), evidence, grounded)
 

@@ -42,6 +42,7 @@ class ForgetResult:
 
     forgotten: tuple[str, ...]
     message_ids: tuple[int, ...]
+    versions: tuple[str, ...] = ()  # the entries and their earlier versions, all scrubbed
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,9 @@ class ForgetPlan:
         return tuple(r.text for r in self.records)
 
     def result(self) -> ForgetResult:
-        return ForgetResult(self.forgotten, tuple(sorted(self.message_ids)))
+        return ForgetResult(
+            self.forgotten, tuple(sorted(self.message_ids)), tuple(sorted(self.versions))
+        )
 
 
 def plan_forget(

@@ -374,3 +374,25 @@ async def test_odd_numbers_get_one_clear_line_and_remove_nothing(
     assert entries(services) == ENTRIES
     assert fake.requests == []
     assert "Forgotten: Ada lives in Manchester" in await say(conversations, "/forget 3")
+
+
+async def test_earlier_versions_of_the_entry_are_redacted_from_the_sessions_too(
+    services: Services,
+) -> None:
+    key = f"telegram-{ADA}"
+    services.memory.apply("user", key, [Operation("remove", old_text="Manchester")])
+    services.memory.apply("user", key, [Operation("add", content="Has a dog called Biscuit")])
+    newer = Operation("replace", content="Has a dog named Biscuit", old_text="called Biscuit")
+    services.memory.apply("user", key, [newer])
+    texts: list[tuple[str, ...]] = []
+
+    async def forget_words(user_key: str, ids: tuple[int, ...], said: tuple[str, ...]) -> None:
+        texts.append(said)
+
+    command = forget_command(services.memory, PendingChoices(), Sessions(), None, forget_words)
+    msg = message("/forget Biscuit")
+    ctx = CommandContext(
+        msg, MessageIdentity.of(msg), "Biscuit", False, services.locales.of_message(msg)
+    )
+    await command.handler(ctx)
+    assert texts == [("Has a dog named Biscuit", "Has a dog called Biscuit")]

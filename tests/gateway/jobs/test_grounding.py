@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from gateway.agent.tools import Tool, in_thread
+from gateway.jobs.approvals import stager
 from gateway.jobs.grounding import (
     NOT_SAID_CODE,
     Grounding,
@@ -27,14 +28,17 @@ from gateway.jobs.grounding import (
 )
 from memory_core import (
     MEMORY_TOOL_SCHEMA,
+    Approval,
     EntryOrigin,
     FileMemoryStore,
     GroundedArguments,
     MemoryTool,
     Origin,
     OwnWords,
+    PendingChanges,
     Said,
 )
+from memory_core.file_memory import entry_handle
 
 
 class Recorder:
@@ -172,7 +176,7 @@ async def test_an_add_that_states_a_new_value_replaces_the_persons_old_entry() -
     tool, recorder = held("I moved to Porto last month", entries=[old])
     await tool.handler(add("Moved to Porto"))
     [call] = recorder.calls
-    assert call["action"] == "replace" and call["old_text"] == "Lives in Lisbon"
+    assert call["action"] == "replace" and call["old_text"] == entry_handle("Lives in Lisbon")
 
     tool, recorder = held("I moved to Porto last month", entries=[operator])
     await tool.handler(add("Moved to Porto"))  # not the person's entry: stays an add
@@ -191,3 +195,29 @@ async def test_the_evidence_reaches_the_store_beside_the_entry(tmp_path: Path) -
     assert entry.text == "Plays the cello in an orchestra"
     assert [e.message_id for e in entry.evidence] == [42]
     assert "cello" in entry.evidence[0].span
+
+
+async def test_a_call_half_grounded_stages_each_entry_with_its_own_reason(tmp_path: Path) -> None:
+    store = FileMemoryStore(tmp_path)
+    approval = Approval(PendingChanges(store), everything=True, batch="b")
+    memory = MemoryTool(
+        store, "telegram-1", is_admin=False, origin=Origin("review", 7), approval=approval
+    )
+    handler = in_thread(memory.handle)
+    said = OwnWords([Said(41, "guess which city I live in"), Said(42, "I play the cello")])
+    grounding = Grounding(fixed_words(said), "review", stager(handler, approval))
+    [tool] = grounded([Tool(MEMORY_TOOL_SCHEMA, handler)], grounding)
+    batch = {
+        "target": "user",
+        "operations": [
+            {"action": "add", "content": "Plays the cello"},
+            {"action": "add", "content": "Lives in Zanzibar"},
+        ],
+    }
+    await tool.handler(batch)
+    cello, zanzibar = PendingChanges(store).list("telegram-1")
+    assert cello.grounded and [e.message_id for e in cello.evidence] == [42]
+    assert "not in your words" not in cello.reason
+    assert not zanzibar.grounded and zanzibar.reason == "not in your words"
+    assert [e.message_id for e in zanzibar.evidence] == [41]  # the closest, shown
+    assert store.read("user", "telegram-1").entries == ()
