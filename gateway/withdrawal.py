@@ -28,6 +28,8 @@ from memory_core import (
     NoMatchError,
     Operation,
     Origin,
+    OwnWords,
+    PendingChanges,
     PersonErasedError,
     SessionBackend,
     check,
@@ -84,6 +86,7 @@ class Withdrawal:
                 text=text,
             )
         withdrawn = await self._withdraw(key, changed.session_id, set(changed.message_ids))
+        await self._unstage(key, changed.session_id, set(changed.message_ids))
         await self._open.reload(key)  # no cached history or prompt keeps the old text
         return withdrawn
 
@@ -94,18 +97,16 @@ class Withdrawal:
         citing = [o.text for o in origins if any(e.message_id in message_ids for e in o.evidence)]
         if not citing:
             return ()
-        info = await self._sessions.get_session(session_id)
-        if info is None:
+        said = await self._said(session_id)
+        if said is None:
             return ()
-        stored = await self._sessions.get_messages(info.id, info.scope, lineage=False)
-        said = own_words(stored)
         stale = [text for text in citing if not check(text, said).supported]
         withdrawn = []
         for text in stale:  # one change each: each can be undone on its own
             try:
                 removal = [Operation("remove", old_text=entry_handle(text))]
                 await asyncio.to_thread(
-                    self._memory.apply, "user", key, removal, Origin("withdrawn", info.id)
+                    self._memory.apply, "user", key, removal, Origin("withdrawn", session_id)
                 )
             except (NoMatchError, PersonErasedError) as exc:  # gone meanwhile: nothing to do
                 log.info("an entry could not be withdrawn: %s", type(exc).__name__)
@@ -114,6 +115,30 @@ class Withdrawal:
         if withdrawn:
             log.info("withdrew %d entries: the message grounding them was edited", len(withdrawn))
         return tuple(withdrawn)
+
+    async def _unstage(self, key: str, session_id: int, message_ids: set[int]) -> None:
+        """Drop the staged changes grounded by `message_ids` that the person's words in
+        `session_id` no longer ground (approving one would write a stale fact)."""
+        pending = PendingChanges(self._memory)
+        staged = await asyncio.to_thread(pending.list, key)
+        citing = [
+            c
+            for c in staged
+            if c.grounded and c.content and any(e.message_id in message_ids for e in c.evidence)
+        ]
+        if not citing:
+            return
+        said = await self._said(session_id)
+        stale = [c.id for c in citing if said is None or not check(c.content or "", said).supported]
+        if stale:
+            await asyncio.to_thread(pending.reject, key, stale)
+            log.info("dropped %d staged changes: the message grounding them was edited", len(stale))
+
+    async def _said(self, session_id: int) -> OwnWords | None:
+        info = await self._sessions.get_session(session_id)
+        if info is None:
+            return None
+        return own_words(await self._sessions.get_messages(info.id, info.scope, lineage=False))
 
 
 def media_lines(text: str) -> list[str]:
