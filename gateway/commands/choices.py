@@ -76,10 +76,11 @@ class _Table:
         while len(lists) > MAX_LISTS:
             self._drop(lists.pop(0))
 
-    def withdraw(self, owner: str, key: str | None = None) -> None:
-        """Drop the owner's list under `key` (None: all their lists)."""
+    def withdraw(self, owner: str, key: str | None = None, command: str | None = None) -> None:
+        """Drop the owner's list under `key`, or their lists of `command` (None: all)."""
         lists = self.offers.get(owner, [])
-        for offer in [o for o in lists if key is None or o.key == key]:
+        chosen = [o for o in lists if key in (None, o.key) and command in (None, o.command)]
+        for offer in chosen:
             lists.remove(offer)
             self._drop(offer)
         if not lists:
@@ -252,10 +253,11 @@ class PendingChoices:
 
         return self._decided(take)
 
-    def withdraw(self, owner: str) -> None:
-        """Drop whatever `owner` was offered (their erasure: nothing of theirs stays)."""
+    def withdraw(self, owner: str, command: str | None = None) -> None:
+        """Drop whatever `owner` was offered (their erasure: nothing of theirs stays), or
+        only their lists of `command` (a /forget done: its list held the entries' text)."""
         with self._changing() as table:
-            table.withdraw(owner)
+            table.withdraw(owner, command=command)
 
     def _spend(
         self, table: _Table, pending: PendingChoice, digest: str

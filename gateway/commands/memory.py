@@ -324,6 +324,7 @@ class _Forget:
         result = self._memory.forget(key, [entry], Origin("person"))
         if not result.forgotten:
             return CommandReply(locale._("That entry is already gone; nothing else was changed."))
+        self._choices.withdraw(key, FORGET_NAME)  # a list of entries to pick held its text
         if self._forget_words is not None:  # the words it rested on go from the sessions too
             texts = tuple(dict.fromkeys((*result.forgotten, *result.versions)))
             await self._forget_words(key, result.message_ids, texts)

@@ -396,3 +396,17 @@ async def test_earlier_versions_of_the_entry_are_redacted_from_the_sessions_too(
     )
     await command.handler(ctx)
     assert texts == [("Has a dog named Biscuit", "Has a dog called Biscuit")]
+
+
+async def test_a_forget_by_number_withdraws_the_list_that_held_the_entries_text(
+    services: Services,
+) -> None:
+    conversations = serving(services)
+    sink = ListSink()
+    await conversations.handle(message("/forget coffee"), sink)
+    payload = sink.buttons[0].payload
+    await conversations.handle(message("/forget 3"), sink)  # another entry, by its number
+    assert sink.replies[-1].startswith(f"Forgotten: {ENTRIES[2]}")
+    await conversations.choose(message("", ADA), payload, sink)  # the old list is gone
+    assert not sink.replies[-1].startswith("Forgotten")
+    assert entries(services) == [ENTRIES[0], ENTRIES[1]]
