@@ -304,11 +304,6 @@ def negation_spans(text: str) -> list[tuple[int, int]]:
     return [(m.start(), m.end()) for m in _cjk_negations(text)]
 
 
-def is_negation(word: str) -> bool:
-    """Whether `word` (casefolded, not CJK) negates."""
-    return _is_negation(word)
-
-
 def _is_negation(word: str) -> bool:
     return word in NEGATION_WORDS or word.startswith(_NEG_PREFIX)
 
