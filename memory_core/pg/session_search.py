@@ -29,10 +29,10 @@ from memory_core.sessions.search import (
     DEFAULT_RANKING,
     Ranking,
     ScopeStats,
+    choose_roots,
     hit_roots,
     score_hits,
     snippet_messages,
-    top_roots,
 )
 from memory_core.sessions.snippets import FETCH_BYTES, decode_head, mark_heads
 
@@ -58,14 +58,16 @@ async def search_sessions(
     if not any(hits):
         return []
     stats = await _scope_stats(conn, where, hit_roots(hits))
-    scored, weights = score_hits(hits, stats, ranking)
-    top = top_roots(scored, options.limit)
+    scored = score_hits(hits, stats, ranking)
+    weights = scored.message_weight
+    top = choose_roots(scored, options.limit, ranking)
     chosen = snippet_messages(top, hits, weights, options.snippets_per_hit)
     ids = [m for root in top for m in chosen[root]]
     messages = await _messages(conn, ids, terms)
     roots = await _roots(conn, top)
     return [
-        _session_hit(root, roots[root], scored[root][0], chosen[root], messages) for root in top
+        _session_hit(root, roots[root], scored.scores[root][0], chosen[root], messages)
+        for root in top
     ]
 
 

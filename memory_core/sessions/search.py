@@ -15,22 +15,15 @@ How a query is answered:
    of three or more characters in the trigram index, shorter ones with
    `instr()` on the base table. A word of three or more letters with no hit
    is retried as a prefix (``kube`` finds ``kubernetes``).
-4. Hits are grouped by lineage root and scored as documents with BM25,
-   computed from the statistics of the caller's own scope: each term weighs
-   its inverse document frequency, so common words do not swamp rare ones,
-   and term frequency saturates, so a conversation matching more of the
-   query ranks higher. A bonus for the best single message rewards terms
-   found together. Recency breaks ties.
+4. Hits are grouped by lineage root and ranked (`ranking`): each conversation as a
+   BM25 document plus its best passage, then the top chosen to cover the query.
 5. The best messages of each top conversation become marked snippets.
 """
 
 from __future__ import annotations
 
-import math
 import sqlite3
-from collections import Counter, defaultdict
-from dataclasses import dataclass
-from operator import itemgetter
+from collections import defaultdict
 
 from memory_core.scopes import SearchScope
 from memory_core.sessions.matching import Hit, ScopeFilter, collect_hits
@@ -43,48 +36,37 @@ from memory_core.sessions.models import (
     Snippet,
 )
 from memory_core.sessions.query import QueryTerm, parse_query
+from memory_core.sessions.ranking import (
+    DEFAULT_RANKING,
+    MAX_LIMIT,
+    Ranking,
+    ScopeStats,
+    Scored,
+    choose_roots,
+    hit_roots,
+    score_hits,
+)
 from memory_core.sessions.snippets import highlighted_texts
 
 __all__ = [
+    "DEFAULT_RANKING",
     "MATCH_END",
     "MATCH_START",
+    "MAX_LIMIT",
     "Ranking",
     "ScopeFilter",
     "ScopeStats",
+    "Scored",
     "SearchOptions",
     "SearchScope",
     "SessionHit",
     "Snippet",
+    "choose_roots",
     "hit_roots",
     "score_hits",
     "search_sessions",
     "snippet_messages",
-    "top_roots",
 ]
-
-MAX_LIMIT = 100
-_ROOT = itemgetter(1)
-
-
-@dataclass(frozen=True)
-class Ranking:
-    """Tunable constants of the ranking.
-
-    Chosen by leave-one-conversation-out on the LoCoMo dev conversations
-    (bench/locomo_recall.py): the grid's best constants on any two of them
-    are these (best_message_weight 1.0-1.5), so the choice does not hinge on
-    the conversation it is scored on. Checked, not tuned, on
-    bench/planted_recall.py. `coverage_weight` 0 leaves the coverage
-    multiplier out; BM25's saturation already favours covering more terms.
-    """
-
-    k1: float = 3.0
-    b: float = 0.75
-    best_message_weight: float = 1.5
-    coverage_weight: float = 0.0
-
-
-DEFAULT_RANKING = Ranking()
 
 
 def search_sessions(
@@ -105,35 +87,11 @@ def search_sessions(
     if not any(hits):
         return []
     stats = _scope_stats(conn, where, hit_roots(hits))
-    scored, weights = score_hits(hits, stats, ranking)
-    top = top_roots(scored, limit)
-    scores = {r: scored[r][0] for r in top}
+    scored = score_hits(hits, stats, ranking)
+    top = choose_roots(scored, limit, ranking)
+    scores = {r: scored.scores[r][0] for r in top}
+    weights = scored.message_weight
     return _hits(conn, top, scores, terms, hits, weights, options.snippets_per_hit)
-
-
-@dataclass(frozen=True)
-class ScopeStats:
-    """Document statistics of the caller's scope: messages, lineages, candidate lengths."""
-
-    messages: int
-    lineages: int
-    lengths: dict[int, int]
-
-    @classmethod
-    def of(cls, messages: int, lineages: int, lengths: dict[int, int]) -> ScopeStats:
-        """The statistics as counted; an empty scope counts as one message in one lineage."""
-        return cls(max(1, messages), max(1, lineages), lengths)
-
-
-def hit_roots(hits: list[list[Hit]]) -> set[int]:
-    """The lineage roots of all the hits."""
-    return {root for found in hits for _, root, _ in found}
-
-
-def top_roots(scored: dict[int, tuple[float, float]], limit: int) -> list[int]:
-    """The best `limit` roots (at most `MAX_LIMIT`): by score, then recency, then newest root."""
-    order = sorted(scored, key=lambda r: (-scored[r][0], -scored[r][1], -r))
-    return order[: min(limit, MAX_LIMIT)]
 
 
 def _scope_stats(conn: sqlite3.Connection, where: ScopeFilter, roots: set[int]) -> ScopeStats:
@@ -153,47 +111,6 @@ def _scope_stats(conn: sqlite3.Connection, where: ScopeFilter, roots: set[int]) 
         )
         lengths.update(rows.fetchall())
     return ScopeStats.of(messages, lineages, lengths)
-
-
-def score_hits(
-    hits: list[list[Hit]], stats: ScopeStats, ranking: Ranking
-) -> tuple[dict[int, tuple[float, float]], dict[int, float]]:
-    """Score and latest match time per lineage root, and the weight of each matching message."""
-    idf = [math.log(1 + (stats.messages - len(h) + 0.5) / (len(h) + 0.5)) for h in hits]
-    # One pass per term over its hits, with C-level counting: this runs on every
-    # prefetch, over up to max_hits_per_term hits per term.
-    tfs = [Counter(map(_ROOT, term_hits)) for term_hits in hits]
-    message_weight: dict[int, float] = defaultdict(float)
-    last: dict[int, float] = {}
-    best: dict[int, float] = defaultdict(float)
-    for weight, term_hits in zip(idf, hits, strict=True):
-        for message_id, root, ts in term_hits:
-            message_weight[message_id] += weight
-            if ts > last.get(root, -math.inf):
-                last[root] = ts
-    for found in hits:
-        for message_id, root, _ in found:
-            if message_weight[message_id] > best[root]:
-                best[root] = message_weight[message_id]
-    k1, b = ranking.k1, ranking.b
-    average = stats.messages / stats.lineages
-    all_weight = sum(idf) or 1.0
-    bm25: dict[int, float] = defaultdict(float)
-    covered: dict[int, float] = defaultdict(float)
-    for weight, tf_of in zip(idf, tfs, strict=True):
-        for root, tf in tf_of.items():
-            norm = k1 * (1 - b + b * stats.lengths.get(root, 1) / average)
-            bm25[root] += weight * tf * (k1 + 1) / (tf + norm)
-            covered[root] += weight
-    scored = {
-        root: (
-            (bm25[root] + ranking.best_message_weight * best[root])
-            * (1 + ranking.coverage_weight * covered[root] / all_weight),
-            last[root],
-        )
-        for root in last
-    }
-    return scored, message_weight
 
 
 def _hits(
