@@ -1,7 +1,9 @@
 """Versioned schema migrations on PostgreSQL, frozen by their sha256.
 
 Each store names its component ("sessions", "memory", …) and lists its steps,
-`PgMigration(component, version, sql)`, versions 1, 2, 3, … in order. The table
+`PgMigration(component, version, sql)`, versions 1, 2, 3, … in order; a step
+may also run Python after its SQL (`then`, in the same transaction: a value
+only Python can compute, such as a tsvector), which its SQL text names. The table
 `mnemo_schema(component, version, sha256, applied_at)` records every step a
 database has run, with the sha256 of its SQL text. `apply_migrations`:
 
@@ -21,8 +23,8 @@ Components the code does not list are left alone (another store's schema).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
@@ -52,6 +54,7 @@ class PgMigration:
     component: str
     version: int
     sql: str
+    then: Callable[[Connection[Any]], None] | None = field(default=None, compare=False)
 
     @property
     def sha256(self) -> str:
@@ -99,6 +102,8 @@ def _recorded(conn: Connection[Any], component: str) -> dict[int, str]:
 def _apply(conn: Connection[Any], step: PgMigration) -> None:
     with conn.transaction():
         conn.execute(step.sql.encode("utf-8"))  # no parameters: several statements
+        if step.then is not None:
+            step.then(conn)
         conn.execute(
             "INSERT INTO mnemo_schema (component, version, sha256) VALUES (%s, %s, %s)",
             (step.component, step.version, step.sha256),

@@ -1,6 +1,6 @@
 """Edits, deletions and `/forget` on PostgreSQL: SQLite's `sessions.edits`, the same rows
 changed to the same values, each changed message's `words` and `symbols` computed
-again from its new content (the search index follows).
+again from its new content, its time and its speaker (the search index follows).
 
 `edit_message` finds the author first without locks, then takes the person's lock
 and fence (`guard`) before it locks and changes the rows, in the order an erasure
@@ -24,9 +24,12 @@ from memory_core.sessions.models import INTERNAL_SOURCES, EditedMessage
 __all__ = ["edit_message", "forget_words"]
 
 Guard = Callable[[Connection, str], Awaitable[None]]
+_Update = tuple[str, str, "str | None", bool, float, "str | None"]
+"""A message's new row: role, content, tool calls, own words; its time and speaker."""
 
 _FIND = (
-    "SELECT m.id, m.session_id, s.user_key, m.content, m.own_words "
+    "SELECT m.id, m.session_id, s.user_key, m.content, m.own_words, m.timestamp, "
+    "m.speaker_name "
     "FROM sessions s JOIN messages m ON m.session_id = s.id "
     "WHERE s.source = %s AND s.chat_id = %s AND m.platform_message_id = %s "
     "AND m.role = 'user' AND s.user_key = %s ORDER BY m.id"
@@ -50,11 +53,9 @@ async def edit_message(
     platform_message_id: str,
     user_key: str | None,
     text: str | None,
-    words: str | None,
     guard: Guard,
 ) -> EditedMessage | None:
-    """`edits.edit_message`; `words` is the new text's tsvector literal, `guard` takes
-    the author's lock and checks the fence."""
+    """`edits.edit_message`; `guard` takes the author's lock and checks the fence."""
     where = (platform, chat_id, platform_message_id)
     owner = user_key
     if owner is None:
@@ -68,14 +69,17 @@ async def edit_message(
         return None
     content = "" if text is None else clean(text)
     deleting = text is None
-    for message_id, _, _, old, own_words in rows:
-        if old != content or (deleting and own_words):
-            await conn.execute(
-                "UPDATE messages SET content = %s, own_words = own_words AND NOT %s, "
-                "words = %s::tsvector, symbols = %s WHERE id = %s",
-                (content, deleting, words, symbols("user", content), message_id),
-            )
-    first_id, session_id, _, old_text, _ = rows[0]
+    changed = [r for r in rows if r[3] != content or (deleting and r[4])]
+    vectors = await asyncio.to_thread(
+        index_documents, [("user", content, r[5], r[6]) for r in changed]
+    )
+    for row, words in zip(changed, vectors, strict=True):
+        await conn.execute(
+            "UPDATE messages SET content = %s, own_words = own_words AND NOT %s, "
+            "words = %s::tsvector, symbols = %s WHERE id = %s",
+            (content, deleting, words, symbols("user", content), row[0]),
+        )
+    first_id, session_id, _, old_text, *_ = rows[0]
     ids = tuple(int(r[0]) for r in rows)
     new_text = None if text is None else content
     return EditedMessage(int(first_id), int(session_id), owner, str(old_text), new_text, ids)
@@ -88,35 +92,39 @@ async def forget_words(
     sessions whose prompt was rewritten or that were deleted)."""
     needles = Needles(texts)
     changed = await _drop_internal(conn, user_key, needles)
-    updates: dict[int, tuple[str, str, str | None, bool]] = {}  # id: role, content, calls, own
-    for row in await _forgotten(conn, user_key, message_ids):
-        updates[int(row[0])] = (row[1], FORGOTTEN, row[2], False)
+    updates: dict[int, _Update] = {}
+    for message_id, role, calls, timestamp, speaker in await _forgotten(
+        conn, user_key, message_ids
+    ):
+        updates[int(message_id)] = (role, FORGOTTEN, calls, False, timestamp, speaker)
     if needles:
-        for message_id, role, content, calls, own_words in await _all(
+        for message_id, *row in await _all(
             conn,
-            "SELECT m.id, m.role, m.content, m.tool_calls, m.own_words FROM messages m "
+            "SELECT m.id, m.role, m.content, m.tool_calls, m.own_words, m.timestamp, "
+            "m.speaker_name FROM messages m "
             "JOIN sessions s ON s.id = m.session_id WHERE s.user_key = %s ORDER BY m.id",
             (user_key,),
         ):
-            role, content, calls, own_words = updates.get(
-                message_id, (role, content, calls, own_words)
+            role, content, calls, own_words, timestamp, speaker = updates.get(
+                message_id, tuple(row)
             )
             new_content, new_calls = str(needles.scrub(content)), needles.scrub(calls)
             if (new_content, new_calls) != (content, calls) or message_id in updates:
-                updates[message_id] = (role, new_content, new_calls, own_words)
+                updates[message_id] = (role, new_content, new_calls, own_words, timestamp, speaker)
     await _rewrite(conn, updates)
     return changed + len(updates) + await _scrub_prompts(conn, user_key, needles)
 
 
 async def _forgotten(conn: Connection, user_key: str, message_ids: Sequence[int]) -> list[Any]:
-    """(id, role, tool_calls) of the named messages of `user_key` and their copies (same
-    conversation, role, time and text) not already forgotten."""
+    """(id, role, tool_calls, timestamp, speaker_name) of the named messages of `user_key`
+    and their copies (same conversation, role, time and text) not already forgotten."""
     ids = sorted({int(i) for i in message_ids})
     if not ids:
         return []
     return await _all(
         conn,
-        "SELECT DISTINCT c.id, c.role, c.tool_calls FROM messages m "
+        "SELECT DISTINCT c.id, c.role, c.tool_calls, c.timestamp, c.speaker_name "
+        "FROM messages m "
         "JOIN sessions s ON s.id = m.session_id "
         "JOIN sessions t ON t.root_id = s.root_id AND t.user_key = s.user_key "
         "JOIN messages c ON c.session_id = t.id AND c.role = m.role "
@@ -126,16 +134,16 @@ async def _forgotten(conn: Connection, user_key: str, message_ids: Sequence[int]
     )
 
 
-async def _rewrite(conn: Connection, updates: dict[int, tuple[str, str, str | None, bool]]) -> None:
+async def _rewrite(conn: Connection, updates: dict[int, _Update]) -> None:
     """Store each message's new content, tool calls and own-words flag, with the
     `words` and `symbols` its new content gives."""
     if not updates:
         return
     ids = list(updates)
-    rows = [(updates[i][0], updates[i][1]) for i in ids]
+    rows = [(role, content, ts, speaker) for role, content, _, _, ts, speaker in updates.values()]
     vectors = await asyncio.to_thread(index_documents, rows)
     for message_id, vector in zip(ids, vectors, strict=True):
-        role, content, calls, own_words = updates[message_id]
+        role, content, calls, own_words, _, _ = updates[message_id]
         await conn.execute(
             "UPDATE messages SET content = %s, tool_calls = %s, own_words = %s, "
             "words = %s::tsvector, symbols = %s WHERE id = %s",

@@ -144,7 +144,7 @@ class _Import:
         if not self.pending:
             return
         chunk, self.pending = self.pending, []
-        docs = [(m.role, m.content) for _, m in chunk]
+        docs = [(m.role, m.content, m.timestamp, m.name) for _, m in chunk]
         words = asyncio.ensure_future(asyncio.to_thread(index_documents, docs))
         try:
             await self.copied()

@@ -36,6 +36,7 @@ _FLAGS = {"sessions": ("extraction_due",), "messages": ("own_words",)}
 _COUNT = COLUMNS["sessions"].index("message_count")
 _USER = COLUMNS["sessions"].index("user_key")
 _ROLE, _CONTENT = COLUMNS["messages"].index("role"), COLUMNS["messages"].index("content")
+_TIME, _SPEAKER = COLUMNS["messages"].index("timestamp"), COLUMNS["messages"].index("speaker_name")
 
 
 def _select(table: str) -> str:
@@ -103,7 +104,7 @@ async def _copy_chunk(conn: Connection, table: str, rows: list[Sequence[Any]]) -
         out = [(*r[:_COUNT], 0, *r[_COUNT + 1 :], owner_token(r[_USER])) for r in rows]
     elif table == "messages":
         columns += ["words", "symbols"]
-        words = index_documents([(r[_ROLE], r[_CONTENT]) for r in rows])
+        words = index_documents([(r[_ROLE], r[_CONTENT], r[_TIME], r[_SPEAKER]) for r in rows])
         pairs = zip(rows, words, strict=True)
         out = [(*r, w, symbols_value(r[_ROLE], r[_CONTENT])) for r, w in pairs]
     else:
@@ -144,11 +145,13 @@ async def check_rows(db: PgDatabase, *, sample: int | None = None) -> dict[str, 
 async def _check_words(conn: Connection, sample: int | None) -> tuple[int, int]:
     some = "" if sample is None else f" ORDER BY random() LIMIT {int(sample)}"
     cur = conn.cursor()  # client-side: every row is here before the checks below run
-    await cur.execute(f"SELECT id, role, content, symbols FROM messages{some}")
+    await cur.execute(
+        f"SELECT id, role, content, symbols, timestamp, speaker_name FROM messages{some}"
+    )
     words_wrong = symbols_wrong = 0
     while batch := await cur.fetchmany(CHUNK_ROWS):
         ids = [r[0] for r in batch]
-        words = index_documents([(r[1], r[2]) for r in batch])
+        words = index_documents([(r[1], r[2], r[4], r[5]) for r in batch])
         symbols_wrong += sum(r[3] != symbols_value(r[1], r[2]) for r in batch)
         other = await conn.execute(
             "SELECT count(*) FROM unnest(%s::bigint[], %s::text[]) AS t(id, w) "

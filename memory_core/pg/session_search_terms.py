@@ -6,7 +6,8 @@ The lookups of SQLite's `sessions.matching`, one for one:
   tokens SQLite's word index holds, GIN-indexed): the term's text is cut into
   lexemes by the same tokenizer (`search_text.word_tokens`), and the tsquery
   is built from those quoted lexemes (phrases with `<->`, a prefix's last
-  lexeme with `:*`), never from the user's text;
+  lexeme with `:*D`: the message's text only, not its date and speaker words,
+  as SQLite's `word_index.match_columns`), never from the user's text;
 - emoji/symbol literals of three or more characters in `messages.symbols`
   (the rows SQLite keeps in its trigram index) with `LIKE`;
 - shorter ones with `strpos()` on the content of non-tool messages in scope;
@@ -24,7 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from memory_core.pg.database import Connection
-from memory_core.pg.search_text import quote_lexeme, word_tokens
+from memory_core.pg.search_text import TEXT_WEIGHT, quote_lexeme, word_tokens
 from memory_core.pg.session_scope import PgScopeFilter
 from memory_core.sessions.matching import Hit, prefix_retry
 from memory_core.sessions.query import ParsedQuery, QueryTerm, TermKind
@@ -38,7 +39,7 @@ def term_tsquery(term: QueryTerm) -> str | None:
     if not lexemes:
         return None
     if term.kind is TermKind.PREFIX:
-        lexemes[-1] += ":*"
+        lexemes[-1] += ":*" + TEXT_WEIGHT
     return " <-> ".join(lexemes)
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from memory_core.errors import InvalidMessageError, SessionConflictError, SessionNotFoundError
 from memory_core.pg.database import Connection
+from memory_core.pg.search_text import IndexRow
 from memory_core.sessions.models import (
     INTERNAL_SOURCES,
     AppendResult,
@@ -73,6 +74,11 @@ async def lock_person(conn: Connection, user_key: str, *, exclusive: bool) -> No
     """Hold `person_lock(user_key)` until the transaction ends."""
     kind = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
     await conn.execute(f"SELECT {kind}(%s)", (person_lock(user_key),))
+
+
+def index_row(m: NewMessage) -> IndexRow:
+    """What the message's `words` are made of, as `message_row` stores it."""
+    return (m.role, clean(m.content), float(m.timestamp), _clean(m.speaker_name))
 
 
 def message_row(session_id: int, m: NewMessage, words: str | None) -> tuple[object, ...]:

@@ -35,7 +35,7 @@ from memory_core.errors import IndexIntegrityError, SessionStoreError
 from memory_core.fence import ErasureFence, current_mark
 from memory_core.pg.database import Connection, PgDatabase
 from memory_core.pg.fence import check_erased
-from memory_core.pg.search_text import index_document, index_documents
+from memory_core.pg.search_text import index_documents
 from memory_core.pg.session_search import search_sessions
 from memory_core.pg.sessions_schema import SESSION_MIGRATIONS
 from memory_core.scopes import SearchScope
@@ -138,7 +138,7 @@ class PgSessionStore:
         """The messages' tsvector literals, tokenized off the event loop."""
         if not messages:
             return []
-        rows = [(m.role, writes.clean(m.content)) for m in messages]
+        rows = [writes.index_row(m) for m in messages]
         return await asyncio.to_thread(index_documents, rows)
 
     # writes
@@ -251,11 +251,6 @@ class PgSessionStore:
         is not stored (see `session_edits`). Checks the author's fence in the write."""
         self._check_open()
         began = current_mark()
-        words = (
-            None
-            if not text
-            else await asyncio.to_thread(index_document, "user", writes.clean(text))
-        )
 
         async def guard(conn: Connection, person: str) -> None:
             await self._guard(conn, person, began)
@@ -268,7 +263,6 @@ class PgSessionStore:
                 platform_message_id=platform_message_id,
                 user_key=user_key,
                 text=text,
-                words=words,
                 guard=guard,
             )
         )

@@ -22,11 +22,20 @@ For search, each message carries:
 Triggers (PL/pgSQL, statement-level where a bulk load inserts many rows)
 keep `sessions.message_count` right on every insert, delete and move of a
 message, and refuse a change of a session's owner, as the SQLite triggers do.
+
+v2 (SQLite's v10): `words` also holds the message's date and speaker as words,
+weighted A (`search_text`); every message's `words` is computed again, in
+Python, `FILL_BATCH` rows at a time, in the step's transaction.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+from psycopg import Connection
+
 from memory_core.pg.migrations import PgMigration
+from memory_core.pg.search_text import index_documents
 
 COMPONENT = "sessions"
 
@@ -143,4 +152,33 @@ CREATE TRIGGER sessions_owner_fixed BEFORE UPDATE OF user_key, owner_token ON se
     EXECUTE FUNCTION mnemo_owner_fixed();
 """
 
-SESSION_MIGRATIONS: tuple[PgMigration, ...] = (PgMigration(COMPONENT, 1, _V1),)
+_V2 = """
+COMMENT ON COLUMN messages.words IS
+    'the message''s words: its text, then its UTC date and speaker weighted A (search_text)';
+-- then every row's words again, by search_text.index_documents (fill_words)
+"""
+
+FILL_BATCH = 5000
+
+
+def fill_words(conn: Connection[Any]) -> None:
+    """Compute every message's `words` again from its content, time and speaker."""
+    last = 0
+    while rows := conn.execute(
+        "SELECT id, role, content, timestamp, speaker_name FROM messages "
+        "WHERE id > %s ORDER BY id LIMIT %s",
+        (last, FILL_BATCH),
+    ).fetchall():
+        words = index_documents([(r[1], r[2], r[3], r[4]) for r in rows])
+        conn.execute(
+            "UPDATE messages m SET words = t.w::tsvector "
+            "FROM unnest(%s::bigint[], %s::text[]) AS t(id, w) WHERE m.id = t.id",
+            ([r[0] for r in rows], words),
+        )
+        last = int(rows[-1][0])
+
+
+SESSION_MIGRATIONS: tuple[PgMigration, ...] = (
+    PgMigration(COMPONENT, 1, _V1),
+    PgMigration(COMPONENT, 2, _V2, then=fill_words),
+)

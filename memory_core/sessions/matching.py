@@ -7,7 +7,8 @@ included, so no CJK query scans messages), emoji/symbol literals of three or
 more characters in the trigram index, shorter ones with `instr()` on the
 base table (the trigram index cannot match them). A word of three or more
 letters with no hit is retried as a prefix in the word index (``kube``
-finds ``kubernetes``).
+finds ``kubernetes``). Words and phrases also match a message's date and
+speaker (the index's `about` column), prefixes only its text (`word_index`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from memory_core.sessions.models import INTERNAL_SOURCES, SearchOptions
 from memory_core.sessions.query import ParsedQuery, QueryTerm, TermKind
 from memory_core.sessions.reads import scope_sql
 from memory_core.sessions.schema import TRIGRAM_INDEX, WORD_INDEX, owner_token
+from memory_core.sessions.word_index import match_columns
 
 Hit = tuple[int, int, float]
 """One matching message: (message id, lineage root id, timestamp)."""
@@ -140,7 +142,8 @@ def _fts_hits(
     messages older than its first (`floor`) are capped on their own, and the
     newer ones (it, and other chats meanwhile) on theirs.
     """
-    expression = f'owner : "{where.owner}" AND content : {term.match_expression()}'
+    columns = match_columns(term.kind) if index == WORD_INDEX else "content"
+    expression = f'owner : "{where.owner}" AND {columns} : {term.match_expression()}'
     if floor is None:
         return _fts_range(conn, index, expression, where, "")
     newer = _fts_range(conn, index, expression, where, f"AND rowid >= {int(floor)} ")

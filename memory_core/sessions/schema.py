@@ -12,16 +12,18 @@ each with the message text and an `owner` column (see `owner_token`):
   Tool output is indexed only up to `TOOL_INDEX_CHARS` characters. Since v6
   each Chinese/Japanese/Korean run is indexed as its overlapping bigrams and
   its last character (`query.cjk_words`), so CJK text is searched by words.
+  Since v10 a third column, `about`, holds the message's date and speaker as
+  words (`word_index`).
 - `messages_trigram`: `trigram`, for emoji and symbols (`query.SYMBOL_CLASS`),
   matched as substrings. Since v6 only rows holding one are in it (before,
   every row with non-ASCII text, for CJK), and no tool rows.
 
-The word index's value is computed twice, with the same tokens: by the SQL
-function `mnemo_cjk_words` (Python, fast; `register_functions` adds it to a
-connection) in the triggers, the bulk-load helper and the v6 rebuild, and by
-plain SQL (`cjk_words_sql`) in the view the index reads as its content, so
-that any connection, one without our functions too, can run FTS5's
-integrity check or a 'rebuild'.
+The word index's values are computed twice, with the same tokens: by the SQL
+functions `mnemo_cjk_words` and `mnemo_about_words` (Python, fast;
+`register_functions` adds them to a connection) in the triggers, the
+bulk-load helper and the v10 rebuild, and by plain SQL (`word_index`) in the
+view the index reads as its content, so that any connection, one without our
+functions too, can run FTS5's integrity check or a 'rebuild'.
 
 One insert, one delete and one update trigger keep both in sync (and the
 per-session message counts). What each later version added to the rows (the
@@ -35,15 +37,21 @@ inside the caller's transaction.
 from __future__ import annotations
 
 import hashlib
+import math
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from memory_core.errors import IndexIntegrityError, SchemaVersionError
-from memory_core.sessions.query import CJK_RANGES, SYMBOL_CLASS, cjk_words
+from memory_core.sessions.query import cjk_words
+from memory_core.sessions.word_index import (
+    INDEX_WORDS_AFTER,
+    INSERT_TRIGGER,
+    V10,
+    about_words,
+)
 
-SCHEMA_VERSION = 9
-TOOL_INDEX_CHARS = 8192
+SCHEMA_VERSION = 10
 WORD_INDEX = "messages_fts"
 TRIGRAM_INDEX = "messages_trigram"
 
@@ -131,49 +139,6 @@ CREATE TRIGGER messages_ad AFTER DELETE ON messages BEGIN
         SELECT 'delete', old.id, old.content WHERE old.role != 'tool';
 END;
 """
-
-# The pieces of the live insert trigger (`create_insert_trigger`) and of the bulk
-# load's indexing statement; they rebuild what v6 froze, and a test checks that
-# the trigger they make is v6's, byte for byte.
-
-# Only rows with non-ASCII text go to the trigram index (byte length differs
-# from character length): ASCII text is served by the word index, and leaving
-# it out halves the cost of the trigram index, by far the costliest part.
-_TRIGRAM_ROW = "{r}.role != 'tool' AND length(CAST({r}.content AS BLOB)) != length({r}.content)"
-_WORD_VALUE = "CASE WHEN {r}.role = 'tool' THEN substr({r}.content, 1, 8192) ELSE {r}.content END"
-_OWNER = "(SELECT owner_token FROM sessions WHERE id = {r}.session_id)"
-
-# Since v6 the word index holds `cjk_words` of the text (bigrams for CJK runs),
-# and the trigram index only rows with emoji or symbols (the only literals left).
-_WORD_TOKENS = f"mnemo_cjk_words({_WORD_VALUE})"
-_SYMBOL_ROW = _TRIGRAM_ROW + " AND {r}.content GLOB '*[" + SYMBOL_CLASS + "]*'"
-
-
-def _index_new(word: str, trigram_row: str) -> str:
-    """The statements that index the row `new` and count it in its session."""
-    return f"""
-    INSERT INTO messages_fts(rowid, content, owner)
-        VALUES (new.id, {word.format(r="new")}, {_OWNER.format(r="new")});
-    INSERT INTO messages_trigram(rowid, content, owner)
-        SELECT new.id, new.content, {_OWNER.format(r="new")} WHERE {trigram_row.format(r="new")};
-    UPDATE sessions SET message_count = message_count + 1 WHERE id = new.session_id;
-"""
-
-
-def _insert_trigger(word: str, trigram_row: str = _SYMBOL_ROW) -> str:
-    return f"""
-CREATE TRIGGER messages_ai AFTER INSERT ON messages BEGIN {_index_new(word, trigram_row)}
-END
-"""
-
-
-_INSERT_TRIGGER = _insert_trigger(_WORD_TOKENS)
-
-_INDEX_WORDS_AFTER = (
-    "INSERT INTO messages_fts(rowid, content, owner) "
-    f"SELECT m.id, {_WORD_TOKENS.format(r='m')}, s.owner_token "
-    "FROM messages m JOIN sessions s ON s.id = m.session_id WHERE m.id > ?"
-)
 
 # v3: lineage roots, import ids, idempotency keys, one open session per routing
 # key, per-session message counts, and an owner column in both indexes. The
@@ -295,31 +260,6 @@ UPDATE sessions SET extracted_through =
 CREATE INDEX sessions_extraction_due ON sessions(ended_at) WHERE extraction_due = 1;
 CREATE INDEX sessions_open ON sessions(id) WHERE ended_at IS NULL;
 """
-
-
-def cjk_words_sql(value: str) -> str:
-    """Plain SQL with the tokens of `cjk_words(value)` (the view's twin of the function).
-
-    A recursive walk over the characters, only for text holding a CJK
-    character: each CJK character becomes " XY " (with the next one when
-    that is CJK too) or " X " at the end of a run; the extra spaces are
-    separators to the tokenizer, so the tokens are the function's.
-    """
-    char_class = "".join(f"{chr(low)}-{chr(high)}" for low, high in CJK_RANGES)
-
-    def is_cjk(code: str) -> str:
-        return "(" + " OR ".join(f"{code} BETWEEN {lo} AND {hi}" for lo, hi in CJK_RANGES) + ")"
-
-    return f"""CASE WHEN {value} NOT GLOB '*[{char_class}]*' THEN {value} ELSE (
-        WITH RECURSIVE walk(i, c, n) AS (
-            SELECT 1, unicode(substr({value}, 1, 1)), unicode(substr({value}, 2, 1))
-            UNION ALL
-            SELECT i + 1, n, unicode(substr({value}, i + 2, 1)) FROM walk WHERE n IS NOT NULL
-        )
-        SELECT group_concat(CASE WHEN {is_cjk("c")} THEN ' ' || char(c)
-            || CASE WHEN {is_cjk("n")} THEN char(n) ELSE '' END || ' ' ELSE char(c) END, '')
-        FROM walk
-    ) END"""
 
 
 # v6: CJK text in the word index as bigrams (see the module docstring). The
@@ -452,6 +392,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(7, _V7),  # the queue of messages waiting for a busy session (inbox.py)
     Migration(8, _V8),
     Migration(9, _V9),  # own words: forwarded and quoted text is marked
+    Migration(10, V10),  # the date and speaker words (word_index.py)
 )
 
 
@@ -474,10 +415,19 @@ def register_functions(conn: sqlite3.Connection) -> None:
     """
     conn.create_function("mnemo_owner_token", 1, owner_token, deterministic=True)
     conn.create_function("mnemo_cjk_words", 1, _cjk_words_or_none, deterministic=True)
+    conn.create_function("mnemo_about_words", 3, _about_words_or_none, deterministic=True)
 
 
 def _cjk_words_or_none(text: str | None) -> str | None:
     return None if text is None else cjk_words(str(text))
+
+
+def _about_words_or_none(content: object, timestamp: object, speaker: object) -> str | None:
+    if content is None:
+        return None
+    # not a number (as the view's comparisons see it): no date words
+    when = float(timestamp) if isinstance(timestamp, int | float) else math.nan
+    return about_words(str(content), when, None if speaker is None else str(speaker))
 
 
 def migrate(conn: sqlite3.Connection, target: int = SCHEMA_VERSION) -> int:
@@ -539,12 +489,12 @@ def drop_insert_trigger(conn: sqlite3.Connection) -> None:
 
 def create_insert_trigger(conn: sqlite3.Connection) -> None:
     """Put the insert trigger back after a bulk load."""
-    conn.execute(_INSERT_TRIGGER)
+    conn.execute(INSERT_TRIGGER)
 
 
 def index_rows_after(conn: sqlite3.Connection, last_id: int) -> None:
     """Index every message whose id is above `last_id` (rows a bulk load inserted)."""
-    conn.execute(_INDEX_WORDS_AFTER, (last_id,))
+    conn.execute(INDEX_WORDS_AFTER, (last_id,))
     conn.execute(
         "INSERT INTO messages_trigram(rowid, content, owner) SELECT id, content, owner "
         "FROM messages_trigram_source WHERE id > ?",
@@ -564,7 +514,7 @@ def recount_messages(conn: sqlite3.Connection, session_ids: list[int]) -> None:
 def rebuild_indexes(conn: sqlite3.Connection) -> None:
     """Rebuild both full-text indexes from the messages table."""
     conn.execute(f"INSERT INTO {WORD_INDEX}({WORD_INDEX}) VALUES ('delete-all')")
-    conn.execute(_INDEX_WORDS_AFTER, (-1,))  # the function's value: faster than the view's
+    conn.execute(INDEX_WORDS_AFTER, (-1,))  # the function's value: faster than the view's
     conn.execute(f"INSERT INTO {TRIGRAM_INDEX}({TRIGRAM_INDEX}) VALUES ('rebuild')")
 
 

@@ -1,9 +1,11 @@
 """index_document holds exactly the tokens of SQLite's word index, and PostgreSQL reads them back.
 
-About 300 varied messages go through a real state.db (`SessionDB`): its
-`messages_fts` vocabulary (fts5vocab, per message and position) is compared
-with the tsvector literal `index_document` makes for the same role and text,
-then the literals are cast to tsvector on PostgreSQL and read back.
+About 300 varied messages, at times from 1970 to 2100 and some with a speaker's
+name, go through a real state.db (`SessionDB`): its `messages_fts` vocabulary
+(fts5vocab, per message, column and position) is compared with the tsvector
+literal `index_document` makes for the same message (the `about` column's
+tokens weighted A, after the text's and one empty position), then the
+literals are cast to tsvector on PostgreSQL and read back.
 """
 
 from __future__ import annotations
@@ -85,6 +87,10 @@ WORDS = [
 ]
 
 
+FAR_OUT = 1e12  # past the year 9999: no date words
+SPEAKERS = [None, "Caroline", "O'Brien", "张伟", "María José", "", "back\\slash", None]
+
+
 def corpus() -> list[tuple[str, str]]:
     """(role, content) pairs: the base texts in every role, and generated mixtures."""
     rows = [(role, text) for text in BASE for role in ("user", "assistant", "system")]
@@ -97,24 +103,40 @@ def corpus() -> list[tuple[str, str]]:
     return rows
 
 
-def parse_literal(literal: str | None) -> dict[str, list[int]]:
-    """{lexeme: positions} of a tsvector literal as index_document writes it."""
+def stamp(n: int) -> float:
+    """The time of the n-th message: spread from 1970 to 2100, some before a day's end."""
+    return (n * 15_485_863.25) % 4_102_444_800 + (n % 3) * 0.999
+
+
+def speaker(n: int) -> str | None:
+    return SPEAKERS[n % len(SPEAKERS)]
+
+
+def rows_with_times(rows: list[tuple[str, str]]) -> list[tuple[str, str, float, str | None]]:
+    """The index rows of `corpus()`: (role, content, timestamp, speaker_name)."""
+    return [(role, text, stamp(n), speaker(n)) for n, (role, text) in enumerate(rows)]
+
+
+def parse_literal(literal: str | None) -> dict[str, list[str]]:
+    """{lexeme: positions, "12" or "12A"} of a tsvector literal as index_document writes it."""
     if literal is None:
         return {}
-    out: dict[str, list[int]] = {}
-    for match in re.finditer(r"'((?:[^'\\]|''|\\\\)*)':([\d,]+)", literal):
+    out: dict[str, list[str]] = {}
+    for match in re.finditer(r"'((?:[^'\\]|''|\\\\)*)':([\dA,]+)", literal):
         lexeme = match.group(1).replace("''", "'").replace("\\\\", "\\")
-        out[lexeme] = [int(p) for p in match.group(2).split(",")]
+        out[lexeme] = match.group(2).split(",")
     return out
 
 
-def sqlite_vocabulary(tmp_path: Path, rows: list[tuple[str, str]]) -> list[dict[str, list[int]]]:
-    """Per message, {token: 1-based positions} as state.db's word index holds them."""
+def sqlite_vocabulary(tmp_path: Path, rows: list[tuple[str, str]]) -> list[dict[str, list[str]]]:
+    """Per message, {token: positions} as state.db's word index holds them, in a tsvector's
+    terms: the text's at their 1-based position, the `about` column's weighted A after
+    them and one empty position."""
     origin = SessionOrigin("k", "telegram", "telegram-1", "telegram-1", "private")
     with SessionDB(tmp_path / "state.db").open() as db:
         messages = [
-            NewMessage(role=role, content=text, timestamp=1000.0 + n, key=f"m{n}")
-            for n, (role, text) in enumerate(rows)
+            NewMessage(role=role, content=text, timestamp=ts, key=f"m{n}", speaker_name=name)
+            for n, (role, text, ts, name) in enumerate(rows_with_times(rows))
         ]
         db.append_messages(origin=origin, messages=messages)
         conn: sqlite3.Connection = db.conn
@@ -122,14 +144,21 @@ def sqlite_vocabulary(tmp_path: Path, rows: list[tuple[str, str]]) -> list[dict[
         conn.execute(
             "CREATE VIRTUAL TABLE temp.vocab USING fts5vocab(main, messages_fts, instance)"
         )
-        found: dict[int, dict[str, list[int]]] = {i: {} for i in ids}
-        for doc, term, offset in conn.execute(
-            "SELECT doc, term, offset FROM temp.vocab WHERE col = 'content' ORDER BY doc, offset"
+        found: dict[int, dict[str, list[str]]] = {i: {} for i in ids}
+        last = dict.fromkeys(ids, 0)  # the position of each message's last text token
+        for doc, col, term, offset in conn.execute(
+            "SELECT doc, col, term, offset FROM temp.vocab WHERE col != 'owner' "
+            "ORDER BY doc, col = 'about', offset"
         ):
             term = term.encode()[:2046].decode(errors="ignore")  # PostgreSQL's lexeme limit
             positions = found[doc].setdefault(term, [])
+            if col == "content":
+                last[doc] = offset + 1
+                position = str(min(offset + 1, 16383))
+            else:
+                position = f"{min(last[doc] + 2 + offset, 16383)}A"
             if len(positions) < 256:  # a tsvector keeps a lexeme's first 256 positions
-                positions.append(offset + 1)
+                positions.append(position)
     return [found[i] for i in ids]
 
 
@@ -137,10 +166,22 @@ def test_index_document_holds_the_tokens_of_sqlites_word_index(tmp_path: Path) -
     rows = corpus()
     assert len(rows) >= 280
     expected = sqlite_vocabulary(tmp_path, rows)
-    for (role, text), vocabulary in zip(rows, expected, strict=True):
-        assert parse_literal(index_document(role, text)) == vocabulary, (role, text[:80])
-    assert index_document("user", "   ") is None
-    assert index_document("user", "🎉 !!!") is None
+    for row, vocabulary in zip(rows_with_times(rows), expected, strict=True):
+        assert parse_literal(index_document(*row)) == vocabulary, (row[0], row[1][:80], row[2:])
+    assert index_document("user", "   ", FAR_OUT, None) is None
+    assert index_document("user", "🎉 !!!", FAR_OUT, None) is None
+    assert index_document("user", "", 1_683_547_200, "Caroline") is None  # no text: no words
+
+
+def test_a_message_holds_its_date_and_speaker_weighted_a() -> None:
+    literal = index_document("user", "hello there", 1_683_547_200.5, "Caroline")  # Mon 8 May 2023
+    assert parse_literal(literal) == {
+        "hello": ["1"], "there": ["2"], "mai": ["4A"], "mayo": ["5A"], "5": ["6A"],
+        "月": ["7A"], "mondai": ["8A"], "lune": ["9A"], "星期": ["10A"], "期一": ["11A"],
+        "一": ["12A"], "2023": ["13A"], "8": ["14A"], "carolin": ["15A"],
+    }  # fmt: skip
+    twice = parse_literal(index_document("user", "may may", 1_683_547_200, None))
+    assert twice["mai"] == ["1", "2", "4A"]  # the text's and the date's, one lexeme
 
 
 def test_word_tokens_are_stemmed_and_folded_like_the_index() -> None:
@@ -153,16 +194,18 @@ def test_word_tokens_are_stemmed_and_folded_like_the_index() -> None:
 
 def test_postgresql_reads_the_literals_back(pg_database: str) -> None:
     rows = corpus()
-    literals = [index_document(role, text) for role, text in rows]
+    literals = [index_document(*row) for row in rows_with_times(rows)]
     with psycopg.connect(pg_database) as conn:
         back = conn.execute(
-            "SELECT n, lexeme, positions FROM unnest(%s::text[]) WITH ORDINALITY AS l(v, n), "
-            "unnest(v::tsvector) WHERE v IS NOT NULL",
+            "SELECT n, lexeme, positions, weights FROM unnest(%s::text[]) "
+            "WITH ORDINALITY AS l(v, n), unnest(v::tsvector) WHERE v IS NOT NULL",
             (literals,),
         ).fetchall()
-    found: list[dict[str, list[int]]] = [{} for _ in rows]
-    for n, lexeme, positions in back:
-        found[n - 1][lexeme] = list(positions)
+    found: list[dict[str, list[str]]] = [{} for _ in rows]
+    for n, lexeme, positions, weights in back:
+        found[n - 1][lexeme] = [
+            f"{p}{'' if w == 'D' else w}" for p, w in zip(positions, weights, strict=True)
+        ]
     assert found == [parse_literal(literal) for literal in literals]
 
 

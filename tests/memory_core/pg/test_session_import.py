@@ -90,20 +90,23 @@ async def test_an_import_exports_as_it_does_from_sqlite(pg: PgDatabase, tmp_path
             "(SELECT count(*) FROM messages WHERE session_id = s.id), s.root_id = s.id, "
             "s.end_reason, s.started_at, s.ended_at, "
             "(SELECT min(timestamp) FROM messages WHERE session_id = s.id), "
-            "(SELECT max(timestamp) FROM messages WHERE session_id = s.id) "
+            "(SELECT max(timestamp) FROM messages WHERE session_id = s.id), "
+            "m.timestamp, m.speaker_name "
             "FROM messages m JOIN sessions s ON s.id = m.session_id ORDER BY m.id"
         )
         rows = await cur.fetchall()
     assert len(rows) == 7
     async with pg.connection() as conn:
         for role, content, words, symbols, count, real, rooted, reason, *bounds in rows:
-            want = index_document(role, content)
+            *bounds, timestamp, speaker = bounds
+            want = index_document(role, content, timestamp, speaker)
             found = await (await conn.execute("SELECT %s::tsvector::text", (want,))).fetchone()
             assert words == (found[0] if found else None)
             assert symbols == symbols_value(role, content)
             assert (count, rooted, reason) == (real, True, "imported")
             assert bounds[:2] == bounds[2:]  # a session spans its messages
     assert sum(symbols is not None for _, _, _, symbols, *_ in rows) == 2  # the emoji lines
+    assert sum("'ann':" in (r[2] or "") for r in rows) == 1  # the speaker's name, lowercased
 
 
 async def test_an_import_again_adds_nothing_and_extends_as_sqlite(

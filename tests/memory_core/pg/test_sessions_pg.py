@@ -70,7 +70,7 @@ async def test_messages_carry_their_words_and_symbols(db: PgDatabase) -> None:
     )
     rows = await _rows(db, "SELECT role, content, words::text, symbols FROM messages ORDER BY id")
     assert rows[0][3] == "deploy failed 🚀" and rows[1][3] is None and rows[2][3] is None
-    expected = index_document("user", "deploy failed 🚀")
+    expected = index_document("user", "deploy failed 🚀", 1, None)
     assert expected is not None
     same = await _rows(db, "SELECT %s::tsvector::text", (expected,))
     assert rows[0][2] == same[0][0]

@@ -1,4 +1,5 @@
-"""The "sessions" schema on PostgreSQL: idempotent migration, counts kept by triggers."""
+"""The "sessions" schema on PostgreSQL: idempotent migration, counts kept by triggers, and
+v2's words given to every stored message."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import pytest
 from psycopg import errors
 
 from memory_core.pg.database import PgDatabase
-from memory_core.pg.sessions_schema import COMPONENT, SESSION_MIGRATIONS
+from memory_core.pg.session_rows import check_rows
+from memory_core.pg.sessions_schema import COMPONENT, FILL_BATCH, SESSION_MIGRATIONS
+from memory_core.sessions.schema import owner_token
 
 
 async def _rows(db: PgDatabase, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -18,10 +21,10 @@ async def _rows(db: PgDatabase, sql: str, params: tuple[Any, ...] = ()) -> list[
 
 async def test_migrating_twice_leaves_one_schema_and_counts_messages(pg_database: str) -> None:
     async with PgDatabase(pg_database, max_size=2) as db:
-        assert await db.migrate(SESSION_MIGRATIONS) == {COMPONENT: 1}
-        assert await db.migrate(SESSION_MIGRATIONS) == {COMPONENT: 1}
+        assert await db.migrate(SESSION_MIGRATIONS) == {COMPONENT: 2}
+        assert await db.migrate(SESSION_MIGRATIONS) == {COMPONENT: 2}
         recorded = await _rows(db, "SELECT version FROM mnemo_schema WHERE component = 'sessions'")
-        assert recorded == [(1,)]
+        assert recorded == [(1,), (2,)]
         (session_id,) = (
             await _rows(
                 db,
@@ -48,3 +51,34 @@ async def test_migrating_twice_leaves_one_schema_and_counts_messages(pg_database
         assert await _rows(db, count, (session_id,)) == [(1,)]
         with pytest.raises(errors.RaiseException, match="owner of a session"):
             await _rows(db, "UPDATE sessions SET user_key = 'x' RETURNING id")
+
+
+async def test_version_2_gives_every_stored_message_its_date_and_speaker(
+    pg_database: str,
+) -> None:
+    """v1's rows (words of the text alone, or none) get their words again, in batches."""
+    rows = FILL_BATCH + 3
+    async with PgDatabase(pg_database, max_size=2) as db:
+        assert await db.migrate(SESSION_MIGRATIONS[:1]) == {COMPONENT: 1}
+        await _rows(
+            db,
+            "INSERT INTO sessions (id, source, user_key, owner_token, chat_id, chat_type, "
+            "started_at, root_id) VALUES (1, 'telegram', 'telegram-1', %s, '-5', 'group', 1, 1) "
+            "RETURNING id",
+            (owner_token("telegram-1"),),
+        )
+        await _rows(
+            db,
+            "INSERT INTO messages (session_id, role, content, timestamp, speaker_name, words) "
+            "SELECT 1, 'user', 'message ' || n, 1683504000 + n * 10, "
+            "CASE WHEN n %% 2 = 0 THEN 'Caroline' END, 'message'::tsvector "
+            "FROM generate_series(1, %s) AS n RETURNING id",
+            (rows,),
+        )
+        assert (await check_rows(db))["message words"] == rows
+        assert await db.migrate(SESSION_MIGRATIONS) == {COMPONENT: 2}
+        assert (await check_rows(db))["message words"] == 0
+        caroline = "SELECT count(*) FROM messages WHERE words @@ 'carolin'::tsquery"
+        assert await _rows(db, caroline) == [(rows // 2,)]
+        monday = "SELECT count(*) FROM messages WHERE words @@ 'lune & mayo & 2023'::tsquery"
+        assert await _rows(db, monday) == [(rows,)]  # all on Monday 8 May 2023

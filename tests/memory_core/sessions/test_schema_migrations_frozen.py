@@ -13,11 +13,11 @@ import sqlite3
 from memory_core.sessions.schema import (
     MIGRATIONS,
     SCHEMA_VERSION,
-    cjk_words_sql,
     create_insert_trigger,
     drop_insert_trigger,
     migrate,
 )
+from memory_core.sessions.word_index import about_words_sql, cjk_words_sql
 
 # v3 is the text it shipped with, before issue 16 and a3cbeeb re-spaced its
 # trigger bodies (v6 drops those triggers, so the final schema is the same).
@@ -31,6 +31,7 @@ FROZEN = {
     7: "bd0d86b7955571f3264a63618d5fdab03312bcb049a9a3cbd99900f1148ab31c",
     8: "52573878b319d5f9f11a5e111bca6d0c9a27c912becd150f68db82c6ce70d8bb",
     9: "6e94e3b68ec2c8e8d5137d7991eae7842f5c625ad9f80ba04784e7cb54582839",
+    10: "e4ff623002ae2cf2042c45bbadd31d44480dc12e9586d4761fab0b7840afc0fb",
 }
 
 
@@ -55,6 +56,13 @@ def test_the_view_holds_the_tested_sql_twin() -> None:
     """The plain-SQL tokens that test_schema checks against `cjk_words` are v6's view."""
     v6 = next(m for m in MIGRATIONS if m.version == 6)
     assert cjk_words_sql("value") in v6.script
+
+
+def test_the_v10_view_holds_the_tested_sql_twin() -> None:
+    """The plain-SQL text and `about` words that test_word_index checks are v10's view."""
+    v10 = next(m for m in MIGRATIONS if m.version == 10)
+    assert cjk_words_sql("value") in v10.script
+    assert about_words_sql("value", "ts", "speaker") in v10.script
 
 
 def test_a_bulk_load_puts_back_the_migrated_insert_trigger() -> None:
