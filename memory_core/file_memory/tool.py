@@ -50,7 +50,8 @@ MAX_FAILURES_PER_TURN = 3
 
 MEMORY_TOOL_DESCRIPTION = (
     "Save durable facts to persistent memory. Write facts, not commands: "
-    "'User prefers short answers', never 'Always answer briefly' - entries are read back "
+    "'User likes short answers' (when they said they like them), never 'Always answer "
+    "briefly' - entries are read back "
     "into your prompt in later sessions. target 'user' is the profile of the person you are "
     "talking to (who they are, their preferences, their corrections), kept only when their "
     "own words in this conversation state it: write it in their words, never your guesses, "

@@ -81,7 +81,7 @@ class Scored:
     """The scores of the matching conversations, and what choosing among them needs."""
 
     scores: dict[int, tuple[float, float]]  # root -> (score, latest match time)
-    message_weight: dict[int, float]  # message id -> summed idf of the terms it holds
+    message_weight: dict[int, float]  # message id -> its terms' weights among messages
     terms_of: dict[int, frozenset[int]]  # root -> indexes of the query terms it matches
     idf: tuple[float, ...]  # per query term
 
@@ -95,18 +95,19 @@ def score_hits(hits: list[list[Hit]], stats: ScopeStats, ranking: Ranking) -> Sc
     """Score every conversation with a hit (see the module doc)."""
     roots_of = [set(map(_ROOT, term_hits)) for term_hits in hits]
     idf = tuple(math.log(1 + (stats.lineages - len(r) + 0.5) / (len(r) + 0.5)) for r in roots_of)
+    # A passage's (and a snippet's) terms weigh by how rare they are among messages, the
+    # units passages are made of.
+    rare = tuple(math.log(1 + (stats.messages - len(h) + 0.5) / (len(h) + 0.5)) for h in hits)
     message_weight: dict[int, float] = defaultdict(float)
     placed: dict[int, dict[int, tuple[float, set[int]]]] = defaultdict(dict)
     last: dict[int, float] = {}
-    for index, (weight, term_hits) in enumerate(zip(idf, hits, strict=True)):
+    for index, (weight, term_hits) in enumerate(zip(rare, hits, strict=True)):
         for message_id, root, ts in term_hits:
             message_weight[message_id] += weight
             placed[root].setdefault(message_id, (ts, set()))[1].add(index)
             if ts > last.get(root, -math.inf):
                 last[root] = ts
     document = _bm25(hits, idf, stats, ranking)
-    # A passage's terms weigh by how rare they are among messages, the passages' units.
-    rare = tuple(math.log(1 + (stats.messages - len(h) + 0.5) / (len(h) + 0.5)) for h in hits)
     scores = {
         root: (
             document[root]

@@ -235,7 +235,7 @@ async def pending_extractions(home: Path) -> list[int]:
         await store.close()
 
 
-LEARNED = "Moved to Lyon in 2024; prefers short answers"
+LEARNED = "Moved to Lyon in 2024; keep answers short"
 
 
 @pytest.mark.slow
