@@ -26,8 +26,11 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from itertools import islice
 
 from memory_core.sessions.snippets import WORD_TOKENIZER
 from memory_core.sessions.word_index import about_words, text_words
@@ -72,44 +75,66 @@ def index_document(
 def index_documents(rows: Sequence[IndexRow]) -> list[str | None]:
     """`index_document` for many rows, in one pass of the tokenizer.
 
-    The tokens come sorted by message, column (text first) and position, and each
-    message's are grouped in one loop: this runs for every message imported (the
-    import's main cost)."""
+    The pass reads each distinct `about` text once (a day's messages of one speaker
+    share theirs), then the messages' texts; the tokens come sorted by text and
+    position, and each message's are grouped in one loop and written at once (few
+    live objects: the garbage collector has little to walk). This runs for every
+    message imported (the import's main cost)."""
+    abouts = [about_words(content, timestamp, speaker) for _, content, timestamp, speaker in rows]
+    distinct = {about: n for n, about in enumerate(dict.fromkeys(abouts))}
+    texts = [text_words(role, content) for role, content, _, _ in rows]
+    tokens = _tokenize([*distinct, *texts])
+    split = bisect_left(tokens, (len(distinct) + 1,))  # where the messages' tokens begin
+    about_tokens: list[dict[str, list[int]]] = [{} for _ in distinct]
+    for doc, token, offset in islice(tokens, split):
+        about_tokens[doc - 1].setdefault(token, []).append(offset + 1)
+    words = [_About.of(grouped) for grouped in about_tokens]
+    of_row = [words[distinct[about]] for about in abouts]
     out: list[str | None] = [None] * len(rows)
-    texts = [
-        (text_words(role, content), about_words(content, timestamp, speaker))
-        for role, content, timestamp, speaker in rows
-    ]
-    current = 0
+    current = end = 0  # the message (1-based) and its last position
     positions: dict[str, list[int]] = {}
-    about: dict[str, list[int]] = {}
-    last = 0  # the position of the message's last text token
-    for doc, in_about, token, offset in _tokenize(texts):
-        if doc != current:
-            if positions or about:
-                out[current - 1] = _literal(positions, about)
-            positions, about, current, last = {}, {}, doc, 0
-        if in_about:  # after the text, one position left empty
-            found = about.get(token)
-            if found is None:
-                about[token] = [last + 2 + offset]
-            else:
-                found.append(last + 2 + offset)
-            continue
-        last = offset + 1
+    for doc, token, offset in islice(tokens, split, None):
+        if doc - len(distinct) != current:
+            if current:  # the about words after the text, one position left empty
+                out[current - 1] = _literal(positions, of_row[current - 1], end + 1)
+            positions, current = {}, doc - len(distinct)
+        end = offset + 1
         found = positions.get(token)
         if found is None:
-            positions[token] = [last]
+            positions[token] = [end]
         else:
-            found.append(last)
-    if positions or about:
-        out[current - 1] = _literal(positions, about)
+            found.append(end)
+    if current:
+        out[current - 1] = _literal(positions, of_row[current - 1], end + 1)
+    for n, about in enumerate(of_row):
+        if out[n] is None and about.tokens:  # a message whose text has no words
+            out[n] = _literal({}, about, 1)
     return out
+
+
+@dataclass(frozen=True)
+class _About:
+    """A message's `about` words as tokens: each with its 1-based positions among them,
+    and what decides whether `_literal` may write them directly."""
+
+    tokens: tuple[tuple[str, tuple[int, ...]], ...]
+    last: int  # the last position
+    most: int  # the most positions of one token
+    odd: bool  # a token too long for the direct way, or one to quote
+
+    @classmethod
+    def of(cls, grouped: dict[str, list[int]]) -> _About:
+        return cls(
+            tuple((token, tuple(at)) for token, at in grouped.items()),
+            max((at[-1] for at in grouped.values()), default=0),
+            max(map(len, grouped.values()), default=0),
+            any(len(t) > _SHORT or "'" in t or "\\" in t for t in grouped),
+        )
 
 
 def word_tokens(text: str) -> list[str]:
     """The tokens of `text` in order, as the word index makes them (stemmed, folded)."""
-    return [token for _, _, token, _ in _tokenize([(text, "")])]
+    return [token for _, token, _ in _tokenize([text])]
 
 
 def tsvector_literal(
@@ -140,50 +165,46 @@ def quote_lexeme(lexeme: str) -> str:
     return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
-def _literal(positions: dict[str, list[int]], about: dict[str, list[int]]) -> str | None:
-    """`tsvector_literal` of one message's {token: 1-based positions} in its text and in
-    its `about` words, made directly when no limit applies and nothing needs quoting
-    (nearly always), else by it."""
+def _literal(positions: dict[str, list[int]], about: _About, start: int) -> str | None:
+    """`tsvector_literal` of one message's {token: 1-based positions} in its text and
+    its `about` words placed after `start`, made directly when no limit applies and
+    nothing needs quoting (nearly always), else by it."""
+    if about.odd or start + about.last > MAX_POSITION:
+        return _exact(positions, about, start)
     parts: list[str] = []
+    shared: dict[str, str] = {}  # about words the text has too: their weighted positions
     chars = 0
-    for token, at in positions.items():
-        chars += len(token)
-        more = about.get(token)
-        if _odd(token, at if more is None else at + more):
-            return _exact(positions, about)
-        part = f"'{token}':{at[0]}" if len(at) == 1 else f"'{token}':{','.join(map(str, at))}"
-        parts.append(part if more is None else part + "," + _weighted(more))
-    for token, at in about.items():
-        if token not in positions:
+    for token, offsets in about.tokens:
+        at = ",".join([f"{start + p}{ABOUT_WEIGHT}" for p in offsets])
+        if token in positions:
+            shared[token] = at
+        else:
             chars += len(token)
-            if _odd(token, at):
-                return _exact(positions, about)
-            parts.append(f"'{token}':{_weighted(at)}")
+            parts.append(f"'{token}':{at}")
+    room = MAX_POSITIONS - about.most
+    for token, found in positions.items():
+        chars += len(token)
+        if (
+            len(token) > _SHORT
+            or len(found) > room
+            or found[-1] > MAX_POSITION
+            or "'" in token
+            or "\\" in token
+        ):
+            return _exact(positions, about, start)
+        part = (
+            f"'{token}':{found[0]}" if len(found) == 1 else f"'{token}':{','.join(map(str, found))}"
+        )
+        parts.append(part + "," + shared[token] if shared and token in shared else part)
     if chars * 4 > MAX_VECTOR_BYTES:  # a character is 4 bytes at most
-        return _exact(positions, about)
+        return _exact(positions, about, start)
     return " ".join(parts) or None
 
 
-def _odd(token: str, at: list[int]) -> bool:
-    """Whether a lexeme needs `tsvector_literal`: too long, too many or too far
-    positions, or a character to quote."""
-    return (
-        len(token) > _SHORT
-        or len(at) > MAX_POSITIONS
-        or at[-1] > MAX_POSITION
-        or "'" in token
-        or "\\" in token
-    )
-
-
-def _weighted(at: list[int]) -> str:
-    return ",".join(f"{p}{ABOUT_WEIGHT}" for p in at)
-
-
-def _exact(positions: dict[str, list[int]], about: dict[str, list[int]]) -> str | None:
+def _exact(positions: dict[str, list[int]], about: _About, start: int) -> str | None:
     text = sorted(((token, p - 1) for token, at in positions.items() for p in at), key=_second)
-    more = sorted(((token, p - 1) for token, at in about.items() for p in at), key=_second)
-    return tsvector_literal(text, more)
+    more = [(token, start + p - 1) for token, at in about.tokens for p in at]
+    return tsvector_literal(text, sorted(more, key=_second))
 
 
 def _second(pair: tuple[str, int]) -> int:
@@ -197,19 +218,18 @@ def _cut(token: str) -> str:
     return data[:MAX_LEXEME_BYTES].decode("utf-8", errors="ignore")
 
 
-def _tokenize(texts: Sequence[tuple[str, str]]) -> list[tuple[int, bool, str, int]]:
-    """(1-based number, whether in `about`, token, 0-based position) of every token of
-    each (text, about) pair, by number, column (text first) and position, from FTS5's
-    own tokenizer."""
+def _tokenize(texts: Sequence[str]) -> list[tuple[int, str, int]]:
+    """(1-based text number, token, 0-based position) of every token of `texts`, by text
+    and position, from FTS5's own tokenizer."""
     conn = _scratch()
     conn.execute("BEGIN")
     try:
         conn.executemany(
-            "INSERT INTO t(rowid, content, about) VALUES (?, ?, ?)",
-            ((n, text, about) for n, (text, about) in enumerate(texts, 1) if text or about),
+            "INSERT INTO t(rowid, content) VALUES (?, ?)",
+            ((n, text) for n, text in enumerate(texts, 1) if text),
         )
-        found: list[tuple[int, bool, str, int]] = conn.execute(
-            "SELECT doc, col = 'about', term, offset FROM v ORDER BY doc, 2, offset"
+        found: list[tuple[int, str, int]] = conn.execute(
+            "SELECT doc, term, offset FROM v ORDER BY doc, offset"
         ).fetchall()
     finally:
         conn.execute("INSERT INTO t(t) VALUES ('delete-all')")
@@ -223,7 +243,7 @@ def _scratch() -> sqlite3.Connection:
     if conn is None:
         conn = sqlite3.connect(":memory:", isolation_level=None)
         conn.execute(
-            "CREATE VIRTUAL TABLE t USING fts5(content, about, content='', columnsize=0, "
+            "CREATE VIRTUAL TABLE t USING fts5(content, content='', columnsize=0, "
             f"tokenize='{WORD_TOKENIZER}')"
         )
         conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
