@@ -1,20 +1,20 @@
 """The words of a message as SQLite's word index holds them, for a PostgreSQL tsvector.
 
 SQLite's `messages_fts` tokenizes two columns of a message with FTS5's
-`porter unicode61 remove_diacritics 2`: `content`, its text (`word_index.
-text_words`: tool output cut at `TOOL_INDEX_CHARS`, CJK runs as bigrams), and
-`about`, its date and speaker as words (`word_index.about_words`). To rank
-the same, PostgreSQL must hold exactly those tokens. The text's lexemes keep
-the default weight D, the `about` lexemes are weighted `ABOUT_WEIGHT` (A) and
-placed after the text's with one position left empty, so that a phrase never
-spans the two (as in FTS5's separate columns) and a prefix, which SQLite
-looks for in the text only (`word_index.match_columns`), is asked with
-`TEXT_WEIGHT` (``'期':*D``). Rather than
-re-implement unicode61's character tables (frozen at SQLite's own Unicode
-version) and its Porter stemmer in Python, the tokens come from that very
-tokenizer: each thread keeps a private in-memory FTS5 table, and its
-`fts5vocab` instance view lists every token with its position. The same
-function tokenizes query terms (`word_tokens`), as FTS5 does a quoted string.
+`porter unicode61 remove_diacritics 2`: `content`, its text
+(`word_index.text_words`: tool output cut, CJK runs as bigrams), and `about`,
+its date and speaker as words (`word_index.about_words`). To rank the same,
+PostgreSQL must hold exactly those tokens. The text's lexemes keep the
+default weight D (`TEXT_WEIGHT`); the `about` lexemes are weighted
+`ABOUT_WEIGHT` (A) and placed after the text's with one position left empty,
+so that a phrase never spans the two (as FTS5's separate columns) and a
+prefix, which SQLite looks for in the text only (`word_index.match_columns`),
+can be asked of the text alone (``'期':*D``). Rather than re-implement
+unicode61's character tables (frozen at SQLite's own Unicode version) and its
+Porter stemmer in Python, the tokens come from that very tokenizer: each
+thread keeps a private in-memory FTS5 table, and its `fts5vocab` instance
+view lists every token with its position. The same function tokenizes query
+terms (`word_tokens`), as FTS5 does a quoted string.
 
 A tsvector has limits SQLite's index has not; past them (only in messages of
 megabytes) the two differ: a lexeme is cut at `MAX_LEXEME_BYTES`, positions
@@ -42,7 +42,6 @@ __all__ = [
     "IndexRow",
     "index_document",
     "index_documents",
-    "index_value",
     "tsvector_literal",
     "word_tokens",
 ]
@@ -56,13 +55,8 @@ TEXT_WEIGHT = "D"  # a tsvector's default: the text's lexemes carry no label
 ABOUT_WEIGHT = "A"
 _PER_THREAD = threading.local()
 
-IndexRow = tuple[str, str, float, "str | None"]
+IndexRow = tuple[str, str, float, str | None]
 """What a message's words are made of: (role, content, timestamp, speaker_name), as stored."""
-
-
-def index_value(role: str, content: str) -> str:
-    """The text of a message SQLite's word index tokenizes in its `content` column."""
-    return text_words(role, content)
 
 
 def index_document(

@@ -24,7 +24,7 @@ from memory_core.sessions.models import INTERNAL_SOURCES, EditedMessage
 __all__ = ["edit_message", "forget_words"]
 
 Guard = Callable[[Connection, str], Awaitable[None]]
-_Update = tuple[str, str, "str | None", bool, float, "str | None"]
+_Update = tuple[str, str, str | None, bool, float, str | None]
 """A message's new row: role, content, tool calls, own words; its time and speaker."""
 
 _FIND = (
@@ -70,9 +70,8 @@ async def edit_message(
     content = "" if text is None else clean(text)
     deleting = text is None
     changed = [r for r in rows if r[3] != content or (deleting and r[4])]
-    vectors = await asyncio.to_thread(
-        index_documents, [("user", content, r[5], r[6]) for r in changed]
-    )
+    rows_words = [("user", content, r[5], r[6]) for r in changed]  # as stored: time, speaker
+    vectors = await asyncio.to_thread(index_documents, rows_words) if changed else []
     for row, words in zip(changed, vectors, strict=True):
         await conn.execute(
             "UPDATE messages SET content = %s, own_words = own_words AND NOT %s, "
