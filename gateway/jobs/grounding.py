@@ -35,6 +35,7 @@ from gateway.i18n import N_
 from gateway.jobs.support import said_texts
 from memory_core import (
     EntryOrigin,
+    Evidence,
     GroundedArguments,
     OwnWords,
     StoredMessage,
@@ -165,7 +166,7 @@ def _held(handler: ToolHandler, grounding: Grounding) -> ToolHandler:
     return held
 
 
-def _closest(support: Support) -> tuple[Any, ...]:
+def _closest(support: Support) -> tuple[Evidence, ...]:
     return () if support.closest is None else (support.closest,)
 
 
