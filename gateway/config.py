@@ -120,6 +120,16 @@ class MemoryConfig(_Section):
     write_approval: Literal["off", "background", "all"] = "off"
     judge: bool = False  # ask the auxiliary model whether each background entry is a fact
 
+    @field_validator("notifications", "write_approval", mode="before")
+    @classmethod
+    def _yaml_words(cls, value: object) -> object:
+        """`off` and `on` unquoted are YAML 1.1 booleans: read them as the words written."""
+        if value is False:
+            return "off"
+        if value is True:
+            return "on"
+        return value
+
 
 class SkillsConfig(_Section):
     dir: Path = Path("skills")

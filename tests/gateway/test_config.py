@@ -434,3 +434,12 @@ def test_storage_url_in_the_file_may_name_a_user_but_not_a_password(tmp_path: Pa
 def test_a_storage_url_that_is_not_postgres_is_one_clear_error(tmp_path: Path, url: str) -> None:
     with pytest.raises(ConfigError, match=r"storage\.url"):
         load_config(None, environ={"MNEMO_DATABASE_URL": url})
+
+
+def test_off_and_on_unquoted_read_as_the_words_written(tmp_path: Path) -> None:
+    path = tmp_path / "mnemo.yaml"
+    path.write_text("memory:\n  write_approval: off\n  notifications: on\n", encoding="utf-8")
+    memory = load_config(path, environ={}).memory
+    assert (memory.write_approval, memory.notifications) == ("off", "on")
+    path.write_text("memory:\n  notifications: off\n", encoding="utf-8")
+    assert load_config(path, environ={}).memory.notifications == "off"
