@@ -43,7 +43,7 @@ USAGE = N_(
 LANGUAGE_VALUES = N_("Languages I speak: zh (简体中文), en (English), es (Español), or auto.")
 ZONE_VALUES = N_(
     "I don't know the time zone “{value}”. Send a name like Asia/Shanghai or Europe/Madrid, "
-    "an offset like UTC+8, or auto."
+    "an offset from UTC-12 to UTC+14 like UTC+8 or UTC+5:30, or auto."
 )
 NOTICE_VALUES = N_("Background notices can be off, on, verbose, or auto.")
 UNKNOWN_SETTING = N_(

@@ -443,3 +443,12 @@ def test_off_and_on_unquoted_read_as_the_words_written(tmp_path: Path) -> None:
     assert (memory.write_approval, memory.notifications) == ("off", "on")
     path.write_text("memory:\n  notifications: off\n", encoding="utf-8")
     assert load_config(path, environ={}).memory.notifications == "off"
+
+
+def test_a_zone_off_earth_is_one_line_and_a_half_hour_offset_a_zone(tmp_path: Path) -> None:
+    path = tmp_path / "mnemo.yaml"
+    path.write_text("locale:\n  timezone: UTC-13\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="'UTC-13' is not a time zone"):
+        load_config(path, environ={})
+    path.write_text("locale:\n  timezone: UTC+5:30\n", encoding="utf-8")
+    assert load_config(path, environ={}).locale.timezone == "UTC+5:30"

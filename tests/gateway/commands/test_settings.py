@@ -229,3 +229,18 @@ async def test_a_button_pressed_while_the_person_is_erased_gets_the_erased_line(
     await pressed.finish()
     assert pressed.replies == [locale._(ERASED_LINE)] and "删除" in pressed.replies[0]
     assert not (services.config.home / "memories" / "users" / f"telegram-{ADA}").exists()
+
+
+async def test_half_hour_offsets_are_zones_and_offsets_off_earth_one_clear_line(
+    services: Services,
+) -> None:
+    conversations = serving(services)
+    assert await say(conversations, "/settings timezone UTC+5:30") == (
+        "Your time zone is UTC+5:30 now (it is 17:30 there)."
+    )
+    assert chosen(services).timezone == "UTC+5:30"
+    assert "(it is 17:45 there)" in await say(conversations, "/settings timezone UTC+05:45")
+    for far in ("UTC-13", "UTC-14", "UTC+15"):
+        refused = await say(conversations, f"/settings timezone {far}")
+        assert refused.startswith(f"I don't know the time zone “{far}”.") and "\n" not in refused
+    assert chosen(services).timezone == "UTC+5:45"
