@@ -7,6 +7,7 @@ GatewayError
  │    ├── ModelCutOffError      the reply stream broke off before it was finished
  │    ├── ModelAuthError        the endpoint rejected our credentials (HTTP 401/403)
  │    ├── RequestTooLargeError  the endpoint refused the request as too long
+ │    ├── ModelUnreadableError  the endpoint's answer could not be read (a chunk not JSON)
  │    └── ModelNotServedError   the endpoint's model list lacks the configured model
  ├── RateLimitedError       a platform asked us to wait `retry_after` seconds
  ├── DeliveryError          a platform refused a send or edit for good
@@ -60,6 +61,11 @@ class ModelAuthError(ModelError):
 
 class RequestTooLargeError(ModelError):
     """The endpoint refused the request as larger than the model's context (400 or 413)."""
+
+
+class ModelUnreadableError(ModelError):
+    """The endpoint sent something that is not what the API says (a stream chunk that is
+    not JSON); trying again would most likely read the same."""
 
 
 class ModelNotServedError(ModelError):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -26,6 +27,7 @@ from gateway.errors import (
     ModelCutOffError,
     ModelError,
     ModelStalledError,
+    ModelUnreadableError,
     RequestTooLargeError,
 )
 
@@ -115,7 +117,8 @@ class ModelClient:
         Tool-call deltas are accumulated by index. Failures raise `ModelError`
         or one of its subclasses: `ModelStalledError`, `ModelCutOffError` (the
         stream ended without a `finish_reason`, or broke), `ModelAuthError`,
-        `RequestTooLargeError`. The message holds the upstream detail, for the log.
+        `RequestTooLargeError`, `ModelUnreadableError` (a chunk that is not JSON; not
+        retried). The message holds the upstream detail, for the log.
         """
         body = stream_body(self.model, messages, tools)
         # One sink for every attempt: once text has passed, a failure is final, so no
@@ -231,6 +234,11 @@ class ModelClient:
                         await passed(piece)  # the sink's own time is not the model's silence
         except openai.APIError as exc:
             raise _model_error(exc, acc.started, self._timeout) from exc
+        except json.JSONDecodeError as exc:  # the SSE data of a chunk, read by `openai`
+            where = "mid-stream" if acc.started else "before the reply"
+            raise ModelUnreadableError(
+                f"model API sent a stream chunk that is not JSON {where}: {exc}"
+            ) from None  # the detail is the line: no traceback of `openai`'s inner workings
         return acc.result()
 
     async def _create(self, kwargs: dict[str, Any]) -> ChatCompletion:
@@ -357,7 +365,7 @@ def _says_too_long(exc: openai.APIStatusError) -> bool:
 
 def _retryable(exc: ModelError) -> bool:
     """Worth another try: silence, a broken stream, no connection, 408/409/429/5xx."""
-    if isinstance(exc, ModelAuthError | RequestTooLargeError):
+    if isinstance(exc, ModelAuthError | RequestTooLargeError | ModelUnreadableError):
         return False
     if exc.status is None:
         return True

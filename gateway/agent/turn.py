@@ -35,7 +35,12 @@ from typing import Any, Literal
 from gateway.agent.model_client import ModelClient, TextSink
 from gateway.agent.tools import Tool
 from gateway.agent.wire import Completion, EncodedMessage, ToolCallRequest
-from gateway.errors import ModelAuthError, ModelError, RequestTooLargeError
+from gateway.errors import (
+    ModelAuthError,
+    ModelError,
+    ModelUnreadableError,
+    RequestTooLargeError,
+)
 from gateway.i18n import N_
 from memory_core import (
     StreamingContextScrubber,
@@ -62,6 +67,9 @@ TOO_LONG_NOTE = N_(
     "(this conversation has grown too long for the model, so I started a fresh one — "
     "I still remember you; please send that again)"
 )
+UNREADABLE_NOTE = N_(
+    "(the model's server sent something I could not read; please try again in a moment)"
+)
 MESSAGE_TOO_LONG_NOTE = N_("(that message is too long for the model; please send a shorter one)")
 Translate = Callable[[str], str]
 """A note in the person's language (`PersonLocale._`)."""
@@ -74,6 +82,8 @@ def fault_notice(error: ModelError) -> str:
         return CREDENTIALS_NOTE
     if isinstance(error, RequestTooLargeError):
         return TOO_LONG_NOTE
+    if isinstance(error, ModelUnreadableError):
+        return UNREADABLE_NOTE
     if error.status == 429:
         return BUSY_NOTE
     if error.status is not None and 400 <= error.status < 500 and error.status not in (408, 409):
@@ -168,7 +178,9 @@ class Agent:
             request_user,
         ]
         schemas = [tool.schema for tool in self._tools.values()]
+        on_text = _Paragraphs(on_text)
         for _ in range(self._max_steps):
+            on_text.next_step()
             shown = _Shown(on_text, self._translate)
             try:
                 completion = await self._complete(sent, schemas, shown)
@@ -186,6 +198,7 @@ class Agent:
                 )
                 done.append(tool_message)
                 sent.append(tool_message.as_request())
+        on_text.next_step()
         await on_text(self._translate(STEP_LIMIT_NOTE))
         done.append(TurnMessage("assistant", STEP_LIMIT_NOTE))
         return TurnResult(reply=STEP_LIMIT_NOTE, messages=tuple(done), truncated=True)
@@ -244,6 +257,40 @@ class Agent:
 
 def _same(note: str) -> str:
     return note
+
+
+class _Paragraphs:
+    """The turn's text sink: the text of a model reply after a tool call starts a new
+    paragraph after the text shown before it ("Let me note that." / "Done."), never run
+    into it. Each step's own message keeps its own text (the break is only shown)."""
+
+    def __init__(self, sink: TextSink) -> None:
+        self._sink = sink
+        self._tail = ""  # the end of what was shown so far
+        self._shown_any = False  # any text that is not blank
+        self._step_begins = False
+
+    def next_step(self) -> None:
+        """A new model reply begins: its first text is set apart from what was shown."""
+        self._step_begins = True
+
+    async def __call__(self, piece: str) -> None:
+        if self._step_begins and self._shown_any:
+            if not piece.strip():
+                return  # whitespace between the steps: the break below stands for it
+            piece = _break_after(self._tail) + piece.lstrip("\n")
+        if piece.strip():
+            self._step_begins = False
+            self._shown_any = True
+        self._tail = (self._tail + piece)[-2:]
+        await self._sink(piece)
+
+
+def _break_after(shown: str) -> str:
+    """What makes a blank line after text ending in `shown` (its last characters)."""
+    if shown.endswith("\n\n"):
+        return ""
+    return "\n" if shown.endswith("\n") else "\n\n"
 
 
 class _Shown:

@@ -66,7 +66,7 @@ class ToolCall:
 class Fault:
     """A misbehaviour; build one with the class methods below."""
 
-    kind: Literal["http", "stall", "cut"]
+    kind: Literal["http", "stall", "cut", "garbage"]
     status: int = 500
     headers: dict[str, str] = field(default_factory=dict)
     after: int | None = None  # stall/cut: SSE events sent first (None: stall before headers)
@@ -98,6 +98,11 @@ class Fault:
     def cut(cls, after: int | None = None, hard: bool = False) -> Fault:
         """End the stream after `after` events (None: all deltas), with no finish or [DONE]."""
         return cls("cut", after=after, hard=hard)
+
+    @classmethod
+    def garbage(cls, after: int | None = None) -> Fault:
+        """Send an event whose data is not JSON after `after` events (None: all deltas)."""
+        return cls("garbage", after=after)
 
 
 @dataclass(frozen=True)
@@ -398,7 +403,9 @@ class FakeOpenAI(FakeServer):
         split = len(deltas) if fault is None or fault.after is None else fault.after
         for delta in deltas[:split]:
             await _send(response, {**base, "choices": [_choice(delta)]})
-        if fault is not None and fault.kind == "cut":
+        if fault is not None and fault.kind == "garbage":
+            await response.write(b"data: {this is not json\n\n")
+        if fault is not None and fault.kind in ("cut", "garbage"):
             if fault.hard:
                 request.transport.close()  # type: ignore[union-attr]
             return response  # aiohttp ends the body cleanly: no finish_reason, no [DONE]
