@@ -188,6 +188,9 @@ class TelegramWebhook(_Section):
     url: OptionalHttpUrl = None  # the public HTTPS URL; null: long polling
     listen: str = "127.0.0.1"
     port: int = Field(default=8443, ge=1, le=65535)
+    header_timeout: float = Field(default=10.0, gt=0)  # seconds to send a request's head
+    body_timeout: float = Field(default=10.0, gt=0)  # seconds to send a request's body
+    max_connections: int = Field(default=256, ge=1)  # open at once; more are closed at once
 
 
 class TelegramConfig(_Section):
@@ -557,12 +560,15 @@ def _apply_env(raw: dict[str, Any], env: Mapping[str, str]) -> None:
 
 
 def _describe(exc: ValidationError) -> str:
-    """One line naming the first bad key, its problem and, when short, the value given.
+    """One line per bad key: the key, its problem and, when short, the value given.
 
     A long or structured value is not repeated (it may be huge, or a secret in
     the wrong place), and URL credentials are masked.
     """
-    err = exc.errors()[0]
+    return "\n".join(_problem(err) for err in exc.errors())
+
+
+def _problem(err: Any) -> str:
     key = capped(".".join(str(p) for p in err["loc"])) or "(top level)"
     msg = capped(err["msg"], 160)
     if err["type"] == "extra_forbidden":
@@ -571,9 +577,7 @@ def _describe(exc: ValidationError) -> str:
         shown = _shown_value(err["input"])
         if shown is not None:
             msg = f"{msg} (got {shown})"
-    more = len(exc.errors()) - 1
-    suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
-    return redact_url_credentials(f"config error: {key}: {msg}{suffix}")
+    return redact_url_credentials(f"config error: {key}: {msg}")
 
 
 def _shown_value(value: object) -> str | None:

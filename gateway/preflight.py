@@ -19,12 +19,10 @@ _TOKENS = (("telegram", "TELEGRAM_BOT_TOKEN"), ("discord", "DISCORD_BOT_TOKEN"))
 
 
 def check_startup(config: Config) -> None:
-    """Raise `ConfigError` with the first of `startup_problems`, if there is one."""
+    """Raise `ConfigError` naming every one of `startup_problems`, one line each."""
     problems = startup_problems(config)
     if problems:
-        more = len(problems) - 1
-        suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
-        raise ConfigError(problems[0] + suffix)
+        raise ConfigError("\n".join(problems))
 
 
 def startup_problems(config: Config) -> list[str]:

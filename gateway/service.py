@@ -370,15 +370,21 @@ async def _quietly(work: Awaitable[None], what: str) -> None:
 
 @contextlib.contextmanager
 def instance_lock(home: Path) -> Iterator[None]:
-    """Hold ``<home>/mnemo.lock`` for the block; `InstanceLockedError` if another holds it."""
-    home.mkdir(parents=True, exist_ok=True)
+    """Hold ``<home>/mnemo.lock`` for the block; `InstanceLockedError` if another holds it,
+    `ConfigError` (one line) when the data directory cannot be made or locked there."""
     lock = FileLock(str(home / LOCK_NAME), blocking=False)
     try:
+        home.mkdir(parents=True, exist_ok=True)
         lock.acquire()
-    except Timeout:
+    except Timeout:  # an OSError too: asked first
         raise InstanceLockedError(
             f"another mnemo is already running with data in {home.resolve()}; stop it first "
             "(or use a different MNEMO_HOME)"
+        ) from None
+    except OSError as exc:  # a permission check can pass where making fails (root, /proc)
+        raise ConfigError(
+            f"config error: home: cannot make or lock the data directory {home.absolute()}: "
+            f"{exc.strerror or exc} (set home or MNEMO_HOME)"
         ) from None
     try:
         yield

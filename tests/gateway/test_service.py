@@ -19,7 +19,7 @@ from filelock import FileLock
 
 from gateway.adapters.console_adapter import ConsoleAdapter
 from gateway.config import Config, load_config
-from gateway.errors import AdapterFailedError, InstanceLockedError
+from gateway.errors import AdapterFailedError, ConfigError, InstanceLockedError
 from gateway.messages import CommandSpec, InboundMessage, Inbox, ReplySink
 from gateway.service import Service, instance_lock, run_console
 from memory_core import SearchScope, SessionDB
@@ -111,6 +111,15 @@ def test_a_second_instance_on_the_same_home_fails_with_one_line(
         "first (or use a different MNEMO_HOME)"
     ]
     assert fake.requests == [] and not (home / "state.db").exists()
+
+
+def test_a_home_that_cannot_be_made_is_a_config_error_not_a_traceback(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder", encoding="utf-8")
+    home = blocker / "data"  # a permission check cannot see this one coming; mkdir can
+    refused = pytest.raises(ConfigError, match="home: cannot make or lock the data directory")
+    with refused, instance_lock(home):
+        pass
 
 
 def test_the_lock_is_held_for_the_whole_run_and_released_after(
