@@ -55,6 +55,16 @@ def redact_url_credentials(text: str) -> str:
     return _USERINFO.sub(r"\1***@", text)
 
 
+_PASSWORD_PART = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^/?#\s@:]*):[^/?#\s@]*@")
+_PASSWORD_PARAM = re.compile(r"([?&]password=)[^&#\s]*", re.IGNORECASE)
+
+
+def redact_url_password(text: str) -> str:
+    """`text` with only the passwords of its URLs masked (``user:***@``, ``password=***``):
+    a user name alone is kept, so the URL can be pasted where no password is needed."""
+    return _PASSWORD_PARAM.sub(r"\1***", _PASSWORD_PART.sub(r"\1:***@", text))
+
+
 def check_url(value: str | None, schemes: tuple[str, ...]) -> str | None:
     """Refuse a URL that the HTTP clients would choke on later (`ValueError`)."""
     if value is None:

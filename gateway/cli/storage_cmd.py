@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 import click
 
 from gateway.cli.base import EXIT_USAGE, CliState, fail, run_command, visible
-from gateway.config import redact_url_credentials, storage_settings
+from gateway.config import redact_url_credentials, redact_url_password, storage_settings
 from gateway.errors import InstanceLockedError
 from memory_core import StorageSettings
 
@@ -62,7 +62,9 @@ def migrate(state: CliState, url: str, yes: bool) -> None:
         wrong = ", ".join(part.name for part in report.parts if not part.ok)
         fail(f"the copy differs from the source in {wrong}: do not use {shown}")
     click.echo("verified: digests match")
-    click.echo(f"next: set MNEMO_DATABASE_URL={shown} (or storage.url) and start mnemo run")
+    pasted = redact_url_password(url)
+    where = "" if pasted == url else " with your password in place of ***"
+    click.echo(f"next: set MNEMO_DATABASE_URL={pasted}{where} (or storage.url) and start mnemo run")
 
 
 def _migrate_alone(home: Path, url: str, settings: StorageSettings) -> MigrationReport:

@@ -14,6 +14,7 @@ from gateway.config import (
     SkillsConfig,
     load_config,
     redact_url_credentials,
+    redact_url_password,
     storage_settings,
 )
 from gateway.errors import ConfigError
@@ -452,3 +453,15 @@ def test_a_zone_off_earth_is_one_line_and_a_half_hour_offset_a_zone(tmp_path: Pa
         load_config(path, environ={})
     path.write_text("locale:\n  timezone: UTC+5:30\n", encoding="utf-8")
     assert load_config(path, environ={}).locale.timezone == "UTC+5:30"
+
+
+def test_a_url_shown_to_paste_masks_the_password_only() -> None:
+    assert redact_url_password("postgresql://mnemo@db:5432/mnemo") == (
+        "postgresql://mnemo@db:5432/mnemo"
+    )
+    assert redact_url_password("postgresql://mnemo:s3cret@db/mnemo") == (
+        "postgresql://mnemo:***@db/mnemo"
+    )
+    assert redact_url_password("postgresql://db/m?user=x&password=abc") == (
+        "postgresql://db/m?user=x&password=***"
+    )

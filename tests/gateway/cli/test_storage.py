@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from gateway.cli import main
-from gateway.config import redact_url_credentials
+from gateway.config import redact_url_password
 from gateway.service import instance_lock
 from memory_core import SkillsStore
 
@@ -84,10 +84,11 @@ def test_a_move_copies_everything_verifies_it_and_leaves_the_source(
     assert lines[0].startswith("ok   sessions: 2 sessions, 3 messages, 0 inbox")
     assert lines[1].startswith("ok   memory: ") and lines[2].startswith("ok   skills: ")
     assert lines[3].startswith("ok   documents: ")  # the access list
+    pasted = redact_url_password(pg_database)  # a user name alone is kept: it can be pasted
+    where = "" if pasted == pg_database else " with your password in place of ***"
     assert lines[4:] == [
         "verified: digests match",
-        f"next: set MNEMO_DATABASE_URL={redact_url_credentials(pg_database)} (or storage.url) "
-        "and start mnemo run",
+        f"next: set MNEMO_DATABASE_URL={pasted}{where} (or storage.url) and start mnemo run",
     ]
     assert tree(home) == before  # not a byte of the data directory changed
     pg_env = {**sqlite_env, "MNEMO_DATABASE_URL": pg_database}
