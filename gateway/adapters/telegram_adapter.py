@@ -53,7 +53,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from telegram import (
-    BotCommand,
     CallbackQuery,
     InlineKeyboardButton,
     InlineKeyboardMarkup,
@@ -71,6 +70,7 @@ from telegram.ext import AIORateLimiter, Application, ExtBot
 from gateway.adapters.media_download import DOWNLOAD_TIMEOUT, not_fetched
 from gateway.adapters.telegram_format import MAX_UNITS, render, utf16_units
 from gateway.adapters.telegram_media import TelegramFiles, media_of
+from gateway.adapters.telegram_menus import cosmetic, set_menus
 from gateway.adapters.telegram_polling import ALLOWED_UPDATES, LongPoll, UpdatesRequest
 from gateway.adapters.telegram_text import (
     addressed,
@@ -261,18 +261,22 @@ class TelegramAdapter:
         app = builder.updater(None).build()
         self._app = app
         try:
-            await app.initialize()
-            self._bot_user = app.bot.bot
-            await _set_menus(app.bot, commands)
-            if webhook:
-                await self._start_webhook(app)
-            else:
-                await app.bot.delete_webhook()
+            await app.initialize()  # getMe: the one answer that says whether the token is good
         except InvalidToken:
             log.error("telegram: the bot token was refused (check TELEGRAM_BOT_TOKEN)")
             self.done.set()
             return
         except TelegramError as error:
+            await self._abandon(app)
+            raise AdapterFailedError(f"Telegram did not answer at start: {error}") from error
+        try:
+            self._bot_user = app.bot.bot
+            await set_menus(app.bot, commands)  # cosmetic: never fatal
+            if webhook:
+                await self._start_webhook(app)
+            else:
+                await cosmetic(app.bot.delete_webhook)  # a flood wait is waited out
+        except TelegramError as error:  # the token was accepted: a refusal is not about it
             await self._abandon(app)
             raise AdapterFailedError(f"Telegram did not answer at start: {error}") from error
         except OSError as error:  # the webhook's address
@@ -555,17 +559,6 @@ class TelegramAdapter:
         if self._inbox is None or self._bot_user is None:
             raise DeliveryError("the Telegram adapter is not started")
         return self._inbox, self._bot_user
-
-
-async def _set_menus(bot: ExtBot[Any], commands: Sequence[CommandSpec]) -> None:
-    """The commands menu: the default one (the bot's default language), and one per
-    language the menu is translated into, which Telegram shows to a person whose app is
-    in that language."""
-    await bot.set_my_commands([BotCommand(c.name, c.description) for c in commands])
-    languages = sorted({language for c in commands for language in c.translations})
-    for language in languages:
-        menu = [BotCommand(c.name, c.text(language).description) for c in commands]
-        await bot.set_my_commands(menu, language_code=language)
 
 
 def _previews(previews: bool) -> dict[str, Any]:
