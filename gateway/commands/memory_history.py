@@ -186,15 +186,8 @@ def describe(locale: PersonLocale, change: LedgerChange) -> str:
     if change.action == "forgotten":
         return locale._("a change to an entry since forgotten")
     if change.action == "undo":
-        if change.before is None:
-            return locale._("undid #{id}: brought back {after}", id=change.undoes, after=after)
-        if change.after is None:
-            return locale._("undid #{id}: removed {before}", id=change.undoes, before=before)
         return locale._(
-            "undid #{id}: changed {before} back to {after}",
-            id=change.undoes,
-            before=before,
-            after=after,
+            "undid #{id}: {effect}", id=change.undoes, effect=undo_effect(locale, change)
         )
     if change.action == "add":
         return locale._("added {after}", after=after)
@@ -260,7 +253,7 @@ async def undo(
         await sessions.refresh_prompts(user_key)  # no stored prompt may keep the old text
     if discard_export is not None:
         discard_export(user_key)
-    done = "; ".join(describe(locale, c) for c in result.made)
+    done = "; ".join(undo_effect(locale, c) for c in result.made)  # "#N" is said once
     return CommandReply(
         locale._(
             "Undone #{id}: {done}.",
@@ -268,6 +261,16 @@ async def undo(
             done=done or locale._("nothing left to change"),
         )
     )
+
+
+def undo_effect(locale: PersonLocale, change: LedgerChange) -> str:
+    """What an undo change did to its entry: "brought back “…”", "removed “…”", …"""
+    before, after = _quoted(change.before), _quoted(change.after)
+    if change.before is None:
+        return locale._("brought back {after}", after=after)
+    if change.after is None:
+        return locale._("removed {before}", before=before)
+    return locale._("changed {before} back to {after}", before=before, after=after)
 
 
 def _quoted(text: str | None) -> str:

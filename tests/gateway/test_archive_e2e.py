@@ -83,7 +83,7 @@ def test_a_full_user_md_archives_the_oldest_learned_entry_and_undo_brings_it_bac
     chat.type("/memory undo")  # the latest change in force: the marathons' add
     chat.read_until(f"removed “{MARATHONS}”.")
     chat.type("/memory undo")  # then the archiving: the cello is back
-    chat.read_until(f"Undone #{moved}: undid #{moved}: brought back “{CELLO}”.")
+    chat.read_until(f"Undone #{moved}: brought back “{CELLO}”.")
     chat.type("/memory archive")
     chat.read_until("Nothing of yours was moved to the archive.")
     chat.quit()

@@ -60,7 +60,7 @@ def test_memory_shows_origins_forget_is_for_good_and_undo_removes(chat_factory: 
     chat.type("/memory undo 2")  # her entry: forgotten for good
     chat.read_until("Change 2 can't be undone: it was about an entry you asked me to forget")
     chat.type("/memory undo")  # the latest it may: the review's add, gone
-    chat.read_until(f"Undone #1: undid #1: removed “{LEARNED}”.")
+    chat.read_until(f"Undone #1: removed “{LEARNED}”.")
     chat.type("/memory")
     chat.read_until("I don't remember anything about you yet.")
     chat.quit()

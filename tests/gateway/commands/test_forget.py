@@ -86,7 +86,7 @@ async def test_a_forgotten_entry_is_in_no_file_and_no_undo_brings_it_back(
     conversations = serving(services)
     await say(conversations, "/forget manchester")
     undone = await say(conversations, "/memory undo")  # the latest change it may revert
-    assert undone == f"Undone #2: undid #2: removed “{ENTRIES[1]}”."
+    assert undone == f"Undone #2: removed “{ENTRIES[1]}”."
     assert await say(conversations, "/memory undo 3") == (
         "Change 3 can't be undone: it was about an entry you asked me to forget, and that "
         "is for good."

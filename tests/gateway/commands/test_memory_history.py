@@ -77,7 +77,7 @@ async def test_memory_lists_origins_history_and_undo(services: Services, fake: F
     assert "ketch" not in history  # Bob's changes are his
 
     undone = await say(conversations, "/memory undo")
-    assert undone == "Undone #3: undid #3: brought back “Ada keeps bees”."
+    assert undone == "Undone #3: brought back “Ada keeps bees”."
     assert entries(services) == ("Ada plays the cello", "Ada keeps bees")
     assert "1. Ada plays the cello" in await say(conversations, "/memory")
 
@@ -111,7 +111,7 @@ async def test_a_forgotten_entry_leaves_its_place_in_the_history_and_no_undo(
         )
     assert entries(services) == ("Ada plays the cello",)
     undone = await say(conversations, "/memory undo")  # the latest it may: the review's add
-    assert undone == "Undone #2: undid #2: removed “Ada plays the cello”."
+    assert undone == "Undone #2: removed “Ada plays the cello”."
     assert entries(services) == ()
     assert fake.requests == []
 
@@ -126,7 +126,7 @@ async def test_a_withdrawn_entry_is_labelled_and_undone_like_any_change(
     history = (await say(conversations, "/memory history")).splitlines()
     assert history[1].endswith("removed “Ada lives in Porto” (withdrawn: source edited)")
     assert await say(conversations, "/memory undo") == (
-        "Undone #2: undid #2: brought back “Ada lives in Porto”."
+        "Undone #2: brought back “Ada lives in Porto”."
     )
     assert "1. Ada lives in Porto (you, " in await say(conversations, "/memory")
     chinese = await say(conversations, "/memory history", language="zh")

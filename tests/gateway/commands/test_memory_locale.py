@@ -126,7 +126,7 @@ async def test_history_and_undo_in_chinese_and_english(services: Services) -> No
     assert english[1].endswith("· added “Ada keeps bees” (you)")
 
     undone = await say(conversations, "/memory undo", LI, "zh-hans")
-    assert undone == "已撤销 #1：撤销了 #1：删除了“Li keeps bees”。"
+    assert undone == "已撤销 #1：删除了“Li keeps bees”。"
     assert await say(conversations, "/memory undo", LI, "zh-hans") == "没有可以撤销的改动了。"
     assert await say(conversations, "/memory undo 9", LI, "zh-hans") == "历史记录中没有改动 9。"
     assert await say(conversations, "/memory undo 9", ADA) == (
