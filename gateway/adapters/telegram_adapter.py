@@ -79,6 +79,7 @@ from gateway.adapters.telegram_text import (
     without_mention,
 )
 from gateway.adapters.telegram_webhook import STORE_TIMEOUT, Handling, WebhookServer
+from gateway.adapters.webhook_guard import ConnectionLimits
 from gateway.config import TelegramConfig
 from gateway.delivery import ChannelLimits, StreamedReply, Throttles, images_as_links
 from gateway.errors import AdapterFailedError, DeliveryError, RateLimitedError
@@ -375,6 +376,9 @@ class TelegramAdapter:
             secret=secret,
             stopping=self._stopping,
             store_timeout=self._store_timeout,
+            limits=ConnectionLimits(
+                webhook.header_timeout, webhook.body_timeout, webhook.max_connections
+            ),
         )
         await server.start()
         self._webhook = server

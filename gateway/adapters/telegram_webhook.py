@@ -4,11 +4,14 @@ Telegram POSTs each update as JSON to ``telegram.webhook.url``; any number of
 replicas may listen behind a reverse proxy, which picks one. `WebhookServer`
 answers a request as follows:
 
+- slow, idle or too many connections: see `webhook_guard` (a request whose
+  body is not all read within the body timeout: 408, its connection closed);
 - the ``X-Telegram-Bot-Api-Secret-Token`` header differs from the secret
   (compared in constant time), or is missing: 403, nothing handled;
 - the replica is stopping (`stopping` is set): 503, nothing handled, so
   Telegram (or the proxy) delivers it again, maybe to another replica;
-- the body is not a JSON object: 400, logged, nothing handled. Telegram never
+- the body is not a JSON object (or nested too deeply to decode): 400, counted
+  and logged in one line (`webhook_guard.Misbehaviour`), nothing handled. Telegram never
   sends one, so the sender is not Telegram (or a proxy mangled it) and a retry
   cannot help;
 - a JSON object python-telegram-bot cannot parse as an update: 200, logged by
@@ -38,15 +41,21 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from aiohttp import web
+from aiohttp import ClientPayloadError, web
 from telegram import Update
 from telegram.ext import ExtBot
+
+from gateway.adapters.webhook_guard import ConnectionGuard, ConnectionLimits, listen
 
 log = logging.getLogger(__name__)
 
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 STORE_TIMEOUT = 25.0  # seconds a request waits for its update to be stored (Telegram: ~60)
 REMEMBERED = 4096  # update ids whose outcome is kept, to answer a repeated delivery
+NO_SECRET = "a request without the secret token was refused"
+NOT_JSON = "a request whose body is not a JSON object was refused"
+SLOW_BODY = "a request whose body did not arrive in time was refused"
+BROKEN_BODY = "a connection closed while sending its request body"
 
 
 class Handling:
@@ -85,47 +94,75 @@ class WebhookServer:
         secret: str,
         stopping: asyncio.Event,
         store_timeout: float = STORE_TIMEOUT,
+        limits: ConnectionLimits = ConnectionLimits(),  # noqa: B008 - frozen
     ) -> None:
+        self._limits = limits
         self._bot, self._dispatch, self._stopping = bot, dispatch, stopping
         self._listen, self._port, self._timeout = listen, port, store_timeout
         self._path = "/" + path.lstrip("/")
         self._secret = secret.encode()
         self._handlings: OrderedDict[int, Handling] = OrderedDict()
         self._runner: web.AppRunner | None = None
+        self._listening: asyncio.Server | None = None
+        self.guard: ConnectionGuard | None = None  # once started
 
     async def start(self) -> None:
         """Listen; `OSError` when the address cannot be bound."""
         app = web.Application(client_max_size=4 * 1024 * 1024)
         app.router.add_post(self._path, self._post)
-        runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=1.0)
+        guard = ConnectionGuard(self._limits)
+        app.middlewares.append(guard.middleware)
+        runner = web.AppRunner(
+            app,
+            handle_signals=False,
+            access_log=None,
+            shutdown_timeout=1.0,
+            lingering_time=self._limits.body_timeout,  # a refused request's unread body
+        )
         await runner.setup()
+        assert runner.server is not None  # set up
         try:
-            await web.TCPSite(runner, self._listen, self._port).start()
+            self._listening = await listen(guard, runner.server, self._listen, self._port)
         except OSError:
             await runner.cleanup()
             raise
-        self._runner = runner
+        self._runner, self.guard = runner, guard
         log.info("telegram: webhook listening on %s:%s%s", self._listen, self._port, self._path)
 
     async def close(self) -> None:
         """Stop listening; requests still waiting are answered first (briefly)."""
+        listening, self._listening = self._listening, None
+        if listening is not None:
+            listening.close()
         runner, self._runner = self._runner, None
         if runner is not None:
             await runner.cleanup()
+        if self.guard is not None:
+            self.guard.misbehaviour.flush()
 
     async def _post(self, request: web.Request) -> web.Response:
         given = request.headers.get(SECRET_HEADER, "").encode()
         if not hmac.compare_digest(given, self._secret):
-            log.warning("telegram: a webhook request without the secret token was refused")
+            self._note(NO_SECRET)
             return web.Response(status=403)
         if self._stopping.is_set():
             return web.Response(status=503, text="stopping")
         try:
-            data = json.loads(await request.read())
-        except ValueError:
+            body = await asyncio.wait_for(request.read(), self._limits.body_timeout)
+        except TimeoutError:
+            self._note(SLOW_BODY)
+            answer = web.Response(status=408, text="the body did not arrive in time")
+            answer.force_close()
+            return answer
+        except (ConnectionError, ClientPayloadError):
+            self._note(BROKEN_BODY)
+            raise web.HTTPBadRequest() from None
+        try:
+            data = json.loads(body)
+        except (ValueError, RecursionError):  # RecursionError: nested too deeply
             data = None
         if not isinstance(data, dict):
-            log.warning("telegram: a webhook request whose body is not a JSON object, refused")
+            self._note(NOT_JSON)
             return web.Response(status=400, text="expected an update as a JSON object")
         try:
             update = Update.de_json(data, self._bot)
@@ -139,6 +176,10 @@ class WebhookServer:
             )
             return web.Response(status=200)
         return await self._answer(update)
+
+    def _note(self, kind: str) -> None:
+        if self.guard is not None:
+            self.guard.misbehaviour.note(kind)
 
     async def _answer(self, update: Update) -> web.Response:
         handling = self._handling(update)
