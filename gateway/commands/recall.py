@@ -42,6 +42,7 @@ from memory_core import (
     STOPWORDS,
     ArchivedEntry,
     MemoryBackend,
+    SearchOptions,
     SearchScope,
     SessionBackend,
     SessionStoreError,
@@ -50,6 +51,10 @@ from memory_core import (
 )
 
 log = logging.getLogger(__name__)
+
+ONLY_HERE = N_(
+    'Only this conversation mentions "{query}" so far; /recall looks in our earlier ones.'
+)
 
 USAGE = N_(
     "/recall <what> searches our earlier conversations and recaps what was said, newest "
@@ -109,6 +114,12 @@ def recall_command(
                 timeout=timeout,
                 now=now,
             )
+            if (
+                not result.sessions
+                and current is not None
+                and await _only_here(sessions, query, ctx.identity.scope)
+            ):
+                return CommandReply(locale._(ONLY_HERE, query=result.query))
         except SessionStoreError as exc:
             log.warning("/recall failed: %s: %s", type(exc).__name__, exc)
             return CommandReply(locale._(UNREADABLE))
@@ -124,6 +135,13 @@ def recall_command(
         recall,
         arguments=(CommandArgument("what", N_("what to look for, optionally with a time"), True),),
     )
+
+
+async def _only_here(sessions: SessionBackend, query: RecallQuery, scope: SearchScope) -> bool:
+    """Whether the conversation left out (the current one) is what matches `query`: the
+    same search, the current conversation included, finds something."""
+    options = SearchOptions(limit=1, snippets_per_hit=0, since=query.since, until=query.until)
+    return bool(await sessions.search(query.text, scope, options))
 
 
 def _languages(locale: PersonLocale) -> tuple[str, ...]:

@@ -204,3 +204,18 @@ async def test_a_range_beyond_what_the_store_holds_searches_all_of_it(
     end = (now - timedelta(days=1)).date().isoformat()
     await conversations.handle(message(f"/recall pizza from {end} to {start}"), sink)  # backwards
     assert sink.replies[2].startswith(f'What I found for "pizza" from {start} to {end}')
+
+
+async def test_what_only_this_conversation_says_is_named_as_such(
+    fake: FakeOpenAI, services: Services
+) -> None:
+    fake.say("Noted.")
+    sink = ListSink()
+    conversations = serving(services)
+    await conversations.handle(message("my plumber is called Mario"), sink)
+    await conversations.handle(message("/recall plumber"), sink)
+    assert sink.replies[-1] == (
+        'Only this conversation mentions "plumber" so far; /recall looks in our earlier ones.'
+    )
+    await conversations.handle(message("/recall electrician"), sink)
+    assert sink.replies[-1].startswith('Nothing found for "electrician"')
