@@ -118,19 +118,46 @@ class AccessPolicy:
         return EVERYONE in ids or user_id in ids
 
     def decide(self, platform: str, user_id: str) -> Decision:
-        """Serve, or refuse with a line (the first time in an hour) or in silence."""
+        """Serve, or refuse with a line (the first time in an hour) or in silence (the list
+        read and the code written on the caller's thread: `admit` is the bot's way)."""
         if self.allows(platform, user_id):
             return ALLOWED
+        if not self._tell(platform, user_id):
+            return Decision(False)
+        return refusal(platform, user_id, self._code(platform, user_id))
+
+    async def admit(self, platform: str, user_id: str) -> Decision:
+        """`decide`, nothing blocking the event loop: the data directory's list is read
+        and a new code written in a worker thread, once for all who wait together, and a
+        person gets a new code at most once an hour, across restarts (told again without
+        one within that hour, their code still works)."""
+        if self.is_admin(platform, user_id) or self.configured(platform, user_id):
+            return ALLOWED
+        if self.granted is not None and user_id in await self.granted.current(platform):
+            return ALLOWED
+        if not self._tell(platform, user_id):
+            return Decision(False)
+        if self.granted is None:
+            return refusal(platform, user_id)
+        try:
+            code = await self.granted.issue_once(platform, user_id)
+        except AccessListError as exc:
+            log.warning("no pairing code for %s user %s: %s", platform, user_id, exc)
+            return refusal(platform, user_id)
+        return refusal(platform, user_id, code)
+
+    def _tell(self, platform: str, user_id: str) -> bool:
+        """Whether to tell this refused person (not told in the last hour), noted if so."""
         now = self._clock()
         key = (platform, user_id)
         told = self._told.get(key)
         if told is not None and now - told < REFUSAL_INTERVAL:
-            return Decision(False)
+            return False
         self._told.pop(key, None)
         self._told[key] = now
         while len(self._told) > MAX_REMEMBERED:
             del self._told[next(iter(self._told))]
-        return refusal(platform, user_id, self._code(platform, user_id))
+        return True
 
     def _code(self, platform: str, user_id: str) -> str | None:
         """A new pairing code for the person, or None (no list, or it cannot be written)."""

@@ -148,7 +148,7 @@ class Conversations:
         self, message: InboundMessage, sink: ReplySink, locale: PersonLocale
     ) -> bool:
         """The access decision, before anything else; a refusal stores and asks nothing."""
-        decision = self._access.decide(message.platform, message.user_id)
+        decision = await self._access.admit(message.platform, message.user_id)
         if not decision.allowed:
             log.info("refused %s user %s", message.platform, message.user_id)
             if decision.reply is not None:

@@ -16,6 +16,13 @@ A code is `CODE_LENGTH` characters from an alphabet without look-alikes (no
 platform user it was given to, replaces their previous code, expires after
 `CODE_TTL` seconds and works once. The file keeps only its SHA-256; logs show
 only its first two characters.
+
+A refusal costs the bot almost nothing (`AccessList.current`, `AccessList.issue_once`):
+the document is read again and written in a worker thread, never on the event loop,
+once for all the refusals that arrive together (`gateway.coalesce`); a person gets a
+new code at most once per `CODE_TTL`, across restarts and replicas (each code's
+expiry, so its issue time, is in the document, and the bot remembers them from its
+last read), and the document is written only when a code is new.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from gateway.coalesce import Coalesced
 from gateway.errors import AccessListError
 from gateway.i18n import N_
 from memory_core import Document, DocumentError
@@ -111,19 +119,52 @@ class AccessList:
         self._clock = clock
         self._signature: object = _UNREAD
         self._allowed: dict[str, frozenset[str]] = {}
+        self._issued: dict[Grant, float] = {}  # whose code the last read holds: issued when
+        self._issuing: set[Grant] = set()  # codes being written now (`issue_once`)
+        self._refreshes: Coalesced[None, None] = Coalesced(lambda _: self._refresh())
+        self._writes: Coalesced[tuple[Grant, str], None] = Coalesced(self._issue)
 
     def granted(self, platform: str) -> frozenset[str]:
         """The user ids of `platform` on the list as the document is now (read again when
         it changed). An unreadable document keeps the last list read, with a warning."""
+        self._refresh()
+        return self._allowed.get(platform, frozenset())
+
+    async def current(self, platform: str) -> frozenset[str]:
+        """`granted`, the document's signature checked (and the document read) in a worker
+        thread, once for every caller waiting at the same time."""
+        await self._refreshes.submit(None)
+        return self._allowed.get(platform, frozenset())
+
+    def _refresh(self) -> None:
         try:
             signature = _checked(self.document.signature)
             if signature != self._signature:
                 self._signature = signature  # a bad document is warned about once per change
                 state = self._read()
                 self._allowed = {p: frozenset(ids) for p, ids in state.allowed.items()}
+                self._issued = {c.grant: c.expires - CODE_TTL for c in state.codes}
         except AccessListError as exc:
             log.warning("%s; keeping the access list read before", exc)
-        return self._allowed.get(platform, frozenset())
+
+    async def issue_once(self, platform: str, user_id: str) -> str | None:
+        """A new code for this person, written (off the event loop, with the others asked
+        for meanwhile) before it is returned; None when the list read last holds one
+        issued less than `CODE_TTL` ago (by this process before a restart, or a replica):
+        that one still works. `AccessListError` when the document cannot be written."""
+        grant = Grant(platform, user_id)
+        await self._refreshes.submit(None)
+        issued = self._issued.get(grant)
+        if grant in self._issuing or (issued is not None and self._clock() - issued < CODE_TTL):
+            return None
+        code = new_code()
+        self._issuing.add(grant)
+        try:
+            await self._writes.submit((grant, code))
+        finally:
+            self._issuing.discard(grant)
+        log.info("pairing code %s given to %s", shown_code(code), grant)
+        return code
 
     def entries(self) -> list[Grant]:
         """Everyone on the list, by platform and id."""
@@ -134,15 +175,21 @@ class AccessList:
         """A new code for this person (their previous one stops working)."""
         code = new_code()
         grant = Grant(platform, user_id)
+        self._issue([(grant, code)])
+        log.info("pairing code %s given to %s", shown_code(code), grant)
+        return code
+
+    def _issue(self, issued: list[tuple[Grant, str]]) -> None:
+        """Write these codes, each replacing its person's previous one: one write."""
+        latest = dict(issued)  # a person asking twice in one batch keeps the last code
 
         def change(state: _State) -> None:
-            state.codes = [c for c in state.codes if c.grant != grant]
-            state.codes.append(_Code(grant, _digest(code), self._clock() + CODE_TTL))
+            expires = self._clock() + CODE_TTL
+            state.codes = [c for c in state.codes if c.grant not in latest]
+            state.codes += [_Code(g, _digest(code), expires) for g, code in latest.items()]
             del state.codes[:-MAX_CODES]
 
         self._change(change)
-        log.info("pairing code %s given to %s", shown_code(code), grant)
-        return code
 
     def redeem(self, text: str) -> Grant:
         """Let in the person `text` (a pairing code) was given to, and use the code up;
