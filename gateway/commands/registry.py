@@ -24,7 +24,11 @@ if TYPE_CHECKING:
     from gateway.person_locale import PersonLocale
 
 # "/name", "/name args" and Telegram's "/name@botname args".
-_COMMAND = re.compile(r"^/([A-Za-z0-9_]{1,32})(?:@(\S+))?(?:\s+(.*))?$", re.DOTALL)
+ALIASES = {"帮助": "help", "幫助": "help", "ayuda": "help"}
+"""Names people type for a command in the languages the bot ships, where the platforms'
+menus can only hold the ASCII name; other non-ASCII words after a slash stay text."""
+_NAME = "|".join(["[A-Za-z0-9_]{1,32}", *(re.escape(a) for a in ALIASES if not a.isascii())])
+_COMMAND = re.compile(rf"^/({_NAME})(?:@(\S+))?(?:\s+(.*))?$", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -130,7 +134,8 @@ def parse_command(text: str) -> CommandCall | None:
     match = _COMMAND.match(text.strip())
     if match is None:
         return None
-    return CommandCall(match.group(1).lower(), (match.group(3) or "").strip(), match.group(2))
+    name = match.group(1).lower()
+    return CommandCall(ALIASES.get(name, name), (match.group(3) or "").strip(), match.group(2))
 
 
 class CommandRegistry:

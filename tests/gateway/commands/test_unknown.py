@@ -84,3 +84,12 @@ def test_console_unknown_command(tmp_path: Path) -> None:
         run_console(config, stdin=io.StringIO("/frobnicate\n"), stdout=out, user_id="ada")
         assert UNKNOWN in out.getvalue()
         assert fake.requests == []
+
+
+async def test_help_in_chinese_or_spanish_is_help(fake: FakeOpenAI, services: Services) -> None:
+    sink = ListSink()
+    await serving(services).handle(message("/帮助"), sink)
+    await serving(services).handle(message("/ayuda"), sink)
+    assert len(sink.replies) == 2
+    assert all("/recall" in reply for reply in sink.replies)  # the command list
+    assert fake.requests == [] and await nothing_stored(services)
