@@ -71,3 +71,18 @@ def _home_problems(home: Path) -> list[str]:
         what = "write to" if existing == where else f"create {where} in"
         return [f"config error: home: cannot {what} {existing} (set home or MNEMO_HOME)"]
     return []
+
+
+DEFAULT_MODEL_URL = "https://api.openai.com/v1"
+
+
+def model_setup_note(config: Config) -> str | None:
+    """One line for a start with no model set up (no key, the default endpoint): how to set
+    one; None when a key or an endpoint of the operator's is set. Not an error: a local
+    server may need no key, and the console still answers commands."""
+    if config.llm.api_key or str(config.llm.base_url).rstrip("/") != DEFAULT_MODEL_URL:
+        return None
+    return (
+        "no model is set up: set OPENAI_BASE_URL (your OpenAI-compatible server) and "
+        "OPENAI_API_KEY, then `mnemo doctor` checks that a turn would work"
+    )

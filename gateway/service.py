@@ -43,7 +43,7 @@ from gateway.errors import AdapterFailedError, ConfigError, GatewayError, Instan
 from gateway.health import HealthServer
 from gateway.logs import configure_logging
 from gateway.messages import Adapter, CommandSpec, InboundMessage, ReplySink
-from gateway.preflight import check_startup
+from gateway.preflight import check_startup, model_setup_note
 from gateway.replicas import (
     STALE,
     SWEEP_EVERY,
@@ -190,6 +190,9 @@ class Service:
                         "above)"
                     )
             if not self._stopping.is_set():  # a stop asked for during start-up: no catch-up
+                note = model_setup_note(self._config)
+                if note is not None:
+                    log.warning(note)
                 log.info(
                     "serving %s with data in %s and skills in %s",
                     self._describe(),

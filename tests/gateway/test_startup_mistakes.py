@@ -15,7 +15,7 @@ import pytest
 
 from gateway.config import load_config
 from gateway.errors import ConfigError
-from gateway.preflight import check_startup, startup_problems
+from gateway.preflight import check_startup, model_setup_note, startup_problems
 from tests.fakes.base import serving_in_thread
 from tests.fakes.openai import FakeOpenAI
 
@@ -240,3 +240,14 @@ def test_run_from_another_directory_uses_the_config_files_data_and_skills(
     assert list(elsewhere.iterdir()) == []  # nothing in the directory it was started from
     system = fake.requests[0].body["messages"][0]["content"]
     assert "greeting-in-french" in json.dumps(system)  # the file's skills reach the model
+
+
+def test_a_start_with_no_model_set_up_says_how_in_one_line(tmp_path: Path) -> None:
+    bare = load_config(None, environ={"MNEMO_HOME": str(tmp_path / "data")})
+    note = model_setup_note(bare)
+    assert note is not None and "OPENAI_BASE_URL" in note and "OPENAI_API_KEY" in note
+    assert "mnemo doctor" in note and "\n" not in note
+    keyed = load_config(None, environ={"OPENAI_API_KEY": "sk-test-key-123456"})
+    assert model_setup_note(keyed) is None
+    local = load_config(None, environ={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"})
+    assert model_setup_note(local) is None
