@@ -21,7 +21,7 @@ MemoryCoreError
  ├── BatchRejectedError                 one operation of a batch failed; nothing applied
  ├── InvalidArgumentsError              the memory tool's arguments are malformed
  ├── MemoryPermissionError              the caller may not write this memory target
- ├── StagingLimitError                  no more flagged background entries may wait today
+ ├── StagingLimitError                  no more entries may wait (flagged today, or at all)
  ├── SessionStoreError                  state.db refused or could not do something
  │    ├── SchemaVersionError            state.db was written by a newer Mnemo
  │    ├── IndexIntegrityError           the database or a full-text index is damaged
@@ -199,7 +199,8 @@ class MemoryPermissionError(MemoryCoreError):
 
 
 class StagingLimitError(MemoryCoreError):
-    """A background job may stage no more flagged entries for this person today."""
+    """No more changes may wait for this person: flagged background entries today, or
+    any change while `MAX_WAITING` already wait."""
 
 
 # Session store (memory_core.sessions).

@@ -22,7 +22,9 @@ is not added) and a pinned one is refused, since its entry is gone.
 
 A background job may stage at most `FLAGGED_PER_DAY` changes a day for one
 person whose text reads as an instruction (`memory_core.safety.instruction_reasons`);
-beyond that `stage` raises `StagingLimitError` and nothing is kept.
+beyond that `stage` raises `StagingLimitError` and nothing is kept. Whoever stages, at
+most `MAX_WAITING` changes wait for one person at once (each stage rewrites their
+record, so its size stays bounded): past it, `StagingLimitError` too.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_TTL = 7 * 24 * 3600.0
 FLAGGED_PER_DAY = 3
+MAX_WAITING = 100  # changes waiting for one person's approval at once
 _DAY = 24 * 3600.0
 CHANGED_MEANWHILE = "the entry it changes was edited or removed since, so it was not applied"
 
@@ -178,6 +181,12 @@ class PendingChanges:
                         "instructions may wait for approval a day, and that many already did"
                     )
                 flagged += [now] * wanted
+            if len(data["changes"]) + len(proposals) > MAX_WAITING:
+                raise StagingLimitError(
+                    f"not saved: {len(data['changes'])} changes already wait for the person's "
+                    f"approval (at most {MAX_WAITING}); ask them to decide on those first "
+                    "(/memory pending)"
+                )
             staged = []
             for proposal in proposals:
                 data["next_id"] += 1

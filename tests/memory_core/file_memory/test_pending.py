@@ -19,7 +19,7 @@ from memory_core import (
     StagingLimitError,
 )
 from memory_core.file_memory.entries import file_text
-from memory_core.file_memory.pending import DEFAULT_TTL, PENDING_FILE
+from memory_core.file_memory.pending import DEFAULT_TTL, MAX_WAITING, PENDING_FILE
 
 ALICE, BOB = "telegram-1001", "telegram-2002"
 REVIEW = Origin("review", session_id=7)
@@ -318,3 +318,14 @@ def test_erasing_the_person_erases_their_staged_changes(
     assert pending.list(ALICE) == ()
     assert not store.path("user", ALICE).parent.exists()
     assert [c.content for c in pending.list(BOB)] == ["Likes coffee"]
+
+
+def test_at_most_max_waiting_changes_wait_for_one_person(pending: PendingChanges) -> None:
+    for n in range(MAX_WAITING):
+        pending.stage(ALICE, [add(f"Fact {n}")], PERSON, f"b{n}")
+    with pytest.raises(StagingLimitError, match=f"at most {MAX_WAITING}"):
+        pending.stage(ALICE, [add("One too many")], PERSON, "over")
+    assert len(pending.list(ALICE)) == MAX_WAITING
+    assert pending.stage(BOB, [add("Bob's own")], PERSON, "bob")  # another person's room
+    pending.reject(ALICE, [1])
+    assert pending.stage(ALICE, [add("Room again")], PERSON, "again")
