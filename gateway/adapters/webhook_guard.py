@@ -10,9 +10,12 @@ handlers (it is the protocol factory given to ``loop.create_server``):
   keep-alive connection, such as Telegram's own, without being counted);
 - a request whose body is not all read within `body_timeout` seconds is
   answered 408 and its connection closed (the server's `_post` enforces it);
-- at most `max_connections` are open at once: beyond it, a new connection is
-  closed as soon as it is accepted, before any byte is read (a burst accepted
-  in one turn of the loop may pass the cap by the listening backlog).
+- at most `max_connections` are open at once: a new connection beyond it
+  makes room by closing the oldest connection still waiting for a request head
+  (an idle or slow one: a real request sends its head at once, so it is the
+  newcomer that gets served); when every open connection has a request under
+  way, the newcomer is closed as soon as it is accepted, before any byte is
+  read. The file descriptors held stay near the cap, whatever the clients do.
 
 Each kind of misbehaviour is counted by `Misbehaviour` and logged in one line,
 the first time and then at most once every `LOG_INTERVAL` seconds, with the
@@ -76,7 +79,8 @@ class Misbehaviour:
 
 
 NO_HEAD = "a connection sent no whole request head in time and was closed"
-OVER_CAP = "a connection beyond the cap of open connections was closed at once"
+OVER_CAP = "the cap of open connections was reached: one waiting for its head was closed"
+REFUSED = "the cap of open connections was reached, each busy: a new one was closed at once"
 
 
 class _Refused(asyncio.Protocol):
@@ -118,6 +122,17 @@ class _Guarded(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self.inner.resume_writing()
+
+    @property
+    def idle(self) -> bool:
+        """Waiting for a request head (the header timeout runs)."""
+        return self._timer is not None
+
+    def evict(self) -> None:
+        """Closed to make room for a newcomer (see the module)."""
+        self.busy()
+        if self._transport is not None:
+            self._transport.close()
 
     def waiting(self) -> None:
         """No request under way: the next head must come within the header timeout."""
@@ -163,10 +178,20 @@ class ConnectionGuard:
         """Connections open now (accepted and not closed, over the cap excluded)."""
         return len(self._open)
 
+    @property
+    def reading(self) -> int:
+        """Connections with a request under way (its body being read, or it answered)."""
+        return sum(1 for connection in self._open.values() if not connection.idle)
+
     def __call__(self) -> asyncio.Protocol:
         if len(self._open) >= self.limits.max_connections:
+            oldest = next((c for c in self._open.values() if c.idle), None)
+            if oldest is None:
+                self.misbehaviour.note(REFUSED)
+                return _Refused()
             self.misbehaviour.note(OVER_CAP)
-            return _Refused()
+            self.lost(oldest)
+            oldest.evict()
         assert self.server is not None  # set by `listen`
         return _Guarded(self, self.server())
 

@@ -125,34 +125,34 @@ async def test_idle_and_half_sent_connections_are_closed_and_updates_still_get_t
     assert not [r for r in caplog.records if r.exc_info]
 
 
-async def test_connections_beyond_the_cap_are_closed_at_once(
+async def test_beyond_the_cap_the_oldest_idle_connections_make_room(
     tg: FakeTelegram, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """20 idle connections fill the cap; 15 more close the 15 oldest (the header timeout
+    is far away); a real update is then served at once, its connection closing the 16th."""
     url = hook_url()
+    tg.webhook_targets = [url]
     async with replica(tg, url, header_timeout=60.0, max_connections=20) as adapter:
-        kept = [Held(port_of(url), b"") for _ in range(20)]
-        for connection in kept:
-            await connection.open()
         guard = adapter._webhook.guard if adapter._webhook else None
         assert guard is not None
-        await tg.wait_until(lambda: guard.open == 20)
-        beyond = [Held(port_of(url), HEAD.encode()) for _ in range(15)]
-        for connection in beyond:
+        first = [Held(port_of(url), b"") for _ in range(20)]
+        for connection in first:
             await connection.open()
-        await asyncio.wait_for(asyncio.gather(*(c.closed.wait() for c in beyond)), 10.0)
-        assert not any(c.closed.is_set() for c in kept) and guard.open == 20
-        for connection in kept:
-            connection.close()
-        await tg.wait_until(lambda: guard.open == 0)
-        async with aiohttp.ClientSession() as http:  # room again
-            headers = {"X-Telegram-Bot-Api-Secret-Token": SECRET}
-            async with http.post(url, data=b"[]", headers=headers) as answer:
-                assert answer.status == 400
-    for connection in beyond:
+        await tg.wait_until(lambda: guard.open == 20)
+        later = [Held(port_of(url), HEAD.encode()) for _ in range(15)]
+        for connection in later:
+            await connection.open()
+        await asyncio.wait_for(asyncio.gather(*(c.closed.wait() for c in first[:15])), 10.0)
+        tg.inject_text(ALICE, ALICE, "room for me")
+        await tg.wait_until(lambda: tg.chat_texts(ALICE) == ["echo: room for me"])
+        await asyncio.wait_for(first[15].closed.wait(), 10.0)  # the room Telegram took
+        assert not any(c.closed.is_set() for c in first[16:] + later)
+        assert guard.open == 20
+    for connection in first + later:
         connection.close()
     over = warnings_of(caplog, OVER_CAP)
-    assert over[0].endswith("(1 so far)") and over[-1].endswith("(15 so far)")
-    assert len(over) == 2
+    assert over[0].endswith("(1 so far)") and over[-1].endswith("(16 so far)")
+    assert len(over) == 2  # the first, and the count at close
 
 
 async def test_json_nested_too_deeply_is_400_without_a_traceback(
@@ -170,3 +170,21 @@ async def test_json_nested_too_deeply_is_400_without_a_traceback(
     assert not [r for r in caplog.records if r.exc_info]
     refused = warnings_of(caplog, "not a JSON object was refused")
     assert refused[-1].endswith("(2 so far)")
+
+
+async def test_a_client_gone_in_the_middle_of_its_body_is_one_line_not_a_traceback(
+    tg: FakeTelegram, caplog: pytest.LogCaptureFixture
+) -> None:
+    url = hook_url()
+    async with replica(tg, url) as adapter:
+        guard = adapter._webhook.guard if adapter._webhook else None
+        assert guard is not None
+        gone = [half_sent(port_of(url), 3)[2] for _ in range(2)]  # a head and half a body
+        for connection in gone:
+            await connection.open()
+        await tg.wait_until(lambda: guard.reading == 2)
+        for connection in gone:
+            connection.close()
+        await tg.wait_until(lambda: guard.open == 0)
+    assert warnings_of(caplog, "closed while sending")[-1].endswith("(2 so far)")
+    assert not [r for r in caplog.records if r.exc_info]
