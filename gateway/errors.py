@@ -11,6 +11,7 @@ GatewayError
  │    └── ModelNotServedError   the endpoint's model list lacks the configured model
  ├── RateLimitedError       a platform asked us to wait `retry_after` seconds
  ├── DeliveryError          a platform refused a send or edit for good
+ │    └── AnswerUnreadableError  it took the call, but its answer could not be read
  ├── InstanceLockedError    another `mnemo` process serves the same data directory
  ├── AdapterFailedError     a chat platform's adapter could not start, or stopped for good
  ├── RecallArgumentError    session_search or /recall was given arguments it cannot use
@@ -87,6 +88,12 @@ class RateLimitedError(GatewayError):
 class DeliveryError(GatewayError):
     """A platform refused a send or edit for good (blocked, bad request, down); the
     message says what it answered."""
+
+
+class AnswerUnreadableError(DeliveryError):
+    """A platform answered a send or edit with something its client could not read (not
+    JSON, or not the object it should be): the call most likely did what it was asked, so
+    it is taken as done and never made again (the person would see it twice)."""
 
 
 class InstanceLockedError(GatewayError):

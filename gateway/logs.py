@@ -21,6 +21,7 @@ TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 REQUEST_LOGGERS = ("httpx", "httpx2", "httpcore", "httpcore2")  # a line per request, at INFO
 QUIET_LOGGERS = ("apscheduler", "telegram", "aiohttp")  # warnings and errors only
 VOICE_LOGGER = "discord.client"
+PTB_REQUEST_LOGGER = "telegram.request.BaseRequest"  # its one line: an answer not JSON
 
 
 class MaskingFormatter(logging.Formatter):
@@ -69,6 +70,12 @@ def _not_about_voice(record: logging.LogRecord) -> bool:
     return "voice will NOT be supported" not in record.getMessage()
 
 
+def not_unreadable_json(record: logging.LogRecord) -> bool:
+    """PTB's traceback for a Bot API answer that is not JSON is left out: the adapter says
+    it in one line of its own (the delivery taken as done, or the failed poll)."""
+    return not record.getMessage().startswith("Can not load invalid JSON data")
+
+
 def configure_logging(
     level: int, secrets: Sequence[str] = (), log_format: LogFormat = "text"
 ) -> None:
@@ -93,6 +100,7 @@ def configure_logging(
     for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(max(level, logging.WARNING))
     _add_filter(logging.getLogger(VOICE_LOGGER), _not_about_voice)
+    _add_filter(logging.getLogger(PTB_REQUEST_LOGGER), not_unreadable_json)
 
 
 def _add_filter(logger: logging.Logger, check: Callable[[logging.LogRecord], bool]) -> None:

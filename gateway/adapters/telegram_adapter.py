@@ -82,7 +82,12 @@ from gateway.adapters.telegram_webhook import STORE_TIMEOUT, Handling, WebhookSe
 from gateway.adapters.webhook_guard import ConnectionLimits
 from gateway.config import TelegramConfig
 from gateway.delivery import ChannelLimits, StreamedReply, Throttles, images_as_links
-from gateway.errors import AdapterFailedError, DeliveryError, RateLimitedError
+from gateway.errors import (
+    AdapterFailedError,
+    AnswerUnreadableError,
+    DeliveryError,
+    RateLimitedError,
+)
 from gateway.messages import (
     Choice,
     CommandSpec,
@@ -97,6 +102,7 @@ log = logging.getLogger(__name__)
 
 CLOSE_WAIT = 2.0  # seconds close() gives handler tasks still running
 NO_PREVIEW = LinkPreviewOptions(is_disabled=True)
+UNREADABLE_ANSWER = "Invalid server response"  # PTB's TelegramError for a body not JSON
 TYPING_DELAY = 0.5  # a reply whose first text comes sooner shows no typing (one call less)
 Migrated = Callable[[int, int], Awaitable[None]]
 
@@ -136,8 +142,7 @@ class TelegramChannel:
             )
         if choices:
             extra["reply_markup"] = _keyboard(choices)
-        message = await self._rendered(self._bot.send_message, text, extra)
-        return str(message.message_id)
+        return _message_id(await self._rendered(self._bot.send_message, text, extra))
 
     async def edit(self, message_id: str, text: str, *, previews: bool = False) -> None:
         """Replace a sent message's text; an edit that changes nothing is not an error."""
@@ -169,8 +174,7 @@ class TelegramChannel:
             raise DeliveryError(f"cannot read {path.name}: {error.strerror}") from None
         document = InputFile(data, filename=path.name)
         extra = {"document": document, "message_thread_id": self._thread_id}
-        message = await self._call(self._bot.send_document, extra)
-        return str(message.message_id)
+        return _message_id(await self._call(self._bot.send_document, extra))
 
     async def _rendered(
         self, method: Callable[..., Awaitable[Any]], text: str, extra: dict[str, Any]
@@ -205,7 +209,12 @@ class TelegramChannel:
             seconds = wait.total_seconds() if isinstance(wait, dt.timedelta) else float(wait)
             raise RateLimitedError(f"Telegram asks to wait {seconds:g} s", seconds) from error
         except TelegramError as error:
+            if str(error) == UNREADABLE_ANSWER:  # a 2xx whose body is not JSON
+                raise AnswerUnreadableError(f"Telegram's answer is not JSON: {error}") from None
             raise DeliveryError(f"Telegram refused the call: {error}") from error
+        except (KeyError, TypeError, AttributeError, ValueError) as error:  # PTB's parsing
+            what = f"{type(error).__name__}: {error}"
+            raise AnswerUnreadableError(f"Telegram's answer is not one ({what})") from None
 
 
 class TelegramAdapter:
@@ -563,6 +572,13 @@ class TelegramAdapter:
         if self._inbox is None or self._bot_user is None:
             raise DeliveryError("the Telegram adapter is not started")
         return self._inbox, self._bot_user
+
+
+def _message_id(answer: Any) -> str:
+    """The id of the message a send answered with (its answer not a message: unreadable)."""
+    if not isinstance(answer, Message):
+        raise AnswerUnreadableError(f"Telegram's answer is not a message: {answer!r:.80}")
+    return str(answer.message_id)
 
 
 def _previews(previews: bool) -> dict[str, Any]:

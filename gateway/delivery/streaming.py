@@ -48,7 +48,12 @@ from gateway.delivery.splitting import (
     split_message,
 )
 from gateway.delivery.throttle import ChatThrottle, Clock, Sleep
-from gateway.errors import DeliveryError, GatewayError, RateLimitedError
+from gateway.errors import (
+    AnswerUnreadableError,
+    DeliveryError,
+    GatewayError,
+    RateLimitedError,
+)
 from gateway.messages import Choice
 from memory_core import StreamingContextScrubber, scrub_context
 
@@ -68,6 +73,7 @@ class _Part:
     text: str = ""  # its final text, once cut ("" while it still grows)
     message_id: str | None = None  # the message showing it, once sent
     shown: str = ""  # what that message (or the draft) shows now
+    unread: bool = False  # sent, but the platform's answer (its id) could not be read
     draft_id: int = field(default_factory=_new_draft_id)
 
 
@@ -190,6 +196,8 @@ class StreamedReply:
         for document in self._documents:
             try:
                 self.message_ids.append(await self._channel.send_document(document))
+            except AnswerUnreadableError as exc:
+                log.warning("document taken as delivered: %s", exc)
             except GatewayError as exc:
                 log.warning("document not delivered: %s: %s", type(exc).__name__, exc)
         self.finished_at = self._clock()
@@ -239,6 +247,12 @@ class StreamedReply:
         except RateLimitedError as exc:  # the chat is paused; the next view goes after
             self._throttle.pause(exc.retry_after)
             self._changed.set()
+        except AnswerUnreadableError as exc:  # shown, most likely: never shown again
+            log.warning("interim reply update taken as shown: %s", exc)
+            part.shown = text
+            if part.message_id is None and not (part is self._open and self._drafts):
+                part.unread = True  # a message whose id is not known: it cannot be edited
+                self._interim = False
         except DeliveryError as exc:
             log.info("interim reply update refused: %s", exc)
             if part is self._open and self._drafts:  # no drafts here: stream by edits
@@ -328,7 +342,9 @@ class StreamedReply:
             parts = split_message(final, limits.max_units, limits.units)
             kept = [*self._parts, self._open]
             return [
-                _Part(text, kept[i].message_id, kept[i].shown) if i < len(kept) else _Part(text)
+                _Part(text, kept[i].message_id, kept[i].shown, unread=kept[i].unread)
+                if i < len(kept)
+                else _Part(text)
                 for i, text in enumerate(parts)
             ]
         self._visible = final
@@ -362,7 +378,7 @@ class StreamedReply:
             while not self._typing_stop.is_set() and asyncio.get_running_loop().time() < until:
                 try:
                     await self._channel.typing()
-                except RateLimitedError:
+                except (RateLimitedError, AnswerUnreadableError):
                     pass  # typing is a courtesy; try again next round
                 except DeliveryError as exc:
                     log.info("typing refused: %s", exc)
@@ -387,8 +403,12 @@ class StreamedReply:
             if part.message_id is not None and not choices and await self._final_edit(part):
                 self.message_ids.append(part.message_id)
                 continue
+            if part.unread and part.shown == part.text and not choices:
+                continue  # sent whole already (its answer unread): never sent twice
             reply_to = self._reply_to if index == 0 else None
-            self.message_ids.append(await self._final_send(part.text, reply_to, choices))
+            sent = await self._final_send(part.text, reply_to, choices)
+            if sent is not None:
+                self.message_ids.append(sent)
 
     async def _final_edit(self, part: _Part) -> bool:
         """The part's message edited to its text; False when the edit failed for good."""
@@ -407,19 +427,29 @@ class StreamedReply:
                 return True
             except RateLimitedError as exc:
                 self._throttle.pause(exc.retry_after)
+            except AnswerUnreadableError as exc:  # edited, most likely: not sent afresh
+                log.warning("final edit taken as done: %s", exc)
+                part.shown = part.text
+                return True
             except DeliveryError as exc:
                 log.info("final edit refused, sending afresh: %s", exc)
                 return False
         log.info("final edit still rate limited after %d tries, sending afresh", self._attempts)
         return False
 
-    async def _final_send(self, text: str, reply_to: str | None, choices: Sequence[Choice]) -> str:
-        """A new message with `text`; raises once flood control outlasts every try."""
+    async def _final_send(
+        self, text: str, reply_to: str | None, choices: Sequence[Choice]
+    ) -> str | None:
+        """A new message with `text`, its id (None: sent, but the answer could not be read,
+        so never sent again); raises once flood control outlasts every try."""
         for attempt in range(1, self._attempts + 1):
             try:
                 return await self._channel.send(
                     text, reply_to=reply_to, choices=choices, previews=self._previews(text)
                 )
+            except AnswerUnreadableError as exc:
+                log.warning("reply taken as delivered: %s", exc)
+                return None
             except RateLimitedError as exc:
                 self._throttle.pause(exc.retry_after)
                 if attempt == self._attempts:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gateway.delivery import ChannelLimits
-from gateway.errors import DeliveryError
+from gateway.errors import AnswerUnreadableError, DeliveryError
 from gateway.messages import Choice
 
 
@@ -89,6 +89,9 @@ class FakeChannel:
     messages: dict[str, str] = field(default_factory=dict)
     failures: dict[str, list[Exception]] = field(default_factory=dict)
     """Per kind, the errors the next calls raise, in order (the call is recorded)."""
+    unread: dict[str, int] = field(default_factory=dict)
+    """Per kind, how many next calls are carried out but answered unreadably (they raise
+    `AnswerUnreadableError` after doing what they were asked)."""
 
     async def send(
         self,
@@ -104,6 +107,7 @@ class FakeChannel:
         self._record(call)
         call.message_id = message_id = str(len(self.messages) + 1)
         self.messages[message_id] = text
+        self._answer("send")
         return message_id
 
     async def edit(self, message_id: str, text: str, *, previews: bool = False) -> None:
@@ -113,6 +117,7 @@ class FakeChannel:
         if self.messages[message_id] == text:
             raise DeliveryError("Message is not modified")
         self.messages[message_id] = text
+        self._answer("edit")
 
     async def draft(self, draft_id: int, text: str) -> None:
         self._record(Call("draft", self.clock(), text, draft_id=draft_id))
@@ -128,6 +133,12 @@ class FakeChannel:
 
     def of(self, kind: str) -> list[Call]:
         return [call for call in self.calls if call.kind == kind]
+
+    def _answer(self, kind: str) -> None:
+        """Done; the answer unreadable when `unread` says so for `kind`."""
+        if self.unread.get(kind, 0) > 0:
+            self.unread[kind] -= 1
+            raise AnswerUnreadableError("the answer is not JSON")
 
     def _record(self, call: Call) -> None:
         self.calls.append(call)
