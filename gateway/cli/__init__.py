@@ -8,21 +8,41 @@ exit instead of a traceback.
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import click
 
 from gateway import __version__
 from gateway.cli.base import CliState, run_command, visible
-from gateway.cli.jobs import jobs
-from gateway.cli.memory_cmd import memory
-from gateway.cli.sessions_cmd import sessions
-from gateway.cli.skills_cmd import skills
-from gateway.cli.storage_cmd import storage
-from gateway.cli.users_cmd import users
+
+_GROUPS = {
+    "jobs": ("gateway.cli.jobs", "jobs"),
+    "memory": ("gateway.cli.memory_cmd", "memory"),
+    "sessions": ("gateway.cli.sessions_cmd", "sessions"),
+    "skills": ("gateway.cli.skills_cmd", "skills"),
+    "storage": ("gateway.cli.storage_cmd", "storage"),
+    "users": ("gateway.cli.users_cmd", "users"),
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _LazyGroup(click.Group):
+    """The `mnemo` group: each command group's module is imported when it runs (or when
+    --help lists it), so `mnemo --version` and each command load only what they use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *_GROUPS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        found = _GROUPS.get(cmd_name)
+        if found is None:
+            return super().get_command(ctx, cmd_name)
+        module, name = found
+        command: click.Command = getattr(importlib.import_module(module), name)
+        return command
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="mnemo")
 @click.option(
     "--config",
@@ -89,11 +109,3 @@ def doctor(state: CliState, timeout: float, no_spend: bool, as_json: bool) -> No
     )
     if not ok:
         raise SystemExit(1)
-
-
-main.add_command(jobs)
-main.add_command(memory)
-main.add_command(sessions)
-main.add_command(skills)
-main.add_command(storage)
-main.add_command(users)

@@ -13,13 +13,12 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 
-from gateway.config import Config, load_config, redact_url_credentials
-from gateway.errors import GatewayError
-from memory_core import InvalidUserKeyError, MemoryCoreError, check_user_key
+if TYPE_CHECKING:  # the configuration and the stores load when a command runs
+    from gateway.config import Config
 
 T = TypeVar("T")
 
@@ -72,6 +71,8 @@ class CliState:
 
     def config(self) -> Config:
         if self._config is None:
+            from gateway.config import load_config
+
             self._config = load_config(self.config_path)
         return self._config
 
@@ -79,6 +80,8 @@ class CliState:
 def fail(message: str, code: int = EXIT_FAILURE) -> None:
     """Print one line on stderr (controls made visible, a URL's credentials taken out:
     a database error may quote its URL) and exit with `code`."""
+    from gateway.config import redact_url_credentials
+
     click.echo(f"mnemo: {visible(redact_url_credentials(message))}", err=True)
     raise SystemExit(code)
 
@@ -87,6 +90,8 @@ def user_key_option(ctx: click.Context, param: click.Parameter, value: str | Non
     """Click callback: a well-formed user key, else one line and exit 2."""
     if value is None:
         return None
+    from memory_core import InvalidUserKeyError, check_user_key
+
     try:
         return check_user_key(value)
     except InvalidUserKeyError as exc:
@@ -96,7 +101,8 @@ def user_key_option(ctx: click.Context, param: click.Parameter, value: str | Non
 
 def run_command(body: Callable[[], T]) -> T:
     """Run a command body, turning our own errors into one line and an exit code."""
-    from gateway.errors import ConfigError
+    from gateway.errors import ConfigError, GatewayError
+    from memory_core import MemoryCoreError
 
     try:
         return body()
