@@ -4,7 +4,9 @@ Nothing here touches the disk: a file is downloaded into memory (at most
 ``media.max_bytes``), transcribed or decoded from there, and dropped when the
 turn has what it needs; there are no temporary files to remove, after a crash
 either. Nothing blocks the event loop: the download and the model calls are
-awaited, and a picture is decoded, scaled and encoded in a thread.
+awaited, and a picture is decoded, scaled and encoded in a thread, at most
+`MAX_DECODING` at once (each under `images.MAX_DECODE_BYTES`), so four large pictures
+arriving together hold the memory of two.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from gateway.agent.recall import Recapper
@@ -27,10 +30,15 @@ from memory_core import sanitize_context
 
 log = logging.getLogger(__name__)
 
+Decode = Callable[[bytes, int], str]
+"""(picture's bytes, max_side) -> its data URL; run in a thread, raises
+`ImageUnreadableError` (`images.picture_data_url` with the reader's caps)."""
+
 Fetch = Callable[[str, MediaRef, int], Awaitable[bytes]]
 """(platform, media, max_bytes) -> the file's bytes: the adapter of that platform's
 `fetch_media` (raises MediaTooLargeError / MediaDownloadError)."""
 
+MAX_DECODING = 2  # pictures decoded at once, in threads, by one reader
 DESCRIBE_TIMEOUT = 20.0  # seconds the auxiliary model gets to describe a picture
 DESCRIBE_MAX_TOKENS = 80
 DESCRIBE_MAX_CHARS = 300
@@ -46,7 +54,7 @@ NO_VISION = N_(
     "(The operator can show pictures to the model with llm.vision.)"
 )
 
-__all__ = ["Describer", "Fetch", "MediaReader", "ReadMedia", "Transcriber"]
+__all__ = ["Decode", "Describer", "Fetch", "MediaReader", "ReadMedia", "Transcriber"]
 
 
 Describer = Recapper
@@ -79,17 +87,22 @@ class MediaReader:
         describer: Describer | None,
         describe_timeout: float = DESCRIBE_TIMEOUT,
         max_pixels: int = MAX_PIXELS,
+        decode: Decode | None = None,
+        max_decoding: int = MAX_DECODING,
     ) -> None:
         """`transcriber` None: ``media.transcription.model`` is unset, and a voice note
         gets one line naming it; `describer` None: pictures are not described.
-        `max_pixels`: the most a picture may claim before it is decoded."""
+        `max_pixels`: the most a picture may claim before it is decoded; `decode`: the
+        picture decoder (default `picture_data_url` under `max_pixels`), run in a thread,
+        at most `max_decoding` at once."""
         self._config = config
         self._vision = vision
         self._fetch = fetch
         self._transcriber = transcriber
         self._describer = describer
         self._describe_timeout = describe_timeout
-        self._max_pixels = max_pixels
+        self._decode = decode or partial(_decode_picture, max_pixels=max_pixels)
+        self._decoding = asyncio.Semaphore(max_decoding)
 
     async def read(self, message: InboundMessage) -> ReadMedia:
         """`message` (with media) as its turn stores and shows it; raises `MediaError`.
@@ -123,12 +136,8 @@ class MediaReader:
                 raise MediaError(NO_VISION, detail="llm.vision is off and there is no caption")
             return NOT_SHOWN_MARK, None
         data = await self._download(platform, ref)
-        url = await asyncio.to_thread(
-            picture_data_url,
-            data,
-            max_side=self._config.max_image_side,
-            max_pixels=self._max_pixels,
-        )
+        async with self._decoding:
+            url = await asyncio.to_thread(self._decode, data, self._config.max_image_side)
         del data  # the original, with its metadata, goes now
         return image_line(await self._description(url, caption)), url
 
@@ -168,3 +177,7 @@ class MediaReader:
             log.warning("picture not described: the model's description was empty")
             return NO_DESCRIPTION
         return line
+
+
+def _decode_picture(data: bytes, max_side: int, *, max_pixels: int) -> str:
+    return picture_data_url(data, max_side=max_side, max_pixels=max_pixels)

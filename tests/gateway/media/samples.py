@@ -66,3 +66,21 @@ def decoded(data_url: str) -> Image.Image:
     image = Image.open(io.BytesIO(base64.b64decode(data_url[len(prefix) :])))
     image.load()
     return image
+
+
+def plain_png(width: int, height: int, color_type: int = 2) -> bytes:
+    """A valid PNG of `width` x `height` black pixels (`color_type` 2: RGB, 6: RGBA, 0:
+    grey), made row by row: a few hundred kB however large, without an image in memory."""
+    channels = {0: 1, 2: 3, 6: 4}[color_type]
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, color_type, 0, 0, 0)
+    packer = zlib.compressobj(9)
+    row = b"\x00" * (1 + width * channels)
+    data = b"".join(packer.compress(row) for _ in range(height)) + packer.flush()
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", data) + chunk(b"IEND", b"")
+    )
