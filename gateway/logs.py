@@ -22,6 +22,7 @@ REQUEST_LOGGERS = ("httpx", "httpx2", "httpcore", "httpcore2")  # a line per req
 QUIET_LOGGERS = ("apscheduler", "telegram", "aiohttp")  # warnings and errors only
 VOICE_LOGGER = "discord.client"
 PTB_REQUEST_LOGGER = "telegram.request.BaseRequest"  # its one line: an answer not JSON
+PTB_LIMITER_LOGGER = "telegram.ext.AIORateLimiter"  # a flood wait, which we wait out
 
 
 class MaskingFormatter(logging.Formatter):
@@ -76,6 +77,12 @@ def not_unreadable_json(record: logging.LogRecord) -> bool:
     return not record.getMessage().startswith("Can not load invalid JSON data")
 
 
+def not_a_flood_wait(record: logging.LogRecord) -> bool:
+    """PTB's traceback for each flood wait (its limiter makes no retries: ours do) is left
+    out: the wait is the adapter's to take, and to log when it gives up."""
+    return not record.getMessage().startswith("Rate limit hit after maximum of")
+
+
 def configure_logging(
     level: int, secrets: Sequence[str] = (), log_format: LogFormat = "text"
 ) -> None:
@@ -101,6 +108,7 @@ def configure_logging(
         logging.getLogger(name).setLevel(max(level, logging.WARNING))
     _add_filter(logging.getLogger(VOICE_LOGGER), _not_about_voice)
     _add_filter(logging.getLogger(PTB_REQUEST_LOGGER), not_unreadable_json)
+    _add_filter(logging.getLogger(PTB_LIMITER_LOGGER), not_a_flood_wait)
 
 
 def _add_filter(logger: logging.Logger, check: Callable[[logging.LogRecord], bool]) -> None:
