@@ -29,6 +29,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     ValidationError,
     field_validator,
     model_validator,
@@ -144,6 +145,13 @@ class MemoryConfig(_Section):
 class SkillsConfig(_Section):
     dir: Path = Path("skills")
     creation_nudge_interval: int = Field(default=10, ge=0)
+    _named: bool = PrivateAttr(default=False)  # set by `load_config`, never from a file
+
+    @property
+    def named(self) -> bool:
+        """Whether the operator named `dir` (in the file or MNEMO_SKILLS_DIR): a missing
+        folder they named is a mistake; the default one is made, empty."""
+        return self._named
 
 
 class SessionsConfig(_Section):
@@ -472,13 +480,17 @@ def load_config(path: Path | None = None, environ: Mapping[str, str] | None = No
     file = path if path is not None or not DEFAULT_CONFIG_FILE.exists() else DEFAULT_CONFIG_FILE
     raw = read_yaml(file, DEFAULT_CONFIG_FILE)
     _refuse_secrets(raw)
+    skills = raw.get("skills")
+    named = (isinstance(skills, dict) and "dir" in skills) or bool(env.get("MNEMO_SKILLS_DIR"))
     if file is not None:
         _anchor_paths(raw, Config, Path(os.path.abspath(file)).parent)
     _apply_env(raw, env)
     try:
-        return Config.model_validate(raw)
+        config = Config.model_validate(raw)
     except ValidationError as exc:
         raise ConfigError(_describe(exc)) from None
+    config.skills._named = named
+    return config
 
 
 def _anchor_paths(raw: dict[str, Any], model: type[BaseModel], base: Path) -> None:

@@ -25,6 +25,20 @@ def check_startup(config: Config) -> None:
         raise ConfigError("\n".join(problems))
 
 
+def default_skills_folder(config: Config) -> str | None:
+    """Make the default skills folder when it is missing (the operator named none); the
+    one line that says so, or None. A folder the operator named is never made here: its
+    absence is a `startup_problems` mistake."""
+    where = config.skills.dir.absolute()
+    if config.skills.named or where.exists() or where.is_symlink():
+        return None
+    try:
+        where.mkdir(parents=True)
+    except OSError:  # startup_problems names it
+        return None
+    return f"made the skills folder {where} (empty): put SKILL.md folders there, or set skills.dir"
+
+
 def startup_problems(config: Config) -> list[str]:
     """Every mistake that would stop `mnemo run`, one line each; nothing is created."""
     problems = [p for p in (_token_problem(config, name, var) for name, var in _TOKENS) if p]

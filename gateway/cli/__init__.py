@@ -66,8 +66,11 @@ def main(ctx: click.Context, config_path: Path | None) -> None:
 def run(state: CliState, console: bool) -> None:
     """Start every configured adapter (the console when no platform token is set and
     stdin is a terminal)."""
-    from gateway.preflight import check_startup
+    from gateway.preflight import check_startup, default_skills_folder
 
+    made = run_command(lambda: default_skills_folder(state.config()))
+    if made is not None:
+        click.echo(f"mnemo: {made}", err=True)
     run_command(lambda: check_startup(state.config()))  # a mistake: one line, in a blink
     from gateway.service import run_bot  # seconds of imports (the model client)
 
@@ -94,6 +97,11 @@ def doctor(state: CliState, timeout: float, no_spend: bool, as_json: bool) -> No
     """Check what turns need: config, data dir, skills, SQLite, models, Telegram, Discord."""
     from gateway.cli.base import json_text
     from gateway.doctor import run_doctor
+    from gateway.preflight import default_skills_folder
+
+    made = run_command(lambda: default_skills_folder(state.config()))
+    if made is not None and not as_json:
+        click.echo(f"mnemo: {made}", err=True)
 
     def echo(line: str) -> None:
         click.echo(line if as_json else visible(line))

@@ -15,7 +15,12 @@ import pytest
 
 from gateway.config import load_config
 from gateway.errors import ConfigError
-from gateway.preflight import check_startup, model_setup_note, startup_problems
+from gateway.preflight import (
+    check_startup,
+    default_skills_folder,
+    model_setup_note,
+    startup_problems,
+)
 from tests.fakes.base import serving_in_thread
 from tests.fakes.openai import FakeOpenAI
 
@@ -251,3 +256,25 @@ def test_a_start_with_no_model_set_up_says_how_in_one_line(tmp_path: Path) -> No
     assert model_setup_note(keyed) is None
     local = load_config(None, environ={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"})
     assert model_setup_note(local) is None
+
+
+def test_a_missing_default_skills_folder_is_made_and_said_a_named_one_stays_a_mistake(
+    tmp_path: Path,
+) -> None:
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    (bare / "mnemo.yaml").write_text("shutdown_grace: 5\n", encoding="utf-8")
+    config = load_config(bare / "mnemo.yaml", environ={})
+    made = default_skills_folder(config)
+    assert made is not None and str(bare / "skills") in made and "\n" not in made
+    assert (bare / "skills").is_dir() and startup_problems(config) == []
+    assert default_skills_folder(config) is None  # there now: nothing more to say
+
+    named = tmp_path / "named"
+    named.mkdir()
+    (named / "mnemo.yaml").write_text("skills: {dir: mine}\n", encoding="utf-8")
+    config = load_config(named / "mnemo.yaml", environ={})
+    assert default_skills_folder(config) is None and not (named / "mine").exists()
+    assert [p.split(":")[1].strip() for p in startup_problems(config)] == ["skills.dir"]
+    by_env = load_config(bare / "mnemo.yaml", environ={"MNEMO_SKILLS_DIR": str(tmp_path / "x")})
+    assert default_skills_folder(by_env) is None and not (tmp_path / "x").exists()
