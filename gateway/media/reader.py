@@ -1,9 +1,10 @@
 """Reading a message's media: download, transcribe, decode and describe (see the package).
 
 Nothing here touches the disk: a file is downloaded into memory (at most
-``media.max_bytes``), transcribed or decoded from there, and dropped when the
-turn has what it needs; there are no temporary files to remove, after a crash
-either. Nothing blocks the event loop: the download and the model calls are
+``media.max_bytes``; a recording at most what ``media.max_seconds`` takes at a generous
+bit rate, its measured length checked before transcription), transcribed or decoded
+from there, and dropped when the turn has what it needs; there are no temporary files
+to remove, after a crash either. Nothing blocks the event loop: the download and the model calls are
 awaited, and a picture is decoded, scaled and encoded in a thread, at most
 `MAX_DECODING` at once (each under `images.MAX_DECODE_BYTES`), so four large pictures
 arriving together hold the memory of two.
@@ -20,11 +21,18 @@ from typing import Any
 
 from gateway.agent.recall import Recapper
 from gateway.config import MediaConfig
-from gateway.errors import MediaDownloadError, MediaError, ModelError
+from gateway.errors import MediaDownloadError, MediaError, MediaTooLargeError, ModelError
 from gateway.i18n import N_
+from gateway.media.duration import audio_byte_cap
 from gateway.media.images import MAX_PIXELS, picture_data_url
 from gateway.media.markers import NOT_SHOWN_MARK, image_line, spoken_text
-from gateway.media.sound import Transcriber, check_listenable, transcript
+from gateway.media.sound import (
+    Transcriber,
+    check_listenable,
+    check_measured,
+    too_long,
+    transcript,
+)
 from gateway.messages import InboundMessage, MediaRef
 from memory_core import sanitize_context
 
@@ -124,9 +132,17 @@ class MediaReader:
         return ReadMedia(text="\n".join(lines), images=tuple(images))
 
     async def _recording(self, platform: str, ref: MediaRef) -> str:
-        check_listenable(ref, self._config.max_seconds, self._transcriber)
+        max_seconds = self._config.max_seconds
+        check_listenable(ref, max_seconds, self._transcriber)
         assert self._transcriber is not None  # checked just above
-        audio = await self._download(platform, ref)
+        cap = audio_byte_cap(max_seconds, self._config.max_bytes)
+        try:
+            audio = await self._download(platform, ref, cap)
+        except MediaTooLargeError:
+            if cap == self._config.max_bytes:
+                raise  # the adapter's line: over media.max_bytes
+            raise too_long(max_seconds, f"over {cap} bytes") from None
+        check_measured(audio, ref, max_seconds)
         return spoken_text(await transcript(self._transcriber, audio, ref))
 
     async def _picture(self, platform: str, ref: MediaRef, caption: str) -> tuple[str, str | None]:
@@ -135,17 +151,17 @@ class MediaReader:
             if not caption:
                 raise MediaError(NO_VISION, detail="llm.vision is off and there is no caption")
             return NOT_SHOWN_MARK, None
-        data = await self._download(platform, ref)
+        data = await self._download(platform, ref, self._config.max_bytes)
         async with self._decoding:
             url = await asyncio.to_thread(self._decode, data, self._config.max_image_side)
         del data  # the original, with its metadata, goes now
         return image_line(await self._description(url, caption)), url
 
-    async def _download(self, platform: str, ref: MediaRef) -> bytes:
+    async def _download(self, platform: str, ref: MediaRef, max_bytes: int) -> bytes:
         timeout = self._config.download_timeout
         try:
             async with asyncio.timeout(timeout):
-                return await self._fetch(platform, ref, self._config.max_bytes)
+                return await self._fetch(platform, ref, max_bytes)
         except TimeoutError:
             raise MediaDownloadError(
                 SLOW_DOWNLOAD, detail=f"{ref.kind} not downloaded in {timeout:g} s"

@@ -1,4 +1,9 @@
-"""Voice notes and audio to text: the length check, the upload's file name, the transcript.
+"""Voice notes and audio to text: the length checks, the upload's file name, the transcript.
+
+A recording's length is checked twice: by what the platform states, before the
+download, and by what its own header says (`duration.measured_seconds`), after it and
+before anything is sent to transcription; the download itself is capped at the bytes
+`max_seconds` can take at a generous bit rate (`duration.audio_byte_cap`).
 
 The recording stays in memory: it goes to the transcription endpoint as the
 bytes the platform gave, under a file name whose extension tells the endpoint
@@ -12,6 +17,7 @@ from typing import Protocol
 
 from gateway.errors import MediaError, MediaTooLargeError, ModelError, TranscriptionError
 from gateway.i18n import N_
+from gateway.media.duration import measured_seconds
 from gateway.messages import MediaRef
 
 log = logging.getLogger(__name__)
@@ -59,11 +65,27 @@ def check_listenable(ref: MediaRef, max_seconds: float, transcriber: Transcriber
     if transcriber is None:
         raise MediaError(NOT_LISTENING, detail="media.transcription.model is not set")
     if ref.seconds is not None and ref.seconds > max_seconds:
-        raise MediaTooLargeError(
-            TOO_LONG,
-            detail=f"{ref.seconds:g} s, over media.max_seconds {max_seconds:g}",
-            minutes=f"{max_seconds / 60:.3g}",
-        )
+        raise too_long(max_seconds, f"{ref.seconds:g} s by the platform")
+
+
+def check_measured(audio: bytes, ref: MediaRef, max_seconds: float) -> None:
+    """Refuse a downloaded recording whose header says it is longer than `max_seconds`,
+    whatever the platform said; one whose length cannot be read from its header is
+    bounded by its bytes only (`duration.audio_byte_cap`, on the download)."""
+    seconds = measured_seconds(audio)
+    if seconds is None:
+        log.info("length of %s (%d bytes) not read from its header", upload_name(ref), len(audio))
+    elif seconds > max_seconds:
+        raise too_long(max_seconds, f"{seconds:.0f} s measured, {ref.seconds} s stated")
+
+
+def too_long(max_seconds: float, detail: str) -> MediaTooLargeError:
+    """The person's line for a recording over `max_seconds`; `detail` says how it was seen."""
+    return MediaTooLargeError(
+        TOO_LONG,
+        detail=f"{detail}, over media.max_seconds {max_seconds:g}",
+        minutes=f"{max_seconds / 60:.3g}",
+    )
 
 
 def upload_name(ref: MediaRef) -> str:
