@@ -49,11 +49,28 @@ text reply alone, and how long the burst took to be answered.
 
     python bench/gateway_load.py --voice-burst 10         # 10 voice notes at once
 
+`--strangers N` measures what refused strangers cost the people let in: only one
+person is allowed (`telegram.allowed_users`), N strangers each write once at the same
+time (each is refused with a pairing code written to the data directory's access
+list), and the allowed person keeps writing (`--messages` replies at least, and until
+every stranger was refused). It runs twice, with 0 strangers then with N, on fresh data
+directories, and prints the allowed person's worst and p95 wait side by side, and the
+added wait (goal: at most 1 s). Telegram's overall limit (`--overall-rate`, 30/s) also
+holds the refusals' sends; `--overall-rate 0` shows the bot's own cost.
+
+    python bench/gateway_load.py --strangers 1000 --overall-rate 0
+
 `--replicas N` runs bench/replicas_load.py instead (its own options, see there):
 real `mnemo run` replicas in webhook mode on one PostgreSQL, turns/s and CPU time
 per turn with one replica and with N.
 
     python bench/gateway_load.py --replicas 3             # 40 x 10, 1 then 3 replicas
+
+`--slow-clients N` runs bench/slow_clients.py instead (its own options, see there):
+the worst latency of a real update, and of /healthz, of a real `mnemo run` in
+webhook mode while N slow clients hold connections to its webhook.
+
+    python bench/gateway_load.py --slow-clients 1000
 """
 
 from __future__ import annotations
@@ -95,6 +112,7 @@ from tests.fakes.telegram import FakeTelegram  # noqa: E402
 
 TOKEN = "123:ABC"
 FIRST_CHAT = 1000
+FIRST_STRANGER = 5_000_000
 
 
 class TimedTelegram(FakeTelegram):
@@ -216,6 +234,38 @@ async def voice_burst(tg: TimedTelegram, args: argparse.Namespace) -> None:
     )
 
 
+async def strangers(tg: TimedTelegram, args: argparse.Namespace) -> list[float]:
+    """The allowed person's waits while `args.strangers` strangers each write once."""
+    for n in range(args.strangers):
+        tg.inject_text(FIRST_STRANGER + n, FIRST_STRANGER + n, "hello, let me in")
+    waits: list[float] = []
+    deadline = time.perf_counter() + args.timeout
+    while len(waits) < args.messages or refused(tg) < args.strangers:
+        waits.append(await one_reply(tg, FIRST_CHAT, f"message {len(waits)}", args.timeout))
+        if time.perf_counter() > deadline:
+            print(f"only {refused(tg)} of {args.strangers} strangers refused in {args.timeout} s")
+            break
+    return waits
+
+
+def refused(tg: TimedTelegram) -> int:
+    """How many strangers were sent their refusal."""
+    return len({chat for chat, _ in tg.final if chat >= FIRST_STRANGER})
+
+
+def strangers_report(figures: dict[int, list[float]]) -> None:
+    def cut(waits: list[float]) -> str:
+        p95 = statistics.quantiles(waits, n=100, method="inclusive")[94]
+        return f"worst {max(waits):6.2f} s, p95 {p95:6.2f} s ({len(waits)} replies)"
+
+    for count, waits in figures.items():
+        print(f"{count:>6} strangers: the allowed person's wait: {cut(waits)}")
+        print(f"        each wait in order: {' '.join(f'{w:.2f}' for w in waits)} s")
+    fewest, most = min(figures), max(figures)
+    added = max(figures[most]) - max(figures[fewest])
+    print(f"added worst wait with {most} strangers: {added:.2f} s (goal: at most 1 s)")
+
+
 class SlowTranscriber(FakeOpenAI):
     """The echoing fake, taking `delay` seconds before each transcription."""
 
@@ -242,9 +292,10 @@ class SlowEcho(FakeOpenAI):
 
 async def run(model_url: str, home: Path, args: argparse.Namespace) -> None:
     config_file = home / "mnemo.yaml"
+    allowed = FIRST_CHAT if args.strangers is not None else "'*'"
     config_file.write_text(
         "memory: {nudge_interval: 0}\nskills: {creation_nudge_interval: 0}\n"
-        f"telegram: {{allowed_users: ['*'], edit_interval: {args.edit_interval}}}\n"
+        f"telegram: {{allowed_users: [{allowed}], edit_interval: {args.edit_interval}}}\n"
         "media: {transcription: {model: whisper-1}}\n"
     )
     async with TimedTelegram() as tg:
@@ -273,13 +324,23 @@ async def run(model_url: str, home: Path, args: argparse.Namespace) -> None:
             )
             conversations = build_conversations(
                 services,
-                AccessPolicy.from_config(config),
+                AccessPolicy.from_config(config, services.access),
                 background=background,
                 media_fetch=adapter_fetch([adapter]),
             )
             background.start(conversations.sessions.end_quiet)
             await adapter.start(conversations, conversations.menu)
             began = time.perf_counter()
+            if args.strangers is not None:
+                try:
+                    args.figures[args.strangers] = await strangers(tg, args)
+                finally:
+                    await adapter.stop()
+                    await conversations.drain(5.0)
+                    await adapter.close()
+                    await conversations.close()
+                    await background.close()
+                return
             if args.burst or args.voice_burst:
                 try:
                     await (burst(tg, args) if args.burst else voice_burst(tg, args))
@@ -349,6 +410,11 @@ def main() -> None:
 
         replicas_load.main(sys.argv[1:])
         return
+    if "--slow-clients" in sys.argv[1:]:
+        import slow_clients  # bench/ is on sys.path: a real `mnemo run` in webhook mode
+
+        slow_clients.main(sys.argv[1:])
+        return
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--people", type=int, default=50)
     parser.add_argument("--messages", type=int, default=20)
@@ -366,6 +432,7 @@ def main() -> None:
     parser.add_argument("--voice-burst", type=int, default=0, help="one person's voice notes")
     parser.add_argument("--voice-kb", type=int, default=64, help="with --voice-burst, KiB each")
     parser.add_argument("--transcribe-delay", type=float, default=1.0, help="seconds each")
+    parser.add_argument("--strangers", type=int, default=None, help="refused strangers at once")
     parser.add_argument("--verbose", action="store_true", help="log at INFO")
     args = parser.parse_args()
     print(describe())
@@ -377,6 +444,16 @@ def main() -> None:
         if args.voice_burst
         else FakeOpenAI(echo_when_idle=True)
     )
+    if args.strangers is not None:
+        args.messages = min(args.messages, 10) if "--messages" not in sys.argv else args.messages
+        args.figures = {}
+        for count in (0, args.strangers):
+            one = argparse.Namespace(**{**vars(args), "strangers": count})
+            echo = FakeOpenAI(echo_when_idle=True)
+            with serving_in_thread(echo) as model, tempfile.TemporaryDirectory() as tmp:
+                asyncio.run(run(model.url, Path(tmp), one))
+        strangers_report(args.figures)
+        return
     with serving_in_thread(fake) as model, tempfile.TemporaryDirectory() as tmp:
         asyncio.run(run(model.url, Path(tmp), args))
 

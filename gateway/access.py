@@ -16,6 +16,7 @@ code's hash, until it expired) or sent to the model.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -25,11 +26,14 @@ from typing import Any, Protocol
 from gateway.config import Config
 from gateway.errors import AccessListError
 from gateway.i18n import N_
+from gateway.messages import ReplySink
 from gateway.pairing import CODE_TTL, AccessList
 
 log = logging.getLogger(__name__)
 
 EVERYONE = "*"
+REFUSALS_AT_ONCE = 4  # refusals being sent at once: a crowd of strangers does not fill
+# the platform client's connections and rate limit ahead of the people let in
 REFUSAL_INTERVAL = CODE_TTL  # a refused person is told (with a new code) at most this often
 MAX_REMEMBERED = 10_000  # refusals remembered; the oldest are forgotten first
 REFUSED_LINE = N_(
@@ -84,6 +88,7 @@ class AccessPolicy:
         self._admins = frozenset(admins)
         self._clock = clock
         self._told: dict[tuple[str, str], float] = {}
+        self._refusing = asyncio.Semaphore(REFUSALS_AT_ONCE)
 
     @classmethod
     def from_config(cls, config: Config, granted: AccessList | None = None) -> AccessPolicy:
@@ -145,6 +150,16 @@ class AccessPolicy:
             log.warning("no pairing code for %s user %s: %s", platform, user_id, exc)
             return refusal(platform, user_id)
         return refusal(platform, user_id, code)
+
+    async def refuse(self, decision: Decision, sink: ReplySink, locale: _Translates) -> None:
+        """Send `decision`'s refusal line on `sink` (nothing for a silent one), at most
+        `REFUSALS_AT_ONCE` at a time: the others wait their turn, not the people let in."""
+        if decision.reply is None:
+            await sink.finish()  # an empty reply sends nothing
+            return
+        async with self._refusing:
+            await sink.write(decision.line(locale))
+            await sink.finish()
 
     def _tell(self, platform: str, user_id: str) -> bool:
         """Whether to tell this refused person (not told in the last hour), noted if so."""

@@ -151,9 +151,7 @@ class Conversations:
         decision = await self._access.admit(message.platform, message.user_id)
         if not decision.allowed:
             log.info("refused %s user %s", message.platform, message.user_id)
-            if decision.reply is not None:
-                await sink.write(decision.line(locale))
-            await sink.finish()  # an empty reply sends nothing
+            await self._access.refuse(decision, sink, locale)
         return decision.allowed
 
     async def _handle(

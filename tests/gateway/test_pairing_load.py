@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from gateway.access import AccessPolicy
+from gateway.access import REFUSALS_AT_ONCE, AccessPolicy
 from gateway.app import Services
 from gateway.conversation import Conversations
 from gateway.pairing import ACCESS_FILE, ALPHABET, CODE_LENGTH, CODE_TTL, AccessList
@@ -128,3 +128,39 @@ async def test_a_code_is_issued_at_most_once_an_hour_across_restarts(
     third = await say(bot(services, FileDocument(path), now), "503", "hi")
     assert _CODE.search(third) is not None  # the hour is over: a new code
     assert path.read_text() != written
+
+
+class SlowSink(ListSink):
+    """A reply sink whose sends wait for `gate` (a slow platform), counting those at once."""
+
+    def __init__(self, gate: asyncio.Event, sending: list[int]) -> None:
+        super().__init__()
+        self._gate, self._sending = gate, sending
+
+    async def finish(self) -> None:
+        self._sending[0] += 1
+        self._sending[1] = max(self._sending[1], self._sending[0])
+        await self._gate.wait()
+        self._sending[0] -= 1
+        await super().finish()
+
+
+async def test_few_refusals_are_sent_at_once(fake: FakeOpenAI, services: Services) -> None:
+    path = services.config.home / ACCESS_FILE
+    conversations = bot(services, FileDocument(path), [time.time()])
+    gate, sending = asyncio.Event(), [0, 0]  # now, most at once
+    sinks = [SlowSink(gate, sending) for _ in range(STRANGERS)]
+    strangers = [
+        asyncio.create_task(conversations.handle(private("hi", str(1000 + n)), sinks[n]))
+        for n in range(STRANGERS)
+    ]
+    deadline = time.monotonic() + 10
+    while (path.read_text().count('"sha256"') if path.exists() else 0) < STRANGERS:
+        assert time.monotonic() < deadline, "the strangers' codes were not all written"
+        await asyncio.sleep(0.01)
+    for _ in range(100):  # every stranger's task runs on to its send, or to the queue
+        await asyncio.sleep(0)
+    assert 1 <= sending[1] <= REFUSALS_AT_ONCE  # the platform client is not crowded
+    gate.set()
+    await asyncio.wait_for(asyncio.gather(*strangers), timeout=30)
+    assert all(_CODE.search(s.replies[0]) for s in sinks)
