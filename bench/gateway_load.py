@@ -71,12 +71,6 @@ the worst latency of a real update, and of /healthz, of a real `mnemo run` in
 webhook mode while N slow clients hold connections to its webhook.
 
     python bench/gateway_load.py --slow-clients 1000
-
-`--slow-clients N` runs bench/slow_clients.py instead (its own options, see there):
-the worst latency of a real update, and of /healthz, of a real `mnemo run` in
-webhook mode while N slow clients hold connections to its webhook.
-
-    python bench/gateway_load.py --slow-clients 1000
 """
 
 from __future__ import annotations
@@ -415,11 +409,6 @@ def main() -> None:
         import replicas_load  # bench/ is on sys.path: real `mnemo run` processes instead
 
         replicas_load.main(sys.argv[1:])
-        return
-    if "--slow-clients" in sys.argv[1:]:
-        import slow_clients  # bench/ is on sys.path: a real `mnemo run` in webhook mode
-
-        slow_clients.main(sys.argv[1:])
         return
     if "--slow-clients" in sys.argv[1:]:
         import slow_clients  # bench/ is on sys.path: a real `mnemo run` in webhook mode
