@@ -38,6 +38,12 @@ from pydantic import (
 from gateway.config_yaml import SHOWN_CHARS, capped, read_yaml
 from gateway.errors import ConfigError
 from gateway.i18n import LANGUAGES, negotiate, parse_zone
+from gateway.urls import (
+    PASSWORD_IN_URL,
+    USERINFO,
+    check_url,
+    redact_url_credentials,
+)
 
 if TYPE_CHECKING:
     from memory_core import StorageSettings
@@ -47,37 +53,6 @@ REMOVED_GROUP_SESSIONS = (  # a shared session mixed people's sessions and comma
     "group_sessions_per_user was removed (each person in a group has a session of their "
     "own); delete the key"
 )
-_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/?#\s]*@")
-_PASSWORD = re.compile(r"://[^/?#\s@:]*:[^/?#\s@]*@|[?&]password=", re.IGNORECASE)
-
-
-def redact_url_credentials(text: str) -> str:
-    """`text` with the user-info of every URL in it (``user:key@``) replaced by ``***@``."""
-    return _USERINFO.sub(r"\1***@", text)
-
-
-_PASSWORD_PART = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^/?#\s@:]*):[^/?#\s@]*@")
-_PASSWORD_PARAM = re.compile(r"([?&]password=)[^&#\s]*", re.IGNORECASE)
-
-
-def redact_url_password(text: str) -> str:
-    """`text` with only the passwords of its URLs masked (``user:***@``, ``password=***``):
-    a user name alone is kept, so the URL can be pasted where no password is needed."""
-    return _PASSWORD_PARAM.sub(r"\1***", _PASSWORD_PART.sub(r"\1:***@", text))
-
-
-def check_url(value: str | None, schemes: tuple[str, ...]) -> str | None:
-    """Refuse a URL that the HTTP clients would choke on later (`ValueError`)."""
-    if value is None:
-        return None
-    try:
-        parts = urlsplit(value)
-        parts.port  # noqa: B018 - raises ValueError for a bad port
-    except ValueError as exc:
-        raise ValueError(f"not a valid URL ({exc})") from None
-    if parts.scheme not in schemes or not parts.hostname:
-        raise ValueError(f"must be a {' or '.join(schemes)} URL")
-    return value
 
 
 def _http_url(value: str | None) -> str | None:
@@ -529,7 +504,7 @@ def _refuse_secrets(raw: dict[str, Any]) -> None:
             )
     storage = raw.get("storage")
     url = storage.get("url") if isinstance(storage, dict) else None
-    if isinstance(url, str) and _PASSWORD.search(url):
+    if isinstance(url, str) and PASSWORD_IN_URL.search(url):
         raise ConfigError(
             "config error: storage.url: a password in the URL is not read from the file; "
             "set MNEMO_DATABASE_URL (or PGPASSWORD, or a ~/.pgpass file) instead"
@@ -537,7 +512,7 @@ def _refuse_secrets(raw: dict[str, Any]) -> None:
     for (section, key), var in _URL_KEYS.items():
         values = raw.get(section)
         value = values.get(key) if isinstance(values, dict) else None
-        if isinstance(value, str) and _USERINFO.search(value):
+        if isinstance(value, str) and USERINFO.search(value):
             raise ConfigError(
                 f"config error: {section}.{key}: credentials in a URL (user:password@) "
                 f"are not read from the file; set {var} instead"

@@ -16,7 +16,7 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import asdict
 
-from gateway.config import Config, redact_url_credentials
+from gateway.config import Config
 from gateway.doctor_checks import (
     Check,
     check_data_dir,
@@ -24,6 +24,7 @@ from gateway.doctor_checks import (
     check_storage,
     network_checks,
 )
+from gateway.urls import redact_url_credentials
 
 
 def run_checks(config: Config, timeout: float, spend: bool = True) -> list[Check]:

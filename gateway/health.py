@@ -26,10 +26,11 @@ from pathlib import Path
 from aiohttp import web
 
 from gateway.app import Bot
-from gateway.config import Config, HealthConfig, redact_url_credentials
+from gateway.config import Config, HealthConfig
 from gateway.config_yaml import capped
 from gateway.messages import Adapter
 from gateway.metrics import CONTENT_TYPE
+from gateway.urls import redact_url_credentials
 from memory_core import SessionBackend
 
 log = logging.getLogger(__name__)

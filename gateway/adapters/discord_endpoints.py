@@ -22,8 +22,8 @@ import discord.gateway
 import discord.http
 import yarl
 
-from gateway.config import check_url
 from gateway.errors import ConfigError
+from gateway.urls import check_url
 
 _API_SCHEMES = ("http", "https")
 _GATEWAY_SCHEMES = ("ws", "wss")

@@ -21,7 +21,6 @@ import openai
 
 from gateway.agent.limits import ModelCallLimiter
 from gateway.agent.wire import Completion, StreamAccumulator, create_arguments, stream_body
-from gateway.config import redact_url_credentials
 from gateway.errors import (
     ModelAuthError,
     ModelCutOffError,
@@ -30,6 +29,7 @@ from gateway.errors import (
     ModelUnreadableError,
     RequestTooLargeError,
 )
+from gateway.urls import redact_url_credentials
 
 if TYPE_CHECKING:
     import httpx2

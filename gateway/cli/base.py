@@ -80,7 +80,7 @@ class CliState:
 def fail(message: str, code: int = EXIT_FAILURE) -> None:
     """Print one line on stderr (controls made visible, a URL's credentials taken out:
     a database error may quote its URL) and exit with `code`."""
-    from gateway.config import redact_url_credentials
+    from gateway.urls import redact_url_credentials
 
     click.echo(f"mnemo: {visible(redact_url_credentials(message))}", err=True)
     raise SystemExit(code)

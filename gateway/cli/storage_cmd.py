@@ -19,8 +19,9 @@ from urllib.parse import urlsplit
 import click
 
 from gateway.cli.base import EXIT_USAGE, CliState, fail, run_command, visible
-from gateway.config import redact_url_credentials, redact_url_password, storage_settings
+from gateway.config import storage_settings
 from gateway.errors import InstanceLockedError
+from gateway.urls import redact_url_credentials, redact_url_password
 from memory_core import StorageSettings
 
 if TYPE_CHECKING:

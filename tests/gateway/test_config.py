@@ -9,15 +9,9 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
-from gateway.config import (
-    Config,
-    SkillsConfig,
-    load_config,
-    redact_url_credentials,
-    redact_url_password,
-    storage_settings,
-)
+from gateway.config import Config, SkillsConfig, load_config, storage_settings
 from gateway.errors import ConfigError
+from gateway.urls import redact_url_credentials, redact_url_password
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "config" / "mnemo.example.yaml"
 

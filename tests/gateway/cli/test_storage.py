@@ -14,8 +14,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from gateway.cli import main
-from gateway.config import redact_url_password
 from gateway.service import instance_lock
+from gateway.urls import redact_url_password
 from memory_core import SkillsStore
 
 ADA, BOB = "telegram-1", "telegram-2"
