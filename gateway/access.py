@@ -153,9 +153,11 @@ class AccessPolicy:
 
     async def refuse(self, decision: Decision, sink: ReplySink, locale: _Translates) -> None:
         """Send `decision`'s refusal line on `sink` (nothing for a silent one), at most
-        `REFUSALS_AT_ONCE` at a time: the others wait their turn, not the people let in."""
-        if decision.reply is None:
+        `REFUSALS_AT_ONCE` at a time: the others wait their turn, not the people let in,
+        and without showing typing meanwhile (an empty reply ends it, sending nothing)."""
+        if decision.reply is None or self._refusing.locked():
             await sink.finish()  # an empty reply sends nothing
+        if decision.reply is None:
             return
         async with self._refusing:
             await sink.write(decision.line(locale))

@@ -100,7 +100,7 @@ class Conversations:
         with self._tracked(), working():  # an erasure from now on fences what this writes
             try:
                 locale = self.locales.of_message(message)
-                if await self._admitted(message, sink, locale):
+                if await self._admitted(message, sink, locale, stored):
                     who = MessageIdentity.of(message)
                     await self._handle(who, message, sink, stored, locale)
             finally:
@@ -115,7 +115,7 @@ class Conversations:
         """
         with self._tracked(), working():
             locale = self.locales.of_message(message)
-            if await self._admitted(message, sink, locale):
+            if await self._admitted(message, sink, locale, Once(None)):
                 who = MessageIdentity.of(message)
                 async with self.sessions.locked(who.session_key):
                     await self._commands.choose(who, message, payload, sink, locale)
@@ -145,12 +145,14 @@ class Conversations:
         await self.sessions.close()
 
     async def _admitted(
-        self, message: InboundMessage, sink: ReplySink, locale: PersonLocale
+        self, message: InboundMessage, sink: ReplySink, locale: PersonLocale, stored: Once
     ) -> bool:
-        """The access decision, before anything else; a refusal stores and asks nothing."""
+        """The access decision, before anything else; a refusal stores and asks nothing (its
+        update is confirmed before the refusal is sent: the next updates are fetched)."""
         decision = await self._access.admit(message.platform, message.user_id)
         if not decision.allowed:
             log.info("refused %s user %s", message.platform, message.user_id)
+            stored()
             await self._access.refuse(decision, sink, locale)
         return decision.allowed
 

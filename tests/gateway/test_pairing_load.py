@@ -138,6 +138,9 @@ class SlowSink(ListSink):
         self._gate, self._sending = gate, sending
 
     async def finish(self) -> None:
+        if not self.unfinished:  # an empty reply sends nothing: not a send
+            await super().finish()
+            return
         self._sending[0] += 1
         self._sending[1] = max(self._sending[1], self._sending[0])
         await self._gate.wait()
@@ -163,4 +166,20 @@ async def test_few_refusals_are_sent_at_once(fake: FakeOpenAI, services: Service
     assert 1 <= sending[1] <= REFUSALS_AT_ONCE  # the platform client is not crowded
     gate.set()
     await asyncio.wait_for(asyncio.gather(*strangers), timeout=30)
-    assert all(_CODE.search(s.replies[0]) for s in sinks)
+    assert all(_CODE.search("".join(s.replies)) for s in sinks)
+    assert all(len([r for r in s.replies if r]) == 1 for s in sinks)  # one refusal each
+
+
+async def test_a_refused_update_is_confirmed_before_its_refusal_is_sent(
+    fake: FakeOpenAI, services: Services
+) -> None:
+    path = services.config.home / ACCESS_FILE
+    conversations = bot(services, FileDocument(path), [time.time()])
+    gate, sending, confirmed = asyncio.Event(), [0, 0], asyncio.Event()
+    sink = SlowSink(gate, sending)  # a slow platform: polling must not wait for it
+    handled = asyncio.create_task(conversations.handle(private("hi", "600"), sink, confirmed.set))
+    await asyncio.wait_for(confirmed.wait(), timeout=10)
+    assert sending[0] == 1 and not handled.done()  # confirmed while the refusal is held
+    gate.set()
+    await asyncio.wait_for(handled, timeout=10)
+    assert _CODE.search("".join(sink.replies))
