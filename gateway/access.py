@@ -131,16 +131,17 @@ class AccessPolicy:
             return Decision(False)
         return refusal(platform, user_id, self._code(platform, user_id))
 
-    async def admit(self, platform: str, user_id: str) -> Decision:
+    async def admit(self, platform: str, user_id: str, chat_type: str = "private") -> Decision:
         """`decide`, nothing blocking the event loop: the data directory's list is read
         and a new code written in a worker thread, once for all who wait together, and a
         person gets a new code at most once an hour, across restarts (told again without
-        one within that hour, their code still works)."""
+        one within that hour, their code still works). In a group a refusal is silent: a
+        person's id and code are said privately, never before the group."""
         if self.is_admin(platform, user_id) or self.configured(platform, user_id):
             return ALLOWED
         if self.granted is not None and user_id in await self.granted.current(platform):
             return ALLOWED
-        if not self._tell(platform, user_id):
+        if chat_type != "private" or not self._tell(platform, user_id):
             return Decision(False)
         if self.granted is None:
             return refusal(platform, user_id)

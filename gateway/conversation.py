@@ -149,7 +149,7 @@ class Conversations:
     ) -> bool:
         """The access decision, before anything else; a refusal stores and asks nothing (its
         update is confirmed before the refusal is sent: the next updates are fetched)."""
-        decision = await self._access.admit(message.platform, message.user_id)
+        decision = await self._access.admit(message.platform, message.user_id, message.chat_type)
         if not decision.allowed:
             log.info("refused %s user %s", message.platform, message.user_id)
             stored()
