@@ -31,7 +31,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TextIO, TypeVar
+from typing import Any, TextIO, TypeVar
 
 from filelock import FileLock, Timeout
 from prometheus_client import CollectorRegistry, ProcessCollector
@@ -141,6 +141,7 @@ class Service:
         the data directory, `AdapterFailedError` when an adapter fails."""
         replicas = storage_settings(self._config).url is not None  # no data-dir lock then
         lock = contextlib.nullcontext() if replicas else instance_lock(self._config.home)
+        asyncio.get_running_loop().set_exception_handler(AcceptFailures().handle)
         with lock, self._signal_handlers():
             async with (
                 open_bot(self._config, self._adapters, self._registry) as bot,
@@ -369,6 +370,32 @@ async def _quietly(work: Awaitable[None], what: str) -> None:
         await work
     except Exception:  # the top of a stop step: the remaining steps still run
         log.exception("%s failed", what)
+
+
+class AcceptFailures:
+    """The event loop's exception handler: a connection the loop could not accept (open
+    files at their limit: a flood of clients) is one counted line a minute, not a
+    traceback each time (the loop retries by itself); anything else goes to the default."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._count = 0
+        self._logged_at: float | None = None
+
+    def handle(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        if context.get("message") != "socket.accept() out of system resource":
+            loop.default_exception_handler(context)
+            return
+        self._count += 1
+        now = self._clock()
+        if self._logged_at is None or now - self._logged_at >= 60:
+            self._logged_at = now
+            exc = context.get("exception")
+            log.warning(
+                "could not accept a connection: %s (%d so far; the open-files limit?)",
+                getattr(exc, "strerror", None) or exc,
+                self._count,
+            )
 
 
 @contextlib.contextmanager

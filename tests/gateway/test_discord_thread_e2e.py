@@ -133,10 +133,12 @@ def test_another_member_in_the_parent_channel_recalls_nothing_of_it(
     assert tool_result(answered)["sessions"] == []
     seen = len(fakes.texts(channel))
     fakes.mention(BOB, "/recall vault code", channel)
-    assert fakes.reply(channel, seen, "").startswith('Nothing found for "vault code"')
+    only_his = 'Only this conversation mentions "vault code"'  # his own question, and no more
+    assert fakes.reply(channel, seen, "").startswith(only_his)
     inject = fakes.dc.inject_command
     slash = fakes.run(lambda: inject("recall", BOB, {"what": "vault code"}, channel_id=channel))
-    fakes.wait(lambda: next((t for t in slash.texts if "Nothing found" in t), None))
+    fakes.wait(lambda: next((t for t in slash.texts if only_his in t), None))
+    assert_no_secret("\n".join(slash.texts))
     assert len(fakes.requests()) == start + 2  # the recalls asked the model nothing
     assert_no_secret(json.dumps([asked, answered], ensure_ascii=False))
     assert_no_secret("\n".join(fakes.texts(channel) + slash.texts))

@@ -21,7 +21,7 @@ from gateway.adapters.console_adapter import ConsoleAdapter
 from gateway.config import Config, load_config
 from gateway.errors import AdapterFailedError, ConfigError, InstanceLockedError
 from gateway.messages import CommandSpec, InboundMessage, Inbox, ReplySink
-from gateway.service import Service, instance_lock, run_console
+from gateway.service import AcceptFailures, Service, instance_lock, run_console
 from memory_core import SearchScope, SessionDB
 from tests.fakes.base import serving_in_thread
 from tests.fakes.openai import FakeOpenAI, Fault
@@ -318,3 +318,27 @@ class _Gate:
 
     def reply_sink(self, message: InboundMessage) -> ReplySink:
         return self._inner.reply_sink(message)
+
+
+def test_connections_the_loop_cannot_accept_are_one_counted_line_a_minute(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    now = [0.0]
+    failures = AcceptFailures(clock=lambda: now[0])
+    loop = asyncio.new_event_loop()
+    try:
+        full = OSError(24, "Too many open files")
+        context = {"message": "socket.accept() out of system resource", "exception": full}
+        with caplog.at_level("WARNING", logger="mnemo"):
+            for _ in range(50):
+                failures.handle(loop, context)
+            now[0] = 61.0
+            failures.handle(loop, context)
+    finally:
+        loop.close()
+    lines = [r.getMessage() for r in caplog.records if "could not accept" in r.getMessage()]
+    assert lines == [
+        "could not accept a connection: Too many open files (1 so far; the open-files limit?)",
+        "could not accept a connection: Too many open files (51 so far; the open-files limit?)",
+    ]
+    assert all(r.exc_info is None for r in caplog.records)  # no traceback
