@@ -41,17 +41,21 @@ log = logging.getLogger(__name__)
 QUIT_WORDS = frozenset({"/quit", "/exit"})
 STOP_TEXT = "/stop"  # what Ctrl-C during a reply sends
 BANNER = N_("Mnemo console. Type a message; /help for commands, /quit to leave.")
+STOP_HINT = N_("While I write a reply, Ctrl-C stops it.")
 NO_FILE = N_("I could not get that file.")
 
 
 class ConsoleSink:
-    """Writes a streamed reply to the output, ending it with a blank line."""
+    """Writes a streamed reply to the output, ending it with a blank line; `lead` goes
+    before its first piece (a line break for an answer printed inside another's)."""
 
-    def __init__(self, out: TextIO) -> None:
+    def __init__(self, out: TextIO, lead: str = "") -> None:
         self._out = out
+        self._lead = lead
 
     async def write(self, piece: str) -> None:
-        self._out.write(piece)
+        self._out.write(self._lead + piece)
+        self._lead = ""
         self._out.flush()
 
     async def finish(self) -> None:
@@ -96,6 +100,8 @@ class ConsoleAdapter:
         """Print the banner and start reading; `/help` lists the commands, so the menu
         (`commands`) is not shown here."""
         self._out.write(self._translator._(BANNER) + "\n")
+        if self._terminal is not None:  # where Ctrl-C is a /stop, not the end of the process
+            self._out.write(self._translator._(STOP_HINT) + "\n")
         self._out.flush()
         if self._terminal is None:
             loop = asyncio.get_running_loop()
@@ -191,7 +197,8 @@ class ConsoleAdapter:
 
         def interrupt() -> None:
             if not stopping:
-                stop = inbox.handle(self._message(STOP_TEXT), ConsoleSink(self._out))
+                # its line starts on a line of its own, not glued to the reply's text
+                stop = inbox.handle(self._message(STOP_TEXT), ConsoleSink(self._out, "\n"))
                 stopping.append(asyncio.create_task(stop, name="console-stop"))
 
         with self._terminal.watching(interrupt):

@@ -130,6 +130,9 @@ async def test_ctrl_c_during_a_reply_stops_it_at_once_and_the_chat_goes_on(
     await wait_until(lambda: "Stopped." in console.shown(), timeout=2)
     await wait_until(lambda: console.at_prompt())
     assert "(stopped)" in console.shown() and "never ended" not in console.shown()
+    [stopped] = [line for line in console.shown().splitlines() if "Stopped." in line]
+    assert stopped.startswith("Stopped.")  # on a line of its own, not glued to the reply
+    assert "While I write a reply, Ctrl-C stops it." in console.shown()  # said at the start
     assert not console.adapter.done.is_set()  # Ctrl-C stopped the reply, not the chat
     console.type("a short one then" + ENTER)
     await wait_until(lambda: "Here is a short one." in console.shown())
