@@ -66,6 +66,7 @@ CONSOLE_HISTORY_FOLDER = "console"  # in the data dir: `<user key>.history`, wha
 CONFIRM_TTL = 600.0  # ten minutes
 EXPORT_INTERVAL = 60.0  # at most one /export a minute per person
 EXPORT_KEPT = 600.0  # an export not sent (the console's) is deleted ten minutes on
+CONSOLE = "console"  # the platform without buttons
 CONFIRM_WORD = "confirm"
 ERASURES_DOCUMENT = "erasures.json"  # the replicas' shared requests
 CONFIRM_VERSION = "forget-all"  # never a USER.md version (those are sha256 hex digests)
@@ -247,15 +248,23 @@ class _Erasure:
         key = ctx.identity.user_key
         held = await self._person.holdings(key)
         self._erasures.request(key)
-        label = locale._(CONFIRM_LABEL)
-        offered = self._choices.offer(key, FORGET_NAME, [(label, "")], CONFIRM_VERSION)
+        values = {"held": holdings_summary(locale, held), "minutes": format(CONFIRM_TTL / 60, "g")}
+        if ctx.message.platform == CONSOLE:  # no button there: the words are the way
+            text = locale._(
+                "This erases everything I hold about you: {held}, and whatever the memory "
+                "provider keeps about you. It cannot be undone.\n"
+                "To confirm, send /forget all confirm within {minutes} minutes.",
+                **values,
+            )
+            return CommandReply(text)
         text = locale._(
             "This erases everything I hold about you: {held}, and whatever the memory "
             "provider keeps about you. It cannot be undone.\n"
             "To confirm, press the button or send /forget all confirm within {minutes} minutes.",
-            held=holdings_summary(locale, held),
-            minutes=format(CONFIRM_TTL / 60, "g"),
+            **values,
         )
+        label = locale._(CONFIRM_LABEL)
+        offered = self._choices.offer(key, FORGET_NAME, [(label, "")], CONFIRM_VERSION)
         return CommandReply(text, choices=offered)
 
     async def _confirm(self, ctx: CommandContext) -> CommandReply:

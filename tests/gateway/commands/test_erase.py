@@ -238,7 +238,8 @@ def test_console_forget_all_and_confirm(
     run_console(config, stdin=lines, stdout=out, user_id="ada")
     text = out.getvalue()
     assert "1 memory entry, 1 session (2 messages) and 0 skills" in text
-    assert "1. Yes, erase everything" in text  # the button, as numbered text
+    assert "To confirm, send /forget all confirm within" in text  # no button to press
+    assert "press the button" not in text and "1. Yes, erase everything" not in text
     assert "Erased everything I held about you" in text
     assert "I don't remember anything about you yet." in text
     assert files_holding(home, ADA_WORDS) == []
