@@ -36,6 +36,7 @@ from typing import Any, TextIO, TypeVar
 from filelock import FileLock, Timeout
 from prometheus_client import CollectorRegistry, ProcessCollector
 
+from gateway.adapters.console_adapter import ConsoleAdapter
 from gateway.app import Bot, console_adapter, open_bot, platform_adapters
 from gateway.config import Config, storage_settings
 from gateway.conversation import Conversations
@@ -181,6 +182,8 @@ class Service:
         ended: Adapter | None = None
         try:
             for adapter in self._adapters:
+                if isinstance(adapter, ConsoleAdapter):  # its banner in the person's language
+                    adapter.speak(conversations.locales.of_person(adapter.user_key).translator)
                 if conversations.order is not None:  # replies to what another replica got
                     conversations.order.serve_platform(adapter.platform, adapter.reply_sink)
                 await _start(adapter, conversations, conversations.menu)

@@ -96,6 +96,16 @@ class ConsoleAdapter:
         self._stopped = False
         self._closed = False  # the reader thread ends instead of reading on
 
+    @property
+    def user_key(self) -> str:
+        """The person at this terminal, as their data is kept."""
+        return self._message("").user_key
+
+    def speak(self, lines: Translator) -> None:
+        """The console's own lines in `lines`' language (the person's own choice, known
+        once the stores are open; the application calls it before `start`)."""
+        self._translator = lines
+
     async def start(self, inbox: Inbox, commands: Sequence[CommandSpec]) -> None:
         """Print the banner and start reading; `/help` lists the commands, so the menu
         (`commands`) is not shown here."""

@@ -193,3 +193,13 @@ def test_mnemo_chat_subprocess_with_locale_language_zh_speaks_chinese(tmp_path: 
     assert "控制台" in banner and "/quit" in banner
     assert "Type a message" not in result.stdout
     assert "/help" in "\n".join(rest) and "我" in "\n".join(rest)  # /help, in Chinese
+
+
+def test_the_banner_follows_the_persons_own_language_at_the_next_start(
+    fake: FakeOpenAI, tmp_path: Path
+) -> None:
+    config = config_for(fake, tmp_path / "data")
+    chat(config, "/settings language zh")
+    banner = chat(config).splitlines()[0]
+    assert "控制台" in banner and "Type a message" not in banner
+    assert chat(config_for(fake, tmp_path / "other")).startswith("Mnemo console.")
