@@ -31,6 +31,7 @@ from gateway.agent.tools import Tool, ToolHandler
 from gateway.errors import ModelError
 from gateway.jobs.context import JobContext
 from gateway.jobs.grounding import (
+    MEMORY_TOOL,
     Grounding,
     Stager,
     Unsupported,
@@ -50,7 +51,6 @@ from memory_core import (
 
 log = logging.getLogger(__name__)
 
-MEMORY_TOOL = "memory"
 JUDGE_MAX_TOKENS = 5
 JUDGE_PROMPT = """\
 You check entries an assistant wants to save in its memory about a person. Answer \

@@ -137,9 +137,11 @@ def unsupported(arguments: Mapping[str, Any] | str, said: OwnWords) -> tuple[Uns
 def _held(handler: ToolHandler, grounding: Grounding) -> ToolHandler:
     async def held(arguments: Mapping[str, Any]) -> str:
         args = _mapping(arguments)
-        if args is None or not _new_entries(args):
+        contents = [] if args is None else _new_entries(args)
+        if args is None or not contents:
             return await handler(arguments)  # malformed, shared notes, or only removals
-        found = verdicts(args, await grounding.said())
+        said = await grounding.said()
+        found = {content: check(content, said) for content in contents}
         refused = tuple(Unsupported(c, s) for c, s in found.items() if not s.supported)
         if not refused:
             if grounding.entries is not None:
