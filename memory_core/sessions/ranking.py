@@ -93,8 +93,10 @@ def hit_roots(hits: list[list[Hit]]) -> set[int]:
 
 def score_hits(hits: list[list[Hit]], stats: ScopeStats, ranking: Ranking) -> Scored:
     """Score every conversation with a hit (see the module doc)."""
-    roots_of = [set(map(_ROOT, term_hits)) for term_hits in hits]
-    idf = tuple(math.log(1 + (stats.lineages - len(r) + 0.5) / (len(r) + 0.5)) for r in roots_of)
+    # per term, its matching messages per conversation (C-level counting: this runs on
+    # every prefetch, over up to max_hits_per_term hits per term)
+    tfs = [Counter(map(_ROOT, term_hits)) for term_hits in hits]
+    idf = tuple(math.log(1 + (stats.lineages - len(tf) + 0.5) / (len(tf) + 0.5)) for tf in tfs)
     # A passage's (and a snippet's) terms weigh by how rare they are among messages, the
     # units passages are made of.
     rare = tuple(math.log(1 + (stats.messages - len(h) + 0.5) / (len(h) + 0.5)) for h in hits)
@@ -107,7 +109,7 @@ def score_hits(hits: list[list[Hit]], stats: ScopeStats, ranking: Ranking) -> Sc
             placed[root].setdefault(message_id, (ts, set()))[1].add(index)
             if ts > last.get(root, -math.inf):
                 last[root] = ts
-    document = _bm25(hits, idf, stats, ranking)
+    document = _bm25(tfs, idf, stats, ranking)
     scores = {
         root: (
             document[root]
@@ -116,9 +118,11 @@ def score_hits(hits: list[list[Hit]], stats: ScopeStats, ranking: Ranking) -> Sc
         )
         for root in last
     }
-    terms_of = {
-        root: frozenset(i for i, roots in enumerate(roots_of) if root in roots) for root in last
-    }
+    matched: dict[int, set[int]] = defaultdict(set)
+    for index, tf in enumerate(tfs):
+        for root in tf:
+            matched[root].add(index)
+    terms_of = {root: frozenset(found) for root, found in matched.items()}
     return Scored(scores, message_weight, terms_of, idf)
 
 
@@ -149,14 +153,13 @@ def choose_roots(scored: Scored, limit: int, ranking: Ranking = DEFAULT_RANKING)
 
 
 def _bm25(
-    hits: list[list[Hit]], idf: tuple[float, ...], stats: ScopeStats, ranking: Ranking
+    tfs: list[Counter[int]], idf: tuple[float, ...], stats: ScopeStats, ranking: Ranking
 ) -> dict[int, float]:
     k1, b = ranking.k1, ranking.b
     average = stats.messages / stats.lineages
     score: dict[int, float] = defaultdict(float)
-    for weight, term_hits in zip(idf, hits, strict=True):
-        # C-level counting: this runs on every prefetch, over up to max_hits_per_term hits.
-        for root, tf in Counter(map(_ROOT, term_hits)).items():
+    for weight, counts in zip(idf, tfs, strict=True):
+        for root, tf in counts.items():
             norm = k1 * (1 - b + b * stats.lengths.get(root, 1) / average)
             score[root] += weight * tf * (k1 + 1) / (tf + norm)
     return score
