@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from gateway.jobs.grounding import own_words
@@ -37,6 +38,9 @@ from memory_core import (
 from memory_core.file_memory import entry_handle
 
 log = logging.getLogger(__name__)
+
+Words = Callable[[], Awaitable[OwnWords | None]]
+"""The person's words in the edited message's session, read when first needed."""
 
 
 class Reload(Protocol):
@@ -85,19 +89,22 @@ class Withdrawal:
                 user_key=key,
                 text=text,
             )
-        withdrawn = await self._withdraw(key, changed.session_id, set(changed.message_ids))
-        await self._unstage(key, changed.session_id, set(changed.message_ids))
+        ids, words = set(changed.message_ids), self._words(changed.session_id)
+        withdrawn = await self._withdraw(key, changed.session_id, ids, words)
+        await self._unstage(key, ids, words)
         await self._open.reload(key)  # no cached history or prompt keeps the old text
         return withdrawn
 
-    async def _withdraw(self, key: str, session_id: int, message_ids: set[int]) -> tuple[str, ...]:
+    async def _withdraw(
+        self, key: str, session_id: int, message_ids: set[int], words: Words
+    ) -> tuple[str, ...]:
         """Remove the entries whose evidence names `message_ids` and that the person's
-        words in `session_id` no longer ground."""
+        words in `session_id` (`words`) no longer ground."""
         origins = await asyncio.to_thread(self._memory.origins, "user", key)
         citing = [o.text for o in origins if any(e.message_id in message_ids for e in o.evidence)]
         if not citing:
             return ()
-        said = await self._said(session_id)
+        said = await words()
         if said is None:
             return ()
         stale = [text for text in citing if not check(text, said).supported]
@@ -116,9 +123,9 @@ class Withdrawal:
             log.info("withdrew %d entries: the message grounding them was edited", len(withdrawn))
         return tuple(withdrawn)
 
-    async def _unstage(self, key: str, session_id: int, message_ids: set[int]) -> None:
+    async def _unstage(self, key: str, message_ids: set[int], words: Words) -> None:
         """Drop the staged changes grounded by `message_ids` that the person's words in
-        `session_id` no longer ground (approving one would write a stale fact)."""
+        their session (`words`) no longer ground (approving one would write a stale fact)."""
         pending = PendingChanges(self._memory)
         staged = await asyncio.to_thread(pending.list, key)
         citing = [
@@ -128,17 +135,29 @@ class Withdrawal:
         ]
         if not citing:
             return
-        said = await self._said(session_id)
+        said = await words()
         stale = [c.id for c in citing if said is None or not check(c.content or "", said).supported]
         if stale:
             await asyncio.to_thread(pending.reject, key, stale)
             log.info("dropped %d staged changes: the message grounding them was edited", len(stale))
 
-    async def _said(self, session_id: int) -> OwnWords | None:
-        info = await self._sessions.get_session(session_id)
-        if info is None:
-            return None
-        return own_words(await self._sessions.get_messages(info.id, info.scope, lineage=False))
+    def _words(self, session_id: int) -> Words:
+        """The person's words in `session_id` as they now read (None: the session is
+        gone), read once, when first needed."""
+        read: list[OwnWords | None] = []
+
+        async def words() -> OwnWords | None:
+            if not read:
+                info = await self._sessions.get_session(session_id)
+                stored = (
+                    None
+                    if info is None
+                    else await self._sessions.get_messages(info.id, info.scope, lineage=False)
+                )
+                read.append(None if stored is None else own_words(stored))
+            return read[0]
+
+        return words
 
 
 def media_lines(text: str) -> list[str]:
