@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -111,7 +112,18 @@ async def test_healthz_is_ready_only_after_telegram_answered(tmp_path: Path) -> 
             await get(port, "/healthz")  # the bot stopped: nothing answers any more
 
 
-async def test_metrics_count_the_turns_of_the_run(tmp_path: Path) -> None:
+@dataclass
+class Serving:
+    """A bot serving the fake Telegram with /metrics on, ready: its fakes, registry, port."""
+
+    model: FakeOpenAI
+    tg: FakeTelegram
+    registry: CollectorRegistry
+    port: int
+
+
+@contextlib.asynccontextmanager
+async def serving_metrics(tmp_path: Path) -> AsyncIterator[Serving]:
     async with FakeOpenAI(chunk_size=8) as model, FakeTelegram(token=TOKEN) as tg:
         config = configured(model, tg, tmp_path / "data")
         registry = CollectorRegistry()
@@ -120,33 +132,39 @@ async def test_metrics_count_the_turns_of_the_run(tmp_path: Path) -> None:
         async with running(service) as task:
             port = await health_port(service, task)
             await wait_until(lambda: task.done() or adapter.ready.is_set(), 10)
-            model.say("Good morning, Alice.")
-            tg.inject_text(ALICE, ALICE, "good morning")
-            await tg.wait_until(lambda: _shown(tg, ALICE, "Good morning, Alice."), 10)
-            model.fail_next(Fault.http(400))  # Bob's turn fails: no reply, one model error
-            tg.inject_text(BOB, BOB, "hello there")
-            await wait_until(lambda: _turns(registry, "no_reply") >= 1, 10)
-            model.say("Hello again.")
-            tg.inject_text(ALICE, ALICE, "and again")
-            await tg.wait_until(lambda: _shown(tg, ALICE, "Hello again."), 10)
-            await wait_until(lambda: _turns(registry, "replied") >= 2, 10)
-            status, text = await get(port, "/metrics")
-        assert status == 200
-        turns = samples(text, "mnemo_turns_total")
-        assert turns == {
-            (("outcome", "replied"), ("platform", "telegram")): 2.0,
-            (("outcome", "no_reply"), ("platform", "telegram")): 1.0,
-        }
-        latency = samples(text, "mnemo_turn_seconds_count")
-        assert latency == {(("platform", "telegram"),): 3.0}
-        assert samples(text, "mnemo_model_calls_total") == {(("client", "main"),): 3.0}
-        errors = samples(text, "mnemo_model_errors_total")
-        assert errors == {(("client", "main"), ("error", "ModelError")): 1.0}
-        assert samples(text, "mnemo_model_call_seconds_count") == {(("client", "main"),): 3.0}
-        assert samples(text, "mnemo_session_queue_depth") == {(("platform", "telegram"),): 0.0}
-        assert samples(text, "mnemo_adapter_ready") == {(("platform", "telegram"),): 1.0}
-        jobs = samples(text, "mnemo_background_jobs")
-        assert set(jobs) == {(("state", "running"),), (("state", "scheduled"),)}
+            yield Serving(model, tg, registry, port)
+
+
+async def test_metrics_count_the_turns_of_the_run(tmp_path: Path) -> None:
+    async with serving_metrics(tmp_path) as bot:
+        model, tg, registry = bot.model, bot.tg, bot.registry
+        model.say("Good morning, Alice.")
+        tg.inject_text(ALICE, ALICE, "good morning")
+        await tg.wait_until(lambda: _shown(tg, ALICE, "Good morning, Alice."), 10)
+        model.fail_next(Fault.http(400))  # Bob's turn fails: no reply, one model error
+        tg.inject_text(BOB, BOB, "hello there")
+        await wait_until(lambda: _turns(registry, "no_reply") >= 1, 10)
+        model.say("Hello again.")
+        tg.inject_text(ALICE, ALICE, "and again")
+        await tg.wait_until(lambda: _shown(tg, ALICE, "Hello again."), 10)
+        await wait_until(lambda: _turns(registry, "replied") >= 2, 10)
+        status, text = await get(bot.port, "/metrics")
+    assert status == 200
+    turns = samples(text, "mnemo_turns_total")
+    assert turns == {
+        (("outcome", "replied"), ("platform", "telegram")): 2.0,
+        (("outcome", "no_reply"), ("platform", "telegram")): 1.0,
+    }
+    latency = samples(text, "mnemo_turn_seconds_count")
+    assert latency == {(("platform", "telegram"),): 3.0}
+    assert samples(text, "mnemo_model_calls_total") == {(("client", "main"),): 3.0}
+    errors = samples(text, "mnemo_model_errors_total")
+    assert errors == {(("client", "main"), ("error", "ModelError")): 1.0}
+    assert samples(text, "mnemo_model_call_seconds_count") == {(("client", "main"),): 3.0}
+    assert samples(text, "mnemo_session_queue_depth") == {(("platform", "telegram"),): 0.0}
+    assert samples(text, "mnemo_adapter_ready") == {(("platform", "telegram"),): 1.0}
+    jobs = samples(text, "mnemo_background_jobs")
+    assert set(jobs) == {(("state", "running"),), (("state", "scheduled"),)}
 
 
 def _turns(registry: CollectorRegistry, outcome: str) -> float:
@@ -257,21 +275,14 @@ async def test_on_sqlite_the_data_directory_must_be_writable(tmp_path: Path) -> 
 
 
 async def test_metrics_count_the_entries_dropped_as_not_grounded(tmp_path: Path) -> None:
-    async with FakeOpenAI(chunk_size=8) as model, FakeTelegram(token=TOKEN) as tg:
-        config = configured(model, tg, tmp_path / "data")
-        registry = CollectorRegistry()
-        adapter = TelegramAdapter(config.telegram)
-        service = Service(config, [adapter], signals=(), registry=registry)
-        async with running(service) as task:
-            port = await health_port(service, task)
-            await wait_until(lambda: task.done() or adapter.ready.is_set(), 10)
-            guess = {"target": "user", "action": "add", "content": "Lives in Zanzibar"}
-            model.call_tools(ToolCall("memory", guess))  # her turn's own call: a guess
-            model.say("Zanzibar, I bet.")
-            tg.inject_text(ALICE, ALICE, "guess which city I live in")
-            await tg.wait_until(lambda: _shown(tg, ALICE, "Zanzibar, I bet."), 10)
-            status, text = await get(port, "/metrics")
-        assert status == 200
-        dropped = samples(text, "mnemo_memory_writes_dropped_total")
-        assert dropped == {(("job", "turn"), ("verdict", "not_said")): 1.0}
-        assert "Zanzibar" not in text
+    async with serving_metrics(tmp_path) as bot:
+        guess = {"target": "user", "action": "add", "content": "Lives in Zanzibar"}
+        bot.model.call_tools(ToolCall("memory", guess))  # her turn's own call: a guess
+        bot.model.say("Zanzibar, I bet.")
+        bot.tg.inject_text(ALICE, ALICE, "guess which city I live in")
+        await bot.tg.wait_until(lambda: _shown(bot.tg, ALICE, "Zanzibar, I bet."), 10)
+        status, text = await get(bot.port, "/metrics")
+    assert status == 200
+    dropped = samples(text, "mnemo_memory_writes_dropped_total")
+    assert dropped == {(("job", "turn"), ("verdict", "not_said")): 1.0}
+    assert "Zanzibar" not in text
