@@ -23,11 +23,8 @@ from tests.fakes.openai import ToolCall
 from tests.gateway.e2e_support import (
     fakes_fixture,
     learning_section,
-    telegram_section,
-    write_config,
 )
-from tests.gateway.processes import mnemo_run
-from tests.gateway.test_telegram_e2e import TOKEN, Fakes, Mnemo
+from tests.gateway.test_telegram_e2e import Fakes, Mnemo, start_mnemo
 
 pytestmark = pytest.mark.slow  # a mnemo run of its own
 
@@ -83,15 +80,7 @@ def user_md(home: Path, user_id: int) -> str:
 def start(fakes: Fakes, workdir: Path) -> Mnemo:
     """`mnemo run` letting every person of the cases in, a review after every reply."""
     learning = learning_section(nudge=1, creation_nudge=0, write_approval='"off"')
-    write_config(workdir, "shutdown_grace: 5\n" + telegram_section(fakes.tg.url, PEOPLE) + learning)
-    started = fakes.call(lambda: len(fakes.tg.calls_to("deleteWebhook")))
-    process = mnemo_run(fakes.model.url, workdir, TELEGRAM_BOT_TOKEN=TOKEN)
-    try:
-        fakes.wait(lambda: len(fakes.tg.calls_to("deleteWebhook")) > started)
-    except TimeoutError:
-        process.kill()
-        raise AssertionError(f"mnemo run did not start: {process.communicate()[1]}") from None
-    return Mnemo(process, workdir / "data")
+    return start_mnemo(fakes, workdir, grace=5, learning=learning, users=PEOPLE)
 
 
 def case(fakes: Fakes, person: int, said: str, reply: str, proposed: str) -> dict[str, object]:

@@ -15,6 +15,7 @@ import json
 import signal
 import sqlite3
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -94,21 +95,30 @@ IN_ORDER = learning_section(nudge=1000, creation_nudge=1000)
 
 
 def launch(
-    fakes: Fakes, workdir: Path, grace: float, token: str, learning: str = IN_ORDER
+    fakes: Fakes,
+    workdir: Path,
+    grace: float,
+    token: str,
+    learning: str = IN_ORDER,
+    users: Sequence[int] = (ALICE, BOB),
 ) -> subprocess.Popen[str]:
-    """`mnemo run` in `workdir` (its mnemo.yaml: Alice and Bob allowed, `learning` its
-    memory and skills sections), data in `workdir`/data."""
-    config = f"shutdown_grace: {grace}\n" + telegram_section(fakes.tg.url, (ALICE, BOB))
+    """`mnemo run` in `workdir` (its mnemo.yaml: `users` allowed, by default Alice and Bob,
+    `learning` its memory and skills sections), data in `workdir`/data."""
+    config = f"shutdown_grace: {grace}\n" + telegram_section(fakes.tg.url, users)
     write_config(workdir, config + learning)
     return mnemo_run(fakes.model.url, workdir, TELEGRAM_BOT_TOKEN=token)
 
 
 def start_mnemo(
-    fakes: Fakes, workdir: Path, grace: float = 10.0, learning: str = IN_ORDER
+    fakes: Fakes,
+    workdir: Path,
+    grace: float = 10.0,
+    learning: str = IN_ORDER,
+    users: Sequence[int] = (ALICE, BOB),
 ) -> Mnemo:
     """`mnemo run` with the right token; waits until it is about to poll Telegram."""
     started = fakes.call(lambda: len(fakes.tg.calls_to("deleteWebhook")))
-    process = launch(fakes, workdir, grace, TOKEN, learning)
+    process = launch(fakes, workdir, grace, TOKEN, learning, users)
     try:
         # deleteWebhook comes last before polling (a held poll is recorded only when it ends)
         fakes.wait(lambda: len(fakes.tg.calls_to("deleteWebhook")) > started)
