@@ -17,17 +17,20 @@ threads and from synchronous code, so their PostgreSQL stores use this pool
 behaves as `PgDatabase` does: autocommit connections, a conflict raised as
 `PostgresConflictError`, `transact` retried with the same attempts and the
 same jittered, doubling pauses (`memory_core.pg.database.pauses`), the same
-migrations under the same advisory lock.
+migrations under the same advisory lock, and the same handling of a server
+that goes away: `PostgresUnavailableError`, the pool checked, a write tried
+again for up to its budget.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from psycopg import Connection
+from psycopg import Connection, errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from memory_core.errors import PostgresConflictError, PostgresUnavailableError
@@ -35,10 +38,14 @@ from memory_core.pg.database import (
     CONFLICTS,
     DEFAULT_ATTEMPTS,
     ISOLATION_SQL,
+    WRITE_BUDGET,
     Isolation,
     exhausted,
+    outage_pauses,
     pauses,
     pool_options,
+    unavailable,
+    unavailable_error,
 )
 from memory_core.pg.migrations import PgMigration, apply_migrations
 
@@ -57,11 +64,14 @@ class PgSyncDatabase:
         max_size: int = 8,
         attempts: int = DEFAULT_ATTEMPTS,
         connect_timeout: float = 30.0,
+        write_budget: float = WRITE_BUDGET,
     ) -> None:
         if attempts < 1:
             raise ValueError("attempts must be at least 1")
         self._attempts = attempts
         self._timeout = connect_timeout
+        self._budget = write_budget
+        self._checking = threading.Lock()
         self._pool: ConnectionPool[SyncConnection] = ConnectionPool(
             url, **pool_options(min_size, max_size, connect_timeout)
         )
@@ -92,6 +102,22 @@ class PgSyncDatabase:
                 yield conn
         except PoolTimeout as err:
             raise PostgresUnavailableError(f"no free PostgreSQL connection: {err}") from err
+        except errors.Error as err:
+            if not unavailable(err):
+                raise
+            self._check_pool()
+            raise unavailable_error(err) from err
+
+    def _check_pool(self) -> None:
+        """Test the idle connections (one check at a time; a caller finding one under
+        way goes on): the ones the server closed are replaced."""
+        if self._checking.acquire(blocking=False):
+            try:
+                self._pool.check()
+            except Exception:  # the pool reconnects on its own; nothing to add here
+                pass
+            finally:
+                self._checking.release()
 
     @contextmanager
     def transaction(self, isolation: Isolation | None = None) -> Iterator[SyncConnection]:
@@ -113,9 +139,11 @@ class PgSyncDatabase:
         isolation: Isolation | None = None,
         attempts: int | None = None,
     ) -> T:
-        """`work(conn)` in one transaction, run again (in a new one) on a conflict."""
+        """`work(conn)` in one transaction, run again (in a new one) on a conflict, and
+        while the server is unavailable for up to the write budget."""
         tries = self._attempts if attempts is None else attempts
         waits = pauses(tries)
+        outage: Iterator[float] | None = None
         while True:
             try:
                 with self.transaction(isolation) as conn:
@@ -124,6 +152,11 @@ class PgSyncDatabase:
                 wait = next(waits, None)
                 if wait is None:
                     raise exhausted(tries, err) from err
+            except PostgresUnavailableError:
+                outage = outage or outage_pauses(self._budget, time.monotonic)
+                wait = next(outage, None)
+                if wait is None:
+                    raise
             time.sleep(wait)
 
     def migrate(self, steps: Sequence[PgMigration]) -> dict[str, int]:

@@ -22,12 +22,27 @@ pause between attempts, and raises `PostgresConflictError` when every attempt
 conflicted. `work` must therefore be safe to run again: everything it does
 to the database is rolled back with a failed attempt, and it should do
 nothing outside it.
+
+A server that goes away (a restart, an outage, a disk that is full or a
+database made read-only) is told apart from a conflict: `unavailable(err)`.
+Such an error inside any block of `connection()` or `transaction()` comes out
+as `PostgresUnavailableError`, and the pool checks its idle connections at
+once (`AsyncConnectionPool.check`): those the server closed are replaced, so
+the next block does not get a dead one. `transact` runs `work` again after
+such an error too, with the same doubling pauses, for at most
+`WRITE_BUDGET` seconds: a restart of half a second loses no write, and an
+outage longer than the budget fails the write, which the caller reports (the
+message is then not confirmed to its platform, which sends it again). A pool
+that has no connection to give within `CHECKOUT_TIMEOUT` seconds is an
+outage as well, never a 30 s hang of every caller.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Literal, TypeVar
@@ -52,6 +67,9 @@ CONFLICTS = (errors.SerializationFailure, errors.DeadlockDetected)
 DEFAULT_ATTEMPTS = 8
 FIRST_PAUSE = 0.005  # seconds before the second attempt; doubles each time, jittered
 MAX_PAUSE = 0.5
+WRITE_BUDGET = 15.0  # seconds a write is tried again while the server is unavailable
+CHECKOUT_TIMEOUT = 5.0  # seconds to wait for a pooled connection before it counts as an outage
+OUTAGE_PAUSE = 1.0  # the longest pause between two tries while the server is unavailable
 
 
 def pauses(attempts: int) -> Iterator[float]:
@@ -64,14 +82,44 @@ def pauses(attempts: int) -> Iterator[float]:
 
 
 def pool_options(min_size: int, max_size: int, connect_timeout: float) -> dict[str, Any]:
-    """The options both pools share: autocommit connections, opened by `open()`."""
+    """The options both pools share: autocommit connections, opened by `open()`, a
+    connection handed out within `CHECKOUT_TIMEOUT` (at most `connect_timeout`)."""
     return {
         "min_size": min_size,
         "max_size": max_size,
-        "kwargs": {"autocommit": True},
+        "kwargs": {"autocommit": True, "connect_timeout": max(1, round(connect_timeout))},
         "open": False,
-        "timeout": connect_timeout,
+        "timeout": min(connect_timeout, CHECKOUT_TIMEOUT),
     }
+
+
+def unavailable(err: BaseException) -> bool:
+    """Whether `err` says the server is gone or refuses writes for now (a broken
+    connection, a shutdown, a full disk, a read-only database), not that a statement
+    was wrong, cancelled by its own time limit or found a lock taken."""
+    if isinstance(err, errors.ReadOnlySqlTransaction):
+        return True
+    return isinstance(err, errors.OperationalError) and not isinstance(
+        err, errors.QueryCanceled | errors.LockNotAvailable
+    )
+
+
+def unavailable_error(err: BaseException) -> PostgresUnavailableError:
+    """`err` (`unavailable`) as the error callers see, its first line kept."""
+    text = str(err).strip().splitlines()
+    return PostgresUnavailableError(
+        f"PostgreSQL is unavailable: {text[0] if text else type(err).__name__}"
+    )
+
+
+def outage_pauses(budget: float, clock: Callable[[], float]) -> Iterator[float]:
+    """Pauses between tries of a write while the server is unavailable: doubling from
+    `FIRST_PAUSE` up to `OUTAGE_PAUSE`, jittered, until `budget` seconds have passed."""
+    ends = clock() + budget
+    pause = FIRST_PAUSE
+    while clock() < ends:
+        yield min(random.uniform(pause / 2, pause), max(0.0, ends - clock()))
+        pause = min(pause * 2, OUTAGE_PAUSE)
 
 
 def exhausted(attempts: int, err: PostgresConflictError) -> PostgresConflictError:
@@ -90,12 +138,15 @@ class PgDatabase:
         max_size: int = 8,
         attempts: int = DEFAULT_ATTEMPTS,
         connect_timeout: float = 30.0,
+        write_budget: float = WRITE_BUDGET,
     ) -> None:
         if attempts < 1:
             raise ValueError("attempts must be at least 1")
         self._url = url
         self._attempts = attempts
         self._timeout = connect_timeout
+        self._budget = write_budget
+        self._checking: asyncio.Task[None] | None = None
         self._pool: AsyncConnectionPool[Connection] = AsyncConnectionPool(
             url, **pool_options(min_size, max_size, connect_timeout)
         )
@@ -109,6 +160,10 @@ class PgDatabase:
             raise PostgresUnavailableError(f"no connection to PostgreSQL: {err}") from err
 
     async def close(self) -> None:
+        checking, self._checking = self._checking, None
+        if checking is not None:
+            checking.cancel()
+            await asyncio.gather(checking, return_exceptions=True)
         await self._pool.close()
 
     async def __aenter__(self) -> PgDatabase:
@@ -126,6 +181,21 @@ class PgDatabase:
                 yield conn
         except PoolTimeout as err:
             raise PostgresUnavailableError(f"no free PostgreSQL connection: {err}") from err
+        except errors.Error as err:
+            if not unavailable(err):
+                raise
+            self._check_pool()
+            raise unavailable_error(err) from err
+
+    def _check_pool(self) -> None:
+        """Test the idle connections in the background (one check at a time): the ones
+        the server closed are replaced before they are handed out."""
+        if self._checking is None or self._checking.done():
+            self._checking = asyncio.ensure_future(self._check())
+
+    async def _check(self) -> None:
+        with contextlib.suppress(Exception):  # the pool reconnects on its own
+            await self._pool.check()
 
     @asynccontextmanager
     async def transaction(self, isolation: Isolation | None = None) -> AsyncIterator[Connection]:
@@ -147,9 +217,11 @@ class PgDatabase:
         isolation: Isolation | None = None,
         attempts: int | None = None,
     ) -> T:
-        """`await work(conn)` in one transaction, run again (in a new one) on a conflict."""
+        """`await work(conn)` in one transaction, run again (in a new one) on a conflict,
+        and while the server is unavailable for up to the write budget."""
         tries = self._attempts if attempts is None else attempts
         waits = pauses(tries)
+        outage: Iterator[float] | None = None
         while True:
             try:
                 async with self.transaction(isolation) as conn:
@@ -158,6 +230,11 @@ class PgDatabase:
                 wait = next(waits, None)
                 if wait is None:
                     raise exhausted(tries, err) from err
+            except PostgresUnavailableError:
+                outage = outage or outage_pauses(self._budget, time.monotonic)
+                wait = next(outage, None)
+                if wait is None:
+                    raise
             await asyncio.sleep(wait)
 
     async def migrate(self, steps: Sequence[PgMigration]) -> dict[str, int]:
