@@ -27,15 +27,26 @@
   `sessions.idle_reset`, ends them (their extraction follows). Nothing pending
   lives only in the queue: the store says which sessions are due and how far
   each extraction got, so a restart, or a replica dying mid-job, loses none.
-- A job is closed once its work has committed. An extraction stores its progress
-  after each chunk, so one run again after a crash (or taken over) starts where
-  the last stopped; a chunk written but not yet marked is offered again, and an
-  identical entry is not stored twice.
+- A job is closed once its work has committed, and only then. A run cut short
+  (a shutdown, its lease lost) or failed by the database being away
+  (`JobQueue.transient`) is given back to run again, a review as well as an
+  extraction: at once when cut, `RETRY_SECONDS` per attempt later when failed,
+  until it has been claimed `MAX_ATTEMPTS` times (then it is closed, and said
+  so). A run failed for any other reason is closed: running it again would
+  fail again. An extraction stores its progress after each chunk, so one run
+  again after a crash (or taken over) starts where the last stopped; a chunk
+  written but not yet marked is offered again; a review runs again from the
+  start. Either way an identical entry is not stored twice (the memory store
+  keeps one: "already exists").
 - A job runs as work begun when it was asked for (`memory_core.fence`, the mark
   travels in the job), so if its person is erased before it starts or while it
   runs, the stores refuse its writes.
 - `close` cancels reviews, gives running extractions `shutdown_grace` seconds,
-  and gives the rest back to the queue (another replica takes them).
+  and gives the rest back to the queue (another replica, or the next start,
+  runs them again). A review cut by its person writing again, or a job of a
+  person being erased, is not given back: the queue closed or removed it.
+- Times are the queue's (`JobQueue`: on PostgreSQL the server's clock), so
+  replicas whose clocks differ agree on leases and due times.
 """
 
 from __future__ import annotations
@@ -43,12 +54,15 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import time
 
 from gateway.agent.tools import TurnStaging
 from gateway.jobs.claims import (
     CLAIM_LIMIT,
     CLAIM_SECONDS,
     EXTRACT,
+    MAX_ATTEMPTS,
+    RETRY_SECONDS,
     REVIEW,
     SWEEP,
     SWEEP_KEY,
@@ -182,7 +196,7 @@ class BackgroundWork:
 
     async def _cancel_review(self, scheduler: Scheduler[JobContext], session_key: str) -> None:
         try:
-            await self._queue.cancel(REVIEW, session_key, self._context.clock())
+            await self._queue.cancel(REVIEW, session_key)
             await scheduler.wait_idle(
                 review_job_id(session_key), self._context.settings.shutdown_grace
             )
@@ -234,7 +248,7 @@ class BackgroundWork:
         self, kind: str, key: str, user_key: str | None, payload: str, mark: int | None = None
     ) -> None:
         mark = current_mark() if mark is None and kind != SWEEP else mark
-        request = JobRequest(kind, key, self._context.clock(), user_key, payload, mark)
+        request = JobRequest(kind, key, user_key, payload, mark)
         await self._queue.enqueue(request)
         await self.claim_due()
 
@@ -257,15 +271,16 @@ class BackgroundWork:
         room = CLAIM_LIMIT - len(self._claimed)
         if scheduler is None or self._closing or room <= 0:
             return
-        claimed = await self._queue.claim(self._owner, self._context.clock(), self._lease, room)
+        asked = time.monotonic()  # the leases begin after this
+        claimed = await self._queue.claim(self._owner, self._lease, room)
         for job in claimed:
             job_id = _job_id(job)
             if scheduler.is_running(job_id) or job_id in self._claimed:
                 # a cancelled run of that id is finishing: the next round takes it
-                await self._queue.release(job.id, self._owner, self._context.clock())
+                await self._queue.release(job.id, self._owner)
                 continue
             self._claimed[job_id] = job
-            scheduler.once(job_id, _run_claimed, self, job)
+            scheduler.once(job_id, _run_claimed, self, job, asked)
 
     async def forget_person(self, user_key: str) -> None:
         """Stop every job touching `user_key`'s data (before it is erased), and wait."""
@@ -279,34 +294,42 @@ class BackgroundWork:
                 self._claimed.pop(job_id, None)
                 await scheduler.wait_idle(job_id, self._context.settings.shutdown_grace)
 
-    async def _settle(self, job: ClaimedJob, cut: bool) -> None:
-        """Close the job, or give it back: the sweep's next round, a run cut short."""
+    async def _settle(self, job: ClaimedJob, cut: bool, failed: bool = False) -> None:
+        """Close the job, or give it back: the sweep's next round, a run cut short or
+        failed by the database being away (see the module doc)."""
         if self._claimed.get(_job_id(job)) is job:
             del self._claimed[_job_id(job)]
-        now = self._context.clock()
+        elif cut:
+            return  # dropped by `message_arrived` or `forget_person`: the queue closed it
         try:
             if job.kind == SWEEP:
-                due = now if cut else now + self._context.settings.sweep_seconds
-                await self._queue.release(job.id, self._owner, due)
-            elif cut and job.kind == EXTRACT:
-                await self._queue.release(job.id, self._owner, now)
+                delay = 0.0 if cut else self._context.settings.sweep_seconds
+                await self._queue.release(job.id, self._owner, delay)
+            elif (cut or failed) and job.attempts < MAX_ATTEMPTS:
+                delay = RETRY_SECONDS * job.attempts if failed else 0.0
+                await self._queue.release(job.id, self._owner, delay)
             else:
-                await self._queue.finish(job.id, self._owner, now)
+                if cut or failed:
+                    log.warning("job %s closed unfinished after %d attempts",
+                                _job_id(job), job.attempts)  # fmt: skip
+                await self._queue.finish(job.id, self._owner)
         except Exception:  # its lease runs out: another claim takes it again
             log.exception("could not settle job %s", _job_id(job))
         if not cut and self._scheduler is not None:
             self._scheduler.once(f"{CLAIM_JOB}-now", _claim_now, self)
 
-    async def run(self, job: ClaimedJob) -> None:
-        """Run a claimed job under its lease, then settle it (a scheduler job)."""
+    async def run(self, job: ClaimedJob, claimed: float | None = None) -> None:
+        """Run a claimed job under its lease (asked for at `claimed`, monotonic seconds;
+        default now), then settle it (a scheduler job)."""
         task = asyncio.current_task()
         assert task is not None
-        clock = self._context.clock
         renewal = asyncio.create_task(
-            keep_lease(self._queue, job, self._owner, clock, task, lease=self._lease,
-                       every=self._renew)
+            keep_lease(
+                self._queue, job, self._owner, task,
+                lease=self._lease, every=self._renew, since=claimed,
+            )
         )  # fmt: skip
-        cut = False
+        cut = failed = False
         try:
             with working(current_mark() if job.mark is None else job.mark):
                 await _perform(self._context, self, job)
@@ -315,9 +338,14 @@ class BackgroundWork:
         except asyncio.CancelledError:
             cut = True
             raise
+        except Exception as exc:
+            failed = self._queue.transient(exc)
+            if not failed:
+                raise
+            log.warning("job %s failed (%s), to run again", _job_id(job), exc)
         finally:
             renewal.cancel()
-            await self._settle(job, cut)
+            await self._settle(job, cut, failed)
 
 
 async def _perform(ctx: JobContext, work: BackgroundWork, job: ClaimedJob) -> None:
@@ -331,8 +359,10 @@ async def _perform(ctx: JobContext, work: BackgroundWork, job: ClaimedJob) -> No
         log.warning("job %d of an unknown kind %r closed unrun", job.id, job.kind)
 
 
-async def _run_claimed(ctx: JobContext, work: BackgroundWork, job: ClaimedJob) -> None:
-    await work.run(job)
+async def _run_claimed(
+    ctx: JobContext, work: BackgroundWork, job: ClaimedJob, claimed: float
+) -> None:
+    await work.run(job, claimed)
 
 
 async def _tick(ctx: JobContext, work: BackgroundWork) -> None:
@@ -361,4 +391,4 @@ async def sweep(ctx: JobContext, work: BackgroundWork) -> None:
             await ctx.end_session(entry.session_key, entry.session_id, before)
         else:
             await work.ask_extraction(entry.session_id, entry.user_key, ending=False)
-    await work.queue.prune(ctx.clock() - DONE_KEPT_SECONDS)
+    await work.queue.prune(DONE_KEPT_SECONDS)

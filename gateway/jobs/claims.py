@@ -7,10 +7,13 @@ owner's (the review was talked over or its person erased on another replica, or
 the lease ran out while this process stalled and another replica took the job
 over), or when renewing fails until the lease has run out. So a job runs at one
 owner at a time for as long as its holder renews in time: a holder stalled past
-its lease (a frozen process, clocks further apart than the lease) may overlap
-the one that took over until its next renewal stops it, which the work itself
-tolerates (an extraction resumes from its per-session mark, an identical entry
-is not stored twice).
+its lease (a frozen process) may overlap the one that took over until its next
+renewal stops it, which the work itself tolerates (an extraction resumes from
+its per-session mark, an identical entry is not stored twice). Leases are kept
+in the queue's clock (on PostgreSQL the server's), so hosts' clocks that
+differ do not shorten or stretch them; while the queue cannot be reached, a
+holder counts its lease on its own monotonic clock from when it asked for it,
+which ends no later than the queue's.
 """
 
 from __future__ import annotations
@@ -21,8 +24,8 @@ import json
 import logging
 import os
 import socket
+import time
 import uuid
-from collections.abc import Callable
 
 from gateway.jobs.context import JOB_LEASE_SECONDS
 from gateway.jobs.review import ReviewRequest
@@ -33,6 +36,8 @@ log = logging.getLogger(__name__)
 
 CLAIM_SECONDS = 5.0  # how often each replica looks for due jobs (besides after a reply)
 CLAIM_LIMIT = 16  # jobs one replica runs at once; the model limiter paces their calls
+MAX_ATTEMPTS = 5  # claims of one job before a run cut short or failed closes it anyway
+RETRY_SECONDS = 15.0  # a job failed by the database being away: due again this long per attempt
 
 REVIEW = "review"
 EXTRACT = "extract"
@@ -70,25 +75,26 @@ async def keep_lease(
     queue: JobQueue,
     job: ClaimedJob,
     owner: str,
-    clock: Callable[[], float],
     task: asyncio.Task[object],
     *,
     lease: float = JOB_LEASE_SECONDS,
     every: float = JOB_LEASE_SECONDS / 3,
+    since: float | None = None,
 ) -> None:
     """Renew `job`'s lease every `every` s until cancelled; cancel `task` once the job is
-    lost (the queue says it is no longer `owner`'s, or the lease ran out unrenewed)."""
-    until = job.lease_until
+    lost (the queue says it is no longer `owner`'s, or the lease ran out unrenewed).
+    `since`: when the claim was asked for (`time.monotonic()`; default now)."""
+    until = (time.monotonic() if since is None else since) + lease
     while True:
         await asyncio.sleep(every)
-        now = clock()
+        asked = time.monotonic()
         try:
-            kept = await queue.renew(job.id, owner, now, lease)
+            kept = await queue.renew(job.id, owner, lease)
         except Exception:  # the database is away: the lease may still hold
             log.warning("could not renew the lease of job %d", job.id, exc_info=True)
-            kept = now < until
+            kept = time.monotonic() < until
         else:
-            until = now + lease if kept else until
+            until = asked + lease if kept else until
         if not kept:
             log.info("job %d (%s %s) is no longer ours: stopping it", job.id, job.kind, job.key)
             task.cancel()

@@ -12,14 +12,24 @@ owner and an open row), so an owner whose lease was taken over, or whose job was
 cancelled or erased, learns it from their answer (False) and stops.
 
 The table is a component of its own (like the erasure fence's), so the session
-schema's versions stay as they are. Times are the callers' unix seconds.
+schema's versions stay as they are. Times are the server's: every due time,
+lease and closing is `clock_timestamp()` (unix seconds) plus a caller's
+duration, and compared with it in the statement, so replicas whose clocks
+differ agree on when a lease ran out. `prune` also removes the erasure
+tombstones no longer needed (`memory_core.pg.fence.prune_tombstones`: none
+older than an open job's mark), so the database needs the "fence" component's
+schema too.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import psycopg
+
+from memory_core.errors import PostgresUnavailableError
 from memory_core.pg.database import PgDatabase
+from memory_core.pg.fence import prune_tombstones
 from memory_core.pg.migrations import PgMigration
 from memory_core.sessions.jobs import ClaimedJob, JobRequest, OpenJob
 
@@ -48,38 +58,43 @@ CREATE INDEX jobs_done ON jobs (done_at) WHERE done_at IS NOT NULL;
 
 JOB_MIGRATIONS: tuple[PgMigration, ...] = (PgMigration(COMPONENT, 1, _V1),)
 
+_NOW = "extract(epoch FROM clock_timestamp())::double precision"
+
 _ENQUEUE = b"""
 INSERT INTO jobs (kind, job_key, user_key, payload, mark, due_at, created_at)
-VALUES (%s, %s, %s, %s, %s, %s, %s)
+VALUES (%s, %s, %s, %s, %s, NOW + %s, NOW)
 ON CONFLICT (kind, job_key) WHERE done_at IS NULL DO NOTHING
 RETURNING id
-"""
+""".replace(b"NOW", _NOW.encode())
 
 _CLAIM = b"""
 WITH picked AS (
     SELECT id FROM jobs
-    WHERE done_at IS NULL AND due_at <= %(now)s
-      AND (lease_until IS NULL OR lease_until < %(now)s)
+    WHERE done_at IS NULL AND due_at <= NOW
+      AND (lease_until IS NULL OR lease_until < NOW)
     ORDER BY due_at, id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
 )
 UPDATE jobs j
-SET lease_owner = %(owner)s, lease_until = %(until)s, attempts = j.attempts + 1
+SET lease_owner = %(owner)s, lease_until = NOW + %(lease)s, attempts = j.attempts + 1
 FROM picked WHERE j.id = picked.id
 RETURNING j.id, j.kind, j.job_key, j.user_key, j.payload, j.mark, j.attempts, j.lease_until
-"""
+""".replace(b"NOW", _NOW.encode())
 
 _HELD = b" WHERE id = %s AND lease_owner = %s AND done_at IS NULL"
-_RENEW = b"UPDATE jobs SET lease_until = %s" + _HELD
-_FINISH = b"UPDATE jobs SET done_at = %s, lease_until = NULL" + _HELD
-_RELEASE = b"UPDATE jobs SET due_at = %s, lease_owner = NULL, lease_until = NULL" + _HELD
+_N = _NOW.encode()
+_RENEW = b"UPDATE jobs SET lease_until = " + _N + b" + %s" + _HELD
+_FINISH = b"UPDATE jobs SET done_at = " + _N + b", lease_until = NULL" + _HELD
+_RELEASE = (
+    b"UPDATE jobs SET due_at = " + _N + b" + %s, lease_owner = NULL, lease_until = NULL" + _HELD
+)
 _CANCEL = (
-    b"UPDATE jobs SET done_at = %s, lease_until = NULL "
+    b"UPDATE jobs SET done_at = " + _N + b", lease_until = NULL "
     b"WHERE kind = %s AND job_key = %s AND done_at IS NULL"
 )
 _FORGET = b"DELETE FROM jobs WHERE user_key = %s"
-_PRUNE = b"DELETE FROM jobs WHERE done_at IS NOT NULL AND done_at < %s"
+_PRUNE = b"DELETE FROM jobs WHERE done_at IS NOT NULL AND done_at < " + _N + b" - %s"
 _OPEN = (
     b"SELECT id, kind, job_key, due_at, attempts, lease_owner, lease_until FROM jobs "
     b"WHERE done_at IS NULL ORDER BY due_at, id"
@@ -104,17 +119,16 @@ class PgJobQueue:
             request.user_key,
             request.payload,
             request.mark,
-            request.due_at,
-            request.due_at,
+            request.delay,
         )
         async with self._db.connection() as conn:
             cur = await conn.execute(_ENQUEUE, params)
             return await cur.fetchone() is not None
 
-    async def claim(self, owner: str, now: float, lease: float, limit: int) -> list[ClaimedJob]:
+    async def claim(self, owner: str, lease: float, limit: int) -> list[ClaimedJob]:
         if limit <= 0:
             return []
-        params = {"now": now, "until": now + lease, "owner": owner, "limit": limit}
+        params = {"lease": lease, "owner": owner, "limit": limit}
         async with self._db.connection() as conn:  # one statement: its own transaction
             rows = await (await conn.execute(_CLAIM, params)).fetchall()
         jobs = [
@@ -125,23 +139,28 @@ class PgJobQueue:
         ]
         return sorted(jobs, key=lambda job: job.id)
 
-    async def renew(self, job_id: int, owner: str, now: float, lease: float) -> bool:
-        return await self._count(_RENEW, (now + lease, job_id, owner)) == 1
+    async def renew(self, job_id: int, owner: str, lease: float) -> bool:
+        return await self._count(_RENEW, (lease, job_id, owner)) == 1
 
-    async def finish(self, job_id: int, owner: str, now: float) -> bool:
-        return await self._count(_FINISH, (now, job_id, owner)) == 1
+    async def finish(self, job_id: int, owner: str) -> bool:
+        return await self._count(_FINISH, (job_id, owner)) == 1
 
-    async def release(self, job_id: int, owner: str, due_at: float) -> bool:
-        return await self._count(_RELEASE, (due_at, job_id, owner)) == 1
+    async def release(self, job_id: int, owner: str, delay: float = 0.0) -> bool:
+        return await self._count(_RELEASE, (delay, job_id, owner)) == 1
 
-    async def cancel(self, kind: str, key: str, now: float) -> int:
-        return await self._count(_CANCEL, (now, kind, key))
+    async def cancel(self, kind: str, key: str) -> int:
+        return await self._count(_CANCEL, (kind, key))
 
     async def forget_person(self, user_key: str) -> int:
         return await self._count(_FORGET, (user_key,))
 
-    async def prune(self, before: float) -> int:
-        return await self._count(_PRUNE, (before,))
+    async def prune(self, age: float) -> int:
+        """Remove the jobs done more than `age` seconds ago, then the tombstones no
+        longer needed; how many jobs."""
+        async with self._db.connection() as conn:
+            pruned = max((await conn.execute(_PRUNE, (age,))).rowcount, 0)
+            await prune_tombstones(conn)
+        return pruned
 
     async def open_jobs(self) -> list[OpenJob]:
         async with self._db.connection() as conn:
@@ -150,3 +169,6 @@ class PgJobQueue:
             OpenJob(int(r[0]), str(r[1]), str(r[2]), float(r[3]), int(r[4]), r[5], r[6])
             for r in rows
         ]
+
+    def transient(self, error: BaseException) -> bool:
+        return isinstance(error, PostgresUnavailableError | psycopg.OperationalError)

@@ -4,7 +4,8 @@
 store and a blocking one for memory, settings, staged changes and private skills
 (whose callers block), runs every component's migrations once (under the
 migration lock, so replicas starting together migrate once), and registers the
-pools' closing on `stack`.
+pools' closing on `stack`. It also sets this process's erasure marks to the
+server's clock, and keeps them so (`memory_core.pg.fence`).
 """
 
 from __future__ import annotations
@@ -16,11 +17,11 @@ from dataclasses import dataclass
 import psycopg
 
 from memory_core.errors import PostgresSchemaError, PostgresUnavailableError
-from memory_core.fence import ErasureFence
+from memory_core.fence import PROCESS_MARKS, ErasureFence
 from memory_core.pg.blocking import PgSyncDatabase
 from memory_core.pg.database import PgDatabase
 from memory_core.pg.documents import DOCUMENT_MIGRATIONS
-from memory_core.pg.fence import FENCE_MIGRATIONS, PgTombstones
+from memory_core.pg.fence import FENCE_MIGRATIONS, PgTombstones, calibrate, keep_calibrated
 from memory_core.pg.memory import PgMemoryStore
 from memory_core.pg.memory_schema import MEMORY_MIGRATIONS
 from memory_core.pg.migrations import PgMigration, check_recorded, plan
@@ -78,6 +79,9 @@ async def open_postgres_stores(
     await database.open()
     stack.push_async_callback(database.close)
     await database.migrate(ALL_MIGRATIONS)
+    await calibrate(database, PROCESS_MARKS)  # marks in the server's time, as tombstones are
+    calibrating = asyncio.create_task(keep_calibrated(database, PROCESS_MARKS))
+    stack.callback(calibrating.cancel)
     blocking = PgSyncDatabase(url, max_size=pool_size)
     blocking.open()
     stack.callback(blocking.close)

@@ -6,8 +6,9 @@ A job is one open row per (kind, key): ``("review", session key)``,
 unless one of that kind and key is open already (due, or running somewhere);
 `claim` hands the due ones to one owner for a lease of some seconds; the owner
 `renew`s the lease while it works and, once the work has committed, `finish`es
-the job (or `release`s it to be due again at a given time: the sweep's next
-round, a run cut short by a shutdown). A lease that runs out (its holder died,
+the job (or `release`s it to be due again some seconds from now: the sweep's
+next round, a run cut short by a shutdown or failed by the database being
+away). A lease that runs out (its holder died,
 or stalled longer than the lease) lets another owner claim the job: a job is
 never lost with its holder, and it runs again from what its own progress says
 (an extraction from its per-session mark). `cancel` closes the open job of a
@@ -15,8 +16,11 @@ kind and key (a review the person talked over), `forget_person` removes every
 row of a person; a holder whose `renew` or `finish` answers False has lost the
 job and stops.
 
-Times are the caller's unix seconds (`now`), so a test's clock drives leases
-too. `InProcessJobs` is the queue of the embedded default (one process, SQLite):
+Times are the queue's own: callers give durations (a lease, a delay, an age),
+never a time, so that replicas whose clocks differ agree on when a lease runs
+out. `InProcessJobs` reads the clock it is given (a test's clock drives its
+leases); on PostgreSQL every time is the server's `clock_timestamp()`.
+`InProcessJobs` is the queue of the embedded default (one process, SQLite):
 it keeps nothing across a restart, which is today's guarantee, since state.db
 already says which sessions are due (the first sweep after a start finds them)
 and the review counters call for the next review. On PostgreSQL the queue is a
@@ -25,8 +29,12 @@ table (`memory_core.pg.session_jobs`).
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
+
+from memory_core.errors import PostgresUnavailableError
 
 
 @dataclass(frozen=True)
@@ -35,10 +43,10 @@ class JobRequest:
 
     kind: str
     key: str
-    due_at: float
     user_key: str | None = None
     payload: str = ""
     mark: int | None = None  # the erasure-fence mark of the work that asked for it
+    delay: float = 0.0  # due this many seconds after it is enqueued
 
 
 @dataclass(frozen=True)
@@ -52,7 +60,7 @@ class ClaimedJob:
     payload: str
     mark: int | None
     attempts: int  # claims so far, this one included: more than 1 is a takeover or a retry
-    lease_until: float
+    lease_until: float  # in the queue's clock
 
 
 @dataclass(frozen=True)
@@ -75,23 +83,26 @@ class JobQueue(Protocol):
         """Add the job; False when one of its kind and key is open already."""
         ...
 
-    async def claim(self, owner: str, now: float, lease: float, limit: int) -> list[ClaimedJob]:
-        """Take up to `limit` jobs due by `now` that nobody holds (or whose lease ran out)."""
+    async def claim(self, owner: str, lease: float, limit: int) -> list[ClaimedJob]:
+        """Take up to `limit` jobs due now that nobody holds (or whose lease ran out),
+        each leased to `owner` for `lease` seconds."""
         ...
 
-    async def renew(self, job_id: int, owner: str, now: float, lease: float) -> bool:
-        """Extend the lease to `now + lease`; False when the job is no longer `owner`'s."""
+    async def renew(self, job_id: int, owner: str, lease: float) -> bool:
+        """Extend the lease to `lease` seconds from now; False when the job is no longer
+        `owner`'s."""
         ...
 
-    async def finish(self, job_id: int, owner: str, now: float) -> bool:
+    async def finish(self, job_id: int, owner: str) -> bool:
         """Close the job (its work has committed); False when it was not `owner`'s."""
         ...
 
-    async def release(self, job_id: int, owner: str, due_at: float) -> bool:
-        """Give the job back, due again at `due_at`; False when it was not `owner`'s."""
+    async def release(self, job_id: int, owner: str, delay: float = 0.0) -> bool:
+        """Give the job back, due again `delay` seconds from now; False when it was not
+        `owner`'s."""
         ...
 
-    async def cancel(self, kind: str, key: str, now: float) -> int:
+    async def cancel(self, kind: str, key: str) -> int:
         """Close the open job of `kind` and `key` (its holder stops at its next renewal)."""
         ...
 
@@ -99,12 +110,17 @@ class JobQueue(Protocol):
         """Remove every job of `user_key`, open or done; how many."""
         ...
 
-    async def prune(self, before: float) -> int:
-        """Remove the jobs done before `before`; how many."""
+    async def prune(self, age: float) -> int:
+        """Remove the jobs done more than `age` seconds ago; how many."""
         ...
 
     async def open_jobs(self) -> list[OpenJob]:
         """The open jobs, by due time."""
+        ...
+
+    def transient(self, error: BaseException) -> bool:
+        """Whether a job that failed with `error` may succeed if run again: its database
+        was away or its connection cut (not a mistake that would fail again)."""
         ...
 
 
@@ -121,9 +137,11 @@ class _Row:
 
 class InProcessJobs:
     """`JobQueue` in this process's memory: the embedded default's queue. Each method
-    runs to its end without awaiting, so calls from concurrent tasks never interleave."""
+    runs to its end without awaiting, so calls from concurrent tasks never interleave.
+    `clock` gives its times (unix seconds)."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self._clock = clock
         self._rows: dict[int, _Row] = {}
         self._open_ids: dict[tuple[str, str], int] = {}  # (kind, key) -> the open row's id
         self._next_id = 1
@@ -151,13 +169,14 @@ class InProcessJobs:
     async def enqueue(self, request: JobRequest) -> bool:
         if self._open(request.kind, request.key) is not None:
             return False
-        row = _Row(self._next_id, request, request.due_at)
+        row = _Row(self._next_id, request, self._clock() + request.delay)
         self._rows[row.id] = row
         self._open_ids[(request.kind, request.key)] = row.id
         self._next_id += 1
         return True
 
-    async def claim(self, owner: str, now: float, lease: float, limit: int) -> list[ClaimedJob]:
+    async def claim(self, owner: str, lease: float, limit: int) -> list[ClaimedJob]:
+        now = self._clock()
         due = [
             row
             for row in self._open_rows()
@@ -168,28 +187,28 @@ class InProcessJobs:
             row.attempts += 1
         return [_claimed(row) for row in due]
 
-    async def renew(self, job_id: int, owner: str, now: float, lease: float) -> bool:
+    async def renew(self, job_id: int, owner: str, lease: float) -> bool:
         row = self._held(job_id, owner)
         if row is not None:
-            row.lease_until = now + lease
+            row.lease_until = self._clock() + lease
         return row is not None
 
-    async def finish(self, job_id: int, owner: str, now: float) -> bool:
+    async def finish(self, job_id: int, owner: str) -> bool:
         row = self._held(job_id, owner)
         if row is not None:
-            self._close(row, now)
+            self._close(row, self._clock())
         return row is not None
 
-    async def release(self, job_id: int, owner: str, due_at: float) -> bool:
+    async def release(self, job_id: int, owner: str, delay: float = 0.0) -> bool:
         row = self._held(job_id, owner)
         if row is not None:
-            row.due_at, row.lease_owner, row.lease_until = due_at, None, None
+            row.due_at, row.lease_owner, row.lease_until = self._clock() + delay, None, None
         return row is not None
 
-    async def cancel(self, kind: str, key: str, now: float) -> int:
+    async def cancel(self, kind: str, key: str) -> int:
         row = self._open(kind, key)
         if row is not None:
-            self._close(row, now)
+            self._close(row, self._clock())
         return 0 if row is None else 1
 
     async def forget_person(self, user_key: str) -> int:
@@ -200,7 +219,8 @@ class InProcessJobs:
                 del self._open_ids[(row.request.kind, row.request.key)]
         return len(gone)
 
-    async def prune(self, before: float) -> int:
+    async def prune(self, age: float) -> int:
+        before = self._clock() - age
         gone = [
             job_id
             for job_id, row in self._rows.items()
@@ -223,6 +243,9 @@ class InProcessJobs:
             )
             for row in self._open_rows()
         ]
+
+    def transient(self, error: BaseException) -> bool:
+        return isinstance(error, PostgresUnavailableError)
 
 
 def _claimed(row: _Row) -> ClaimedJob:

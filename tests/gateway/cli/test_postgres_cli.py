@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -119,7 +118,7 @@ def _settings(env: dict[str, str]) -> StorageSettings:
 
 async def _ask_a_review(env: dict[str, str], user_key: str) -> None:
     async with open_storage(_settings(env)) as storage:
-        request = JobRequest("review", user_key, time.time() + 600, user_key=user_key)
+        request = JobRequest("review", user_key, user_key=user_key, delay=600.0)
         assert await storage.jobs.enqueue(request)
 
 
