@@ -125,12 +125,12 @@ async def list_sessions(conn: Connection, scope: SearchScope, limit: int = 20) -
 async def unanswered(
     conn: Connection, source: str, since: float, limit: int = 100
 ) -> list[tuple[SessionInfo, StoredMessage]]:
-    """`chats.unanswered`: open sessions whose newest message is a person's, unanswered."""
+    """`chats.unanswered`: every person's message of the open sessions not answered yet."""
     rows = await _all(
         conn,
-        f"SELECT {_S_COLUMNS}, {MESSAGE_COLUMNS} FROM sessions s "
-        "JOIN messages m ON m.id = (SELECT max(x.id) FROM messages x WHERE x.session_id = s.id) "
-        "WHERE s.ended_at IS NULL AND s.source = %s AND m.role = 'user' AND m.notice IS NULL "
+        f"SELECT {_S_COLUMNS}, {MESSAGE_COLUMNS} FROM messages m "
+        "JOIN sessions s ON s.id = m.session_id "
+        "WHERE m.unanswered AND s.ended_at IS NULL AND s.source = %s "
         "AND m.timestamp >= %s ORDER BY m.timestamp, m.id LIMIT %s",
         (source, since, limit),
     )

@@ -10,6 +10,11 @@ The writes about a person take `person_lock` shared, the erasure exclusive:
 an erasure waits for the writes already past their fence check, and sees
 their rows (see `sessions.PgSessionStore`).
 
+A person's message waits for its answer as in SQLite (`writes`): marked in its
+insert, cleared by the insert of the first reply after it (a data-modifying
+`WITH` in the same statement, so no round trip is added to a turn), by its
+fault line and by its session's end.
+
 Text is cleaned as SQLite's store cleans it (lone surrogates become U+FFFD),
 and NUL characters, which PostgreSQL text cannot hold, become U+FFFD too.
 """
@@ -38,10 +43,24 @@ _SYMBOL = re.compile(f"[{SYMBOL_CLASS}]")
 
 _INSERT_MESSAGE = """
 INSERT INTO messages (session_id, role, content, tool_name, tool_calls, tool_call_id,
-    timestamp, platform_message_id, speaker_name, dedupe_key, own_words, words, symbols)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector, %s)
+    timestamp, platform_message_id, speaker_name, dedupe_key, own_words, words, symbols,
+    unanswered)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector, %s, %s)
 ON CONFLICT DO NOTHING RETURNING id
 """
+
+# `_INSERT_MESSAGE` of a reply: the session's newest message waiting for its answer is
+# answered by it, unless the reply is stored already (then it was, when it was stored).
+# Parameters: session id, session id, the reply's key, then `message_row`'s.
+_INSERT_ANSWER = (
+    """
+WITH answered AS (
+    UPDATE messages SET unanswered = NULL WHERE id = (
+        SELECT max(w.id) FROM messages w WHERE w.session_id = %s AND w.unanswered)
+    AND NOT EXISTS (SELECT 1 FROM messages d WHERE d.session_id = %s AND d.dedupe_key = %s)
+)"""
+    + _INSERT_MESSAGE
+)
 
 _SESSION_INSERT = (
     "INSERT INTO sessions (source, user_key, owner_token, chat_id, chat_type, thread_id, "
@@ -81,8 +100,11 @@ def index_row(m: NewMessage) -> IndexRow:
     return (m.role, clean(m.content), float(m.timestamp), _clean(m.speaker_name))
 
 
-def message_row(session_id: int, m: NewMessage, words: str | None) -> tuple[object, ...]:
-    """The parameters of `_INSERT_MESSAGE`; `words` is the message's tsvector literal."""
+def message_row(
+    session_id: int, m: NewMessage, words: str | None, waits: bool = False
+) -> tuple[object, ...]:
+    """The parameters of `_INSERT_MESSAGE`; `words` is the message's tsvector literal,
+    `waits` whether it is a person's message waiting for its answer."""
     content = clean(m.content)
     return (
         session_id,
@@ -98,6 +120,7 @@ def message_row(session_id: int, m: NewMessage, words: str | None) -> tuple[obje
         bool(m.own_words),
         words,
         symbols(m.role, content),
+        True if waits else None,
     )
 
 
@@ -118,8 +141,16 @@ async def append_messages(
     session_id, created = await _open_session(conn, origin, messages[0].timestamp)
     ids: list[int] = []
     inserted = 0
-    for message, vector in zip(messages, words, strict=True):
-        row = await _one(conn, _INSERT_MESSAGE, message_row(session_id, message, vector))
+    answering = True  # the first new reply answers the newest message waiting
+    for n, (message, vector) in enumerate(zip(messages, words, strict=True), start=1):
+        waits = message.role == "user" and n == len(messages)
+        values = message_row(session_id, message, vector, waits)
+        if message.role != "user" and answering:
+            row = await _one(conn, _INSERT_ANSWER, (session_id, session_id, message.key, *values))
+            answering = row is None
+        else:
+            row = await _one(conn, _INSERT_MESSAGE, values)
+            answering = answering and message.role != "user"  # answered in this batch
         if row is not None:
             ids.append(int(row[0]))
             inserted += 1
@@ -217,9 +248,9 @@ async def clear_system_prompts(conn: Connection, user_key: str) -> int:
 
 
 async def record_notice(conn: Connection, message_id: int, notice: str) -> bool:
-    """`writes.record_notice`: whether that person's message was there."""
+    """`writes.record_notice`: whether that person's message was there (answered now)."""
     cursor = await conn.execute(
-        "UPDATE messages SET notice = %s WHERE id = %s AND role = 'user'",
+        "UPDATE messages SET notice = %s, unanswered = NULL WHERE id = %s AND role = 'user'",
         (clean(notice), message_id),
     )
     return cursor.rowcount == 1
@@ -235,13 +266,16 @@ async def end_session(conn: Connection, session_id: int, reason: str, now: float
 
 
 async def end_open_session(conn: Connection, session_id: int, reason: str, now: float) -> None:
-    """`writes.end_open_session`: due for extraction if it has messages past its mark."""
+    """`writes.end_open_session`: due for extraction if it has messages past its mark; its
+    messages wait for no answer any more."""
     await conn.execute(
+        "WITH answered AS (UPDATE messages SET unanswered = NULL "
+        "WHERE session_id = %s AND unanswered) "
         "UPDATE sessions SET ended_at = %s, end_reason = %s, system_prompt = NULL, "
         "extraction_due = CASE WHEN external_id IS NULL AND source <> ALL(%s) "
         "AND extracted_through < coalesce((SELECT max(m.id) FROM messages m "
         "WHERE m.session_id = sessions.id), 0) THEN TRUE ELSE extraction_due END WHERE id = %s",
-        (now, reason, list(INTERNAL_SOURCES), session_id),
+        (session_id, now, reason, list(INTERNAL_SOURCES), session_id),
     )
 
 
@@ -256,11 +290,14 @@ async def start_child_session(
     messages: Sequence[NewMessage],
     words: Sequence[str | None],
 ) -> int:
-    """`writes.start_child_session`: the parent ended, its continuation started."""
+    """`writes.start_child_session`: the parent ended, its continuation started (the copy
+    of a person's message the parent had not answered waits in the child)."""
     parent = await _one(
         conn,
         "SELECT source, user_key, chat_id, chat_type, thread_id, session_key, model, title, "
-        "root_id, ended_at, owner_token, turns_since_memory, steps_since_skill "
+        "root_id, ended_at, owner_token, turns_since_memory, steps_since_skill, "
+        "(SELECT array_agg(m.platform_message_id) FROM messages m "
+        "WHERE m.session_id = sessions.id AND m.unanswered) "
         "FROM sessions WHERE id = %s FOR UPDATE",
         (parent_id,),
     )
@@ -288,8 +325,10 @@ async def start_child_session(
     if made is None:
         raise SessionConflictError(f"session key {parent[5]!r} already has another open session")
     child_id = int(made[0])
+    waiting = {m for m in parent[13] or () if m is not None}
     for message, vector in zip(messages, words, strict=True):
-        await conn.execute(_INSERT_MESSAGE.encode(), message_row(child_id, message, vector))
+        waits = message.role == "user" and message.platform_message_id in waiting
+        await conn.execute(_INSERT_MESSAGE.encode(), message_row(child_id, message, vector, waits))
     return child_id
 
 

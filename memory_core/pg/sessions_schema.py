@@ -26,6 +26,9 @@ message, and refuse a change of a session's owner, as the SQLite triggers do.
 v2 (SQLite's v10): `words` also holds the message's date and speaker as words,
 weighted A (`search_text`); every message's `words` is computed again, in
 Python, `FILL_BATCH` rows at a time, in the step's transaction.
+
+v3 (SQLite's v11): `unanswered`, the mark of a person's message a turn stored
+and has not answered yet, with a partial index of the marked rows.
 """
 
 from __future__ import annotations
@@ -158,6 +161,17 @@ COMMENT ON COLUMN messages.words IS
 -- then every row's words again, by search_text.index_documents (fill_words)
 """
 
+# v3 (SQLite's v11): TRUE on a person's message a turn stored and has not answered yet,
+# NULL once answered (`session_writes`), under a partial index of the marked rows only;
+# existing rows: an open session's newest message when it is a person's without a notice.
+_V3 = """
+ALTER TABLE messages ADD COLUMN unanswered BOOLEAN;
+UPDATE messages m SET unanswered = TRUE FROM sessions s
+    WHERE s.ended_at IS NULL AND m.session_id = s.id AND m.role = 'user' AND m.notice IS NULL
+    AND m.id = (SELECT max(x.id) FROM messages x WHERE x.session_id = s.id);
+CREATE INDEX messages_unanswered ON messages (session_id, id) WHERE unanswered;
+"""
+
 FILL_BATCH = 5000
 
 
@@ -181,4 +195,5 @@ def fill_words(conn: Connection[Any]) -> None:
 SESSION_MIGRATIONS: tuple[PgMigration, ...] = (
     PgMigration(COMPONENT, 1, _V1),
     PgMigration(COMPONENT, 2, _V2, then=fill_words),
+    PgMigration(COMPONENT, 3, _V3),
 )

@@ -1,8 +1,11 @@
 """Chat-level facts of state.db: messages left unanswered, and chats that moved.
 
-`unanswered` finds the open sessions of one platform whose newest message is
-the person's, stored but never answered (the process stopped mid-turn; a
-fault line counts as an answer), so the bot answers them after a restart.
+`unanswered` finds the person's messages of one platform's open sessions that
+a turn stored and never answered (the process stopped mid-turn; a fault line
+or a stop counts as an answer), every one, not only a session's newest (a
+later message answered elsewhere meanwhile does not hide it), so the bot
+answers them after a restart, or another replica does. Their mark is kept by
+`writes`, under a partial index of the marked rows only.
 `migrate_chat` follows a chat that got a new id (Telegram turns a group into a
 supergroup): its sessions, their routing keys and so their recall scope move
 to the new id.
@@ -23,13 +26,13 @@ _S_COLUMNS = ", ".join(f"s.{c.strip()}" for c in SESSION_COLUMNS.split(","))
 def unanswered(
     conn: sqlite3.Connection, source: str, since: float, limit: int = 100
 ) -> list[tuple[SessionInfo, StoredMessage]]:
-    """Open sessions of `source` whose newest message is a user's, stored at or after
-    `since` and never answered, with that message; oldest first. A message that got a
-    fault line instead of an answer (`writes.record_notice`) was answered."""
+    """The person's messages of `source`'s open sessions stored at or after `since` and
+    never answered, each with its session; oldest first. A message that got a fault
+    line instead of an answer (`writes.record_notice`) was answered."""
     rows = conn.execute(
-        f"SELECT {_S_COLUMNS}, {MESSAGE_COLUMNS} FROM sessions s "
-        "JOIN messages m ON m.id = (SELECT max(x.id) FROM messages x WHERE x.session_id = s.id) "
-        "WHERE s.ended_at IS NULL AND s.source = ? AND m.role = 'user' AND m.notice IS NULL "
+        f"SELECT {_S_COLUMNS}, {MESSAGE_COLUMNS} FROM messages m "
+        "INDEXED BY messages_unanswered JOIN sessions s ON s.id = m.session_id "
+        "WHERE m.unanswered IS NOT NULL AND s.ended_at IS NULL AND s.source = ? "
         "AND m.timestamp >= ? "
         "ORDER BY m.timestamp, m.id LIMIT ?",
         (source, since, limit),

@@ -28,10 +28,11 @@ functions too, can run FTS5's integrity check or a 'rebuild'.
 One insert, one delete and one update trigger keep both in sync (and the
 per-session message counts). What each later version added to the rows (the
 stored prompt and review counters, extraction progress, fault notices, own
-words) is said beside its migration below. Bulk loads drop the insert trigger,
-insert, index the new rows in one statement and put the trigger back
-(`drop_insert_trigger` / `index_rows_after` / `create_insert_trigger`), all
-inside the caller's transaction.
+words, the mark of a person's message not answered yet) is said beside its
+migration below. Bulk loads drop the insert trigger, insert, index the new
+rows in one statement and put the trigger back (`drop_insert_trigger` /
+`index_rows_after` / `create_insert_trigger`), all inside the caller's
+transaction.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ from memory_core.sessions.word_index import (
     about_words,
 )
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 WORD_INDEX = "messages_fts"
 TRIGRAM_INDEX = "messages_trigram"
 
@@ -361,6 +362,21 @@ ALTER TABLE messages ADD COLUMN own_words INTEGER NOT NULL DEFAULT 1;
 """
 
 
+# v11: 1 on a person's message a turn stored and has not answered yet; NULL once its
+# reply, its stop or its fault line is stored, or its session ends (`writes`). A
+# partial index holds only the marked rows, so `chats.unanswered` finds every such
+# message of the open sessions, not only a session's newest, as cheaply with millions
+# of messages as with a few. Existing rows: the ones the rule before it found (an open
+# session's newest message, a person's, without a fault line).
+_V11 = """
+ALTER TABLE messages ADD COLUMN unanswered INTEGER;
+UPDATE messages SET unanswered = 1 WHERE role = 'user' AND notice IS NULL AND id IN (
+    SELECT (SELECT max(x.id) FROM messages x WHERE x.session_id = s.id)
+    FROM sessions s WHERE s.ended_at IS NULL);
+CREATE INDEX messages_unanswered ON messages(session_id, id) WHERE unanswered IS NOT NULL;
+"""
+
+
 def owner_token(user_key: str) -> str:
     """Three private-use characters derived from a user key: one word, one trigram.
 
@@ -393,6 +409,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(8, _V8),
     Migration(9, _V9),  # own words: forwarded and quoted text is marked
     Migration(10, V10),  # the date and speaker words (word_index.py)
+    Migration(11, _V11),
 )
 
 

@@ -7,6 +7,14 @@ its session by its platform message id, else by its caller key, both under
 unique indexes, and inserted with ``INSERT OR IGNORE``. Text that UTF-8 cannot
 hold (a lone surrogate, which a platform's JSON can carry) is stored with
 U+FFFD in its place, so such a message is kept, never refused.
+
+A person's message appended last of its batch (a turn stores it alone, before
+the model is asked) is marked unanswered in its insert. The first new reply,
+tool step or stop note of a later batch answers the session's newest marked
+message (a turn's reply follows its own message: the session's lock keeps
+turns apart), in the same transaction; so does a fault line kept on it
+(`record_notice`), and the end of its session clears its marks.
+`chats.unanswered` lists the marked messages.
 """
 
 from __future__ import annotations
@@ -29,9 +37,16 @@ from memory_core.sessions.schema import optimize_indexes, owner_token
 
 _INSERT_MESSAGE = """
 INSERT OR IGNORE INTO messages(session_id, role, content, tool_name, tool_calls, tool_call_id,
-    timestamp, platform_message_id, speaker_name, dedupe_key, own_words)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    timestamp, platform_message_id, speaker_name, dedupe_key, own_words, unanswered)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
+
+# The session's newest message still waiting for its answer, older than the reply
+# just inserted, is answered by it.
+_ANSWERED = (
+    "UPDATE messages SET unanswered = NULL WHERE id = (SELECT max(id) FROM messages "
+    "INDEXED BY messages_unanswered WHERE session_id = ? AND unanswered IS NOT NULL AND id < ?)"
+)
 
 
 @dataclass(frozen=True)
@@ -51,7 +66,9 @@ def append_messages(
     """Append `messages` to the open session of `origin.session_key`, creating it if needed.
 
     `counters` moves the session's review counters in the same transaction,
-    only if a message was new (a turn written twice counts once).
+    only if a message was new (a turn written twice counts once). A person's
+    message last in `messages` waits for its answer; a new message of another
+    role answers the session's newest one waiting (see the module docstring).
     """
     if not messages:
         raise InvalidMessageError("append_messages needs at least one message")
@@ -59,11 +76,18 @@ def append_messages(
         session_id, created = _open_session(conn, origin, messages[0].timestamp)
         ids: list[int] = []
         inserted = 0
-        for message in messages:
-            cursor = conn.execute(_INSERT_MESSAGE, _message_row(session_id, message))
+        answering = True  # the first new reply answers the newest message waiting
+        for n, message in enumerate(messages, start=1):
+            waits = message.role == "user" and n == len(messages)
+            cursor = conn.execute(_INSERT_MESSAGE, _message_row(session_id, message, waits))
+            if message.role == "user":
+                answering = False  # a reply after it in this batch answers this one
             if cursor.rowcount == 1:
                 ids.append(int(cursor.lastrowid or 0))
                 inserted += 1
+                if answering:
+                    conn.execute(_ANSWERED, (session_id, ids[-1]))
+                    answering = False
             else:
                 ids.append(_existing_message_id(conn, session_id, message))
         if counters is not None and inserted:
@@ -115,11 +139,11 @@ def clear_system_prompts(conn: sqlite3.Connection, user_key: str) -> int:
 
 def record_notice(conn: sqlite3.Connection, message_id: int, notice: str) -> bool:
     """Keep on a person's message the line they got instead of an answer (a model
-    fault); whether such a message was there. It then counts as answered
-    (`chats.unanswered` skips it); no request ever carries the line."""
+    fault); whether such a message was there. It then counts as answered (its
+    mark goes: `chats.unanswered` skips it); no request ever carries the line."""
     with transaction(conn):
         cursor = conn.execute(
-            "UPDATE messages SET notice = ? WHERE id = ? AND role = 'user'",
+            "UPDATE messages SET notice = ?, unanswered = NULL WHERE id = ? AND role = 'user'",
             (without_lone_surrogates(notice), message_id),
         )
     return cursor.rowcount == 1
@@ -138,7 +162,7 @@ def _clean(text: str | None) -> str | None:
     return None if text is None else without_lone_surrogates(text)
 
 
-def _message_row(session_id: int, m: NewMessage) -> tuple[object, ...]:
+def _message_row(session_id: int, m: NewMessage, waits: bool = False) -> tuple[object, ...]:
     return (
         session_id,
         m.role,
@@ -151,6 +175,7 @@ def _message_row(session_id: int, m: NewMessage) -> tuple[object, ...]:
         _clean(m.speaker_name),
         m.key,
         int(bool(m.own_words)),
+        1 if waits else None,
     )
 
 
@@ -221,8 +246,14 @@ def end_session(conn: sqlite3.Connection, session_id: int, reason: str, now: flo
 def end_open_session(conn: sqlite3.Connection, session_id: int, reason: str, now: float) -> None:
     """End an open session; due for extraction if it has messages past its mark.
 
-    Imported sessions and the background agents' own are never due.
+    Imported sessions and the background agents' own are never due. Its
+    messages wait for no answer any more (an ended session is never answered).
     """
+    conn.execute(
+        "UPDATE messages INDEXED BY messages_unanswered SET unanswered = NULL "
+        "WHERE session_id = ? AND unanswered IS NOT NULL",
+        (session_id,),
+    )
     conn.execute(
         "UPDATE sessions SET ended_at = ?, end_reason = ?, system_prompt = NULL, "
         "extraction_due = CASE WHEN external_id IS NULL AND source NOT IN "
@@ -250,7 +281,9 @@ def start_child_session(
     over the parent's review counters (the conversation goes on), but not its
     system prompt: the child gets a fresh one, and the parent's is dropped.
     `messages` (a compression's summary and kept tail) are its first messages,
-    written in the same transaction, so no child is ever seen without them.
+    written in the same transaction, so no child is ever seen without them; the
+    copy of a person's message the parent had not answered (the turn that is
+    compressing) waits for its answer in the child.
     """
     with transaction(conn):
         parent = conn.execute(
@@ -261,6 +294,14 @@ def start_child_session(
         ).fetchone()
         if parent is None:
             raise SessionNotFoundError(f"no session {parent_id}")
+        waiting = {
+            row[0]
+            for row in conn.execute(
+                "SELECT platform_message_id FROM messages INDEXED BY messages_unanswered "
+                "WHERE session_id = ? AND unanswered IS NOT NULL",
+                (parent_id,),
+            )
+        }
         if parent[9] is None:
             end_open_session(conn, parent_id, end_reason, now)
         try:
@@ -287,7 +328,8 @@ def start_child_session(
             ) from None
         child_id = int(cursor.lastrowid or 0)
         for message in messages:
-            conn.execute(_INSERT_MESSAGE, _message_row(child_id, message))
+            waits = message.role == "user" and message.platform_message_id in waiting - {None}
+            conn.execute(_INSERT_MESSAGE, _message_row(child_id, message, waits))
         return child_id
 
 

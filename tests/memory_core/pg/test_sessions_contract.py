@@ -301,6 +301,76 @@ async def test_a_notice_answers_a_message(store: SessionBackend) -> None:
     assert not await store.record_notice(999_999, "no")
 
 
+async def test_a_message_left_unanswered_stays_found_after_a_later_one_is_answered(
+    store: SessionBackend,
+) -> None:
+    """A turn killed after storing m1; the person's m2 answered elsewhere: m1 is still owed."""
+    m1 = await store.append_message(origin=alice(), message=message("m1", 100, key="t1:0"))
+    await store.append_messages(origin=alice(), messages=[message("m2", 101, key="t2:0")])
+    await store.append_messages(
+        origin=alice(), messages=[message("re m2", 102, role="assistant", key="t2:1")]
+    )
+    found = await store.unanswered("telegram", since=50)
+    assert [(s.id, m.id, m.content) for s, m in found] == [(m1.session_id, m1.message_ids[0], "m1")]
+
+
+async def test_every_unanswered_message_is_found_oldest_first(store: SessionBackend) -> None:
+    await store.append_message(origin=alice(), message=message("m1", 100))
+    await store.append_message(origin=alice(), message=message("m2", 101))
+    await store.append_message(origin=origin(BOB), message=message("b1", 100.5))
+    found = await store.unanswered("telegram", since=50)
+    assert [m.content for _, m in found] == ["m1", "b1", "m2"]
+    assert [m.content for _, m in await store.unanswered("telegram", since=100.2)] == ["b1", "m2"]
+    assert [m.content for _, m in await store.unanswered("telegram", 50, limit=1)] == ["m1"]
+
+
+async def test_a_reply_a_stop_or_a_notice_answers_only_its_message(
+    store: SessionBackend,
+) -> None:
+    """A reply answers the session's newest message waiting; one written again answers
+    nothing more; a batch with its own person's message answers that one."""
+    await store.append_message(origin=alice(), message=message("m1", 100))
+    await store.append_message(origin=alice(), message=message("m2", 101))
+    reply = message("re m2", 102, role="assistant")
+    replied = await store.append_messages(origin=alice(), messages=[reply])
+    await store.append_messages(origin=alice(), messages=[reply])  # written twice: once
+    await store.append_messages(
+        origin=alice(), messages=[message("q", 103), message("a", 104, role="assistant")]
+    )
+    assert [m.content for _, m in await store.unanswered("telegram", 50)] == ["m1"]
+    m3 = await store.append_message(origin=alice(), message=message("m3", 105))
+    assert await store.record_notice(m3.message_ids[0], "the model failed")
+    assert not await store.record_notice(replied.message_ids[0], "a reply takes none")
+    await store.append_messages(
+        origin=alice(), messages=[message("(stopped)", 106, role="assistant")]
+    )  # a stop's note answers the newest waiting: m1
+    assert await store.unanswered("telegram", 50) == []
+
+
+async def test_an_ended_session_owes_nothing_and_a_compressed_one_carries_the_message(
+    store: SessionBackend,
+) -> None:
+    first = await store.append_message(origin=alice(), message=message("m1", 100))
+    await store.end_session(first.session_id, "new")
+    assert await store.unanswered("telegram", 50) == []
+    await store.append_messages(origin=alice(), messages=[message("m2", 101)])  # new session
+    parent = await store.append_message(
+        origin=alice(), message=message("m3", 102, platform_message_id="p3")
+    )
+    child = await store.start_child_session(
+        parent.session_id,
+        messages=[
+            message("summary", 100, own_words=False),
+            message("m2", 101, key="copy-m2"),  # no platform id: not told apart, not carried
+            message("m3", 102, platform_message_id="p3"),
+        ],
+    )
+    found = await store.unanswered("telegram", 50)
+    assert [(s.id, m.content) for s, m in found] == [(child, "m3")]
+    await store.append_messages(origin=alice(), messages=[message("re m3", 103, role="assistant")])
+    assert await store.unanswered("telegram", 50) == []
+
+
 # inbox
 
 

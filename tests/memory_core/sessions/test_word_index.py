@@ -86,7 +86,7 @@ def test_a_version_9_database_is_reindexed_with_dates_and_speakers(tmp_path: Pat
     path = tmp_path / "state.db"
     make_v9_database(path)
     with SessionDB(path) as db:
-        assert schema_version(db.conn) == SCHEMA_VERSION == 10
+        assert schema_version(db.conn) == SCHEMA_VERSION >= 10
         db.check()  # the rebuilt index agrees with its view
         assert found(db, "lunes") == found(db, "Caroline") == found(db, "锅炉") == [1]
         assert found(db, "marzo viernes") == found(db, "Melanie") == [2]
