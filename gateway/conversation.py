@@ -9,12 +9,11 @@ work hears of it. The sessions themselves (opening, ending, migration,
 eviction) belong to `gateway.session_cache.OpenSessions`.
 
 No chat waits on another: the platform is told a message cannot be lost
-(`on_stored`) before its session's lock is waited for. A message that needs
-no keeping (a command, a refusal) is done with at once; a person's message for
-a busy session, or with media (read, maybe slowly, before it is stored), is
-kept in the session queue first, and its turn, in order, stores it. With
-replicas (`gateway.replicas`), every turn's message is queued first and its
-session's queue answered in order under the lock shared by every replica.
+(`on_stored`) before its session's lock is waited for, and not before it is
+stored. A command or a refusal is done with at once; a message for a busy
+session, or with media, is kept in the session queue first, and its turn, in
+order, stores it. With replicas (`gateway.replicas`), every turn's message is
+queued first and answered in order under the lock every replica shares.
 """
 
 from __future__ import annotations
@@ -28,6 +27,7 @@ from gateway.access import AccessPolicy
 from gateway.commands import parse_command
 from gateway.commands.registry import CommandCall
 from gateway.commands.router import ERASED_LINE, CommandRouter
+from gateway.errors import NotStoredError
 from gateway.guard import Once, guarded
 from gateway.i18n import N_
 from gateway.jobs import BackgroundWork
@@ -38,7 +38,7 @@ from gateway.session_cache import OpenSessions
 from gateway.session_queue import SessionQueue
 from gateway.turns import Turns
 from gateway.withdrawal import Withdrawal
-from memory_core import working
+from memory_core import PostgresUnavailableError, working
 
 log = logging.getLogger(__name__)
 
@@ -75,8 +75,7 @@ class Conversations:
         self._withdrawal = withdrawal
         if order is not None:
             order.attach(self._answer_queued, self._learn)
-        self._active = 0  # handle() and choose() calls in progress
-        self._idle = asyncio.Event()
+        self._active, self._idle = 0, asyncio.Event()  # handle() and choose() calls running
         self._idle.set()
 
     @property
@@ -91,20 +90,23 @@ class Conversations:
 
         `on_stored` is called once the message can no longer be lost: when it is
         in state.db (a turn), or when nothing of it needs keeping (a command, a
-        refusal), or at the latest when handling ends. An adapter confirms the
-        platform's update then. The same message delivered again (same
-        `message_id`) is stored once and answered once; one stored but never
-        answered (the process stopped) is answered.
+        refusal), or at the latest when handling ends without an error. An adapter
+        confirms the platform's update then, and only then: a store unavailable
+        before that raises `NotStoredError` (the platform sends it again). The same
+        message delivered again (same `message_id`) is stored once and answered
+        once; one stored but never answered (the process stopped) is answered.
         """
         stored = Once(on_stored)
         with self._tracked(), working():  # an erasure from now on fences what this writes
             try:
-                locale = self.locales.of_message(message)
+                locale = await self.locales.arrived(message)
                 if await self._admitted(message, sink, locale, stored):
-                    who = MessageIdentity.of(message)
-                    await self._handle(who, message, sink, stored, locale)
-            finally:
-                stored()
+                    await self._handle(MessageIdentity.of(message), message, sink, stored, locale)
+            except PostgresUnavailableError as exc:
+                if stored.called:
+                    raise
+                raise NotStoredError(f"{message.platform} message not stored: {exc}") from exc
+            stored()
 
     async def choose(self, message: InboundMessage, payload: str, sink: ReplySink) -> None:
         """Apply a picked choice (a pressed button): `message` says who picked it, and where.
@@ -114,7 +116,7 @@ class Conversations:
         refused in one line and changes nothing.
         """
         with self._tracked(), working():
-            locale = self.locales.of_message(message)
+            locale = await self.locales.arrived(message)
             if await self._admitted(message, sink, locale, Once(None)):
                 who = MessageIdentity.of(message)
                 async with self.sessions.locked(who.session_key):
@@ -141,8 +143,7 @@ class Conversations:
         return True
 
     async def close(self) -> None:
-        """Stop every open session's providers; the sessions stay open in the store."""
-        await self.sessions.close()
+        await self.sessions.close()  # their providers stop; the sessions stay open in the store
 
     async def _admitted(
         self, message: InboundMessage, sink: ReplySink, locale: PersonLocale, stored: Once
@@ -177,8 +178,7 @@ class Conversations:
         ):
             queued = await self._queue.keep(who, message, stored)  # media: read before it is stored
         if call is not None and not self._commands.needs_session(call):
-            # answered now, even while a reply of this session is being written (/stop)
-            route = self._commands.route(who, message, call, sink, locale)
+            route = self._commands.route(who, message, call, sink, locale)  # now, even mid-reply
             await guarded(key, sink, locale, route)
             await sink.finish()
             return
@@ -197,7 +197,7 @@ class Conversations:
         message: InboundMessage,
         call: CommandCall | None,
         sink: ReplySink,
-        stored: Callable[[], None],
+        stored: Once,
         queued: int | None,
         locale: PersonLocale,
     ) -> int | None:
@@ -213,7 +213,7 @@ class Conversations:
                 await self._queue.drop(queued)
         elif call is None:
             answer = self._turns.answer(who, message, sink, stored, queued, locale)
-            replied = await guarded(key, sink, locale, answer)
+            replied = await guarded(key, sink, locale, answer, stored)
         else:
             await guarded(key, sink, locale, self._commands.route(who, message, call, sink, locale))
         await sink.finish()
@@ -223,9 +223,9 @@ class Conversations:
         self, message: InboundMessage, sink: ReplySink, queued: int
     ) -> int | None:
         """A queued message's turn, its session's lock held (`SessionOrder`)."""
-        locale = self.locales.of_message(message)
-        who = MessageIdentity.of(message)
-        replied = await self._locked(who, message, None, sink, Once(None), queued, locale)
+        locale = await self.locales.arrived(message)
+        who, kept = MessageIdentity.of(message), Once.done()  # in the queue: stored
+        replied = await self._locked(who, message, None, sink, kept, queued, locale)
         self.sessions.trim()
         return replied
 

@@ -12,6 +12,7 @@ GatewayError
  ├── RateLimitedError       a platform asked us to wait `retry_after` seconds
  ├── DeliveryError          a platform refused a send or edit for good
  │    └── AnswerUnreadableError  it took the call, but its answer could not be read
+ ├── NotStoredError         a message could not be kept (its store is unavailable); resent
  ├── InstanceLockedError    another `mnemo` process serves the same data directory
  ├── AdapterFailedError     a chat platform's adapter could not start, or stopped for good
  ├── RecallArgumentError    session_search or /recall was given arguments it cannot use
@@ -94,6 +95,12 @@ class AnswerUnreadableError(DeliveryError):
     """A platform answered a send or edit with something its client could not read (not
     JSON, or not the object it should be): the call most likely did what it was asked, so
     it is taken as done and never made again (the person would see it twice)."""
+
+
+class NotStoredError(GatewayError):
+    """A person's message could not be stored because its store is unavailable (a
+    database that went away or refuses writes): it is not confirmed to its platform,
+    which sends it again, and the person gets no apology for it now."""
 
 
 class InstanceLockedError(GatewayError):

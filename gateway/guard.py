@@ -3,6 +3,10 @@
 `guarded(key, sink, locale, work)` awaits `work` and turns what a turn may
 raise into one line in the person's language (the detail to the log): a model
 fault, an erasure that began meanwhile, a busy session store, anything else.
+One thing is not turned into a line: a store that is unavailable before the
+person's message was stored (`unstored`, a `Once` not yet called). That
+raises `NotStoredError`; the message is not confirmed to its platform, which
+sends it again once the store may be back, and the person is answered then.
 `Once` calls a callback the first time only (a platform told once that a
 message is kept). Both serve `gateway.conversation` and `gateway.replicas`.
 """
@@ -15,11 +19,11 @@ from typing import TypeVar
 
 from gateway.agent.turn import fault_notice
 from gateway.commands.router import ERASED_LINE, FAILED_LINE
-from gateway.errors import ModelError
+from gateway.errors import ModelError, NotStoredError
 from gateway.i18n import N_
 from gateway.messages import ReplySink
 from gateway.person_locale import PersonLocale
-from memory_core import PersonErasedError, SessionStoreBusyError
+from memory_core import PersonErasedError, PostgresUnavailableError, SessionStoreBusyError
 
 log = logging.getLogger("gateway.conversation")
 
@@ -27,10 +31,22 @@ BUSY_LINE = N_("(I'm busy right now; please try again in a moment)")
 T = TypeVar("T")
 
 
-async def guarded(key: str, sink: ReplySink, locale: PersonLocale, work: Awaitable[T]) -> T | None:
-    """`work`'s result; an error becomes one short line to the person (None)."""
+async def guarded(
+    key: str,
+    sink: ReplySink,
+    locale: PersonLocale,
+    work: Awaitable[T],
+    unstored: Once | None = None,
+) -> T | None:
+    """`work`'s result; an error becomes one short line to the person (None), but
+    `NotStoredError` when the store is unavailable and `unstored` was not called yet."""
     try:
         return await work
+    except PostgresUnavailableError as exc:
+        if unstored is not None and not unstored.called:
+            raise NotStoredError(f"session {key}: the message was not stored: {exc}") from exc
+        log.warning("store unavailable in session %s: %s", key, exc)
+        await sink.write(locale._(FAILED_LINE))
     except ModelError as exc:  # upstream detail to the log, a short line to the person
         log.warning("model error in session %s: %s: %s", key, type(exc).__name__, exc)
         await sink.write(locale._(fault_notice(exc)))
@@ -51,8 +67,17 @@ class Once:
 
     def __init__(self, callback: Callable[[], None] | None) -> None:
         self._callback = callback
+        self.called = False
+
+    @classmethod
+    def done(cls) -> Once:
+        """One that was called already (its message is kept: nothing to tell)."""
+        once = cls(None)
+        once.called = True
+        return once
 
     def __call__(self) -> None:
         callback, self._callback = self._callback, None
+        self.called = True
         if callback is not None:
             callback()

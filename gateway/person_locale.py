@@ -5,13 +5,18 @@ else the platform's hint (Telegram's ``from.language_code``, Discord's
 interaction ``locale``; the latest one seen of the person is remembered for
 their background notices), else ``locale.language`` from the config. The time
 zone is the person's setting, else ``locale.timezone``. In a group the locale
-is that of the person being answered. Every date the bot shows goes through
+is that of the person being answered. A message's settings are read off the
+event loop with a deadline (`arrived`): a database that does not answer never
+holds the loop, and the settings last read (else none) stand in meanwhile;
+they are also what background notices use, and a change the person makes here
+replaces them at once (`chosen`). Every date the bot shows goes through
 `PersonLocale.day` / `moment`, and every time phrase it reads is read at
 `PersonLocale.now()`, so both are in the person's zone.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections import OrderedDict
@@ -29,6 +34,8 @@ log = logging.getLogger(__name__)
 Clock = Callable[[], float]
 """The wall clock, in epoch seconds (`time.time`; tests and `MNEMO_CLOCK_START` set it)."""
 MAX_HINTS = 10_000  # platform hints remembered, the latest people first
+READ_DEADLINE = 3.0  # seconds a message's settings read may take before the last known stand in
+MAX_READS = 4  # settings reads in worker threads at once (more wait for nobody: last known)
 
 
 @dataclass(frozen=True)
@@ -104,6 +111,8 @@ class PersonLocales:
         self._zone = parse_zone(timezone) or parse_zone("UTC")
         self._clock = clock
         self._hints: OrderedDict[str, str] = OrderedDict()
+        self._known: OrderedDict[str, PersonSettings] = OrderedDict()  # read at their messages
+        self._reading: dict[str, asyncio.Future[PersonSettings]] = {}
 
     @property
     def clock(self) -> Clock:
@@ -113,6 +122,27 @@ class PersonLocales:
         """The config's language and zone, for lines to nobody in particular (the console's)."""
         assert self._zone is not None
         return PersonLocale(self.catalogs.translator(self._language), self._zone, clock=self._clock)
+
+    async def arrived(self, message: InboundMessage) -> PersonLocale:
+        """`of_message`, the sender's settings read first in a worker thread, at most
+        `READ_DEADLINE` seconds (then, or when the store fails, the last read stand in)."""
+        key = message.user_key
+        if self.settings is not None:
+            reading = self._reading.get(key)
+            if reading is None and len(self._reading) < MAX_READS:
+                reading = asyncio.ensure_future(asyncio.to_thread(self._read_store, key))
+                self._reading[key] = reading
+                reading.add_done_callback(lambda _: self._reading.pop(key, None))
+            if reading is not None:
+                try:
+                    self._keep(key, await asyncio.wait_for(asyncio.shield(reading), READ_DEADLINE))
+                except Exception as exc:  # a store that is down or slow: the last known
+                    log.warning("settings of %s not read (%s); the last known stand in", key, exc)
+        return self.of_message(message)
+
+    def chosen(self, user_key: str, settings: PersonSettings) -> None:
+        """`user_key` just changed their settings to `settings` (read no older ones)."""
+        self._keep(user_key, settings)
 
     def of_message(self, message: InboundMessage) -> PersonLocale:
         """The sender's locale; their platform's language hint is remembered."""
@@ -137,16 +167,28 @@ class PersonLocales:
         )
 
     def forget(self, user_key: str) -> None:
-        """Drop what is remembered of `user_key` (their hint), at their erasure."""
+        """Drop what is remembered of `user_key` (their hint, their settings), at their
+        erasure."""
         self._hints.pop(user_key, None)
+        self._known.pop(user_key, None)
 
     def _read(self, user_key: str) -> PersonSettings:
+        known = self._known.get(user_key)
+        return known if known is not None else self._read_store(user_key)
+
+    def _read_store(self, user_key: str) -> PersonSettings:
         if self.settings is None:
             return PersonSettings()
         try:
             return self.settings.read(user_key)
         except ValueError:  # not a user key the store accepts: nothing chosen
             return PersonSettings()
+
+    def _keep(self, user_key: str, settings: PersonSettings) -> None:
+        self._known[user_key] = settings
+        self._known.move_to_end(user_key)
+        while len(self._known) > MAX_HINTS:
+            self._known.popitem(last=False)
 
     def _remember(self, user_key: str, language: str) -> None:
         self._hints[user_key] = language

@@ -86,6 +86,7 @@ from gateway.errors import (
     AdapterFailedError,
     AnswerUnreadableError,
     DeliveryError,
+    NotStoredError,
     RateLimitedError,
 )
 from gateway.messages import (
@@ -297,7 +298,7 @@ class TelegramAdapter:
             self._poll = LongPoll(
                 app.bot,
                 updates_request,
-                self._dispatch,
+                self._handling,
                 timeout=self._poll_timeout,
                 stopping=self._stopping,
                 clock=self._clock,
@@ -404,10 +405,6 @@ class TelegramAdapter:
         with contextlib.suppress(TelegramError, RuntimeError):
             await app.shutdown()
 
-    def _dispatch(self, update: Update) -> asyncio.Event:
-        """Start handling one update; the event is set once it is stored or done with."""
-        return self._handling(update).done
-
     def _handling(self, update: Update) -> Handling:
         """Start handling one update; its `Handling` tells when it is stored or done with,
         and whether it failed (or was cancelled) before it was stored."""
@@ -437,6 +434,11 @@ class TelegramAdapter:
                 await self._on_message(update.message, on_stored)
             elif update.edited_message is not None:
                 await self._on_edit(update.update_id, update.edited_message, on_stored)
+        except NotStoredError as exc:  # one line: Telegram sends it again
+            log.warning(
+                "telegram: update %s not stored; it will come again (%s)", update.update_id, exc
+            )
+            return False
         except Exception:
             log.exception("telegram: update %s failed", update.update_id)
             return False

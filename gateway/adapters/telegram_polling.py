@@ -13,6 +13,13 @@ The updates of a batch are read one by one by `UpdatesRequest`, the connection
 PTB uses for ``getUpdates``: one that python-telegram-bot cannot parse is left
 out of the batch and logged with its update id (never its content), and the
 offset still moves past it, so it is confirmed and never fetched again.
+
+An update whose handling failed before it was stored (its store unavailable)
+is not confirmed: the offset stops at it, and after a doubling pause it is
+fetched again with what came after it; the updates of that batch that were
+handled are remembered by id and not handled twice. One that keeps failing is
+skipped after `REDELIVERIES` fetches, logged, so one bad update never stops
+the bot.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ import contextlib
 import datetime as dt
 import json
 import logging
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -30,10 +38,14 @@ from telegram.error import InvalidToken, RetryAfter, TelegramError
 from telegram.ext import ExtBot
 from telegram.request import HTTPXRequest
 
+from gateway.adapters.telegram_webhook import Handling
+
 log = logging.getLogger(__name__)
 
 ALLOWED_UPDATES = ("message", "edited_message", "callback_query")  # Telegram sends no others
 MAX_LOGGED_CHARS = 200  # of a failure's text: a proxy's error page is not logged whole
+REDELIVERIES = 5  # fetches of an update whose handling failed before it is skipped
+REMEMBERED = 1000  # ids of updates handled, not handled again when fetched again
 
 
 class UpdatesRequest(HTTPXRequest):
@@ -93,19 +105,24 @@ class LongPoll:
         self,
         bot: ExtBot[Any],
         request: UpdatesRequest,
-        dispatch: Callable[[Update], asyncio.Event],
+        dispatch: Callable[[Update], Handling],
         *,
         timeout: float,
         stopping: asyncio.Event,
         clock: Callable[[], float],
         backoff: tuple[float, float],
     ) -> None:
-        """`dispatch` starts handling an update and gives an event set once it is stored
-        or done with; `backoff` is the first and the longest wait between failed fetches."""
+        """`dispatch` starts handling an update and gives its `Handling` (done once it is
+        stored or done with, `ok` unless it failed first); `backoff` is the first and the
+        longest wait between failed fetches."""
         self._bot, self._request, self._dispatch = bot, request, dispatch
         self._timeout, self._stopping = timeout, stopping
         self._failures = Failures(clock, *backoff)
+        self._backoff = backoff
         self.offset = 0  # every update below it is confirmed, or safe to confirm
+        self._handled: OrderedDict[int, None] = OrderedDict()  # ids handled, the latest last
+        self._failed: dict[int, int] = {}  # update id -> fetches whose handling failed
+        self._retry = 0.0  # the pause before fetching a failed update again; doubles
 
     async def run(self) -> None:
         """Poll until stopped (cancelled) or the token is refused (logged, then returns)."""
@@ -139,11 +156,35 @@ class LongPoll:
                 "telegram: update %s could not be read and is skipped (%s)", update_id, reason
             )
         last_id = self._request.last_id
-        handled = [self._dispatch(update) for update in updates]
+        handled = [
+            (u.update_id, self._dispatch(u)) for u in updates if u.update_id not in self._handled
+        ]
         if handled:
-            await asyncio.gather(*(event.wait() for event in handled))
+            await asyncio.gather(*(handling.done.wait() for _, handling in handled))
+        failed = [
+            update_id for update_id, handling in handled if not self._settled(update_id, handling)
+        ]
+        if failed:  # fetched again from the first that failed, after a pause
+            self.offset = max(self.offset, min(failed))
+            self._retry = min(max(self._retry * 2, self._backoff[0]), self._backoff[1])
+            await self._pause(self._retry)
+            return
+        self._retry = 0.0
         if last_id is not None:
             self.offset = max(self.offset, last_id + 1)
+
+    def _settled(self, update_id: int, handling: Handling) -> bool:
+        """Whether the update is done with: handled, or failed too often (logged, skipped)."""
+        if not handling.ok:
+            tries = self._failed[update_id] = self._failed.get(update_id, 0) + 1
+            if tries < REDELIVERIES:
+                return False
+            log.error("telegram: update %s failed %d times; skipped", update_id, tries)
+        self._failed.pop(update_id, None)
+        self._handled[update_id] = None
+        while len(self._handled) > REMEMBERED:
+            self._handled.popitem(last=False)
+        return True
 
     async def _pause(self, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):

@@ -232,7 +232,7 @@ class _Settings:
         key = ctx.identity.user_key
         store = self._locales.settings
         assert store is not None  # a bot whose people choose nothing has no /settings
-        store.update(key, **changes)
+        self._locales.chosen(key, store.update(key, **changes))
         return self._locales.of_person(key, negotiate(ctx.message.language))
 
 

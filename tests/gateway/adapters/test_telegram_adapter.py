@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -15,7 +15,7 @@ import pytest
 
 from gateway.adapters.telegram_adapter import TelegramAdapter
 from gateway.config import TelegramConfig
-from gateway.errors import AdapterFailedError
+from gateway.errors import AdapterFailedError, NotStoredError
 from gateway.messages import Choice, CommandSpec, InboundMessage
 from tests.fakes.telegram import FakeTelegram, utf16_len
 from tests.gateway.adapters.inboxes import Inbox
@@ -459,3 +459,36 @@ async def test_the_apps_language_code_comes_with_messages_and_button_presses(
     assert by_user == {"42": "zh-hans", "43": None}
     pressed, _ = inbox.chosen[0]
     assert (pressed.user_id, pressed.language) == ("42", "zh-hans")
+
+
+class Unstored(Inbox):
+    """Its store is unavailable for the first `outage` messages that say "first"."""
+
+    def __init__(self, outage: int) -> None:
+        super().__init__()
+        self.outage = outage
+
+    async def handle(
+        self, message: InboundMessage, sink: Any, on_stored: Callable[[], None] | None = None
+    ) -> None:
+        if message.text == "first" and self.outage > 0:
+            self.outage -= 1
+            self.messages.append(message)
+            raise NotStoredError("the store is unavailable")
+        await super().handle(message, sink, on_stored)
+
+
+async def test_a_polled_update_not_stored_is_fetched_again_and_the_rest_is_handled_once(
+    tg: FakeTelegram,
+) -> None:
+    inbox = Unstored(outage=2)
+    first = tg.inject_text(42, 42, "first")
+    tg.inject_text(43, 43, "second")  # same batch, stored at once
+    async with running(tg, inbox):
+        assert await _texts(tg, 42) == ["echo: first"]  # on the third fetch
+        await tg.wait_until(lambda: not tg.pending_updates)  # confirmed once stored
+    assert [m.text for m in inbox.messages].count("first") == 3
+    assert tg.chat_texts(43) == ["echo: second"]  # fetched again, not handled again
+    assert [m.text for m in inbox.messages].count("second") == 1
+    offsets = [c.params.get("offset") for c in tg.calls_to("getUpdates")]
+    assert offsets.count(first["update_id"]) >= 2  # the offset waited at the unstored one
