@@ -1,16 +1,25 @@
 """Moving a bot's storage from SQLite and files to PostgreSQL, and checking either backend.
 
-`migrate_storage` copies a data directory into an empty PostgreSQL database:
-the sessions, messages and waiting inbox of ``state.db`` row for row (ids,
-timestamps, stored prompts, review counters and extraction progress kept, so
-a moved bot sends the same prompt bytes), then every other store handed to it
-as a `StorePart` (memory with its settings and staged changes, private skills
-with their manifest), each through its own ``import_from``. It refuses a
-target that holds anything before writing a row, never writes to the source
-(state.db is read through `memory_core.sessions.dump.open_readonly`), and
-verifies the copy: the row counts and a content digest of each store, taken
-on both sides the same way (`session_digest` for the sessions; each store's
-``content_digest`` for the others).
+`migrate_storage` copies a data directory into an empty PostgreSQL database, all
+of it in ONE transaction (`memory_core.pg.move.PgOneTransaction`): the sessions,
+messages and waiting inbox of ``state.db`` row for row (ids, timestamps, stored
+prompts, review counters and extraction progress kept, so a moved bot sends the
+same prompt bytes), then every other store handed to it as a `StorePart`
+(memory with its settings and staged changes, private skills with their
+manifest, the shared documents), each through its own ``import_from`` writing
+into that transaction. It refuses a target that holds anything before writing a
+row, never writes to the source (state.db is read through
+`memory_core.sessions.dump.open_readonly`, the memory files only read), and
+verifies the copy before it commits: the row counts and a content digest of each
+store, taken on both sides the same way (`session_digest` for the sessions;
+each store's ``content_digest`` for the others). A difference, an error or a
+killed process commits nothing: the target holds its (empty) schema only, and
+the move can simply be run again.
+
+Text PostgreSQL cannot hold (NUL, a lone surrogate) is stored as its live writes
+store it (`memory_core.pg.session_writes.clean`: U+FFFD in its place), and the
+source side of each digest is taken over the text so mapped; the report counts
+the texts that were (`PartReport.mapped`).
 
 `check_storage_sqlite` and `check_storage_pg` look over one backend and return
 a `CheckReport`: on SQLite the database's integrity, both full-text indexes
@@ -22,8 +31,9 @@ store's digest can be read.
 `migrate_data_dir` and `check_data_dir` are the whole of it for one data
 directory, as ``mnemo storage migrate|check`` use them: the memory files and
 the private skills folders as the parts (`memory_part`, `skills_part`), every
-PostgreSQL store's schema created on the target first; the check changes
-nothing, not even a migration.
+PostgreSQL store's schema created on the target first (committed on its own:
+an empty schema is what a failed move leaves); the check changes nothing, not
+even a migration.
 
 This module is backend-neutral: it imports neither sqlite3 nor psycopg, only
 the store modules that do.
@@ -34,25 +44,35 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from memory_core.documents import Document, file_documents
-from memory_core.errors import MemoryCoreError, PostgresError, PostgresSchemaError
+from memory_core.errors import (
+    MemoryCoreError,
+    PostgresError,
+    PostgresSchemaError,
+    SessionStoreBusyError,
+    SessionStoreError,
+)
 from memory_core.fence import ErasureFence
 from memory_core.file_memory import FileMemoryStore
+from memory_core.file_memory.digest import Readable
 from memory_core.pg import session_rows
-from memory_core.pg.blocking import PgSyncDatabase
+from memory_core.pg.blocking import PgSyncDatabase, SyncConnection
 from memory_core.pg.database import PgDatabase
 from memory_core.pg.documents import pg_documents
 from memory_core.pg.memory import PgMemoryStore
 from memory_core.pg.migrations import PgMigration, check_recorded, plan
+from memory_core.pg.move import HeldMemory, HeldText, PgOneTransaction
+from memory_core.pg.session_import import IMPORT_LOCK
+from memory_core.pg.session_writes import clean
 from memory_core.pg.sessions_schema import SESSION_MIGRATIONS
 from memory_core.pg.skills import PgPrivateSkills
-from memory_core.pg.stores import ALL_MIGRATIONS, open_postgres_stores
+from memory_core.pg.stores import ALL_MIGRATIONS, probe
 from memory_core.sessions import dump
 from memory_core.skills.private_folders import FolderPrivateSkills
 from memory_core.storage import StorageSettings
@@ -82,7 +102,8 @@ class StorePart:
 
     `target_empty` says whether the target holds nothing yet; `copy` copies the
     source into it and returns counts by kind; the digests are sha256 hex of
-    everything each side holds, equal exactly when they hold the same.
+    everything each side holds, equal exactly when they hold the same. `mapped`
+    says, once the copy ran, how many of its texts were mapped to be held (NUL).
     """
 
     name: str
@@ -90,17 +111,20 @@ class StorePart:
     copy: Callable[[], Mapping[str, int]]
     source_digest: Callable[[], str]
     target_digest: Callable[[], str]
+    mapped: Callable[[], int] = lambda: 0
 
 
 @dataclass(frozen=True)
 class PartReport:
-    """One store's copy: its counts on each side and its digests."""
+    """One store's copy: its counts on each side, its digests, and how many of its texts
+    held what PostgreSQL cannot (NUL) and were stored with U+FFFD in its place."""
 
     name: str
     source_counts: Mapping[str, int]
     target_counts: Mapping[str, int]
     source_digest: str
     target_digest: str
+    mapped: int = 0
 
     @property
     def ok(self) -> bool:
@@ -111,13 +135,22 @@ class PartReport:
 
 @dataclass(frozen=True)
 class MigrationReport:
-    """What a move copied, store by store; `ok` when every count and digest agrees."""
+    """What a move copied, store by store; `ok` when every count and digest agrees,
+    and only then was it committed (`kept`): otherwise the target holds none of it."""
 
     parts: tuple[PartReport, ...]
 
     @property
     def ok(self) -> bool:
         return all(part.ok for part in self.parts)
+
+    @property
+    def kept(self) -> bool:
+        return self.ok
+
+    @property
+    def mapped(self) -> int:
+        return sum(part.mapped for part in self.parts)
 
 
 @dataclass
@@ -164,14 +197,10 @@ async def _pg_session_digest(db: PgDatabase) -> str:
     return digest.hexdigest()
 
 
-def _sqlite_rows(conn: Any) -> Iterator[tuple[str, Row]]:
+def _sqlite_rows(conn: Any, mapping: HeldText) -> Iterator[tuple[str, Row]]:
     for table in session_rows.TABLES:
         for row in dump.table_rows(conn, table):
-            yield table, row
-
-
-class _MemorySource(Protocol):
-    def content_digest(self) -> str: ...
+            yield table, mapping.row(row)
 
 
 class _MemoryTarget(Protocol):
@@ -186,15 +215,24 @@ class _MemoryTarget(Protocol):
     def read(self, target: Any, user_key: str | None = None) -> Any: ...
 
 
-def memory_part(files: _MemorySource, target: _MemoryTarget) -> StorePart:
+def memory_part(files: Readable, target: _MemoryTarget) -> StorePart:
     """The memory (MEMORY.md, every USER.md with its ledger and archive, the records that
-    hold settings and staged changes) as a part: `target.import_from(files)`."""
+    hold settings and staged changes) as a part: `target.import_from(files)`, every
+    text as PostgreSQL holds it (a NUL becomes U+FFFD), and the source's digest so too."""
+    mapping = HeldText()
+    source = HeldMemory(files, mapping)
+    mapped: list[int] = []
 
     def empty() -> bool:
         return not (target.user_keys() or target.read("memory").entries or target.history("memory"))
 
-    return StorePart("memory", empty, lambda: target.import_from(files),
-                     files.content_digest, target.content_digest)  # fmt: skip
+    def copy() -> dict[str, int]:
+        counts = target.import_from(source)
+        mapped.append(mapping.changed)  # the copy reads every text once; digests read again
+        return counts
+
+    return StorePart("memory", empty, copy, source.content_digest, target.content_digest,
+                     lambda: sum(mapped))  # fmt: skip
 
 
 class _SkillsTarget(Protocol):
@@ -224,17 +262,20 @@ def documents_part(
     source: Callable[[str], Document], target: Callable[[str], Document]
 ) -> StorePart:
     """The bot's shared documents (the access list) as a part: each one the source
-    holds, written whole into the target's."""
+    holds, written whole into the target's (as PostgreSQL holds text: NUL as U+FFFD)."""
+    mapped: list[int] = []
 
     def held(documents: Callable[[str], Document]) -> list[tuple[str, str]]:
         found = ((name, documents(name).read()) for name in SHARED_DOCUMENTS)
-        return [(name, text) for name, text in found if text is not None]
+        return [(name, clean(text)) for name, text in found if text is not None]
 
     def copy() -> dict[str, int]:
-        texts = held(source)
+        found = ((name, source(name).read()) for name in SHARED_DOCUMENTS)
+        texts = [(name, text) for name, text in found if text is not None]
+        mapped.append(sum(clean(text) != text for _, text in texts))
         for name, text in texts:
             with target(name).changing() as handle:
-                handle.write(text)
+                handle.write(clean(text))
         return {"documents": len(texts)}
 
     def digest(documents: Callable[[str], Document]) -> Callable[[], str]:
@@ -242,79 +283,124 @@ def documents_part(
             json.dumps(held(documents), ensure_ascii=False).encode("utf-8")
         ).hexdigest()
 
-    return StorePart("documents", lambda: not held(target), copy, digest(source), digest(target))
+    return StorePart("documents", lambda: not held(target), copy, digest(source), digest(target),
+                     lambda: sum(mapped))  # fmt: skip
 
 
-async def _session_counts_pg(db: PgDatabase) -> dict[str, int]:
-    return {table: await session_rows.row_count(db, table) for table in session_rows.TABLES}
-
-
-async def migrate_storage(
+def migrate_storage(
     source_home: Path,
-    target: PgDatabase,
-    parts: Sequence[StorePart] = (),
+    target: PgSyncDatabase,
+    parts: Callable[[PgSyncDatabase], Sequence[StorePart]] = lambda _db: (),
     *,
     echo: Callable[[str], None] | None = None,
 ) -> MigrationReport:
-    """Copy `source_home`'s state.db and `parts` into the empty `target`; verify; the report.
+    """Copy `source_home`'s state.db and the stores `parts(db)` makes into the empty
+    `target`, in one transaction; verify; commit only if every store agrees; the report.
 
-    `target` is open; the sessions schema is migrated here if it is not yet.
-    Refuses (`PostgresError`, nothing written) a target holding any session,
-    message, queued message or part. The report says, store by store, whether
-    the counts and digests agree (`ok`); the caller reports a difference. A
-    part's counts are what its own import wrote; its digests are the check.
+    `target` is open; the sessions schema is migrated here (committed apart) if it
+    is not yet. `parts` is given the move's transaction as a database, and makes
+    each store over it. Refuses (`PostgresError`, nothing written) a target holding
+    any session, message, queued message or part; another move or import running
+    into it raises `SessionStoreBusyError`. The report says, store by store,
+    whether the counts and digests agree; when one does not (`ok` false) nothing
+    was committed. A part's counts are what its own import wrote; its digests are
+    the check. `echo` is given one line per store once the move is committed.
     """
     say = echo or (lambda _line: None)
-    await target.migrate(SESSION_MIGRATIONS)
-    held = {t: n for t, n in (await _session_counts_pg(target)).items() if n}
-    held |= {p.name: 1 for p in parts if not await asyncio.to_thread(p.target_empty)}
+    target.migrate(SESSION_MIGRATIONS)
+    try:
+        with target.transaction() as conn:
+            report = _move(Path(source_home), conn, parts(PgOneTransaction(conn)))
+            if not report.ok:
+                raise _Differs(report)
+    except _Differs as differs:
+        report = differs.report  # rolled back: the target holds nothing of it
+    for part in report.parts:
+        say(_line(part))
+    return report
+
+
+class _Differs(Exception):
+    """A copy that differs from its source: raised to roll the move's transaction back."""
+
+    def __init__(self, report: MigrationReport) -> None:
+        super().__init__("the copy differs from its source")
+        self.report = report
+
+
+def _move(source_home: Path, conn: SyncConnection, parts: Sequence[StorePart]) -> MigrationReport:
+    """The move inside its transaction: refuse a target holding anything, copy everything,
+    then take every digest (the target's within the transaction, before it commits)."""
+    locked = conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (IMPORT_LOCK,)).fetchone()
+    if not (locked and locked[0]):
+        raise SessionStoreBusyError("another move or import into this database is running")
+    held = {t: n for t, n in session_rows.counts_on(conn).items() if n}
+    held |= {p.name: 1 for p in parts if not p.target_empty()}
     if held:
         raise PostgresError(
             f"the target database already holds {', '.join(sorted(held))}: "
             "a move goes only into an empty database"
         )
-    reports = [await _move_sessions(Path(source_home) / STATE_DB, target)]
-    say(_line(reports[0]))
-    for part in parts:
-        counts = dict(await asyncio.to_thread(part.copy))
-        report = PartReport(
-            part.name,
-            counts,
-            counts,  # the store's own import counted what it wrote
-            await asyncio.to_thread(part.source_digest),
-            await asyncio.to_thread(part.target_digest),
+    path = source_home / STATE_DB
+    stamp = _stamp(path)
+    source = dump.open_readonly(path) if path.exists() else None  # none: no message yet
+    try:
+        mapping = HeldText()
+        if source is not None:
+            session_rows.copy_rows(conn, _sqlite_rows(source, mapping))
+        mapped = mapping.changed
+        copied = [dict(part.copy()) for part in parts]
+        reports = [_sessions_report(source, conn, mapping, mapped)]
+    finally:
+        if source is not None:
+            source.close()
+    for part, counts in zip(parts, copied, strict=True):
+        # the store's own import counted what it wrote: the digests are the check
+        reports.append(PartReport(part.name, counts, counts, part.source_digest(),
+                                  part.target_digest(), part.mapped()))  # fmt: skip
+    if _stamp(path) != stamp:
+        raise SessionStoreError(
+            f"{path} changed while it was copied: stop whatever writes it and move again"
         )
-        reports.append(report)
-        say(_line(report))
     return MigrationReport(tuple(reports))
 
 
-async def _move_sessions(path: Path, target: PgDatabase) -> PartReport:
-    if not path.exists():  # a bot that never stored a message
-        empty = session_digest(())
-        counts = dict.fromkeys(session_rows.TABLES, 0)
-        return PartReport("sessions", counts, await _session_counts_pg(target), empty,
-                          await _pg_session_digest(target))  # fmt: skip
-    conn = dump.open_readonly(path)
-    try:
-        source_counts = {t: dump.row_count(conn, t) for t in session_rows.TABLES}
-        await session_rows.copy_rows(target, _sqlite_rows(conn))
-        source_digest = session_digest(_sqlite_rows(conn))
-    finally:
-        conn.close()
-    return PartReport(
-        "sessions",
-        source_counts,
-        await _session_counts_pg(target),
-        source_digest,
-        await _pg_session_digest(target),
-    )
+def _stamp(path: Path) -> tuple[object, ...]:
+    """What tells that state.db was written: its size and time, and its -wal's."""
+    found: list[tuple[int, int] | None] = []
+    for file in (path, path.with_name(f"{path.name}-wal")):
+        try:
+            st = os.stat(file)
+        except FileNotFoundError:
+            found.append(None)
+        else:
+            found.append((st.st_size, st.st_mtime_ns))
+    return tuple(found)
+
+
+def _sessions_report(
+    source: Any, conn: SyncConnection, mapping: HeldText, mapped: int
+) -> PartReport:
+    """The sessions' counts and digests: state.db's (`source`, its text mapped as it was
+    copied; None: no state.db) and the target's, read inside the move's transaction."""
+    if source is None:
+        counts, digest = dict.fromkeys(session_rows.TABLES, 0), session_digest(())
+    else:
+        counts = {t: dump.row_count(source, t) for t in session_rows.TABLES}
+        digest = session_digest(_sqlite_rows(source, mapping))
+    target_digest = session_digest(session_rows.rows_on(conn))
+    return PartReport("sessions", counts, session_rows.counts_on(conn), digest, target_digest,
+                      mapped)  # fmt: skip
 
 
 def _line(report: PartReport) -> str:
     counts = ", ".join(f"{n} {kind}" for kind, n in report.target_counts.items())
     state = "ok  " if report.ok else "DIFF"
-    return f"{state} {report.name}: {counts or 'nothing'} (sha256 {report.target_digest[:16]})"
+    texts = f"{report.mapped} text{'s' if report.mapped != 1 else ''}"
+    mapped = f"; {texts} with NUL stored as U+FFFD" if report.mapped else ""
+    return (
+        f"{state} {report.name}: {counts or 'nothing'}{mapped} (sha256 {report.target_digest[:16]})"
+    )
 
 
 async def check_storage_sqlite(
@@ -407,29 +493,33 @@ def _folder_stores(settings: StorageSettings) -> tuple[FileMemoryStore, FolderPr
     return files, skills
 
 
-async def migrate_data_dir(
+def migrate_data_dir(
     settings: StorageSettings, url: str, *, echo: Callable[[str], None] | None = None
 ) -> MigrationReport:
     """Copy the SQLite data directory `settings.home` (sessions, memory with its settings
-    and staged changes, private skills with their archive and the manifest) into the
-    empty PostgreSQL database at `url`, whose every store's schema is created first;
-    the report of `migrate_storage`, which refuses a target holding anything."""
+    and staged changes, private skills with their archive and the manifest, the shared
+    documents) into the empty PostgreSQL database at `url`, whose every store's schema
+    is created first; the report of `migrate_storage`: one transaction, committed only
+    when verified, refused on a target holding anything."""
     files, skills = _folder_stores(settings)
-    async with AsyncExitStack() as stack:
-        stores = await open_postgres_stores(
-            url,
-            ErasureFence(),
-            stack,
+    probe(url, 10.0)  # a refused connection is one line, not the pool's retries
+
+    def parts(db: PgSyncDatabase) -> list[StorePart]:
+        memory = PgMemoryStore(
+            db,
             memory_char_limit=settings.memory_char_limit,
             user_char_limit=settings.user_char_limit,
-            pool_size=2,
+            fence=ErasureFence(),
         )
-        parts = [
-            memory_part(files, stores.memory),
-            skills_part(skills, stores.private_skills),
-            documents_part(file_documents(settings.home), pg_documents(stores.blocking)),
+        return [
+            memory_part(files, memory),
+            skills_part(skills, PgPrivateSkills(db)),
+            documents_part(file_documents(settings.home), pg_documents(db)),
         ]
-        return await migrate_storage(settings.home, stores.database, parts, echo=echo)
+
+    with PgSyncDatabase(url, max_size=1) as target:
+        target.migrate(ALL_MIGRATIONS)
+        return migrate_storage(settings.home, target, parts, echo=echo)
 
 
 async def check_data_dir(settings: StorageSettings, *, sample: int | None = None) -> CheckReport:

@@ -1,12 +1,16 @@
 """`mnemo storage …`: move a bot's data to PostgreSQL, and check either backend.
 
 `migrate --to URL` copies this data directory (state.db, the memory files with
-settings and staged changes, people's skills and the manifest) into an empty
-PostgreSQL database with `memory_core.transfer.migrate_data_dir`, prints what
-each store holds there, verifies counts and digests on both sides, and leaves
-the data directory as it was. It holds the directory's instance lock meanwhile,
-so no bot writes during the copy. `check` looks over the configured backend.
-A URL is never shown with its password.
+settings and staged changes, people's skills and the manifest, the access list)
+into an empty PostgreSQL database with `memory_core.transfer.migrate_data_dir`,
+all of it in one transaction that commits only once counts and digests agree on
+both sides: stopped at any point (an error, a difference, a killed process) it
+leaves the database empty, and running it again is the fix. It prints what each
+store holds there and how many texts held a NUL (stored as U+FFFD, as PostgreSQL
+stores them), and leaves the data directory as it was: state.db is opened
+read-only, the memory files only read. It holds the directory's instance lock
+meanwhile, so no bot writes during the copy. `check` looks over the configured
+backend. A URL is never shown with its password.
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ def storage() -> None:
 @click.pass_obj
 def migrate(state: CliState, url: str, yes: bool) -> None:
     """Copy this data directory (sessions, memory, settings, people's skills) into the
-    empty PostgreSQL database at URL and verify the copy; the directory stays as it is."""
+    empty PostgreSQL database at URL, verified, all or nothing; the directory stays as it is."""
     shown = redact_url_credentials(url)
     if urlsplit(url).scheme not in _SCHEMES:
         fail(f"--to must be a postgresql:// URL, not {shown!r}", EXIT_USAGE)
@@ -59,9 +63,14 @@ def migrate(state: CliState, url: str, yes: bool) -> None:
     if not yes:
         click.confirm(f"Copy the data in {home} into {shown}?", abort=True)
     report = run_command(lambda: _migrate_alone(home, url, storage_settings(config)))
-    if not report.ok:
+    if not report.kept:
         wrong = ", ".join(part.name for part in report.parts if not part.ok)
-        fail(f"the copy differs from the source in {wrong}: do not use {shown}")
+        fail(f"the copy differs from the source in {wrong}: nothing was kept in {shown}")
+    if report.mapped:
+        click.echo(
+            f"note: {report.mapped} text{'s' if report.mapped != 1 else ''} held NUL, which "
+            "PostgreSQL cannot store: kept with U+FFFD in its place"
+        )
     click.echo("verified: digests match")
     pasted = redact_url_password(url)
     where = "" if pasted == url else " with your password in place of ***"
@@ -69,7 +78,8 @@ def migrate(state: CliState, url: str, yes: bool) -> None:
 
 
 def _migrate_alone(home: Path, url: str, settings: StorageSettings) -> MigrationReport:
-    """The move, holding the data directory's lock: no bot may write while it runs."""
+    """The move, holding the data directory's lock: no bot may write while it runs. It
+    commits once, at its end: stopped earlier, it leaves the database empty."""
     from gateway.service import instance_lock
     from memory_core import migrate_data_dir
 
@@ -78,7 +88,7 @@ def _migrate_alone(home: Path, url: str, settings: StorageSettings) -> Migration
 
     try:
         with instance_lock(home):
-            return asyncio.run(migrate_data_dir(settings, url, echo=echo))
+            return migrate_data_dir(settings, url, echo=echo)
     except InstanceLockedError:
         raise InstanceLockedError(
             f"a running mnemo serves {home.resolve()}: stop it before moving its data"

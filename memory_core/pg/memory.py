@@ -32,8 +32,7 @@ from memory_core.errors import (
     UndoRefusedError,
 )
 from memory_core.fence import ErasureFence, current_mark
-from memory_core.file_memory.backend import MemoryBackend
-from memory_core.file_memory.digest import content_digest
+from memory_core.file_memory.digest import Readable, content_digest
 from memory_core.file_memory.edits import EditOutcome, Operation, apply_operations
 from memory_core.file_memory.entries import usage
 from memory_core.file_memory.entry_records import change_drafts, settled
@@ -355,9 +354,10 @@ class PgMemoryStore:
         """The sha256 of everything held (see `memory_core.file_memory.digest`)."""
         return content_digest(self)
 
-    def import_from(self, files: MemoryBackend) -> dict[str, int]:
+    def import_from(self, files: Readable) -> dict[str, int]:
         """Copy everything `files` holds into this store, which must hold nothing yet:
-        MEMORY.md, then each person, each in one transaction, entries with their writers,
+        MEMORY.md, then each person, each in one transaction (a savepoint of the move's
+        one transaction when the store is over a `PgOneTransaction`), entries with their writers,
         the whole history (ids and times kept), the archive and the records, verbatim;
         {"people", "entries", "changes", "archived", "records"}: how many of each."""
         if self.user_keys() or self.read("memory").entries or self.history("memory"):
@@ -372,7 +372,7 @@ class PgMemoryStore:
         return counts
 
     def _copy(
-        self, conn: Connection, files: MemoryBackend, target: Target, user_key: str | None
+        self, conn: Connection, files: Readable, target: Target, user_key: str | None
     ) -> dict[str, int]:
         """One file's entries, history, archive and records from `files`, as they are."""
         file = file_of(target, user_key)

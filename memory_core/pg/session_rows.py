@@ -1,34 +1,46 @@
 """The PostgreSQL session tables as plain rows: a move's copy in, its listing out, a check.
 
 `copy_rows` writes rows listed by `memory_core.sessions.dump` (state.db's
-sessions, messages and inbox, ids kept) into empty tables with ``COPY``, in
-one transaction: every column as it was, the stored prompts, the review
-counters and the extraction progress included, so a moved bot resumes with
-the same prompt bytes. What PostgreSQL derives itself is derived here too:
-`owner_token` from the user key, `words` and `symbols` from the content (as
-a live write does), and `message_count` by the schema's insert trigger. Each
-identity sequence is then moved past the highest id copied.
+sessions, messages and inbox, ids kept) into empty tables with ``COPY``, inside
+the caller's transaction (a move's one transaction, see `memory_core.pg.move`):
+every column as it was, the stored prompts, the review counters and the
+extraction progress included, so a moved bot resumes with the same prompt
+bytes. What PostgreSQL derives itself is derived here too: `owner_token` from
+the user key, `words` and `symbols` from the content (as a live write does), and
+`message_count` by the schema's insert trigger. Each identity sequence is then
+moved past the highest id copied.
 
 `table_rows` lists the same tables back in the same column order and types as
 `dump.table_rows` (flags as 0 or 1), inside one repeatable-read snapshot, so a
-digest over the two listings compares what both backends hold. `check_rows`
-looks for what a store must never hold: a wrong message count, an owner token
-that is not the user key's, a message whose `words` or `symbols` is not what
-its content gives.
+digest over the two listings compares what both backends hold; `rows_on` lists
+them on a connection already in a transaction (the move's, before it commits).
+`check_rows` looks for what a store must never hold: a wrong message count, an
+owner token that is not the user key's, a message whose `words` or `symbols` is
+not what its content gives.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from typing import Any
 
+from memory_core.pg.blocking import SyncConnection
 from memory_core.pg.database import Connection, PgDatabase
 from memory_core.pg.search_text import index_documents
 from memory_core.pg.session_import import symbols_value
 from memory_core.sessions.dump import COLUMNS
 from memory_core.sessions.schema import owner_token
 
-__all__ = ["TABLES", "check_rows", "copy_rows", "row_count", "schema_records", "table_rows"]
+__all__ = [
+    "TABLES",
+    "check_rows",
+    "copy_rows",
+    "counts_on",
+    "row_count",
+    "rows_on",
+    "schema_records",
+    "table_rows",
+]
 
 TABLES = ("sessions", "messages", "inbox")  # in the order they are copied
 CHUNK_ROWS = 5000
@@ -74,28 +86,47 @@ async def table_rows(db: PgDatabase) -> AsyncIterator[tuple[str, tuple[Any, ...]
                     yield table, tuple(row)
 
 
-async def copy_rows(db: PgDatabase, rows: Iterable[tuple[str, Sequence[Any]]]) -> dict[str, int]:
-    """COPY (table, row) pairs, tables in `TABLES` order, into the empty tables; the counts."""
+def counts_on(conn: SyncConnection) -> dict[str, int]:
+    """How many rows each of `TABLES` holds, as `conn`'s transaction sees them."""
+    counts = {}
+    for table in TABLES:
+        row = conn.execute(f"SELECT count(*) FROM {table}").fetchone()
+        counts[table] = int(row[0]) if row else 0
+    return counts
+
+
+def rows_on(conn: SyncConnection) -> Iterator[tuple[str, tuple[Any, ...]]]:
+    """`table_rows` on `conn`, inside the transaction it is in (its own writes seen)."""
+    for table in TABLES:
+        with conn.cursor(name=f"mnemo_list_{table}") as cur:
+            cur.itersize = CHUNK_ROWS
+            cur.execute(_select(table))
+            for row in cur:
+                yield table, tuple(row)
+
+
+def copy_rows(conn: SyncConnection, rows: Iterable[tuple[str, Sequence[Any]]]) -> dict[str, int]:
+    """COPY (table, row) pairs, tables in `TABLES` order, into the empty tables, within
+    `conn`'s transaction (the caller commits); the counts."""
     copied = dict.fromkeys(TABLES, 0)
-    async with db.transaction() as conn:
-        pending: list[Sequence[Any]] = []
-        current = ""
-        for table, row in rows:
-            if table != current or len(pending) >= CHUNK_ROWS:
-                await _copy_chunk(conn, current, pending)
-                pending, current = [], table
-            pending.append(row)
-            copied[table] += 1
-        await _copy_chunk(conn, current, pending)
-        for table in TABLES:  # the next id a live write takes is past every copied one
-            await conn.execute(
-                f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), max(id)) "
-                f"FROM {table} HAVING max(id) IS NOT NULL"
-            )
+    pending: list[Sequence[Any]] = []
+    current = ""
+    for table, row in rows:
+        if table != current or len(pending) >= CHUNK_ROWS:
+            _copy_chunk(conn, current, pending)
+            pending, current = [], table
+        pending.append(row)
+        copied[table] += 1
+    _copy_chunk(conn, current, pending)
+    for table in TABLES:  # the next id a live write takes is past every copied one
+        conn.execute(
+            f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), max(id)) "
+            f"FROM {table} HAVING max(id) IS NOT NULL"
+        )
     return copied
 
 
-async def _copy_chunk(conn: Connection, table: str, rows: list[Sequence[Any]]) -> None:
+def _copy_chunk(conn: SyncConnection, table: str, rows: list[Sequence[Any]]) -> None:
     if not rows:
         return
     columns = list(COLUMNS[table])
@@ -111,9 +142,9 @@ async def _copy_chunk(conn: Connection, table: str, rows: list[Sequence[Any]]) -
         out = [tuple(r) for r in rows]
     flags = {columns.index(c) for c in _FLAGS.get(table, ())}
     statement = f"COPY {table} ({', '.join(columns)}) FROM STDIN"
-    async with conn.cursor() as cur, cur.copy(statement) as copy:
+    with conn.cursor() as cur, cur.copy(statement) as copy:
         for row in out:
-            await copy.write_row([bool(v) if i in flags else v for i, v in enumerate(row)])
+            copy.write_row([bool(v) if i in flags else v for i, v in enumerate(row)])
 
 
 _CHECKS = {

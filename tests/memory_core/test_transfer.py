@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
 from memory_core.errors import PostgresError
+from memory_core.pg.blocking import PgSyncDatabase
 from memory_core.pg.database import PgDatabase
 from memory_core.pg.sessions_schema import SESSION_MIGRATIONS
 from memory_core.sessions import CounterUpdate, NewMessage, SessionDB, SessionOrigin, dump
@@ -69,6 +70,13 @@ async def target(pg_database: str) -> AsyncIterator[PgDatabase]:
         yield db
 
 
+@pytest.fixture
+def into(pg_database: str) -> Iterator[PgSyncDatabase]:
+    """The same database for the move (blocking: the stores it fills are)."""
+    with PgSyncDatabase(pg_database, max_size=1) as db:
+        yield db
+
+
 class ListPart:
     """A store part over two lists (a fake memory: the real ones have their own tests)."""
 
@@ -88,7 +96,7 @@ class ListPart:
 
 
 async def test_a_move_copies_every_row_and_leaves_the_source_untouched(
-    tmp_path: Path, target: PgDatabase
+    tmp_path: Path, target: PgDatabase, into: PgSyncDatabase
 ) -> None:
     fill(tmp_path)
     before = tree_digest(tmp_path)
@@ -99,7 +107,7 @@ async def test_a_move_copies_every_row_and_leaves_the_source_untouched(
     conn.close()
     lines: list[str] = []
     extra = ListPart(["a", "b"])
-    report = await migrate_storage(tmp_path, target, [extra.part()], echo=lines.append)
+    report = migrate_storage(tmp_path, into, lambda _db: [extra.part()], echo=lines.append)
     assert report.ok, report
     assert tree_digest(tmp_path) == before  # not a byte of the data directory changed
     sessions = report.parts[0]
@@ -129,13 +137,13 @@ async def test_a_move_copies_every_row_and_leaves_the_source_untouched(
 
 
 async def test_a_move_into_a_database_holding_anything_is_refused(
-    tmp_path: Path, target: PgDatabase
+    tmp_path: Path, target: PgDatabase, into: PgSyncDatabase
 ) -> None:
     fill(tmp_path)
-    await migrate_storage(tmp_path, target)
+    migrate_storage(tmp_path, into)
     digest = (await check_storage_pg(target, SESSION_MIGRATIONS)).digests["sessions"]
     with pytest.raises(PostgresError, match="already holds inbox, messages, sessions"):
-        await migrate_storage(tmp_path, target)
+        migrate_storage(tmp_path, into)
     assert (await check_storage_pg(target, SESSION_MIGRATIONS)).digests["sessions"] == digest
     other = tmp_path / "other"
     other.mkdir()
@@ -144,12 +152,14 @@ async def test_a_move_into_a_database_holding_anything_is_refused(
     async with target.connection() as pg:
         await pg.execute("TRUNCATE inbox, messages, sessions")
     with pytest.raises(PostgresError, match="already holds list"):
-        await migrate_storage(other, target, [full.part()])
+        migrate_storage(other, into, lambda _db: [full.part()])
 
 
-async def test_a_check_finds_what_is_wrong(tmp_path: Path, target: PgDatabase) -> None:
+async def test_a_check_finds_what_is_wrong(
+    tmp_path: Path, target: PgDatabase, into: PgSyncDatabase
+) -> None:
     fill(tmp_path)
-    await migrate_storage(tmp_path, target)
+    migrate_storage(tmp_path, into)
     async with target.connection() as pg:
         await pg.execute("UPDATE messages SET words = NULL WHERE id = 1")
         await pg.execute("UPDATE sessions SET message_count = 9 WHERE id = 1")
