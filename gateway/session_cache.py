@@ -162,6 +162,7 @@ class RunningTurn:
     user_key: str
     stopped: bool = False  # cancelled by the person (not by the service stopping)
     erased: bool = False  # cancelled because the person's data is being erased: keep nothing
+    lost: bool = False  # cancelled because its session's shared lock was lost: keep nothing
 
 
 class SessionEvents(Protocol):
@@ -223,6 +224,7 @@ class OpenSessions:
         self._running: dict[str, RunningTurn] = {}  # routing key -> its turn now
         if self.shared is not None:  # another replica's /stop of a turn running here
             self.shared.on_stop(self._asked_to_stop)
+            self.shared.on_lost(self._locks_lost)
 
     @contextlib.contextmanager
     def running(self, key: str, user_key: str, task: asyncio.Future[Any]) -> Iterator[RunningTurn]:
@@ -249,6 +251,19 @@ class OpenSessions:
     def _asked_to_stop(self, session_key: str) -> None:
         """Another replica's `/stop` found `session_key` held: its turn, if here, stops."""
         self._stop_here(session_key)
+
+    def _locks_lost(self, keys: list[str]) -> None:
+        """The shared locks of `keys` were lost (their connection broke): another replica
+        may answer their messages now, so their turns here stop and keep nothing."""
+        for key in keys:
+            turn = self._running.get(key)
+            if turn is not None and not turn.task.done():
+                turn.lost = True
+                turn.task.cancel()
+
+    def holds(self, key: str) -> bool:
+        """Whether this process still holds `key`'s lock (always, with local locks)."""
+        return self.shared is None or self.shared.held(key)
 
     def _stop_here(self, session_key: str) -> bool:
         """Cancel `session_key`'s turn if it runs in this process; whether it does."""

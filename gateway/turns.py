@@ -206,6 +206,9 @@ class Turns:
             except asyncio.CancelledError:
                 if running.erased:
                     return None  # the person's data is being erased: keep nothing
+                if running.lost:  # another replica answers it now: nothing more here
+                    log.warning("session %s: its lock was lost mid-turn", who.session_key)
+                    return None
                 if not running.stopped:
                     raise  # the service is stopping, not the person
         note = STOPPED_NOTE if locale is None else locale._(STOPPED_NOTE)

@@ -15,8 +15,17 @@ local lock per key comes first: one task of this replica per key reaches the
 server. A lock request cut by a cancellation is finished in the background and
 its lock released, so no key stays locked by a task that went away.
 
-When the connection breaks (a server restart), the next request reconnects; the
-locks held on the old one are gone, as they are for every replica then.
+When the connection breaks (a server restart, `pg_terminate_backend`, a network
+that froze), the locks held on it are gone, and another replica may take their
+keys. So while any lock is held a watch asks the connection every
+`CHECK_EVERY` seconds (``SELECT 1``, answered within `CHECK_TIMEOUT`), and
+any request that finds it broken says so too: the held keys are handed to the
+`on_lost` callbacks at once (the gateway stops their turns, which keep
+nothing), `held(key)` is False from then on, and the next request reconnects.
+Another replica takes a key over only after its messages waited `STALE`
+seconds and then a grace longer than `CHECK_EVERY + CHECK_TIMEOUT`
+(`gateway.replicas`), so a turn whose lock was lost has stopped before
+anyone else begins it, unless its replica is frozen altogether.
 
 `/stop` across replicas: a turn running on another replica holds its key's lock,
 so when `try_hold` fails `stop_elsewhere` sends `NOTIFY` on the schema's stop
@@ -49,6 +58,9 @@ FIRST_PAUSE = 0.02  # seconds before asking again for a busy key; doubles
 MAX_PAUSE = 0.25
 FIRST_RETRY = 0.1  # seconds before listening again after the connection dropped; doubles
 MAX_RETRY = 5.0
+CHECK_EVERY = 0.5  # seconds between two checks of the lock connection while locks are held
+CHECK_TIMEOUT = 2.0  # seconds the check may take before the connection counts as lost
+LOST_WITHIN = CHECK_EVERY + CHECK_TIMEOUT  # a lost lock is noticed within this many seconds
 
 
 def lock_number(namespace: str, key: str) -> int:
@@ -78,6 +90,9 @@ class PgSessionLocks:
         self._callbacks: list[Callable[[str], None]] = []
         self._listener: asyncio.Task[None] | None = None
         self._listening: psycopg.AsyncConnection[Any] | None = None
+        self._held: dict[str, int] = {}  # key -> lock number, held on the current connection
+        self._lost_callbacks: list[Callable[[list[str]], None]] = []
+        self._watch: asyncio.Task[None] | None = None
 
     async def open(self) -> None:
         """Connect the lock connection (and learn the schema that names the keys), and
@@ -85,13 +100,15 @@ class PgSessionLocks:
         await self._connection()
         conn = await self._listen()
         self._listener = asyncio.create_task(self._hear(conn))
+        self._watch = asyncio.create_task(self._watch_held())
 
     async def close(self) -> None:
         """Stop listening; close the connection: every lock it still holds is released."""
-        listener, self._listener = self._listener, None
-        if listener is not None:
-            listener.cancel()
-            await asyncio.gather(listener, return_exceptions=True)
+        for task in (self._listener, self._watch):
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+        self._listener = self._watch = None
         listening, self._listening = self._listening, None
         if listening is not None:
             await listening.close()
@@ -108,10 +125,12 @@ class PgSessionLocks:
             while not await self._acquire(number):
                 await asyncio.sleep(pause)
                 pause = min(pause * 2, MAX_PAUSE)
+            self._held[key] = number
             try:
                 yield
             finally:
-                await self._release_shielded(number)
+                if self._held.pop(key, None) is not None:  # not lost meanwhile
+                    await self._release_shielded(number)
 
     @contextlib.asynccontextmanager
     async def try_hold(self, key: str) -> AsyncIterator[bool]:
@@ -121,10 +140,12 @@ class PgSessionLocks:
         async with self._keys.hold(key):
             number = await self._number(key)
             got = await self._acquire(number)
+            if got:
+                self._held[key] = number
             try:
                 yield got
             finally:
-                if got:
+                if got and self._held.pop(key, None) is not None:  # not lost meanwhile
                     await self._release_shielded(number)
 
     async def stop_elsewhere(self, key: str) -> bool:
@@ -137,14 +158,53 @@ class PgSessionLocks:
         try:
             await conn.execute(sent, (stop_channel(self._namespace), key))
         except psycopg.OperationalError as err:
-            log.warning("the session lock connection broke (%s); reconnecting", err)
-            self._conn = None
+            self._lost(err)
             conn = await self._connection()
             await conn.execute(sent, (stop_channel(self._namespace), key))
         return True
 
     def on_stop(self, callback: Callable[[str], None]) -> None:
         self._callbacks.append(callback)
+
+    def on_lost(self, callback: Callable[[list[str]], None]) -> None:
+        self._lost_callbacks.append(callback)
+
+    def held(self, key: str) -> bool:
+        return key in self._held
+
+    def _lost(self, reason: BaseException | str) -> None:
+        """The lock connection broke: every lock held on it is gone. Tell the callbacks
+        which keys (their turns stop) and drop the connection (the next request
+        reconnects)."""
+        keys = list(self._held)
+        self._held.clear()
+        conn, self._conn = self._conn, None
+        if conn is not None and not conn.closed:
+            self._later(_close_quietly(conn))
+        text = str(reason).strip().splitlines()
+        log.warning(
+            "the session lock connection broke (%s); %d held sessions lost their locks",
+            text[0] if text else type(reason).__name__,
+            len(keys),
+        )
+        for callback in self._lost_callbacks:
+            try:
+                callback(keys)
+            except Exception:
+                log.exception("a lost lock's callback failed")
+
+    async def _watch_held(self) -> None:
+        """While locks are held, check their connection; a broken or silent one is lost."""
+        while True:
+            await asyncio.sleep(CHECK_EVERY)
+            conn = self._conn
+            if not self._held or conn is None:
+                continue
+            try:
+                await asyncio.wait_for(conn.execute("SELECT 1"), CHECK_TIMEOUT)
+            except (psycopg.Error, TimeoutError) as err:
+                if self._conn is conn:  # not already replaced by a request that saw it
+                    self._lost(err if str(err) else "no answer to a check")
 
     async def _listen(self) -> psycopg.AsyncConnection[Any]:
         conn = await self._connect()
@@ -227,8 +287,7 @@ class PgSessionLocks:
                 await conn.execute("SELECT pg_try_advisory_lock(%s)", (number,))
             ).fetchone()
         except psycopg.OperationalError as err:  # the connection broke: its locks are gone
-            log.warning("the session lock connection broke (%s); reconnecting", err)
-            self._conn = None
+            self._lost(err)
             conn = await self._connection()
             row = await (
                 await conn.execute("SELECT pg_try_advisory_lock(%s)", (number,))
@@ -242,8 +301,7 @@ class PgSessionLocks:
         try:
             await conn.execute("SELECT pg_advisory_unlock(%s)", (number,))
         except psycopg.OperationalError as err:  # broken: the server released it
-            log.warning("the session lock connection broke on release (%s)", err)
-            self._conn = None
+            self._lost(err)
 
     async def _connection(self) -> psycopg.AsyncConnection[Any]:
         async with self._connecting:
@@ -265,3 +323,8 @@ class PgSessionLocks:
         row = await (await conn.execute("SELECT current_schema()")).fetchone()
         self._namespace = str(row[0]) if row is not None and row[0] is not None else ""
         return conn
+
+
+async def _close_quietly(conn: psycopg.AsyncConnection[Any]) -> None:
+    with contextlib.suppress(Exception):
+        await conn.close()

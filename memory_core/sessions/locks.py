@@ -13,6 +13,13 @@ whose turn holds `key`'s lock to cancel it (True: one holds it), and `on_stop`
 registers what a replica does when asked (cancel its local turn of the key).
 Locally there is nobody else to ask: `stop_elsewhere` is False, `on_stop` never fires.
 
+A shared lock can be lost while it is held (its connection broke: the server
+released it, and another replica may take the key). `on_lost(callback)` hears
+the keys then, at once, so their turns stop before another replica may begin
+them; `held(key)` says whether the lock taken for the block is still held, so
+a holder answering several messages in a row stops at the first it no longer
+holds. Local locks are never lost.
+
 A key's local lock lives only while someone holds it or waits for it, so the
 locks do not pile up with every key ever seen.
 """
@@ -48,6 +55,14 @@ class SessionLocks(Protocol):
 
     def on_stop(self, callback: Callable[[str], None]) -> None:
         """`callback(key)` when another replica asks this one to stop `key`'s turn."""
+        ...
+
+    def on_lost(self, callback: Callable[[list[str]], None]) -> None:
+        """`callback(keys)` when the locks of `keys`, held here, were lost."""
+        ...
+
+    def held(self, key: str) -> bool:
+        """Whether `key`'s lock, taken by a block of this process, is still held."""
         ...
 
 
@@ -113,6 +128,12 @@ class LocalSessionLocks:
 
     def on_stop(self, callback: Callable[[str], None]) -> None:
         pass  # nobody else asks
+
+    def on_lost(self, callback: Callable[[list[str]], None]) -> None:
+        pass  # a lock of this process is never lost
+
+    def held(self, key: str) -> bool:
+        return key in self._keys
 
 
 @dataclass(frozen=True)

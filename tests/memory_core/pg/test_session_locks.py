@@ -7,6 +7,7 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from memory_core import NewMessage, SessionMark, SessionOrigin, StorageSettings, open_storage
@@ -183,3 +184,36 @@ async def test_a_sessions_mark_moves_with_each_write_on_either_store(
         )
         await store.end_session(first.session_id, "new")
         assert await store.session_mark(key) is None
+
+
+async def test_a_lock_lost_with_its_connection_is_told_at_once_and_not_released_later(
+    replicas: tuple[PgSessionLocks, PgSessionLocks], pg_database: str
+) -> None:
+    here, there = replicas
+    lost: list[list[str]] = []
+    here.on_lost(lost.append)
+    key = "telegram:private:alice"
+    entered, leave = asyncio.Event(), asyncio.Event()
+
+    async def turn() -> None:
+        async with here.hold(key):
+            entered.set()
+            await leave.wait()
+
+    holder = asyncio.create_task(turn())
+    await asyncio.wait_for(entered.wait(), 5)
+    assert here.held(key)
+    with psycopg.connect(pg_database, autocommit=True) as conn:  # as a restart does to it
+        ended = conn.execute(
+            "SELECT pg_terminate_backend(l.pid) FROM pg_locks l "
+            "WHERE l.locktype = 'advisory' AND l.granted AND l.pid <> pg_backend_pid()"
+        ).fetchall()
+    assert len(ended) == 1
+    await wait_until(lambda: lost == [[key]], timeout=10)  # noticed by the watch, unasked
+    assert not here.held(key)
+    async with there.try_hold(key) as got:  # the server released it: another may take it
+        assert got is True
+    leave.set()
+    await asyncio.wait_for(holder, 5)  # leaving the block releases nothing, raises nothing
+    async with here.try_hold(key) as got:  # and this replica reconnects for the next one
+        assert got is True
