@@ -2,8 +2,10 @@
 
 With shared session locks (`SessionLocks.shared`), every message that will be a
 turn is queued first (`SessionQueue`) and the platform told; then `serve` takes
-the session's lock, held across every replica, and answers the session's queued
-messages oldest first, whichever replica received them (a message another
+the session's lock, held across every replica, and answers first the session's
+messages a turn stored and never answered (its replica died mid-turn: the
+store keeps them marked, `SessionBackend.unanswered`), oldest first, then its
+queued messages oldest first, whichever replica received them (a message another
 replica received gets its sink from the adapter of its platform here,
 `reply_sink`), each dropped from the queue once its turn stored it, until none
 is left. Having let go, it looks once more: a message queued just before the
@@ -15,7 +17,11 @@ may be answered by the holder meanwhile, and it then finds nothing left.
 queued longer than `stale` seconds, and those with a person's message stored but
 never answered (the replica died mid-turn), whose lock nobody holds (the server
 released the dead replica's locks with its connection). Their turns continue
-from the store: the stored system prompt and history, byte for byte.
+from the store: the stored system prompt and history, byte for byte. So a
+killed turn's message is answered before the follow-up another replica got,
+and once: its turn finds it stored (a message found answered already is not
+answered again), and one whose turn ran here without an answer is tried again
+only after `RETRY_AFTER` seconds.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ log = logging.getLogger(__name__)
 STALE = 5.0  # seconds a message may wait before another replica takes its session over
 SWEEP_EVERY = 2.0  # seconds between two sweeps
 UNANSWERED_WITHIN = 24 * 3600.0  # older unanswered messages are left alone
+RETRY_AFTER = 60.0  # seconds before a stored message whose turn ran here is tried again
 
 SinkFor = Callable[[InboundMessage], ReplySink]
 Answer = Callable[[InboundMessage, ReplySink, int], Awaitable[int | None]]
@@ -62,6 +69,7 @@ class SessionOrder:
         self._sinks: dict[str, SinkFor] = {}
         self._answer: Answer | None = None
         self._learn: Learn | None = None
+        self._retried: dict[int, float] = {}  # stored message id -> when its turn ran here
 
     def attach(self, answer: Answer, learn: Learn) -> None:
         """How a queued message is answered and what hears of a delivered reply
@@ -101,25 +109,23 @@ class SessionOrder:
                     await self._queue.drop(entry.queue_id)
                 elif entry.received_at <= before:
                     keys.append(entry.message.session_key())
-            for info, stored in await self._store.unanswered(platform, oldest):
-                message = stored_inbound(platform, info, stored)  # before what came after it
-                if message is not None and stored.timestamp <= before:
-                    answered += await self._take_over(message.session_key(), platform, message)
-            for key in dict.fromkeys(keys):  # oldest first
-                answered += await self._take_over(key, platform, None)
+            stored_keys = [  # before what was queued after them
+                message.session_key()
+                for message, stored in await self._unanswered(platform, oldest)
+                if stored.timestamp <= before and not self._tried_lately(stored.id)
+            ]
+            for key in dict.fromkeys(stored_keys + keys):  # oldest first
+                answered += await self._take_over(key, platform)
         return answered
 
-    async def _take_over(self, key: str, platform: str, unanswered: InboundMessage | None) -> int:
-        """Answer `key`'s queue (first queueing `unanswered`, a stored message never
-        answered) if nobody holds its lock; how many were answered."""
+    async def _take_over(self, key: str, platform: str) -> int:
+        """Answer `key`'s stored and queued messages (`_drain`) if nobody holds its lock;
+        how many were answered."""
         served = _Served()
         with working():  # an erasure from now on fences what this writes
             async with self._sessions.try_locked(key) as got:
                 if not got:
                     return 0
-                if unanswered is not None:  # first; its turn finds it stored: not stored twice
-                    queue_id = await self._queue.put(MessageIdentity.of(unanswered), unanswered)
-                    await self._answer_one(unanswered, queue_id, None, served)
                 await self._drain(key, platform, {}, served)
             await self._learned(key, served)
         if served.tried:
@@ -129,8 +135,12 @@ class SessionOrder:
     async def _drain(
         self, key: str, platform: str, sinks: dict[int, ReplySink], served: _Served
     ) -> None:
-        """Under `key`'s lock: its queued messages' turns, oldest first, until none is left
-        (one whose turn ran and could not store it stays for the next sweep)."""
+        """Under `key`'s lock: first the turns of its messages stored and never answered,
+        then its queued messages' turns, oldest first, until none is left (one whose turn
+        ran and could not store it stays for the next sweep)."""
+        if not await self._answer_stored(key, platform, served):
+            log.warning("no %s adapter here: session %s is left to another", platform, key)
+            return
         while True:
             waiting = [
                 w for w in await self._of_session(key, platform) if w.queue_id not in served.tried
@@ -143,6 +153,41 @@ class SessionOrder:
                 ):
                     log.warning("no %s adapter here: session %s is left to another", platform, key)
                     return
+
+    async def _answer_stored(self, key: str, platform: str, served: _Served) -> bool:
+        """Under `key`'s lock: the turns of its messages a turn stored and never answered (a
+        replica died mid-turn), oldest first, each queued again first (its turn finds it
+        stored: not stored twice, and answered only if it is still the session's last);
+        False when this replica has no adapter of their platform."""
+        now = time.monotonic()
+        self._retried = {i: at for i, at in self._retried.items() if at > now - RETRY_AFTER}
+        for message, stored in await self._unanswered(platform, time.time() - UNANSWERED_WITHIN):
+            if message.session_key() != key or self._tried_lately(stored.id):
+                continue
+            if self._sink(message) is None:
+                return False
+            self._retried[stored.id] = now
+            queue_id = await self._queue.put(MessageIdentity.of(message), message)
+            await self._answer_one(message, queue_id, None, served)
+        return True
+
+    def _tried_lately(self, stored_id: int) -> bool:
+        """Whether the turn of stored message `stored_id` ran here in the last `RETRY_AFTER`
+        seconds (and it is still unanswered: its turn found it answered before, or failed)."""
+        at = self._retried.get(stored_id)
+        return at is not None and at > time.monotonic() - RETRY_AFTER
+
+    async def _unanswered(
+        self, platform: str, since: float
+    ) -> list[tuple[InboundMessage, StoredMessage]]:
+        """`platform`'s messages stored since `since` and never answered, as the inbound
+        messages they were (one that cannot be told apart from a new one is left out)."""
+        found = []
+        for info, stored in await self._store.unanswered(platform, since):
+            message = stored_inbound(platform, info, stored)
+            if message is not None:
+                found.append((message, stored))
+        return found
 
     async def _answer_one(
         self, message: InboundMessage, queue_id: int, sink: ReplySink | None, served: _Served

@@ -193,6 +193,38 @@ async def test_a_replica_cut_mid_turn_leaves_the_session_to_the_other(
     assert await b.conversations.order.sweep(stale=0) == 0  # answered once
 
 
+async def test_a_message_a_replica_stored_before_it_died_is_answered_before_the_next(
+    two: tuple[Chats, Replica, Replica],
+) -> None:
+    """a dies mid-turn; Alice's next message reaches b at once (no sweep yet): b answers
+    the stored one first, then hers, each once, each from the store's history."""
+    chats, a, b = two
+    await (await a.send(chats, private("hello", "alice", "1")))
+    a.model.fail_next(Fault.stall())
+    cut = await a.send(chats, private("tell me more", "alice", "2"))
+    await wait_until(lambda: a.model.stalled == 1)  # stored, the model asked
+    cut.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await cut
+    await a.die()
+    await (await b.send(chats, private("and then?", "alice", "3")))
+    assert chats.replies["alice"] == ["echo: hello", "echo: tell me more", "echo: and then?"]
+    said = [[(m["role"], m["content"]) for m in body[1:]] for body in _sent(b.model)]
+    assert said == [
+        [("user", "hello"), ("assistant", "echo: hello"), ("user", "tell me more")],
+        [
+            ("user", "hello"),
+            ("assistant", "echo: hello"),
+            ("user", "tell me more"),
+            ("assistant", "echo: tell me more"),
+            ("user", "and then?"),
+        ],
+    ]
+    assert await b.services.sessions.unanswered("telegram", 0) == []
+    assert b.conversations.order is not None
+    assert await b.conversations.order.sweep(stale=0) == 0  # nothing left: answered once
+
+
 async def test_a_replica_takes_no_data_directory_lock(pg_database: str, tmp_path: Path) -> None:
     home = tmp_path / "shared"
     async with FakeOpenAI(echo_when_idle=True) as model:
