@@ -366,7 +366,9 @@ def _move(source_home: Path, conn: SyncConnection, parts: Sequence[StorePart]) -
 
 
 def _stamp(path: Path) -> tuple[object, ...]:
-    """What tells that state.db was written: its size and time, and its -wal's."""
+    """What tells that state.db was written: its size and time, and its -wal's. A state.db
+    without a -wal is read ``immutable`` (``mode=ro`` would create -wal and -shm beside
+    it), which sees no writer: one that wrote meanwhile shows here, and the move rolls back."""
     found: list[tuple[int, int] | None] = []
     for file in (path, path.with_name(f"{path.name}-wal")):
         try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import AsyncIterator, Iterator
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_core.errors import PostgresError
+from memory_core.errors import PostgresError, SessionStoreError
 from memory_core.pg.blocking import PgSyncDatabase
 from memory_core.pg.database import PgDatabase
 from memory_core.pg.sessions_schema import SESSION_MIGRATIONS
@@ -172,3 +173,30 @@ async def test_a_check_finds_what_is_wrong(
     state = tmp_path / "state.db"
     state.write_bytes(state.read_bytes()[:4096])  # cut short
     assert not (await check_storage_sqlite(tmp_path)).ok
+
+
+async def test_a_copy_that_differs_or_fails_leaves_the_target_empty(
+    tmp_path: Path, target: PgDatabase, into: PgSyncDatabase
+) -> None:
+    """The move is one transaction: a part whose copy differs from its source, or a
+    state.db written while it is read, commits nothing, not even the sessions."""
+    fill(tmp_path)
+    wrong = ListPart(["a", "b"])
+    differs = dataclasses.replace(wrong.part(), target_digest=lambda: "0" * 64)
+    report = migrate_storage(tmp_path, into, lambda _db: [differs])
+    assert not report.ok and not report.kept
+    assert [p.name for p in report.parts if not p.ok] == ["list"]
+
+    def write_meanwhile() -> dict[str, int]:
+        with SessionDB(tmp_path / "state.db") as db:
+            db.append_messages(origin=ORIGIN, messages=[NewMessage("user", "late", 1.0, key="x")])
+        return {}
+
+    writer = StorePart("writer", lambda: True, write_meanwhile, lambda: "", lambda: "")
+    with pytest.raises(SessionStoreError, match="changed while it was copied"):
+        migrate_storage(tmp_path, into, lambda _db: [writer])
+    async with target.connection() as pg:
+        for table in ("sessions", "messages", "inbox"):
+            row = await (await pg.execute(f"SELECT count(*) FROM {table}")).fetchone()
+            assert row == (0,), table
+    assert migrate_storage(tmp_path, into).ok  # and a move runs again
