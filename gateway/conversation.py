@@ -28,7 +28,7 @@ from gateway.commands import parse_command
 from gateway.commands.registry import CommandCall
 from gateway.commands.router import ERASED_LINE, CommandRouter
 from gateway.errors import NotStoredError
-from gateway.guard import Once, guarded
+from gateway.guard import Once, Outage, guarded
 from gateway.i18n import N_
 from gateway.jobs import BackgroundWork
 from gateway.messages import CommandSpec, InboundMessage, MessageEdit, MessageIdentity, ReplySink
@@ -75,6 +75,7 @@ class Conversations:
         self._withdrawal = withdrawal
         if order is not None:
             order.attach(self._answer_queued, self._learn)
+        self.outage = Outage()  # the store refusing turns' writes: one apology per session
         self._active, self._idle = 0, asyncio.Event()  # handle() and choose() calls running
         self._idle.set()
 
@@ -134,8 +135,8 @@ class Conversations:
         await self.sessions.migrate_chat(platform, old_chat_id, new_chat_id)
 
     async def drain(self, timeout: float) -> bool:
-        """Wait up to `timeout` seconds for the messages being handled; False if some are not
-        done (their person's message is stored: it is answered after the restart)."""
+        """Wait up to `timeout` s for the messages being handled; False if some are not done
+        (their message is stored: answered after the restart)."""
         try:
             await asyncio.wait_for(self._idle.wait(), timeout)
         except TimeoutError:
@@ -201,8 +202,7 @@ class Conversations:
         queued: int | None,
         locale: PersonLocale,
     ) -> int | None:
-        """Under the session's lock: the message's turn or command; the session id of a
-        completed reply."""
+        """Under its session's lock: the turn or command; a completed reply's session id."""
         key = who.session_key
         replied: int | None = None
         if not _speaks(message):
@@ -213,7 +213,7 @@ class Conversations:
                 await self._queue.drop(queued)
         elif call is None:
             answer = self._turns.answer(who, message, sink, stored, queued, locale)
-            replied = await guarded(key, sink, locale, answer, stored)
+            replied = await guarded(key, sink, locale, answer, stored, self.outage)
         else:
             await guarded(key, sink, locale, self._commands.route(who, message, call, sink, locale))
         await sink.finish()

@@ -14,6 +14,7 @@ message is kept). Both serve `gateway.conversation` and `gateway.replicas`.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
@@ -37,16 +38,22 @@ async def guarded(
     locale: PersonLocale,
     work: Awaitable[T],
     unstored: Once | None = None,
+    outage: Outage | None = None,
 ) -> T | None:
     """`work`'s result; an error becomes one short line to the person (None), but
-    `NotStoredError` when the store is unavailable and `unstored` was not called yet."""
+    `NotStoredError` when the store is unavailable and `unstored` was not called yet, and
+    during an `outage` the line about it once per session (a result not None ends it)."""
     try:
-        return await work
+        result = await work
+        if outage is not None and result is not None:  # a turn completed: its writes landed
+            outage.over()
+        return result
     except PostgresUnavailableError as exc:
         if unstored is not None and not unstored.called:
             raise NotStoredError(f"session {key}: the message was not stored: {exc}") from exc
         log.warning("store unavailable in session %s: %s", key, exc)
-        await sink.write(locale._(FAILED_LINE))
+        if outage is None or outage.first(key):  # one apology per session and outage
+            await sink.write(locale._(FAILED_LINE))
     except ModelError as exc:  # upstream detail to the log, a short line to the person
         log.warning("model error in session %s: %s: %s", key, type(exc).__name__, exc)
         await sink.write(locale._(fault_notice(exc)))
@@ -60,6 +67,43 @@ async def guarded(
         log.exception("turn failed in session %s", key)
         await sink.write(locale._(FAILED_LINE))
     return None
+
+
+class Outage:
+    """The store refusing the writes of stored messages' turns: since when, and which
+    sessions were told so (once each, until a turn completes again). With no failure for
+    `QUIET` seconds it is over too (nothing may have been tried since the store came back)."""
+
+    QUIET = 30.0
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._told: set[str] = set()
+        self.since: float | None = None  # None: no outage now
+        self._last = 0.0  # the latest failure
+
+    def first(self, key: str) -> bool:
+        """A turn of `key` failed on the store: whether its person is to be told (the
+        first time in this outage)."""
+        if self.seconds() is None:
+            self.over()
+            self.since = self._clock()
+        self._last = self._clock()
+        if key in self._told:
+            return False
+        self._told.add(key)
+        return True
+
+    def over(self) -> None:
+        """A turn completed: the store takes writes again."""
+        self.since = None
+        self._told.clear()
+
+    def seconds(self) -> float | None:
+        """How long the outage has lasted (None: none now)."""
+        if self.since is None or self._clock() - self._last > self.QUIET:
+            return None
+        return self._clock() - self.since
 
 
 class Once:

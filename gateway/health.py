@@ -95,6 +95,8 @@ class HealthServer:
         ]
         services = self._bot.services
         problem = await store_problem(services.config, services.sessions, self._store_timeout)
+        if problem is None and (failing := self._bot.conversations.outage.seconds()) is not None:
+            problem = f"writes failing for {failing:.0f} s"
         if problem is not None:
             problems.append(f"store: {problem}")
         return problems
