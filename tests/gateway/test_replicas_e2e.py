@@ -15,105 +15,23 @@ import asyncio
 import json
 import re
 import signal
-import socket
-import subprocess
-import time
 from collections import Counter
 from pathlib import Path
 
-import psycopg
 import pytest
 
 from memory_core import SearchScope, StorageSettings, open_storage
-from tests.fakes.openai import FakeOpenAI, Fault
-from tests.fakes.telegram import FakeTelegram
-from tests.gateway.e2e_support import (
-    fakes_fixture,
-    learning_section,
-    telegram_section,
-    write_config,
-)
-from tests.gateway.processes import MNEMO, FakesThread, run_environment
+from tests.fakes.openai import Fault
+from tests.gateway.chaos import ReplicaFakes, free_port, start_replica, turn_holder, wait
+from tests.gateway.e2e_support import fakes_fixture
 
 pytestmark = pytest.mark.slow  # three mnemo runs and a PostgreSQL
 
-TOKEN = "4242:replica-secret-token"
-SECRET = "replicas-webhook-secret"
 PEOPLE = tuple(range(1001, 1021))  # twenty people, each in a private chat
 ROOT = Path(__file__).resolve().parents[2]
 EXTRACTION = "The conversation, oldest first:"
 
-
-class Fakes(FakesThread):
-    def __init__(self) -> None:
-        self.tg = FakeTelegram(token=TOKEN, webhook_backoff=0.05)
-        self.model = FakeOpenAI(echo_when_idle=True, chunk_size=64)
-        super().__init__([self.tg, self.model])
-
-    def texts(self, chat: int) -> list[str]:
-        return [m.text or "" for m in self.call(self.tg.chat_messages, chat)]
-
-    def requests(self) -> list[list[dict[str, object]]]:
-        return [r.body["messages"] for r in self.call(lambda: list(self.model.requests))]
-
-
-fakes = fakes_fixture(Fakes, scope="function")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def start_replica(fakes: Fakes, workdir: Path, url: str, port: int) -> subprocess.Popen[str]:
-    config = (
-        "shutdown_grace: 5\n"
-        + telegram_section(fakes.tg.url, PEOPLE)
-        + "  webhook:\n    url: https://bot.example/telegram\n"
-        + f"    listen: 127.0.0.1\n    port: {port}\n"
-        + learning_section(nudge=1000, creation_nudge=1000)  # no reviews: echoes only
-    )
-    write_config(workdir, config)
-    env = run_environment(
-        fakes.model.url,
-        workdir,
-        TELEGRAM_BOT_TOKEN=TOKEN,
-        TELEGRAM_WEBHOOK_SECRET=SECRET,
-        MNEMO_DATABASE_URL=f"{url}&application_name={workdir.name}",  # named in pg_stat_activity
-    )
-    log = (workdir / "stderr.txt").open("w", encoding="utf-8")
-    return subprocess.Popen(
-        [str(MNEMO), "run"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-        stderr=log, text=True, env=env, cwd=workdir,
-    )  # fmt: skip
-
-
-def wait(probe: object, timeout: float = 60.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not probe():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout} s: {what}")
-        time.sleep(0.05)  # another process's answers: no event to wait on
-
-
-def turn_holder(url: str) -> int:
-    """The replica holding a session's lock: the one turn in flight (its application
-    name; a write's own short advisory lock elsewhere may show for a moment)."""
-    holders: list[str] = []
-
-    def one() -> bool:
-        with psycopg.connect(url, autocommit=True) as conn:
-            rows = conn.execute(
-                "SELECT DISTINCT a.application_name FROM pg_locks l "
-                "JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' "
-                "AND l.granted AND a.application_name LIKE 'replica-%'"
-            ).fetchall()
-        holders[:] = [str(row[0]) for row in rows]
-        return len(holders) == 1
-
-    wait(one, timeout=10, what="one replica holding the held turn's session")
-    return int(holders[0].removeprefix("replica-"))
+fakes = fakes_fixture(ReplicaFakes, scope="function")
 
 
 async def _pending_extractions(url: str, home: Path) -> int:
@@ -135,12 +53,12 @@ async def _stored_user_messages(url: str, home: Path, user_key: str) -> list[str
 
 
 def test_three_replicas_answer_two_hundred_messages_once_each_in_order_through_a_kill(
-    fakes: Fakes, tmp_path: Path, pg_database: str
+    fakes: ReplicaFakes, tmp_path: Path, pg_database: str
 ) -> None:
     ports = [free_port() for _ in range(3)]
     fakes.tg.webhook_targets = [f"http://127.0.0.1:{p}/telegram" for p in ports]
     replicas = [
-        start_replica(fakes, tmp_path / f"replica-{i}", pg_database, port)
+        start_replica(fakes, tmp_path / f"replica-{i}", pg_database, port, PEOPLE)
         for i, port in enumerate(ports)
     ]
     sent: dict[int, list[str]] = {person: [] for person in PEOPLE}
