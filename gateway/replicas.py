@@ -26,6 +26,7 @@ only after `RETRY_AFTER` seconds.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -35,6 +36,7 @@ from gateway.messages import InboundMessage, MessageIdentity, ReplySink
 from gateway.session_cache import OpenSessions
 from gateway.session_queue import SessionQueue, Waiting
 from memory_core import SessionBackend, SessionInfo, StoredMessage, split_user_key, working
+from memory_core.sessions import LOST_WITHIN
 
 log = logging.getLogger(__name__)
 
@@ -148,6 +150,9 @@ class SessionOrder:
             if not waiting:
                 return
             for entry in waiting:
+                if not self._sessions.holds(key):  # lost: another replica answers the rest
+                    log.warning("session %s: its lock was lost; left to another replica", key)
+                    return
                 if not await self._answer_one(
                     entry.message, entry.queue_id, sinks.get(entry.queue_id), served
                 ):
@@ -161,9 +166,16 @@ class SessionOrder:
         False when this replica has no adapter of their platform."""
         now = time.monotonic()
         self._retried = {i: at for i, at in self._retried.items() if at > now - RETRY_AFTER}
-        for message, stored in await self._unanswered(platform, time.time() - UNANSWERED_WITHIN):
-            if message.session_key() != key or self._tried_lately(stored.id):
-                continue
+        found = [
+            (message, stored)
+            for message, stored in await self._unanswered(platform, time.time() - UNANSWERED_WITHIN)
+            if message.session_key() == key and not self._tried_lately(stored.id)
+        ]
+        if found:  # a replica whose lock was lost may still be running it: it stops by then
+            await asyncio.sleep(LOST_WITHIN)
+        for message, stored in found:
+            if not self._sessions.holds(key):
+                return True  # this replica's lock was lost meanwhile: another answers
             if self._sink(message) is None:
                 return False
             self._retried[stored.id] = now

@@ -22,10 +22,10 @@ keys. So while any lock is held a watch asks the connection every
 any request that finds it broken says so too: the held keys are handed to the
 `on_lost` callbacks at once (the gateway stops their turns, which keep
 nothing), `held(key)` is False from then on, and the next request reconnects.
-Another replica takes a key over only after its messages waited `STALE`
-seconds and then a grace longer than `CHECK_EVERY + CHECK_TIMEOUT`
-(`gateway.replicas`), so a turn whose lock was lost has stopped before
-anyone else begins it, unless its replica is frozen altogether.
+A replica that takes a key and finds a turn's message unanswered waits
+`LOST_WITHIN` (at least `CHECK_EVERY + CHECK_TIMEOUT`) before answering it
+(`gateway.replicas`), so a turn whose lock was lost has stopped before anyone
+else begins it, unless its replica is frozen altogether.
 
 `/stop` across replicas: a turn running on another replica holds its key's lock,
 so when `try_hold` fails `stop_elsewhere` sends `NOTIFY` on the schema's stop
@@ -50,7 +50,7 @@ import psycopg
 from psycopg import sql
 
 from memory_core.errors import PostgresUnavailableError
-from memory_core.sessions.locks import KeyLocks
+from memory_core.sessions.locks import LOST_WITHIN, KeyLocks
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ FIRST_RETRY = 0.1  # seconds before listening again after the connection dropped
 MAX_RETRY = 5.0
 CHECK_EVERY = 0.5  # seconds between two checks of the lock connection while locks are held
 CHECK_TIMEOUT = 2.0  # seconds the check may take before the connection counts as lost
-LOST_WITHIN = CHECK_EVERY + CHECK_TIMEOUT  # a lost lock is noticed within this many seconds
+assert CHECK_EVERY + CHECK_TIMEOUT <= LOST_WITHIN  # a lost lock is noticed within it
 
 
 def lock_number(namespace: str, key: str) -> int:

@@ -35,6 +35,7 @@ from memory_core.sessions.forgetting import FORGOTTEN
 from memory_core.sessions.inbox import QueuedMessage
 from memory_core.sessions.jobs import ClaimedJob, InProcessJobs, JobQueue, JobRequest, OpenJob
 from memory_core.sessions.jsonl import ImportResult, parse_timestamp
+from memory_core.sessions.locks import LOST_WITHIN
 from memory_core.sessions.models import (
     DEFAULT_SEARCH_OPTIONS,
     INTERNAL_SOURCES,
@@ -67,6 +68,7 @@ __all__ = [
     "DEFAULT_SEARCH_OPTIONS",
     "FORGOTTEN",
     "INTERNAL_SOURCES",
+    "LOST_WITHIN",
     "MATCH_END",
     "MATCH_START",
     "STOPWORDS",
