@@ -213,7 +213,7 @@ class PgSessionStore:
     async def unanswered(
         self, source: str, since: float, limit: int = 100
     ) -> list[tuple[SessionInfo, StoredMessage]]:
-        """Open sessions of `source` whose newest message is a person's, not answered."""
+        """The person's messages of `source`'s open sessions never answered, oldest first."""
         return await self._read(lambda conn: reads.unanswered(conn, source, since, limit))
 
     async def queue_message(

@@ -300,7 +300,7 @@ class SessionStore:
     async def unanswered(
         self, source: str, since: float, limit: int = 100
     ) -> list[tuple[SessionInfo, StoredMessage]]:
-        """Open sessions of `source` whose newest message is a person's, not answered."""
+        """The person's messages of `source`'s open sessions never answered, oldest first."""
         return await self._read(session_chats.unanswered, source, since, limit)
 
     async def queue_message(

@@ -82,3 +82,47 @@ async def test_version_2_gives_every_stored_message_its_date_and_speaker(
         assert await _rows(db, caroline) == [(rows // 2,)]
         monday = "SELECT count(*) FROM messages WHERE words @@ 'lune & mayo & 2023'::tsquery"
         assert await _rows(db, monday) == [(rows,)]  # all on Monday 8 May 2023
+
+
+async def test_version_3_marks_what_the_old_rule_found_unanswered(pg_database: str) -> None:
+    """Only an open session's newest message, a person's without a fault line, is marked;
+    the query of the marked rows reads their partial index."""
+    async with PgDatabase(pg_database, max_size=2) as db:
+        assert await db.migrate(SESSION_MIGRATIONS[:2]) == {COMPONENT: 2}
+        for session_id, ended in ((1, None), (2, None), (3, 2.0), (4, None)):
+            await _rows(
+                db,
+                "INSERT INTO sessions (id, source, user_key, owner_token, chat_id, chat_type, "
+                "started_at, ended_at, root_id) "
+                "VALUES (%s, 'telegram', %s, 'tok', %s, 'private', 1, %s, %s) RETURNING id",
+                (session_id, f"telegram-{session_id}", str(session_id), ended, session_id),
+            )
+        rows = [  # (session, role, content, notice)
+            (1, "user", "answered", None),
+            (1, "assistant", "reply", None),
+            (1, "user", "owed", None),
+            (2, "user", "owed but hidden", None),
+            (2, "user", "newest, failed", "(the model failed)"),
+            (3, "user", "ended", None),
+            (4, "user", "q", None),
+            (4, "assistant", "a", None),
+        ]
+        for n, (session_id, role, content, notice) in enumerate(rows, start=1):
+            await _rows(
+                db,
+                "INSERT INTO messages (session_id, role, content, timestamp, dedupe_key, notice) "
+                "VALUES (%s, %s, %s, %s, %s, %s) RETURNING id",
+                (session_id, role, content, 1000.0 + n, f"v2:{n}", notice),
+            )
+        assert await db.migrate(SESSION_MIGRATIONS) == {COMPONENT: 3}
+        marked = "SELECT content FROM messages WHERE unanswered ORDER BY id"
+        assert await _rows(db, marked) == [("owed",)]
+        async with db.connection() as conn:
+            await conn.execute(b"SET enable_seqscan = off")  # as with millions of rows
+            plan = await (
+                await conn.execute(
+                    b"EXPLAIN SELECT max(id) FROM messages WHERE session_id = 1 AND unanswered"
+                )
+            ).fetchall()
+            await conn.execute(b"RESET enable_seqscan")
+        assert "messages_unanswered" in " ".join(str(row[0]) for row in plan)
