@@ -155,7 +155,7 @@ async def append_messages(
             ids.append(int(row[0]))
             inserted += 1
         else:
-            ids.append(await _existing_message_id(conn, session_id, message))
+            ids.append(await _existing_message_id(conn, session_id, message, waits))
     if counters is not None and inserted:
         await conn.execute(
             "UPDATE sessions SET "
@@ -171,12 +171,24 @@ def _counter_params(c: CounterUpdate) -> tuple[object, ...]:
     return (c.memory_written, c.turns, c.skill_written, c.steps)
 
 
-async def _existing_message_id(conn: Connection, session_id: int, m: NewMessage) -> int:
+async def _existing_message_id(
+    conn: Connection, session_id: int, m: NewMessage, waits: bool = False
+) -> int:
+    """The id of `m` stored before; with `waits`, its mark goes in the same statement when
+    later messages follow it (`writes._OVERTAKEN`)."""
+    found = (
+        "SELECT id FROM messages WHERE session_id = %s AND "
+        "(platform_message_id = %s OR dedupe_key = %s) ORDER BY id LIMIT 1"
+    )
+    if not waits:
+        row = await _one(conn, found, (session_id, m.platform_message_id, m.key))
+        return int(row[0])
     row = await _one(
         conn,
-        "SELECT id FROM messages WHERE session_id = %s AND "
-        "(platform_message_id = %s OR dedupe_key = %s) ORDER BY id LIMIT 1",
-        (session_id, m.platform_message_id, m.key),
+        f"WITH found AS ({found}), overtaken AS (UPDATE messages w SET unanswered = NULL "
+        "FROM found WHERE w.id = found.id AND w.unanswered AND EXISTS (SELECT 1 FROM "
+        "messages x WHERE x.session_id = %s AND x.id > found.id)) SELECT id FROM found",
+        (session_id, m.platform_message_id, m.key, session_id),
     )
     return int(row[0])
 

@@ -13,7 +13,9 @@ the model is asked) is marked unanswered in its insert. The first new reply,
 tool step or stop note of a later batch answers the session's newest marked
 message (a turn's reply follows its own message: the session's lock keeps
 turns apart), in the same transaction; so does a fault line kept on it
-(`record_notice`), and the end of its session clears its marks.
+(`record_notice`), and the end of its session clears its marks. One stored
+again when later messages follow it (its turn found it answered already, or
+overtaken) loses its mark too.
 `chats.unanswered` lists the marked messages.
 """
 
@@ -46,6 +48,15 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 _ANSWERED = (
     "UPDATE messages SET unanswered = NULL WHERE id = (SELECT max(id) FROM messages "
     "INDEXED BY messages_unanswered WHERE session_id = ? AND unanswered IS NOT NULL AND id < ?)"
+)
+
+
+# A person's message stored again (its turn runs once more) with later messages after it
+# in its session is answered already or never will be (its turn answers only the
+# session's last message): it waits no longer.
+_OVERTAKEN = (
+    "UPDATE messages SET unanswered = NULL WHERE id = ? AND unanswered IS NOT NULL "
+    "AND EXISTS (SELECT 1 FROM messages WHERE session_id = ? AND id > ?)"
 )
 
 
@@ -90,6 +101,8 @@ def append_messages(
                     answering = False
             else:
                 ids.append(_existing_message_id(conn, session_id, message))
+                if waits:
+                    conn.execute(_OVERTAKEN, (ids[-1], session_id, ids[-1]))
         if counters is not None and inserted:
             _bump_counters(conn, session_id, counters)
     return AppendResult(session_id, created, tuple(ids), inserted)

@@ -314,6 +314,24 @@ async def test_a_message_left_unanswered_stays_found_after_a_later_one_is_answer
     assert [(s.id, m.id, m.content) for s, m in found] == [(m1.session_id, m1.message_ids[0], "m1")]
 
 
+async def test_a_waiting_message_stored_again_waits_only_while_it_is_the_last(
+    store: SessionBackend,
+) -> None:
+    """Its turn runs again: still the session's last, it waits for that turn's reply;
+    overtaken by later messages, that turn cannot answer it (`Turns._history`)."""
+    m1 = message("m1", 100, platform_message_id="1")
+    first = await store.append_message(origin=alice(), message=m1)
+    again = await store.append_message(origin=alice(), message=m1)
+    assert (again.inserted, again.message_ids) == (0, first.message_ids)
+    assert [m.content for _, m in await store.unanswered("telegram", 50)] == ["m1"]
+    await store.append_message(origin=alice(), message=message("m2", 101))
+    await store.append_message(origin=alice(), message=message("re m2", 102, role="assistant"))
+    assert [m.content for _, m in await store.unanswered("telegram", 50)] == ["m1"]
+    late = await store.append_message(origin=alice(), message=m1)
+    assert (late.inserted, late.message_ids) == (0, first.message_ids)
+    assert await store.unanswered("telegram", 50) == []
+
+
 async def test_every_unanswered_message_is_found_oldest_first(store: SessionBackend) -> None:
     await store.append_message(origin=alice(), message=message("m1", 100))
     await store.append_message(origin=alice(), message=message("m2", 101))
