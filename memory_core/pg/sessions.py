@@ -22,10 +22,12 @@ as U+FFFD, where SQLite keeps it.
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import IO, TypeVar
 
+import memory_core.pg.session_deliveries as deliveries
 import memory_core.pg.session_edits as edits
 import memory_core.pg.session_import as session_import
 import memory_core.pg.session_reads as reads
@@ -40,6 +42,7 @@ from memory_core.pg.session_search import search_sessions
 from memory_core.pg.sessions_schema import SESSION_MIGRATIONS
 from memory_core.scopes import SearchScope
 from memory_core.sessions.activity import SessionActivity
+from memory_core.sessions.deliveries import PruneTurns, delivery_digest
 from memory_core.sessions.erase import UserTotals
 from memory_core.sessions.inbox import QueuedMessage
 from memory_core.sessions.jsonl import ImportResult
@@ -79,6 +82,7 @@ class PgSessionStore:
         self.fence = fence if fence is not None else ErasureFence()
         self._clock = clock
         self._open = False
+        self._prunes = PruneTurns()
 
     async def open(self) -> None:
         """Bring the "sessions" schema up to date (see `sessions_schema`)."""
@@ -233,6 +237,15 @@ class PgSessionStore:
     async def queued_messages(self, source: str) -> list[QueuedMessage]:
         """The messages of `source` still waiting for their session, oldest first."""
         return await self._read(lambda conn: reads.queued_messages(conn, source))
+
+    async def first_delivery(self, platform: str, delivery: str) -> bool:
+        """Record that `delivery` arrived on `platform`; whether it is the first time, of
+        every replica on this database (see `session_deliveries`)."""
+        digest, claim = delivery_digest(platform, delivery), os.urandom(16)
+        prune, now = self._prunes.due(), self._clock()
+        return await self._write(
+            lambda conn: deliveries.first_delivery(conn, digest, claim, now, prune)
+        )
 
     async def delete_user(self, user_key: str, *, purge: bool = True) -> DeleteResult:
         """Erase every session, message and waiting message of one person, in one transaction."""

@@ -29,6 +29,9 @@ Python, `FILL_BATCH` rows at a time, in the step's transaction.
 
 v3 (SQLite's v11): `unanswered`, the mark of a person's message a turn stored
 and has not answered yet, with a partial index of the marked rows.
+
+v4 (SQLite's v12): `deliveries`, the commands and button presses seen, as digests, so
+that one delivered twice runs once (`memory_core.sessions.deliveries`).
 """
 
 from __future__ import annotations
@@ -172,6 +175,18 @@ UPDATE messages m SET unanswered = TRUE FROM sessions s
 CREATE INDEX messages_unanswered ON messages (session_id, id) WHERE unanswered;
 """
 
+# v4 (SQLite's v12): the deliveries of commands and button presses seen, by the sha256
+# of their platform and key, with the claim of the call that recorded each (see
+# `session_deliveries`) and the time, indexed for the prune of the ones two days old.
+_V4 = """
+CREATE TABLE deliveries (
+    digest BYTEA PRIMARY KEY,
+    claim BYTEA NOT NULL,
+    seen_at DOUBLE PRECISION NOT NULL
+);
+CREATE INDEX deliveries_seen ON deliveries (seen_at);
+"""
+
 FILL_BATCH = 5000
 
 
@@ -196,4 +211,5 @@ SESSION_MIGRATIONS: tuple[PgMigration, ...] = (
     PgMigration(COMPONENT, 1, _V1),
     PgMigration(COMPONENT, 2, _V2, then=fill_words),
     PgMigration(COMPONENT, 3, _V3),
+    PgMigration(COMPONENT, 4, _V4),
 )

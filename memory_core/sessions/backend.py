@@ -96,6 +96,11 @@ class SessionBackend(Protocol):
 
     async def queued_messages(self, source: str) -> list[QueuedMessage]: ...
 
+    async def first_delivery(self, platform: str, delivery: str) -> bool:
+        """Record that `delivery` (a command's or a button press's key on `platform`)
+        arrived; whether it is the first time. Kept as a digest, two days (`deliveries`)."""
+        ...
+
     async def delete_user(self, user_key: str, *, purge: bool = True) -> DeleteResult: ...
 
     async def edit_message(

@@ -52,7 +52,7 @@ from memory_core.sessions.word_index import (
     about_words,
 )
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 WORD_INDEX = "messages_fts"
 TRIGRAM_INDEX = "messages_trigram"
 
@@ -377,6 +377,18 @@ CREATE INDEX messages_unanswered ON messages(session_id, id) WHERE unanswered IS
 """
 
 
+# v12: the deliveries of commands and button presses seen (`deliveries`), so that one
+# delivered twice runs once: the sha256 of each delivery's platform and key, never the
+# ids, and the time it was seen, indexed for the prune of the ones two days old.
+_V12 = """
+CREATE TABLE deliveries (
+    digest BLOB PRIMARY KEY,
+    seen_at REAL NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX deliveries_seen ON deliveries(seen_at);
+"""
+
+
 def owner_token(user_key: str) -> str:
     """Three private-use characters derived from a user key: one word, one trigram.
 
@@ -410,6 +422,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(9, _V9),  # own words: forwarded and quoted text is marked
     Migration(10, V10),  # the date and speaker words (word_index.py)
     Migration(11, _V11),
+    Migration(12, _V12),  # deliveries of commands and presses seen (deliveries.py)
 )
 
 

@@ -28,6 +28,7 @@ from typing import IO, TypeVar
 import memory_core.sessions.activity as activity
 import memory_core.sessions.backlog as backlog
 import memory_core.sessions.chats as session_chats
+import memory_core.sessions.deliveries as deliveries
 import memory_core.sessions.edits as session_edits
 import memory_core.sessions.erase as session_erase
 import memory_core.sessions.inbox as session_inbox
@@ -98,6 +99,7 @@ class SessionStore:
         self._local = threading.local()
         self._read_conns: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
+        self._prunes = deliveries.PruneTurns()
 
     async def open(self) -> None:
         """Create the database if needed, switch to WAL and migrate it."""
@@ -324,6 +326,13 @@ class SessionStore:
     async def queued_messages(self, source: str) -> list[session_inbox.QueuedMessage]:
         """The messages of `source` still waiting for their session, oldest first."""
         return await self._read(session_inbox.waiting, source)
+
+    async def first_delivery(self, platform: str, delivery: str) -> bool:
+        """Record that `delivery` arrived on `platform`; whether it is the first time (see
+        `deliveries`: its digest is kept two days, the old ones pruned as it is written)."""
+        digest = deliveries.delivery_digest(platform, delivery)
+        prune = self._prunes.due()
+        return await self._write(deliveries.first_delivery, digest, self._clock(), prune)
 
     async def delete_user(self, user_key: str, *, purge: bool = True) -> DeleteResult:
         """Erase every session and message of one person."""
