@@ -19,15 +19,31 @@ either way. Each replica's python-telegram-bot holds it to Telegram's 30 calls/s
 (AIORateLimiter), so the Telegram calls per turn are printed too: one replica
 cannot pass 30 / calls per turn, whatever its CPU.
 
-    python bench/gateway_load.py --replicas 3                          # 40 x 10
-    python bench/gateway_load.py --replicas 3 --people 10 --messages 5 # a quick look
-    python bench/replicas_load.py --storage postgresql://...           # your server
+`--chaos` runs N replicas once, on an embedded PostgreSQL of its own
+(tests/gateway/chaos.py's `ChaosServer`), and breaks things on a schedule while the
+people write: every `--every` seconds, in turn, the server restarts (``pg_ctl
+restart -m fast``), the session-lock connections of the replicas are cut
+(``pg_terminate_backend``), and one replica is SIGKILLed and started again
+`--down` seconds later; `--faults` of them (default 6: each twice), and the people
+write until the last is `--every` seconds past (`--messages` is not used). A
+person whose reply does not come within `--timeout` sends the next message
+anyway. Once the people are done and the stragglers are in
+(or `--timeout` passed), it prints the messages sent, answered once, answered
+twice, never answered and answered out of order (the goal: all but the first
+zero), and the lines that were not answers (apologies).
+
+    python bench/replicas_load.py --replicas 3                          # 40 x 10
+    python bench/replicas_load.py --replicas 3 --people 10 --messages 5 # a quick look
+    python bench/replicas_load.py --storage postgresql://...            # your server
+    python bench/replicas_load.py --chaos --people 10 --faults 9        # faults meanwhile
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import itertools
 import os
 import signal
 import socket
@@ -51,6 +67,7 @@ from pg_server import EMBEDDED, pg_schema, server, server_version  # noqa: E402
 
 from tests.fakes.openai import FakeOpenAI  # noqa: E402
 from tests.fakes.telegram import FakeTelegram  # noqa: E402
+from tests.gateway.chaos import ChaosServer, Tally, tally  # noqa: E402
 from tests.gateway.processes import MNEMO, run_environment  # noqa: E402
 
 TOKEN = "4242:bench-replicas-token"
@@ -62,8 +79,9 @@ TICK = os.sysconf("SC_CLK_TCK")
 class ShownTelegram(FakeTelegram):
     """The fake, waking a chat's person when the bot sends a message there."""
 
-    def __init__(self) -> None:
-        super().__init__(token=TOKEN, webhook_backoff=0.05)
+    def __init__(self, backoff: float = 0.05) -> None:
+        """`backoff`: seconds before a refused update is POSTed again."""
+        super().__init__(token=TOKEN, webhook_backoff=backoff)
         self.sent: dict[int, list[str]] = defaultdict(list)
         self.events: dict[int, asyncio.Event] = defaultdict(asyncio.Event)
 
@@ -129,7 +147,7 @@ def free_port() -> int:
 def start_replica(
     tg: ShownTelegram, model: FakeOpenAI, workdir: Path, url: str, port: int, edit_interval: float
 ) -> subprocess.Popen[str]:
-    workdir.mkdir(parents=True)
+    workdir.mkdir(parents=True, exist_ok=True)  # a killed replica starts again in it
     (workdir / "mnemo.yaml").write_text(
         "shutdown_grace: 5\n"
         "telegram:\n"
@@ -145,9 +163,9 @@ def start_replica(
         workdir,
         TELEGRAM_BOT_TOKEN=TOKEN,
         TELEGRAM_WEBHOOK_SECRET=SECRET,
-        MNEMO_DATABASE_URL=url,
+        MNEMO_DATABASE_URL=f"{url}{'&' if '?' in url else '?'}application_name={workdir.name}",
     )
-    with (workdir / "stderr.txt").open("w", encoding="utf-8") as log:
+    with (workdir / "stderr.txt").open("a", encoding="utf-8") as log:
         return subprocess.Popen(
             [str(MNEMO), "run"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=log, text=True, env=env, cwd=workdir,
@@ -178,18 +196,28 @@ async def until(probe: Callable[[], bool], timeout: float, what: str) -> None:
 
 
 async def person(
-    tg: ShownTelegram, chat: int, args: argparse.Namespace
+    tg: ShownTelegram, chat: int, args: argparse.Namespace, until: asyncio.Event | None = None
 ) -> tuple[list[str], list[float]]:
-    """One person's closed loop; the texts sent and each reply's latency."""
-    sent, waits = [], []
-    for n in range(args.messages):
+    """One person's closed loop; the texts sent and each reply's latency. With `until`
+    (chaos) the person writes until it is set, and a reply not shown within
+    `args.timeout` is given up on (the next message is sent)."""
+    sent: list[str] = []
+    waits: list[float] = []
+    for n in itertools.count() if until else range(args.messages):
+        if until is not None and until.is_set():
+            break
         text = f"message {n} from person {chat}"
         sent.append(text)
         began = time.perf_counter()
         tg.inject_text(chat, chat, text)
-        while f"echo: {text}" not in tg.sent[chat][-3:]:
-            tg.events[chat].clear()
-            await asyncio.wait_for(tg.events[chat].wait(), args.timeout)
+        try:
+            while f"echo: {text}" not in tg.sent[chat][-3:]:
+                tg.events[chat].clear()
+                await asyncio.wait_for(tg.events[chat].wait(), args.timeout)
+        except TimeoutError:
+            if until is None:
+                raise
+            continue
         waits.append(time.perf_counter() - began)
     return sent, waits
 
@@ -242,6 +270,114 @@ async def one_run(count: int, url: str, postmaster: int | None, args: argparse.N
     )
     turns = sum(len(texts) for texts in sent)
     return Row(count, turns, wall, replica_cpu, pg_cpu, fakes_cpu, all_cpu, calls, wrong, waits)
+
+
+@dataclass
+class Faults:
+    """What the schedule did."""
+
+    restarts: int = 0
+    locks_cut: int = 0  # session-lock connections terminated
+    cuts: int = 0  # times it tried (no replica may have held a lock then)
+    kills: int = 0
+
+
+async def schedule(
+    chaos: ChaosServer,
+    replicas: list[subprocess.Popen[str]],
+    again: Callable[[int], subprocess.Popen[str]],
+    args: argparse.Namespace,
+    done: asyncio.Event,
+) -> Faults:
+    """`args.faults` faults, one every `args.every` seconds: a server restart, the lock
+    connections cut, a replica SIGKILLed (and started again `args.down` seconds
+    later), in turn; then `done` is set a last `args.every` seconds on."""
+    faults = Faults()
+    for step in range(args.faults + 1):
+        await asyncio.sleep(args.every)  # the schedule's pace
+        if step == args.faults:
+            break
+        kind = step % 3
+        if kind == 0:
+            await asyncio.to_thread(chaos.restart)
+            faults.restarts += 1
+        elif kind == 1:
+            faults.cuts += 1
+            faults.locks_cut += len(await asyncio.to_thread(chaos.kill_lock_connections))
+        else:
+            victim = (step // 3) % len(replicas)
+            replicas[victim].send_signal(signal.SIGKILL)
+            await asyncio.to_thread(replicas[victim].wait)
+            faults.kills += 1
+            await asyncio.sleep(args.down)  # the replica's time down, part of the fault
+            replicas[victim] = again(victim)
+    done.set()
+    return faults
+
+
+async def chaos_run(chaos: ChaosServer, args: argparse.Namespace) -> tuple[Tally, Faults, float]:
+    """The people's loops against `args.replicas` replicas while `schedule` breaks things;
+    the tally of what they saw, the faults done and the wall time."""
+    tg, model = ShownTelegram(backoff=0.25), FakeOpenAI(echo_when_idle=True, chunk_size=64)
+    await tg.start()
+    await model.start()
+    count = args.replicas
+    ports = [free_port() for _ in range(count)]
+    tg.webhook_targets = [f"http://127.0.0.1:{p}/telegram" for p in ports]
+    with tempfile.TemporaryDirectory(prefix="mnemo-chaos-") as tmp:
+
+        def again(i: int) -> subprocess.Popen[str]:
+            workdir = Path(tmp) / f"replica-{i}"
+            return start_replica(tg, model, workdir, chaos.url, ports[i], args.edit_interval)
+
+        replicas = [again(i) for i in range(count)]
+        try:
+            await until(lambda: len(tg.calls_to("setWebhook")) >= count, 120, "replicas up")
+            chats = range(FIRST_CHAT, FIRST_CHAT + args.people)
+            done = asyncio.Event()
+            faults = asyncio.create_task(schedule(chaos, replicas, again, args, done))
+            began = time.perf_counter()
+            loops = await asyncio.gather(*(person(tg, c, args, until=done) for c in chats))
+            done_faults = await faults
+            sent = {c: texts for c, (texts, _) in zip(chats, loops, strict=True)}
+
+            def answered() -> bool:
+                shown = {c: set(tg.chat_texts(c)) for c in chats}
+                return all(f"echo: {t}" in shown[c] for c in chats for t in sent[c])
+
+            with contextlib.suppress(SystemExit):  # the ones never answered are counted
+                await until(answered, args.timeout, "the last answers")
+            wall = time.perf_counter() - began
+        finally:
+            for process in replicas:
+                if process.poll() is None:
+                    process.send_signal(signal.SIGTERM)
+            for process in replicas:
+                process.wait(timeout=30)
+            await tg.stop()
+            await model.stop()
+    result = tally(sent, lambda chat: [t or "" for t in tg.chat_texts(chat)])
+    return result, done_faults, wall
+
+
+def chaos_report(result: Tally, faults: Faults, wall: float, args: argparse.Namespace) -> None:
+    print(
+        f"{args.replicas} replicas, {wall:.0f} s: {faults.restarts} server restarts, "
+        f"{faults.locks_cut} lock connections cut in {faults.cuts} tries, "
+        f"{faults.kills} replicas SIGKILLed and started again"
+    )
+    print(f"messages sent          {result.sent:>6}")
+    print(f"answered once          {result.once:>6}")
+    print(f"answered twice or more {result.twice:>6}")
+    print(f"never answered         {result.never:>6}")
+    print(f"out of order           {result.out_of_order:>6}")
+    lines = sum(len(found) for found in result.others.values())
+    print(
+        f"other lines (apologies) {lines:>5} to {len(result.others)} people, "
+        f"at most {result.most_others()} to one"
+    )
+    for line, n in Counter(t for found in result.others.values() for t in found).most_common(3):
+        print(f"  {n} x {line[:100]!r}")
 
 
 def report(rows: list[Row]) -> None:
@@ -297,8 +433,25 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--storage", default=EMBEDDED, help="a postgresql:// URL or 'embedded'")
     parser.add_argument("--edit-interval", type=float, default=1.0, help="telegram.edit_interval")
     parser.add_argument("--timeout", type=float, default=60.0, help="per reply, seconds")
+    parser.add_argument("--chaos", action="store_true", help="break things meanwhile")
+    parser.add_argument("--faults", type=int, default=6, help="--chaos: how many (in turn)")
+    parser.add_argument("--every", type=float, default=4.0, help="--chaos: seconds between faults")
+    parser.add_argument("--down", type=float, default=2.0, help="--chaos: a killed replica's s")
     args = parser.parse_args(argv)
     print(describe())
+    if args.chaos:
+        if args.storage != EMBEDDED:
+            sys.exit("--chaos restarts the server: it runs on an embedded one of its own")
+        with ChaosServer.started() as chaos:
+            print(
+                f"{server_version(chaos.url)}; {args.people} people in a closed loop, "
+                f"{args.faults} faults, one every {args.every:g} s",
+                flush=True,
+            )
+            result, faults, wall = asyncio.run(chaos_run(chaos, args))
+        chaos_report(result, faults, wall, args)
+        print(describe())
+        return
     with server(args.storage) as url:
         print(
             f"{server_version(url)}; {args.people} people x {args.messages} messages, "

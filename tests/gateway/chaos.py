@@ -26,6 +26,7 @@ the ones answered out of order and the lines that are not answers (apologies).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import inspect
 import os
@@ -241,10 +242,15 @@ class ChaosServer:
         return pids
 
     def close(self) -> None:
-        """Stop the server whatever state it is in, and delete its data."""
-        if self.up:  # the handle only stops the postmaster it started, not a restarted one
+        """Stop the server whatever state it is in, and delete its data. (Not through the
+        embedded handle: it would stop only the postmaster it started, not a restarted one.)"""
+        pid_file = self._handle.pgdata / "postmaster.pid"
+        if pid_file.exists():
             self._ctl("-m", "immediate", "stop", check=False)
-        self._handle.cleanup()
+        with contextlib.suppress(OSError, ValueError, IndexError):  # stopped, as it should be
+            os.kill(int(pid_file.read_text().split()[0]), signal.SIGKILL)
+        atexit.unregister(self._handle._cleanup)
+        type(self._handle)._instances.pop(self._handle.pgdata, None)
         shutil.rmtree(self._parent, ignore_errors=True)
 
 
