@@ -164,7 +164,7 @@ def build_conversations(
     `media`: what reads voice notes and pictures (None: a `MediaReader` over `services`
     and `media_fetch`).
     """
-    config = services.config
+    config, store = services.config, services.sessions
     if media is None:
         media = media_reader(services, media_fetch if media_fetch is not None else no_fetch)
     prompts = PromptMaker(
@@ -210,7 +210,7 @@ def build_conversations(
     registry = builtin_commands(
         command_resources(services, sessions), choices, erasures, access.granted
     )
-    commands = CommandRouter(registry, choices, access.is_admin, services.locales)
+    commands = CommandRouter(registry, choices, access.is_admin, services.locales, store)
     shared = sessions.shared is not None  # replicas on one PostgreSQL: each queue in order
     replicas = SessionOrder(sessions, queue, services.sessions) if shared else None
     return Conversations(

@@ -66,10 +66,8 @@ class Conversations:
         own); `order`: replicas' order (None: one process); `withdrawal`: applies edits."""
         self.sessions = sessions
         self.locales = locales
-        self._access = access
-        self._turns = turns
-        self._commands = commands
-        self._queue = queue
+        self._access, self._turns = access, turns
+        self._commands, self._queue = commands, queue
         self._background = background
         self.order = order
         self._withdrawal = withdrawal
@@ -166,10 +164,12 @@ class Conversations:
         stored: Once,
         locale: PersonLocale,
     ) -> None:
-        key = who.session_key
+        key, call = who.session_key, parse_command(message.text)
+        if call is not None and not await self._commands.first_delivery(message):
+            await sink.finish()  # delivered before: it ran where it arrived first
+            return
         if self._background is not None:
             self._background.message_arrived(key)
-        call = parse_command(message.text)
         turn = call is None and _speaks(message)
         queued: int | None = None
         if not turn:

@@ -6,9 +6,12 @@ sink (a document is attached and sent at once, and the reply's `after_sent`
 runs then); an unknown one points to /help in a private chat and is ignored in a
 group unless addressed to this bot; one addressed to another bot is ignored.
 A picked choice (a pressed button) runs its command's `on_choice`, or is
-refused in one line. The caller holds the session's lock; the router makes
-each `CommandContext` from the message's `MessageIdentity`, and commands reach
-anything else only through what they were built with.
+refused in one line. A command or a press delivered twice runs once
+(`gateway.deliveries`): the caller asks `first_delivery` before routing a
+command, and `choose` asks itself for a press. The caller holds the session's
+lock; the router makes each `CommandContext` from the message's
+`MessageIdentity`, and commands reach anything else only through what they
+were built with.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from dataclasses import replace
 
 from gateway.commands.choices import PendingChoices
 from gateway.commands.registry import CommandCall, CommandContext, CommandRegistry
+from gateway.deliveries import Deliveries, DeliveryLog
 from gateway.errors import ChoiceRefusedError
 from gateway.i18n import LANGUAGES, N_, Translator
 from gateway.messages import (
@@ -48,14 +52,18 @@ class CommandRouter:
         choices: PendingChoices,
         is_admin: Callable[[str, str], bool],
         locales: PersonLocales | None = None,
+        deliveries: DeliveryLog | None = None,
     ) -> None:
         """`is_admin(platform, user_id)`: whether the person may use admin-only commands;
         `locales`: the catalogs and default language the menu is translated with (None:
-        the menu as the commands describe themselves, in English)."""
+        the menu as the commands describe themselves, in English); `deliveries`: where
+        commands and presses are recorded as they arrive, so that one delivered twice
+        runs once (None: each runs as often as it arrives)."""
         self._registry = registry
         self._choices = choices
         self._is_admin = is_admin
         self._locales = locales
+        self._deliveries = Deliveries(deliveries)
 
     @property
     def menu(self) -> list[CommandSpec]:
@@ -73,6 +81,11 @@ class CommandRouter:
         """Whether `call` must wait for its session's turn in progress (see `Command`)."""
         command = self._registry.get(call.name)
         return command is not None and command.needs_session
+
+    async def first_delivery(self, message: InboundMessage) -> bool:
+        """Whether the command `message` arrives for the first time (a duplicate is not
+        routed); `PostgresUnavailableError` when that cannot be known (not stored)."""
+        return await self._deliveries.first_command(message)
 
     async def route(
         self,
@@ -120,7 +133,10 @@ class CommandRouter:
         sink: ReplySink,
         locale: PersonLocale,
     ) -> None:
-        """Apply a picked choice; a forged, used, expired or foreign one is refused in one line."""
+        """Apply a picked choice; a forged, used, expired or foreign one is refused in one
+        line; one delivered before does nothing (`PostgresUnavailableError` propagates)."""
+        if not await self._deliveries.first_press(message, payload):
+            return  # answered where it arrived first
         try:
             picked = self._choices.take(payload, identity.user_key)
             command = self._registry.get(picked.command)
