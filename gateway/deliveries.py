@@ -8,11 +8,12 @@ single-use choice (the second would be refused in a visible line). So before
 either runs, the session store records its delivery (`first_delivery`, as a
 digest) and only the first runs; a later one does nothing visible and is logged.
 
-A command is known by its chat, thread and message ids; a press by the chat and
-message the button is on, who pressed it, and its payload (a Discord press has
-an interaction id of its own as its message id; Telegram's is the message the
-button is on, so a second press of a spent button is silent too). A message
-without an id (the console) is never taken for a duplicate.
+A command is known by its chat, thread and message ids; a press by the platform's
+id of that press (Telegram's callback query id, `InboundMessage.press_id`), else
+by the chat and message the button is on, who pressed it, and its payload (a
+Discord press has an interaction id of its own as its message id). A second
+press of a spent button is a new press: it gets its "not valid any more" line.
+A message without an id (the console) is never taken for a duplicate.
 
 The store unavailable (`PostgresUnavailableError`) propagates: the command is
 then not confirmed to its platform, which sends it again. A SQLite store too busy
@@ -53,6 +54,8 @@ class Deliveries:
         """Whether the press of `payload` (`message`: who pressed it, on which message)
         arrives for the first time."""
         key = ["press", message.chat_id, message.message_id, message.user_id, payload]
+        if message.press_id is not None:
+            key = ["press", message.chat_id, message.press_id]
         return await self._first(message, key, "button press")
 
     async def _first(self, message: InboundMessage, key: list[str | None], what: str) -> bool:

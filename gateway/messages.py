@@ -76,6 +76,9 @@ class InboundMessage:
     media: tuple[MediaRef, ...] = ()
     """Voice notes, audio and pictures it carried (`text` is then the caption, maybe
     empty); the application downloads, transcribes or shows them to the model."""
+    press_id: str | None = None
+    """For a button press: the platform's own id of that press (Telegram's callback query
+    id), so a press delivered twice is told from a second press; None otherwise."""
 
     @property
     def user_key(self) -> str:

@@ -132,13 +132,18 @@ class PersonLocales:
             if reading is None and len(self._reading) < MAX_READS:
                 reading = asyncio.ensure_future(asyncio.to_thread(self._read_store, key))
                 self._reading[key] = reading
-                reading.add_done_callback(lambda _: self._reading.pop(key, None))
+                reading.add_done_callback(lambda done: self._read_done(key, done))
             if reading is not None:
                 try:
                     self._keep(key, await asyncio.wait_for(asyncio.shield(reading), READ_DEADLINE))
                 except Exception as exc:  # a store that is down or slow: the last known
                     log.warning("settings of %s not read (%s); the last known stand in", key, exc)
         return self.of_message(message)
+
+    def _read_done(self, key: str, done: asyncio.Future[PersonSettings]) -> None:
+        self._reading.pop(key, None)
+        if not done.cancelled():
+            done.exception()  # retrieved: a late failure was logged by the one who waited
 
     def chosen(self, user_key: str, settings: PersonSettings) -> None:
         """`user_key` just changed their settings to `settings` (read no older ones)."""

@@ -518,7 +518,7 @@ class TelegramAdapter:
         message = query.message
         if not isinstance(message, Message) or query.data is None:
             return
-        inbound = self._inbound(message, query.from_user, "")
+        inbound = replace(self._inbound(message, query.from_user, ""), press_id=query.id)
         await inbox.choose(inbound, query.data, self._sink(inbound, reply_to=False))
 
     # ----- translation -------------------------------------------------------------

@@ -58,5 +58,8 @@ async def test_a_command_and_a_press_delivered_to_two_listeners_each_run_once(
         await twice(tg, conversations, tg.inject_callback_query(BOB, BOB, off, shown.message_id))
         await tg.wait_until(lambda: NOTICES_OFF in tg.chat_texts(BOB))
         assert await conversations.drain(10)
-    assert tg.chat_texts(BOB)[2:] == [NOTICES_OFF]  # never "not valid any more" beside it
-    assert tg.chat_texts(BOB).count(FRESH) == 1
+        assert tg.chat_texts(BOB)[2:] == [NOTICES_OFF]  # never "not valid any more" beside it
+        assert tg.chat_texts(BOB).count(FRESH) == 1
+        tg.inject_callback_query(BOB, BOB, off, shown.message_id)  # pressed again: a new press
+        await tg.wait_until(lambda: len(tg.chat_texts(BOB)) == 4)
+    assert "not valid any more" in (tg.chat_texts(BOB)[3] or "")  # told, not ignored
