@@ -30,7 +30,8 @@ as `PostgresUnavailableError`, and the pool checks its idle connections at
 once (`AsyncConnectionPool.check`): those the server closed are replaced, so
 the next block does not get a dead one. `transact` runs `work` again after
 such an error too, with the same doubling pauses, for at most
-`WRITE_BUDGET` seconds: a restart of half a second loses no write, and an
+`WRITE_BUDGET` seconds (`read(work)` does the same for a read): a restart of
+half a second loses no write, and an
 outage longer than the budget fails the write, which the caller reports (the
 message is then not confirmed to its platform, which sends it again). A pool
 that has no connection to give within `CHECKOUT_TIMEOUT` seconds is an
@@ -209,6 +210,21 @@ class PgDatabase:
                     yield conn
             except CONFLICTS as err:
                 raise PostgresConflictError(f"transaction conflicted: {err}") from err
+
+    async def read(self, work: Callable[[Connection], Awaitable[T]]) -> T:
+        """`await work(conn)` on a pooled connection, run again on a fresh one while the
+        server is unavailable, for up to the write budget (a read can always run again)."""
+        outage: Iterator[float] | None = None
+        while True:
+            try:
+                async with self.connection() as conn:
+                    return await work(conn)
+            except PostgresUnavailableError:
+                outage = outage or outage_pauses(self._budget, time.monotonic)
+                wait = next(outage, None)
+                if wait is None:
+                    raise
+            await asyncio.sleep(wait)
 
     async def transact(
         self,

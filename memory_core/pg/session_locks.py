@@ -19,11 +19,15 @@ When the connection breaks (a server restart, `pg_terminate_backend`, a network
 that froze), the locks held on it are gone, and another replica may take their
 keys. So while any lock is held a watch asks the connection every
 `CHECK_EVERY` seconds (``SELECT 1``, answered within `CHECK_TIMEOUT`), and
-any request that finds it broken says so too: the held keys are handed to the
-`on_lost` callbacks at once (the gateway stops their turns, which keep
-nothing), `held(key)` is False from then on, and the next request reconnects.
+any request that finds it broken says so too. The held keys are then taken
+again on a new connection, for up to `RECLAIM_WITHIN` seconds: after a
+restart of a moment every replica has its sessions back and no turn stops.
+The keys another replica took meanwhile, or all of them when the server does
+not answer in time, go to the `on_lost` callbacks (the gateway stops their
+turns, which keep nothing), and `held(key)` is False for them.
 A replica that takes a key and finds a turn's message unanswered waits
-`LOST_WITHIN` (at least `CHECK_EVERY + CHECK_TIMEOUT`) before answering it
+`LOST_WITHIN` (at least `CHECK_EVERY + CHECK_TIMEOUT + RECLAIM_WITHIN`)
+before answering it
 (`gateway.replicas`), so a turn whose lock was lost has stopped before anyone
 else begins it, unless its replica is frozen altogether.
 
@@ -43,6 +47,7 @@ import asyncio
 import contextlib
 import hashlib
 import logging
+import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -56,11 +61,13 @@ log = logging.getLogger(__name__)
 
 FIRST_PAUSE = 0.02  # seconds before asking again for a busy key; doubles
 MAX_PAUSE = 0.25
+WAIT_FOR_SERVER = 15.0  # seconds `hold` waits out a server it cannot reach (a restart)
 FIRST_RETRY = 0.1  # seconds before listening again after the connection dropped; doubles
 MAX_RETRY = 5.0
 CHECK_EVERY = 0.5  # seconds between two checks of the lock connection while locks are held
 CHECK_TIMEOUT = 2.0  # seconds the check may take before the connection counts as lost
-assert CHECK_EVERY + CHECK_TIMEOUT <= LOST_WITHIN  # a lost lock is noticed within it
+RECLAIM_WITHIN = 2.0  # seconds a lost key is tried again on a new connection
+assert CHECK_EVERY + CHECK_TIMEOUT + RECLAIM_WITHIN <= LOST_WITHIN  # stopped within it
 
 
 def lock_number(namespace: str, key: str) -> int:
@@ -91,6 +98,8 @@ class PgSessionLocks:
         self._listener: asyncio.Task[None] | None = None
         self._listening: psycopg.AsyncConnection[Any] | None = None
         self._held: dict[str, int] = {}  # key -> lock number, held on the current connection
+        self._wanted: dict[str, int] = {}  # key -> lock number, of every block in progress
+        self._reclaiming: set[str] = set()  # lost keys being taken again
         self._lost_callbacks: list[Callable[[list[str]], None]] = []
         self._watch: asyncio.Task[None] | None = None
 
@@ -120,15 +129,16 @@ class PgSessionLocks:
     @contextlib.asynccontextmanager
     async def hold(self, key: str) -> AsyncIterator[None]:
         async with self._keys.hold(key):
-            number = await self._number(key)
-            pause = FIRST_PAUSE
-            while not await self._acquire(number):
+            number = lock_number(self._namespace, key)
+            pause, ends = FIRST_PAUSE, time.monotonic() + WAIT_FOR_SERVER
+            while not await self._acquire_or_wait(number, ends):
                 await asyncio.sleep(pause)
                 pause = min(pause * 2, MAX_PAUSE)
-            self._held[key] = number
+            self._held[key] = self._wanted[key] = number
             try:
                 yield
             finally:
+                del self._wanted[key]
                 if self._held.pop(key, None) is not None:  # not lost meanwhile
                     await self._release_shielded(number)
 
@@ -141,10 +151,12 @@ class PgSessionLocks:
             number = await self._number(key)
             got = await self._acquire(number)
             if got:
-                self._held[key] = number
+                self._held[key] = self._wanted[key] = number
             try:
                 yield got
             finally:
+                if got:
+                    del self._wanted[key]
                 if got and self._held.pop(key, None) is not None:  # not lost meanwhile
                     await self._release_shielded(number)
 
@@ -170,26 +182,55 @@ class PgSessionLocks:
         self._lost_callbacks.append(callback)
 
     def held(self, key: str) -> bool:
-        return key in self._held
+        return key in self._held or key in self._reclaiming
 
     def _lost(self, reason: BaseException | str) -> None:
-        """The lock connection broke: every lock held on it is gone. Tell the callbacks
-        which keys (their turns stop) and drop the connection (the next request
-        reconnects)."""
-        keys = list(self._held)
+        """The lock connection broke: every lock held on it is gone. Drop the connection
+        and take the held keys again on a new one (`_reclaim`)."""
+        keys = dict(self._held)
         self._held.clear()
         conn, self._conn = self._conn, None
         if conn is not None and not conn.closed:
             self._later(_close_quietly(conn))
         text = str(reason).strip().splitlines()
         log.warning(
-            "the session lock connection broke (%s); %d held sessions lost their locks",
+            "the session lock connection broke (%s); taking %d held sessions' locks again",
             text[0] if text else type(reason).__name__,
             len(keys),
         )
+        if keys:
+            self._reclaiming.update(keys)
+            self._later(self._reclaim(keys))
+
+    async def _reclaim(self, keys: dict[str, int]) -> None:
+        """Take `keys` again within `RECLAIM_WITHIN` seconds (a server restart of a moment
+        costs no turn); the ones another replica took meanwhile, or all when the server
+        does not answer in time, go to the `on_lost` callbacks, whose turns stop."""
+        left, gone = dict(keys), set[str]()
+        ends = time.monotonic() + RECLAIM_WITHIN
+        while left and (remaining := ends - time.monotonic()) > 0:
+            try:
+                conn = await asyncio.wait_for(self._connection(), remaining)
+                for key, number in list(left.items()):
+                    if self._wanted.get(key) == number:  # else its block ended: not wanted
+                        if not await asyncio.wait_for(self._try_on(conn, number), remaining):
+                            gone.add(key)  # another replica holds it now
+                        elif self._wanted.get(key) == number:
+                            self._held[key] = number  # still its block's: nothing lost
+                        else:
+                            await self._release(number)
+                    del left[key]
+            except (TimeoutError, psycopg.Error, PostgresUnavailableError):
+                await asyncio.sleep(min(FIRST_RETRY, max(0.0, ends - time.monotonic())))
+        self._reclaiming.difference_update(keys)
+        lost = [k for k in gone | set(left) if self._wanted.get(k) == keys[k]]
+        if not lost:
+            log.info("took the %d sessions' locks again", len(keys))
+            return
+        log.warning("%d sessions' locks are lost; their turns here stop", len(lost))
         for callback in self._lost_callbacks:
             try:
-                callback(keys)
+                callback(lost)
             except Exception:
                 log.exception("a lost lock's callback failed")
 
@@ -253,6 +294,16 @@ class PgSessionLocks:
         await self._connection()
         return lock_number(self._namespace, key)
 
+    async def _acquire_or_wait(self, number: int, ends: float) -> bool:
+        """`_acquire`, False while the server cannot be reached before `ends` (then the
+        `PostgresUnavailableError`): a restart of the server is waited out."""
+        try:
+            return await self._acquire(number)
+        except PostgresUnavailableError:
+            if time.monotonic() > ends:
+                raise
+            return False
+
     async def _acquire(self, number: int) -> bool:
         """Try the lock once; a cancellation here still releases what the server granted."""
         attempt = asyncio.ensure_future(self._try(number))
@@ -279,6 +330,10 @@ class PgSessionLocks:
         task: asyncio.Task[None] = asyncio.ensure_future(work)
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
+
+    async def _try_on(self, conn: psycopg.AsyncConnection[Any], number: int) -> bool:
+        row = await (await conn.execute("SELECT pg_try_advisory_lock(%s)", (number,))).fetchone()
+        return bool(row is not None and row[0])
 
     async def _try(self, number: int) -> bool:
         conn = await self._connection()

@@ -134,8 +134,7 @@ class PgSessionStore:
 
     async def _read(self, work: Callable[[Connection], Awaitable[T]]) -> T:
         self._check_open()
-        async with self.db.connection() as conn:
-            return await work(conn)
+        return await self.db.read(work)
 
     @staticmethod
     async def _words(messages: Sequence[NewMessage]) -> list[str | None]:

@@ -32,10 +32,10 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-LOST_WITHIN = 2.5
-"""Seconds within which a replica notices that a shared lock it holds was lost (and stops
-its turn): one who takes the key and finds a turn's message unanswered waits this long
-before answering it (`memory_core.pg.session_locks` checks its connection that often)."""
+LOST_WITHIN = 5.0
+"""Seconds within which a replica notices that a shared lock it holds was lost, fails to
+take it again and stops its turn. One who takes the key and finds a turn's message
+unanswered waits this long before answering it (`memory_core.pg.session_locks`)."""
 
 
 class SessionLocks(Protocol):

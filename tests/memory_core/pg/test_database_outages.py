@@ -113,3 +113,15 @@ def test_what_counts_as_unavailable() -> None:
     assert not unavailable(psycopg.errors.QueryCanceled())  # its own time limit
     assert not unavailable(psycopg.errors.LockNotAvailable())
     assert not unavailable(psycopg.errors.UniqueViolation())
+
+
+async def test_a_read_through_read_is_run_again_on_a_fresh_connection(
+    db: PgDatabase, pg_database: str
+) -> None:
+    assert _terminate(pg_database) == 3
+
+    async def count(conn: Any) -> int:
+        row = await (await conn.execute("SELECT count(*) FROM notes")).fetchone()
+        return int(row[0])
+
+    assert await db.read(count) == 0  # no error: the dead connections were passed over

@@ -6,6 +6,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -186,34 +187,88 @@ async def test_a_sessions_mark_moves_with_each_write_on_either_store(
         assert await store.session_mark(key) is None
 
 
-async def test_a_lock_lost_with_its_connection_is_told_at_once_and_not_released_later(
-    replicas: tuple[PgSessionLocks, PgSessionLocks], pg_database: str
-) -> None:
-    here, there = replicas
-    lost: list[list[str]] = []
-    here.on_lost(lost.append)
-    key = "telegram:private:alice"
-    entered, leave = asyncio.Event(), asyncio.Event()
+async def _held_turn(locks: PgSessionLocks, key: str, leave: asyncio.Event) -> asyncio.Task[None]:
+    entered = asyncio.Event()
 
     async def turn() -> None:
-        async with here.hold(key):
+        async with locks.hold(key):
             entered.set()
             await leave.wait()
 
     holder = asyncio.create_task(turn())
     await asyncio.wait_for(entered.wait(), 5)
-    assert here.held(key)
-    with psycopg.connect(pg_database, autocommit=True) as conn:  # as a restart does to it
-        ended = conn.execute(
-            "SELECT pg_terminate_backend(l.pid) FROM pg_locks l "
-            "WHERE l.locktype = 'advisory' AND l.granted AND l.pid <> pg_backend_pid()"
+    return holder
+
+
+def _advisory_holders(url: str) -> set[int]:
+    with psycopg.connect(url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted"
         ).fetchall()
+    return {int(row[0]) for row in rows}
+
+
+def _cut(url: str, take: int | None = None) -> psycopg.Connection[Any]:
+    """End the backend holding advisory locks (as a restart or `pg_terminate_backend`
+    does); with `take`, this connection takes that lock the moment the server frees it."""
+    conn = psycopg.connect(url, autocommit=True)
+    ended = conn.execute(
+        "SELECT pg_terminate_backend(l.pid) FROM pg_locks l "
+        "WHERE l.locktype = 'advisory' AND l.granted AND l.pid <> pg_backend_pid()"
+    ).fetchall()
     assert len(ended) == 1
-    await wait_until(lambda: lost == [[key]], timeout=10)  # noticed by the watch, unasked
-    assert not here.held(key)
-    async with there.try_hold(key) as got:  # the server released it: another may take it
-        assert got is True
+    if take is not None:
+        conn.execute("SELECT pg_advisory_lock(%s)", (take,))  # before any reconnect can
+    return conn
+
+
+async def test_a_lock_whose_connection_broke_is_taken_again_and_its_turn_goes_on(
+    replicas: tuple[PgSessionLocks, PgSessionLocks], pg_database: str
+) -> None:
+    here, there = replicas
+    lost: list[list[str]] = []
+    here.on_lost(lost.append)
+    key, leave = "telegram:private:alice", asyncio.Event()
+    holder = await _held_turn(here, key, leave)
+    before = _advisory_holders(pg_database)
+    _cut(pg_database).close()
+
+    def held_anew() -> bool:
+        now = _advisory_holders(pg_database)
+        return len(now) == 1 and now != before
+
+    await wait_until(held_anew, timeout=10)  # by a new connection of this replica's
+
+    async def taken_by_here() -> bool:
+        async with there.try_hold(key) as got:
+            return not got
+
+    assert await taken_by_here()  # held again: nobody else may take it
+    assert lost == []  # no turn stopped
     leave.set()
-    await asyncio.wait_for(holder, 5)  # leaving the block releases nothing, raises nothing
-    async with here.try_hold(key) as got:  # and this replica reconnects for the next one
+    await asyncio.wait_for(holder, 5)
+    async with there.try_hold(key) as got:  # released at the block's end
+        assert got is True
+
+
+async def test_a_lock_another_replica_took_meanwhile_is_lost_and_not_released_later(
+    replicas: tuple[PgSessionLocks, PgSessionLocks], pg_database: str
+) -> None:
+    here, _ = replicas
+    lost: list[list[str]] = []
+    here.on_lost(lost.append)
+    key, leave = "telegram:private:alice", asyncio.Event()
+    holder = await _held_turn(here, key, leave)
+    number = lock_number(here._namespace, key)
+    other = _cut(pg_database, take=number)  # another replica has it now
+    try:
+        await wait_until(lambda: lost == [[key]], timeout=10)  # its turn stops
+        assert not here.held(key)
+        leave.set()
+        await asyncio.wait_for(holder, 5)  # leaving the block releases nothing, raises nothing
+        async with here.try_hold(key) as got:
+            assert got is False  # still the other's
+    finally:
+        other.close()
+    async with here.try_hold(key) as got:  # and this replica works on for the next one
         assert got is True
