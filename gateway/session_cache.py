@@ -163,6 +163,7 @@ class RunningTurn:
     stopped: bool = False  # cancelled by the person (not by the service stopping)
     erased: bool = False  # cancelled because the person's data is being erased: keep nothing
     lost: bool = False  # cancelled because its session's shared lock was lost: keep nothing
+    replied: bool = False  # its reply is complete (only storing it is left)
 
 
 class SessionEvents(Protocol):
@@ -254,12 +255,20 @@ class OpenSessions:
 
     def _locks_lost(self, keys: list[str]) -> None:
         """The shared locks of `keys` were lost (their connection broke): another replica
-        may answer their messages now, so their turns here stop and keep nothing."""
+        may answer their messages now, so their turns here stop and keep nothing, unless
+        their reply is complete already (then it is stored: the person saw it)."""
         for key in keys:
             turn = self._running.get(key)
-            if turn is not None and not turn.task.done():
+            if turn is not None and not turn.task.done() and not turn.replied:
                 turn.lost = True
                 turn.task.cancel()
+
+    def replied(self, key: str) -> None:
+        """`key`'s turn has its whole reply, shown: a lost lock no longer stops it (its
+        reply is stored within the taker's `LOST_WITHIN`, which then finds it answered)."""
+        turn = self._running.get(key)
+        if turn is not None:
+            turn.replied = True
 
     def holds(self, key: str) -> bool:
         """Whether this process still holds `key`'s lock (always, with local locks)."""

@@ -304,6 +304,7 @@ class Turns:
             sink.write,
             images=images,  # this turn only: the history keeps the text
         )
+        self._sessions.replied(key)  # shown whole: a lost lock no longer stops it
         steps = [  # the user's message (index 0) is stored already
             as_stored(m, f"{turn_id}:{i}") for i, m in enumerate(result.messages[1:], start=1)
         ]
