@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
+import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Literal
@@ -23,6 +25,8 @@ QUIET_LOGGERS = ("apscheduler", "telegram", "aiohttp")  # warnings and errors on
 VOICE_LOGGER = "discord.client"
 PTB_REQUEST_LOGGER = "telegram.request.BaseRequest"  # its one line: an answer not JSON
 PTB_LIMITER_LOGGER = "telegram.ext.AIORateLimiter"  # a flood wait, which we wait out
+POOL_LOGGER = "psycopg.pool"  # a line per dead connection and per failed reconnect
+POOL_LINES_EVERY = 60.0  # seconds: each kind of pool line at most once in them
 
 
 class MaskingFormatter(logging.Formatter):
@@ -83,6 +87,29 @@ def not_a_flood_wait(record: logging.LogRecord) -> bool:
     return not record.getMessage().startswith("Rate limit hit after maximum of")
 
 
+class OncePerKind:
+    """Lets each kind of line through at most once every `every` seconds (the kind: the
+    message up to its first colon or "<", its numbers left out, so "discarding broken
+    connection: <…>" lines are one kind); an outage of the database is one line per
+    kind, not hundreds."""
+
+    def __init__(self, every: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self._every, self._clock = every, clock
+        self._last: dict[str, float] = {}
+
+    def __call__(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        kind = re.sub(r"\d+", "#", text.split(":", 1)[0].split("<", 1)[0][:80])
+        now = self._clock()
+        if now - self._last.get(kind, -self._every) < self._every:
+            return False
+        self._last[kind] = now
+        return True
+
+
+_POOL_LINES = OncePerKind(POOL_LINES_EVERY)
+
+
 def configure_logging(
     level: int, secrets: Sequence[str] = (), log_format: LogFormat = "text"
 ) -> None:
@@ -109,6 +136,7 @@ def configure_logging(
     _add_filter(logging.getLogger(VOICE_LOGGER), _not_about_voice)
     _add_filter(logging.getLogger(PTB_REQUEST_LOGGER), not_unreadable_json)
     _add_filter(logging.getLogger(PTB_LIMITER_LOGGER), not_a_flood_wait)
+    _add_filter(logging.getLogger(POOL_LOGGER), _POOL_LINES)
 
 
 def _add_filter(logger: logging.Logger, check: Callable[[logging.LogRecord], bool]) -> None:

@@ -4,9 +4,12 @@ its own): quiet libraries, JSON lines for log shippers, secrets masked."""
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 from pathlib import Path
+
+from gateway.logs import OncePerKind
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "123456:telegram-secret-token"
@@ -50,3 +53,22 @@ def test_text_lines_have_no_voice_warning_nor_request_lines() -> None:
     text = "\n".join(logged("text"))
     assert "voice" not in text and "HTTP Request" not in text
     assert "INFO mnemo: serving with token ***" in text and SECRET not in text
+
+
+def test_the_pool_says_each_kind_of_line_once_a_minute_in_an_outage() -> None:
+    now = [100.0]
+    once = OncePerKind(60.0, clock=lambda: now[0])
+
+    def line(text: str) -> logging.LogRecord:
+        return logging.LogRecord("psycopg.pool", logging.WARNING, __file__, 1, text, (), None)
+
+    dead = [
+        line(f"discarding broken connection: <psycopg.Connection at 0x{i:x}>") for i in range(50)
+    ]
+    failed = [
+        line(f"error connecting in 'pool-{i % 2}': connection failed: FATAL") for i in range(50)
+    ]
+    assert sum(once(r) for r in dead) == 1
+    assert sum(once(r) for r in failed) == 1  # one kind: numbers in the pool's name aside
+    now[0] += 61
+    assert once(dead[0]) and not once(dead[1])  # again a minute later, once
