@@ -21,7 +21,9 @@ from the store: the stored system prompt and history, byte for byte. So a
 killed turn's message is answered before the follow-up another replica got,
 and once: its turn finds it stored (a message found answered already is not
 answered again), and one whose turn ran here without an answer is tried again
-only after `RETRY_AFTER` seconds.
+by the sweep only after `RETRY_AFTER` seconds. A session's next message never
+passes it: the holder tries it first, and while it stays unanswered (its store
+refuses the reply) the messages after it wait in the queue, in order.
 """
 
 from __future__ import annotations
@@ -43,7 +45,8 @@ log = logging.getLogger(__name__)
 STALE = 5.0  # seconds a message may wait before another replica takes its session over
 SWEEP_EVERY = 2.0  # seconds between two sweeps
 UNANSWERED_WITHIN = 24 * 3600.0  # older unanswered messages are left alone
-RETRY_AFTER = 60.0  # seconds before a stored message whose turn ran here is tried again
+RETRY_AFTER = 10.0  # seconds before the sweep tries again a stored message whose turn ran here
+ANSWERED, BLOCKED, ELSEWHERE = "answered", "blocked", "elsewhere"  # `_answer_stored`
 
 SinkFor = Callable[[InboundMessage], ReplySink]
 Answer = Callable[[InboundMessage, ReplySink, int], Awaitable[int | None]]
@@ -140,8 +143,10 @@ class SessionOrder:
         """Under `key`'s lock: first the turns of its messages stored and never answered,
         then its queued messages' turns, oldest first, until none is left (one whose turn
         ran and could not store it stays for the next sweep)."""
-        if not await self._answer_stored(key, platform, served):
+        outcome = await self._answer_stored(key, platform, served)
+        if outcome == ELSEWHERE:
             log.warning("no %s adapter here: session %s is left to another", platform, key)
+        if outcome != ANSWERED:
             return
         while True:
             waiting = [
@@ -159,29 +164,33 @@ class SessionOrder:
                     log.warning("no %s adapter here: session %s is left to another", platform, key)
                     return
 
-    async def _answer_stored(self, key: str, platform: str, served: _Served) -> bool:
+    async def _answer_stored(self, key: str, platform: str, served: _Served) -> str:
         """Under `key`'s lock: the turns of its messages a turn stored and never answered (a
-        replica died mid-turn), oldest first, each queued again first (its turn finds it
-        stored: not stored twice, and answered only if it is still the session's last);
-        False when this replica has no adapter of their platform."""
-        now = time.monotonic()
-        self._retried = {i: at for i, at in self._retried.items() if at > now - RETRY_AFTER}
+        replica died mid-turn, or its store refused the reply), oldest first, each queued
+        again first (its turn finds it stored: not stored twice). `ANSWERED` when none is
+        left; `BLOCKED` when one is still unanswered after its turn (the store refused it
+        again: the messages after it wait, so they are answered in order); `ELSEWHERE`
+        when this replica has no adapter of their platform."""
+        since = time.time() - UNANSWERED_WITHIN
         found = [
-            (message, stored)
-            for message, stored in await self._unanswered(platform, time.time() - UNANSWERED_WITHIN)
-            if message.session_key() == key and not self._tried_lately(stored.id)
+            (m, s) for m, s in await self._unanswered(platform, since) if m.session_key() == key
         ]
         if found:  # a replica whose lock was lost may still be running it: it stops by then
             await asyncio.sleep(LOST_WITHIN)
         for message, stored in found:
             if not self._sessions.holds(key):
-                return True  # this replica's lock was lost meanwhile: another answers
+                return BLOCKED  # this replica's lock was lost meanwhile: another answers
             if self._sink(message) is None:
-                return False
+                return ELSEWHERE
+            now = time.monotonic()
+            self._retried = {i: at for i, at in self._retried.items() if at > now - RETRY_AFTER}
             self._retried[stored.id] = now
             queue_id = await self._queue.put(MessageIdentity.of(message), message)
             await self._answer_one(message, queue_id, None, served)
-        return True
+            if any(s.id == stored.id for _, s in await self._unanswered(platform, since)):
+                log.warning("session %s: a message is still unanswered; the next ones wait", key)
+                return BLOCKED
+        return ANSWERED
 
     def _tried_lately(self, stored_id: int) -> bool:
         """Whether the turn of stored message `stored_id` ran here in the last `RETRY_AFTER`
