@@ -158,11 +158,23 @@ class SessionOrder:
                 if not self._sessions.holds(key):  # lost: another replica answers the rest
                     log.warning("session %s: its lock was lost; left to another replica", key)
                     return
+                replied = len(served.replied)
                 if not await self._answer_one(
                     entry.message, entry.queue_id, sinks.get(entry.queue_id), served
                 ):
                     log.warning("no %s adapter here: session %s is left to another", platform, key)
                     return
+                if len(served.replied) == replied and await self._still_unanswered(key, platform):
+                    log.warning(
+                        "session %s: a message is still unanswered; the next ones wait", key
+                    )
+                    return
+
+    async def _still_unanswered(self, key: str, platform: str) -> bool:
+        """Whether `key` has a message a turn stored and did not answer (its store refused
+        the reply): the ones after it wait for it, in order."""
+        since = time.time() - UNANSWERED_WITHIN
+        return any(m.session_key() == key for m, _ in await self._unanswered(platform, since))
 
     async def _answer_stored(self, key: str, platform: str, served: _Served) -> str:
         """Under `key`'s lock: the turns of its messages a turn stored and never answered (a
@@ -187,7 +199,7 @@ class SessionOrder:
             self._retried[stored.id] = now
             queue_id = await self._queue.put(MessageIdentity.of(message), message)
             await self._answer_one(message, queue_id, None, served)
-            if any(s.id == stored.id for _, s in await self._unanswered(platform, since)):
+            if await self._still_unanswered(key, platform):
                 log.warning("session %s: a message is still unanswered; the next ones wait", key)
                 return BLOCKED
         return ANSWERED
