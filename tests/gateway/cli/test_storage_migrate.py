@@ -242,7 +242,9 @@ def test_a_move_killed_at_each_part_leaves_nothing_and_runs_again(
     kill_when_writing([str(MNEMO), "storage", "migrate", "--to", url, "--yes"], env, url,
                       PARTS[part])  # fmt: skip
     assert "messages" in schema_only and "documents" in schema_only
-    assert held_rows(url) == schema_only  # the schema, and nothing of the move
+    held = held_rows(url)  # killed while migrating, some parts' tables are not made yet
+    assert held.keys() <= schema_only.keys()
+    assert held == {table: schema_only[table] for table in held}  # nothing of the move
     on_pg = {**big_env, "MNEMO_DATABASE_URL": url}
     checked = mnemo(on_pg, "storage", "check")
     assert checked.exit_code == 0 and "consistent" in checked.stdout, checked.output
