@@ -217,12 +217,15 @@ def kill_when_writing(command: list[str], env: dict[str, str], url: str, table: 
         with psycopg.connect(url, autocommit=True) as conn:
             deadline = time.monotonic() + 180
             while time.monotonic() < deadline and process.poll() is None:
-                found = migrated(conn) and conn.execute(  # the copy's, not a migration's
-                    "SELECT 1 FROM pg_locks l JOIN pg_class c ON c.oid = l.relation "
-                    "WHERE l.pid <> pg_backend_pid() AND l.mode = 'RowExclusiveLock' "
-                    "AND c.relname = %s AND c.relnamespace = current_schema()::regnamespace",
-                    (table,),
-                ).fetchone()
+                found = (
+                    migrated(conn)
+                    and conn.execute(  # the copy's, not a migration's
+                        "SELECT 1 FROM pg_locks l JOIN pg_class c ON c.oid = l.relation "
+                        "WHERE l.pid <> pg_backend_pid() AND l.mode = 'RowExclusiveLock' "
+                        "AND c.relname = %s AND c.relnamespace = current_schema()::regnamespace",
+                        (table,),
+                    ).fetchone()
+                )
                 if found:
                     os.kill(process.pid, signal.SIGKILL)
                     break
