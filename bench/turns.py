@@ -39,29 +39,48 @@ average) is printed first and the load average at the end, since other work
 on it slows every figure. The same `--seed` gives the same store and the same
 messages in the same order.
 
+`--storage` names the stores to run, one after the other, each on a store of
+its own built the same way: ``sqlite`` (state.db under a temporary home) and
+``postgres`` (a schema of its own on `--pg`: a postgresql:// URL, or
+``embedded``, the test extras' PostgreSQL started for the run by
+bench/pg_server.py); `--rounds N` alternates them N times. Every CPU figure is
+split into the replica (this process, the bot, less the fakes), the server
+(PostgreSQL's processes, from /proc; none for SQLite) and the fakes (the
+instant model endpoint's own CPU time, on the event loop). `--count` counts what
+each PostgreSQL turn sends (bench/pg_count.py: statements by kind, round trips,
+rows) in the closed loop and in the long session's windows. A table of both
+stores side by side ends the run.
+
     python bench/turns.py                     # 100 sessions, 5,000 turns, 100,000 messages
     python bench/turns.py --turns 1000 --history 20000 --long 305
     python bench/turns.py --turns 0 --solo 0 --long 1005     # the long session alone
+    python bench/turns.py --storage sqlite,postgres --sessions 10 --turns 2000 --solo 0 \
+        --paced-turns 0 --long 0 --rounds 2 --count       # PostgreSQL beside SQLite
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import contextvars
+import io
+import itertools
 import json
 import os
 import random
 import sys
 import tempfile
 import time
-from dataclasses import replace
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import httpx2
 from machine import describe
 from openai._utils import async_maybe_transform
 from openai.types.chat import completion_create_params
+from pg_count import ServerCpu, StatementCounter
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -82,6 +101,51 @@ WARM_UP = 20  # turns of other people before the long session starts
 
 # Seconds spent inside the fake model during the current turn (one list per turn).
 _model_time: contextvars.ContextVar[list[float]] = contextvars.ContextVar("model_time")
+_message_ids = itertools.count(1)
+_fake_cpu = [0.0]  # CPU seconds the fake model endpoint spent, all turns
+
+
+@dataclass
+class Meter:
+    """CPU seconds so far: this process, the PostgreSQL server (None: SQLite) and the fakes."""
+
+    server: ServerCpu | None = None
+    counter: StatementCounter | None = None
+
+    def read(self) -> tuple[float, float | None, float]:
+        spent = None if self.server is None else self.server.seconds()
+        return time.process_time(), spent, _fake_cpu[0]
+
+    def split(self, before: tuple[float, float | None, float], turns: int) -> Split:
+        """Milliseconds per turn since `before`: (replica, server, fakes)."""
+        now = self.read()
+        fakes = now[2] - before[2]
+        replica = now[0] - before[0] - fakes
+        server = None if now[1] is None or before[1] is None else now[1] - before[1]
+        per = 1000 / max(1, turns)
+        return Split(replica * per, None if server is None else server * per, fakes * per)
+
+
+@dataclass(frozen=True)
+class Split:
+    replica: float
+    server: float | None
+    fakes: float
+
+    def __str__(self) -> str:
+        server = "   -" if self.server is None else f"{self.server:4.1f}"
+        total = self.replica + (self.server or 0.0)
+        return (f"CPU {total:4.1f} ms/turn = replica {self.replica:4.1f} + server {server} "
+                f"(fakes {self.fakes:3.1f})")  # fmt: skip
+
+
+@dataclass
+class Results:
+    """One store's figures, for the table at the end."""
+
+    storage: str
+    closed: list[tuple[float, Split]] = field(default_factory=list)  # (turns/s, CPU split)
+    windows: dict[tuple[int, int], list[float]] = field(default_factory=dict)  # p50s, ms
 
 
 def words(rng: random.Random, vocabulary: list[str], n: int) -> str:
@@ -133,7 +197,7 @@ def instant_model(bodies: list[bytes] | None = None) -> httpx2.AsyncClient:
     reply = sse_reply("Noted, thanks.")
 
     async def handle(request: httpx2.Request) -> httpx2.Response:
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.thread_time()
         body = await request.aread()
         if bodies is not None:
             bodies.append(body)
@@ -143,6 +207,7 @@ def instant_model(bodies: list[bytes] | None = None) -> httpx2.AsyncClient:
         spent = _model_time.get(None)
         if spent is not None:
             spent.append(time.perf_counter() - started)
+        _fake_cpu[0] += time.thread_time() - cpu
         return response
 
     return httpx2.AsyncClient(transport=httpx2.MockTransport(handle))
@@ -166,6 +231,7 @@ async def one_turn(conversations: Conversations, person: int, text: str) -> floa
         chat_type="private",
         user_id=str(person),
         text=text,
+        message_id=str(next(_message_ids)),  # as a platform gives: with replicas, it is queued
     )
     started = time.perf_counter()
     await conversations.handle(message, Sink())
@@ -185,18 +251,24 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
-def report(label: str, latencies: list[float], elapsed: float, cpu: float) -> None:
-    """One line: rate, added latency, and this process's CPU time per turn (all threads)."""
+def report(label: str, latencies: list[float], elapsed: float, cpu: Split) -> None:
+    """One line: rate, added latency, and the CPU time per turn (`Split`)."""
     ms = [v * 1000 for v in latencies]
     print(
         f"{label:12s} {len(ms):6,} turns in {elapsed:6.1f} s = {len(ms) / elapsed:6.1f} turns/s  "
         f"added latency p50 {percentile(ms, 0.5):6.1f} ms  p99 {percentile(ms, 0.99):6.1f} ms  "
-        f"max {max(ms):6.1f} ms  CPU {1000 * cpu / len(ms):4.1f} ms/turn"
+        f"max {max(ms):6.1f} ms  {cpu}"
     )
 
 
 async def closed_loop(
-    conversations: Conversations, sessions: int, turns: int, rng: random.Random, texts: list[str]
+    conversations: Conversations,
+    sessions: int,
+    turns: int,
+    rng: random.Random,
+    texts: list[str],
+    meter: Meter,
+    results: Results,
 ) -> float:
     per = [turns // sessions + (1 if i < turns % sessions else 0) for i in range(sessions)]
     # Each person's messages chosen up front: the same seed gives the same ones, however
@@ -208,10 +280,16 @@ async def closed_loop(
         for text in plan[i]:
             latencies.append(await one_turn(conversations, i, text))
 
-    started, cpu = time.perf_counter(), time.process_time()
+    if meter.counter is not None:
+        meter.counter.reset()
+    started, cpu = time.perf_counter(), meter.read()
     await asyncio.gather(*(asyncio.create_task(person(i)) for i in range(sessions)))
     elapsed = time.perf_counter() - started
-    report("closed loop", latencies, elapsed, time.process_time() - cpu)
+    split = meter.split(cpu, len(latencies))
+    report("closed loop", latencies, elapsed, split)
+    results.closed.append((len(latencies) / elapsed, split))
+    if meter.counter is not None:
+        meter.counter.print_per_turn(len(latencies))
     return len(latencies) / elapsed
 
 
@@ -222,8 +300,9 @@ async def paced(
     rate: float,
     rng: random.Random,
     texts: list[str],
+    meter: Meter,
 ) -> None:
-    started, cpu = time.perf_counter(), time.process_time()
+    started, cpu = time.perf_counter(), meter.read()
     tasks = []
     for n in range(turns):
         due = started + n / rate
@@ -233,18 +312,18 @@ async def paced(
         text = rng.choice(texts)
         tasks.append(asyncio.create_task(one_turn(conversations, n % sessions, text)))
     latencies = await asyncio.gather(*tasks)
-    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
-    report(f"paced {rate:.0f}/s", list(latencies), elapsed, cpu)
+    elapsed = time.perf_counter() - started
+    report(f"paced {rate:.0f}/s", list(latencies), elapsed, meter.split(cpu, turns))
 
 
 async def solo(
-    conversations: Conversations, turns: int, rng: random.Random, texts: list[str]
+    conversations: Conversations, turns: int, rng: random.Random, texts: list[str], meter: Meter
 ) -> None:
     latencies = []
-    started, cpu = time.perf_counter(), time.process_time()
+    started, cpu = time.perf_counter(), meter.read()
     for n in range(turns):
         latencies.append(await in_own_context(conversations, n % 10, rng.choice(texts)))
-    report("alone", latencies, time.perf_counter() - started, time.process_time() - cpu)
+    report("alone", latencies, time.perf_counter() - started, meter.split(cpu, turns))
 
 
 class LongSession:
@@ -257,21 +336,23 @@ class LongSession:
         http: httpx2.AsyncClient,
         bodies: list[bytes],
         person: int,
+        meter: Meter,
     ) -> None:
+        self.meter = meter
         self.conversations = conversations
         self.http = http
         self.bodies = bodies
         self.person = person
         self.added: list[float] = []  # seconds, per turn
-        self.cpu: list[float] = []  # this process's CPU seconds (all threads), per turn
+        self.cpu: list[Split] = []  # CPU time per turn (ms: replica, server, fakes)
         self.sent: list[list[bytes]] = []  # the bodies of each turn's requests
         self.floors: dict[int, float] = {}  # turn number: seconds of the raw POSTs
 
     async def turn(self, text: str) -> None:
         before = len(self.bodies)
-        cpu = time.process_time()
+        cpu = self.meter.read()
         self.added.append(await one_turn(self.conversations, self.person, text))
-        self.cpu.append(time.process_time() - cpu)
+        self.cpu.append(self.meter.split(cpu, 1))
         self.sent.append(self.bodies[before:])
 
     async def floor(self, bodies: list[bytes]) -> float:
@@ -291,7 +372,9 @@ class LongSession:
         return time.perf_counter() - started - sum(spent)
 
 
-async def long_session(services: Services, turns: int, texts: list[str], runs: int) -> None:
+async def long_session(
+    services: Services, turns: int, texts: list[str], runs: int, meter: Meter, results: Results
+) -> None:
     """The long-session run, `runs` times (one person each, one after the other): added
     latency beside the floor at each window of `WINDOWS`, pooled over the runs."""
     bodies: list[bytes] = []
@@ -302,11 +385,13 @@ async def long_session(services: Services, turns: int, texts: list[str], runs: i
         await one_turn(conversations, n % 10, texts[n % len(texts)])
     reported = {n for first, last in WINDOWS for n in range(first, last + 1) if last <= turns}
     sessions = []
+    counted: dict[tuple[int, int], StatementCounter] = {}
     for run in range(runs):
-        session = LongSession(conversations, http, bodies, LONG_PERSON - run)
+        session = LongSession(conversations, http, bodies, LONG_PERSON - run, meter)
         bodies.clear()
         for n in range(1, turns + 1):
-            await session.turn(texts[(n - 1) % len(texts)])
+            with _counting(meter, counted, n, run == runs - 1):
+                await session.turn(texts[(n - 1) % len(texts)])
             if n in reported:
                 session.floors[n] = await session.floor(session.sent[-1])
         sessions.append(session)
@@ -315,24 +400,53 @@ async def long_session(services: Services, turns: int, texts: list[str], runs: i
     print(f"one long session, {turns:,} turns" + (f", {runs} runs pooled:" if runs > 1 else ":"))
     for first, last in WINDOWS:
         if last <= turns:
-            _window(sessions, first, last)
+            results.windows.setdefault((first, last), []).append(_window(sessions, first, last))
+            if (first, last) in counted:
+                counted[first, last].print_per_turn(last - first + 1, indent="    ")
     body = sessions[-1].sent[-1][-1]
     cost = await transform_ms(json.loads(body))
     print(f"  not paid: the openai client's typed-parameter transformation of the last body "
           f"({len(body):,} bytes) would take {cost:.1f} ms")  # fmt: skip
 
 
-def _window(sessions: list[LongSession], first: int, last: int) -> None:
-    """One line: turns `first` to `last` (1-based, inclusive) of every session."""
+@contextlib.contextmanager
+def _counting(
+    meter: Meter, counted: dict[tuple[int, int], StatementCounter], n: int, last_run: bool
+) -> Iterator[None]:
+    """Within a reported window of the last run, count that turn's statements into the
+    window's own counter (the meter's counter, if any, only tells whether to count)."""
+    window = next(((a, b) for a, b in WINDOWS if a <= n <= b), None)
+    if meter.counter is None or window is None or not last_run:
+        yield
+        return
+    own = meter.counter
+    own.reset()
+    yield
+    total = counted.setdefault(window, StatementCounter())
+    total.statements.update(own.statements)
+    total.round_trips += own.round_trips
+    total.rows += own.rows
+
+
+def _window(sessions: list[LongSession], first: int, last: int) -> float:
+    """One line: turns `first` to `last` (1-based, inclusive) of every session; the p50."""
     turns = range(first, last + 1)
     added = [1000 * s.added[n - 1] for s in sessions for n in turns]
     floor = [1000 * s.floors[n] for s in sessions for n in turns]
-    cpu = 1000 * sum(s.cpu[n - 1] for s in sessions for n in turns) / len(added)
+    cpus = [s.cpu[n - 1] for s in sessions for n in turns]
+    servers = [c.server for c in cpus if c.server is not None]
+    cpu = Split(
+        sum(c.replica for c in cpus) / len(cpus),
+        sum(servers) / len(servers) if servers else None,
+        sum(c.fakes for c in cpus) / len(cpus),
+    )
     sizes = [len(json.loads(b)["messages"]) for n in (first, last) for b in sessions[0].sent[n - 1]]
-    print(f"  turns {first:4d}-{last:<4d} added latency p50 {percentile(added, 0.5):5.1f} ms  "
+    p50 = percentile(added, 0.5)
+    print(f"  turns {first:4d}-{last:<4d} added latency p50 {p50:5.1f} ms  "
           f"p95 {percentile(added, 0.95):5.1f} ms   floor (raw POST of the same body) "
           f"p50 {percentile(floor, 0.5):5.2f} ms  p95 {percentile(floor, 0.95):5.2f} ms   "
-          f"CPU {cpu:4.1f} ms/turn  ({min(sizes)}-{max(sizes)} messages a request)")  # fmt: skip
+          f"{cpu}  ({min(sizes)}-{max(sizes)} messages a request)")  # fmt: skip
+    return p50
 
 
 async def transform_ms(body: dict[str, object], repeat: int = 5) -> float:
@@ -359,49 +473,113 @@ def _model_client(services: Services, http: httpx2.AsyncClient) -> ModelClient:
     )
 
 
-async def run(args: argparse.Namespace, home: Path) -> None:
+async def run(args: argparse.Namespace, home: Path, url: str | None, results: Results) -> None:
+    """One store's runs: SQLite under `home`, or PostgreSQL at `url` (a fresh schema)."""
     env = {"MNEMO_HOME": str(home), "MNEMO_SKILLS_DIR": str(ROOT / "skills")}
     env["OPENAI_BASE_URL"] = "http://model.invalid/v1"  # never reached: the transport is fake
+    if url is not None:
+        env["MNEMO_DATABASE_URL"] = url
     config = load_config(None, environ=env)
     rng = random.Random(args.seed)
     vocab = ["".join(rng.choice(SYLLABLES) for _ in range(rng.randint(1, 3))) for _ in range(5000)]
     texts = [words(rng, vocab, 6) for _ in range(1000)]  # made up front: not the turn's cost
     long_texts = [words(rng, vocab, rng.randint(4, 12)) for _ in range(args.long)]
+    meter = Meter()
+    if url is not None:
+        meter.server = ServerCpu(url)
+        if args.count:
+            meter.counter = StatementCounter()
     async with open_services(config) as opened:
+        if url is not None:
+            await build_pg_store(opened, args.history, args.seed)
+        if meter.counter is not None:
+            meter.counter.install()
         model = _model_client(opened, instant_model())
         services: Services = replace(opened, model=model)
         print(f"llm.max_concurrency {config.llm.max_concurrency}")
         cpu0, wall0 = time.process_time(), time.perf_counter()
         conversations = build_conversations(services, AccessPolicy.everyone())
         if args.turns > 0:
-            rate = await closed_loop(conversations, args.sessions, args.turns, rng, texts)
+            rate = await closed_loop(
+                conversations, args.sessions, args.turns, rng, texts, meter, results
+            )
             rate = 0.6 * rate if args.rate is None else args.rate
             if rate > 0 and args.paced_turns > 0:
-                await paced(conversations, args.sessions, args.paced_turns, rate, rng, texts)
+                await paced(conversations, args.sessions, args.paced_turns, rate, rng, texts, meter)
         if args.solo > 0:
-            await solo(conversations, args.solo, rng, texts)
+            await solo(conversations, args.solo, rng, texts, meter)
         await conversations.close()
         cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
         await model.close()
         if args.long > 0:
-            await long_session(opened, args.long, long_texts, args.long_runs)
+            await long_session(opened, args.long, long_texts, args.long_runs, meter, results)
+        if meter.counter is not None:
+            meter.counter.uninstall()
     print(
         f"this process used {cpu:.1f} s CPU in {wall:.1f} s before the long session "
         f"({100 * cpu / wall:.0f}% of one core); load average after: {load()}"
     )
 
 
-def build_store(home: Path, messages: int, seed: int) -> None:
+def store_lines(messages: int, seed: int) -> list[str]:
     rng = random.Random(seed + 1)
     vocab = ["".join(rng.choice(SYLLABLES) for _ in range(rng.randint(1, 3))) for _ in range(5000)]
+    return history_lines(messages, rng, vocab)
+
+
+def build_store(home: Path, messages: int, seed: int) -> None:
     started = time.perf_counter()
-    lines = history_lines(messages, rng, vocab)
+    lines = store_lines(messages, seed)
     home.mkdir(parents=True, exist_ok=True)
     with SessionDB(home / "state.db") as db:
         result = db.import_lines(lines)
         db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     print(f"store: {result.messages_inserted:,} messages in {result.sessions_created:,} sessions "
           f"for {PEOPLE:,} people, built in {time.perf_counter() - started:.1f} s")  # fmt: skip
+
+
+async def build_pg_store(services: Services, messages: int, seed: int) -> None:
+    """The same history as `build_store`, imported into the PostgreSQL session store."""
+    started = time.perf_counter()
+    data = ("\n".join(store_lines(messages, seed)) + "\n").encode()
+    result = await services.sessions.import_lines(io.BytesIO(data))
+    print(f"store: {result.messages_inserted:,} messages in {result.sessions_created:,} sessions "
+          f"for {PEOPLE:,} people, built in {time.perf_counter() - started:.1f} s")  # fmt: skip
+
+
+def table(results: list[Results]) -> None:
+    """Each store's figures, side by side (ranges over the rounds)."""
+    print("\nside by side (ranges over the rounds):")
+    for kind in dict.fromkeys(r.storage for r in results):
+        mine = [r for r in results if r.storage == kind]
+        closed = [c for r in mine for c in r.closed]
+        line = f"  {kind:9s}"
+        if closed:
+            rates = [rate for rate, _ in closed]
+            totals = [s.replica + (s.server or 0.0) for _, s in closed]
+            replica = [s.replica for _, s in closed]
+            server = [s.server for _, s in closed if s.server is not None]
+            line += (f" closed loop {_range(rates, '.0f')} turns/s, CPU {_range(totals)} ms/turn "
+                     f"= replica {_range(replica)}"
+                     + (f" + server {_range(server)}" if server else ""))  # fmt: skip
+        for first, last in sorted({w for r in mine for w in r.windows}):
+            pooled = [p for r in mine for p in r.windows.get((first, last), [])]
+            line += f"; long {first}-{last} p50 {_range(pooled)} ms"
+        print(line)
+
+
+def _range(values: list[float], spec: str = ".1f") -> str:
+    low, high = min(values), max(values)
+    return f"{low:{spec}}" if f"{low:{spec}}" == f"{high:{spec}}" else f"{low:{spec}}-{high:{spec}}"
+
+
+@contextlib.contextmanager
+def postgres(where: str) -> Iterator[str]:
+    """A fresh schema's URL on `where` (a URL, or 'embedded': a server started here)."""
+    from pg_server import pg_schema
+
+    with pg_schema(where) as url:
+        yield url
 
 
 def main() -> None:
@@ -415,12 +593,37 @@ def main() -> None:
     parser.add_argument("--long", type=int, default=1005, help="turns of one session (0: skip)")
     parser.add_argument("--long-runs", type=int, default=1, help="long sessions, pooled")
     parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument(
+        "--storage", default="sqlite,postgres", help="sqlite, postgres or both, comma-separated"
+    )
+    parser.add_argument("--pg", default="embedded", help="a postgresql:// URL or 'embedded'")
+    parser.add_argument("--rounds", type=int, default=1, help="the stores alternated N times")
+    parser.add_argument("--count", action="store_true", help="count PostgreSQL statements")
     args = parser.parse_args()
+    kinds = [k.strip() for k in args.storage.split(",") if k.strip()]
+    if not kinds or set(kinds) - {"sqlite", "postgres"}:
+        parser.error("--storage takes sqlite, postgres or sqlite,postgres")
     print(describe())
-    with tempfile.TemporaryDirectory(prefix="mnemo-turns-") as folder:
-        home = Path(folder) / "data"
-        build_store(home, args.history, args.seed)
-        asyncio.run(run(args, home))
+    results: list[Results] = []
+    with contextlib.ExitStack() as stack:
+        server = None
+        if "postgres" in kinds and args.pg == "embedded":  # one server for every round
+            from pg_server import server as pg_server
+
+            server = stack.enter_context(pg_server("embedded"))
+        for round_ in range(args.rounds):
+            for kind in kinds:
+                print(f"\n== {kind}, round {round_ + 1} of {args.rounds}")
+                results.append(Results(kind))
+                with tempfile.TemporaryDirectory(prefix="mnemo-turns-") as folder:
+                    home = Path(folder) / "data"
+                    if kind == "sqlite":
+                        build_store(home, args.history, args.seed)
+                        asyncio.run(run(args, home, None, results[-1]))
+                        continue
+                    with postgres(server or args.pg) as url:
+                        asyncio.run(run(args, home, url, results[-1]))
+    table(results)
 
 
 if __name__ == "__main__":
