@@ -247,7 +247,13 @@ class SessionOrder:
         return any(w.queue_id not in served.tried for w in await self._of_session(key, platform))
 
     async def _of_session(self, key: str, platform: str) -> list[Waiting]:
-        return [w for w in await self._queue.waiting(platform) if w.message.session_key() == key]
+        """`key`'s queued messages of `platform` (read by the session's key: one indexed
+        statement, whatever else the platform's queue holds)."""
+        return [
+            w
+            for w in await self._queue.waiting_for(key)
+            if w.message.platform == platform and w.message.session_key() == key
+        ]
 
     def _sink(self, message: InboundMessage) -> ReplySink | None:
         sink_for = self._sinks.get(message.platform)

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 
 from gateway.messages import InboundMessage, MediaRef, MessageIdentity
 from memory_core import SessionBackend, SessionStoreError
+from memory_core.sessions import QueuedMessage
 
 log = logging.getLogger(__name__)
 
@@ -79,8 +80,16 @@ class SessionQueue:
     async def waiting(self, platform: str) -> list[Waiting]:
         """What of `platform` is still queued, oldest first (one that cannot be read is
         logged, dropped and skipped: it was written by this module, so it is damage)."""
+        return await self._decoded(await self._store.queued_messages(platform))
+
+    async def waiting_for(self, session_key: str) -> list[Waiting]:
+        """What of the session `session_key` is still queued, oldest first (`waiting`
+        narrowed to one session: the store reads only its rows)."""
+        return await self._decoded(await self._store.queued_for(session_key))
+
+    async def _decoded(self, entries: list[QueuedMessage]) -> list[Waiting]:
         found = []
-        for entry in await self._store.queued_messages(platform):
+        for entry in entries:
             try:
                 found.append(Waiting(entry.id, decode(entry.payload), entry.received_at))
             except (ValueError, TypeError) as exc:

@@ -147,6 +147,17 @@ async def queued_messages(conn: Connection, source: str, limit: int = 1000) -> l
     return [QueuedMessage(*row) for row in rows]
 
 
+async def queued_for(conn: Connection, session_key: str, limit: int = 1000) -> list[QueuedMessage]:
+    """`inbox.for_session`: one session's waiting messages, by the `inbox_session` index."""
+    rows = await _all(
+        conn,
+        "SELECT id, session_key, user_key, source, payload, received_at FROM inbox "
+        "WHERE session_key = %s ORDER BY id LIMIT %s",
+        (session_key, limit),
+    )
+    return [QueuedMessage(*row) for row in rows]
+
+
 # One row per session with its newest message and what is left to extract
 # (`backlog._ENTRIES`); `{where}` picks the sessions, `{order}` sorts them.
 _ENTRIES = """

@@ -237,6 +237,10 @@ class PgSessionStore:
         """The messages of `source` still waiting for their session, oldest first."""
         return await self._read(lambda conn: reads.queued_messages(conn, source))
 
+    async def queued_for(self, session_key: str) -> list[QueuedMessage]:
+        """The messages of `session_key` still waiting, oldest first."""
+        return await self._read(lambda conn: reads.queued_for(conn, session_key))
+
     async def first_delivery(self, platform: str, delivery: str) -> bool:
         """Record that `delivery` arrived on `platform`; whether it is the first time, of
         every replica on this database (see `session_deliveries`)."""

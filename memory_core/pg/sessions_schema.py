@@ -32,6 +32,9 @@ and has not answered yet, with a partial index of the marked rows.
 
 v4 (SQLite's v12): `deliveries`, the commands and button presses seen, as digests, so
 that one delivered twice runs once (`memory_core.sessions.deliveries`).
+
+v5 (SQLite's v13): `inbox_session`, a session's queued messages read by its key in
+order (`queued_for`), not its platform's whole queue.
 """
 
 from __future__ import annotations
@@ -187,6 +190,11 @@ CREATE TABLE deliveries (
 CREATE INDEX deliveries_seen ON deliveries (seen_at);
 """
 
+# v5 (SQLite's v13): a session's queued messages by its key, in order (`queued_for`).
+_V5 = """
+CREATE INDEX inbox_session ON inbox (session_key, id);
+"""
+
 FILL_BATCH = 5000
 
 
@@ -212,4 +220,5 @@ SESSION_MIGRATIONS: tuple[PgMigration, ...] = (
     PgMigration(COMPONENT, 2, _V2, then=fill_words),
     PgMigration(COMPONENT, 3, _V3),
     PgMigration(COMPONENT, 4, _V4),
+    PgMigration(COMPONENT, 5, _V5),
 )

@@ -96,6 +96,11 @@ class SessionBackend(Protocol):
 
     async def queued_messages(self, source: str) -> list[QueuedMessage]: ...
 
+    async def queued_for(self, session_key: str) -> list[QueuedMessage]:
+        """The messages of one session still waiting, oldest first (`queued_messages`
+        narrowed to `session_key`, by an index of the queue on it)."""
+        ...
+
     async def first_delivery(self, platform: str, delivery: str) -> bool:
         """Record that `delivery` (a command's or a button press's key on `platform`)
         arrived; whether it is the first time. Kept as a digest, two days (`deliveries`)."""

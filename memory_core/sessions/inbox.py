@@ -60,3 +60,16 @@ def waiting(conn: sqlite3.Connection, source: str, limit: int = 1000) -> list[Qu
         (source, limit),
     ).fetchall()
     return [QueuedMessage(*row) for row in rows]
+
+
+def for_session(
+    conn: sqlite3.Connection, session_key: str, limit: int = 1000
+) -> list[QueuedMessage]:
+    """The messages of `session_key` still waiting, in the order they arrived (by the
+    `inbox_session` index: the other sessions' messages are not read)."""
+    rows = conn.execute(
+        "SELECT id, session_key, user_key, source, payload, received_at FROM inbox "
+        "WHERE session_key = ? ORDER BY id LIMIT ?",
+        (session_key, limit),
+    ).fetchall()
+    return [QueuedMessage(*row) for row in rows]

@@ -52,7 +52,7 @@ from memory_core.sessions.word_index import (
     about_words,
 )
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 WORD_INDEX = "messages_fts"
 TRIGRAM_INDEX = "messages_trigram"
 
@@ -388,6 +388,12 @@ CREATE TABLE deliveries (
 CREATE INDEX deliveries_seen ON deliveries(seen_at);
 """
 
+# v13: a session's queued messages read by its key, in order (`inbox.for_session`),
+# instead of its platform's whole queue.
+_V13 = """
+CREATE INDEX inbox_session ON inbox(session_key, id);
+"""
+
 
 def owner_token(user_key: str) -> str:
     """Three private-use characters derived from a user key: one word, one trigram.
@@ -423,6 +429,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(10, V10),  # the date and speaker words (word_index.py)
     Migration(11, _V11),
     Migration(12, _V12),  # deliveries of commands and presses seen (deliveries.py)
+    Migration(13, _V13),  # a session's queued messages by its key (inbox.py)
 )
 
 

@@ -327,6 +327,10 @@ class SessionStore:
         """The messages of `source` still waiting for their session, oldest first."""
         return await self._read(session_inbox.waiting, source)
 
+    async def queued_for(self, session_key: str) -> list[session_inbox.QueuedMessage]:
+        """The messages of `session_key` still waiting, oldest first."""
+        return await self._read(session_inbox.for_session, session_key)
+
     async def first_delivery(self, platform: str, delivery: str) -> bool:
         """Record that `delivery` arrived on `platform`; whether it is the first time (see
         `deliveries`: its digest is kept two days, the old ones pruned as it is written)."""

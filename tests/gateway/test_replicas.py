@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 from gateway.adapters.console_adapter import ConsoleAdapter
@@ -23,6 +24,7 @@ from gateway.config import load_config
 from gateway.conversation import Conversations
 from gateway.messages import InboundMessage, ReplySink
 from gateway.service import Service, instance_lock
+from gateway.session_queue import encode
 from tests.fakes.base import wait_until
 from tests.fakes.openai import FakeOpenAI, Fault
 from tests.gateway.serving import SKILLS, private, serving
@@ -128,6 +130,27 @@ async def test_alices_messages_on_alternating_replicas_are_answered_in_order_onc
     assert chats.replies["bob"] == ["echo: bob here"]
     assert await a.services.sessions.queued_messages("telegram") == []
     assert len(_sent(a.model)) == 3 and len(_sent(b.model)) == 1  # each asked once
+
+
+async def test_a_message_behind_a_thousand_queued_for_other_sessions_is_answered_at_once(
+    two: tuple[Chats, Replica, Replica], pg_database: str
+) -> None:
+    """A session's queue is read by its key: before, the platform's whole queue was read,
+    its oldest 1,000 only, and a message queued after them was never answered by its
+    own replica (its reply came out empty)."""
+    chats, a, _ = two
+    zed = private("zed waits", "zed", "z1")  # their session is busy elsewhere: it waits
+    with psycopg.connect(pg_database, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO inbox (session_key, user_key, source, payload, received_at) "
+            "SELECT %s, 'telegram-zed', 'telegram', %s, extract(epoch FROM now()) "
+            "FROM generate_series(1, 1000)",
+            (zed.session_key(), encode(zed)),
+        )
+    task = await a.send(chats, private("alice here", "alice", "a1"))
+    await asyncio.wait_for(task, 10)
+    assert chats.replies["alice"] == ["echo: alice here"]
+    assert len(await a.services.sessions.queued_messages("telegram")) == 1000  # theirs wait
 
 
 async def test_a_session_written_by_the_other_replica_continues_from_the_store(

@@ -411,6 +411,25 @@ async def test_the_inbox_keeps_waiting_messages_in_order(
     assert [q.id for q in await store.queued_messages("telegram")] == [second]
 
 
+async def test_a_sessions_queue_is_read_by_its_key(store: SessionBackend, clock: Clock) -> None:
+    first = await store.queue_message("k1", ALICE, "telegram", '{"text": "one"}')
+    other = await store.queue_message("k2", ALICE, "telegram", '{"text": "else"}')
+    clock.now += 1
+    second = await store.queue_message("k1", ALICE, "telegram", '{"text": "two"}')
+    await store.queue_message("k3", BOB, "discord", "{}")
+    waiting = await store.queued_for("k1")
+    assert [(q.id, q.payload, q.received_at) for q in waiting] == [
+        (first, '{"text": "one"}', NOW), (second, '{"text": "two"}', NOW + 1),
+    ]  # fmt: skip
+    assert {(q.session_key, q.user_key, q.source) for q in waiting} == {("k1", ALICE, "telegram")}
+    assert [q.id for q in await store.queued_for("k2")] == [other]
+    assert await store.queued_for("nobody") == []
+    await store.drop_queued(first)
+    assert [q.id for q in await store.queued_for("k1")] == [second]
+    await store.delete_user(ALICE)
+    assert await store.queued_for("k1") == [] and await store.queued_for("k2") == []
+
+
 # the backlog
 
 

@@ -21,10 +21,10 @@ async def _rows(db: PgDatabase, sql: str, params: tuple[Any, ...] = ()) -> list[
 
 async def test_migrating_twice_leaves_one_schema_and_counts_messages(pg_database: str) -> None:
     async with PgDatabase(pg_database, max_size=2) as db:
-        assert await db.migrate(SESSION_MIGRATIONS) == {COMPONENT: 4}
-        assert await db.migrate(SESSION_MIGRATIONS) == {COMPONENT: 4}
+        assert await db.migrate(SESSION_MIGRATIONS) == {COMPONENT: 5}
+        assert await db.migrate(SESSION_MIGRATIONS) == {COMPONENT: 5}
         recorded = await _rows(db, "SELECT version FROM mnemo_schema WHERE component = 'sessions'")
-        assert recorded == [(1,), (2,), (3,), (4,)]
+        assert recorded == [(1,), (2,), (3,), (4,), (5,)]
         (session_id,) = (
             await _rows(
                 db,
@@ -76,7 +76,7 @@ async def test_version_2_gives_every_stored_message_its_date_and_speaker(
             (rows,),
         )
         assert (await check_rows(db))["message words"] == rows
-        assert await db.migrate(SESSION_MIGRATIONS) == {COMPONENT: 4}
+        assert await db.migrate(SESSION_MIGRATIONS) == {COMPONENT: 5}
         assert (await check_rows(db))["message words"] == 0
         caroline = "SELECT count(*) FROM messages WHERE words @@ 'carolin'::tsquery"
         assert await _rows(db, caroline) == [(rows // 2,)]
@@ -114,7 +114,7 @@ async def test_version_3_marks_what_the_old_rule_found_unanswered(pg_database: s
                 "VALUES (%s, %s, %s, %s, %s, %s) RETURNING id",
                 (session_id, role, content, 1000.0 + n, f"v2:{n}", notice),
             )
-        assert await db.migrate(SESSION_MIGRATIONS) == {COMPONENT: 4}
+        assert await db.migrate(SESSION_MIGRATIONS) == {COMPONENT: 5}
         marked = "SELECT content FROM messages WHERE unanswered ORDER BY id"
         assert await _rows(db, marked) == [("owed",)]
         async with db.connection() as conn:
