@@ -16,6 +16,20 @@ thread keeps a private in-memory FTS5 table, and its `fts5vocab` instance
 view lists every token with its position. The same function tokenizes query
 terms (`word_tokens`), as FTS5 does a quoted string.
 
+Asking that table for every message's tokens costs ~30 µs a message (reading
+them back through fts5vocab, mostly), so the tokens are usually found
+without it, from what it answered before (`_Words`). unicode61 decides, for
+each character on its own, whether it is a separator or a token character,
+and a token (a run of token characters starting with a letter or digit) is
+folded and stemmed alone: so a text is cut into runs in Python (ASCII by a
+regular expression; any other character classified once by asking a probe
+table how it splits ``q?q`` and ``?q``), and each distinct run's token is
+asked of the table once and kept (`RUN_CACHE` of them). A text with a
+character whose class is not plain (a diacritic that only continues a token,
+a lone surrogate, a token character folded to nothing) or a run that does not
+give exactly one token goes to the table whole, as before: the tokens are
+always the table's.
+
 A tsvector has limits SQLite's index has not; past them (only in messages of
 megabytes) the two differ: a lexeme is cut at `MAX_LEXEME_BYTES`, positions
 past 16383 share that last one, a lexeme keeps its first 256 positions, and
@@ -24,13 +38,14 @@ lexemes past `MAX_VECTOR_BYTES` in all are left out.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import threading
-from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import islice
+from typing import ClassVar, cast
 
 from memory_core.sessions.snippets import WORD_TOKENIZER
 from memory_core.sessions.word_index import about_words, text_words
@@ -70,39 +85,34 @@ def index_documents(rows: Sequence[IndexRow]) -> list[str | None]:
     """`index_document` for many rows, in one pass of the tokenizer.
 
     The pass reads each distinct `about` text once (a day's messages of one speaker
-    share theirs), then the messages' texts; the tokens come sorted by text and
-    position, and each message's are grouped in one loop and written at once (few
-    live objects: the garbage collector has little to walk). This runs for every
-    message imported (the import's main cost)."""
+    share theirs), then the messages' texts (`_token_lists`: the table is asked only
+    what it was not asked before); each message's tokens are grouped in one loop and
+    written at once. This runs for every message imported and every turn stored."""
     abouts = [about_words(content, timestamp, speaker) for _, content, timestamp, speaker in rows]
-    distinct = {about: n for n, about in enumerate(dict.fromkeys(abouts))}
+    distinct = list(dict.fromkeys(abouts))
     texts = [text_words(role, content) for role, content, _, _ in rows]
-    tokens = _tokenize([*distinct, *texts])
-    split = bisect_left(tokens, (len(distinct) + 1,))  # where the messages' tokens begin
-    about_tokens: list[dict[str, list[int]]] = [{} for _ in distinct]
-    for doc, token, offset in islice(tokens, split):
-        about_tokens[doc - 1].setdefault(token, []).append(offset + 1)
-    words = [_About.of(grouped) for grouped in about_tokens]
-    of_row = [words[distinct[about]] for about in abouts]
-    out: list[str | None] = [None] * len(rows)
-    current = end = 0  # the message (1-based) and its last position
-    positions: dict[str, list[int]] = {}
-    for doc, token, offset in islice(tokens, split, None):
-        if doc - len(distinct) != current:
-            if current:  # the about words after the text, one position left empty
-                out[current - 1] = _literal(positions, of_row[current - 1], end + 1)
-            positions, current = {}, doc - len(distinct)
-        end = offset + 1
-        found = positions.get(token)
-        if found is None:
-            positions[token] = [end]
-        else:
-            found.append(end)
-    if current:
-        out[current - 1] = _literal(positions, of_row[current - 1], end + 1)
-    for n, about in enumerate(of_row):
-        if out[n] is None and about.tokens:  # a message whose text has no words
-            out[n] = _literal({}, about, 1)
+    found = _token_lists([*distinct, *texts])
+    words: dict[str, _About] = {}
+    for text, tokens in zip(distinct, found, strict=False):
+        grouped: dict[str, list[int]] = {}
+        for n, token in enumerate(tokens, 1):
+            grouped.setdefault(token, []).append(n)
+        words[text] = _About.of(grouped)
+    out: list[str | None] = []
+    for tokens, about_text in zip(islice(found, len(distinct), None), abouts, strict=True):
+        about = words[about_text]
+        if not tokens:
+            out.append(_literal({}, about, 1) if about.tokens else None)
+            continue
+        positions: dict[str, list[int]] = {}
+        for n, token in enumerate(tokens, 1):
+            at = positions.get(token)
+            if at is None:
+                positions[token] = [n]
+            else:
+                at.append(n)
+        # the about words after the text, one position left empty
+        out.append(_literal(positions, about, len(tokens) + 1))
     return out
 
 
@@ -115,6 +125,7 @@ class _About:
     last: int  # the last position
     most: int  # the most positions of one token
     odd: bool  # a token too long for the direct way, or one to quote
+    chars: int  # the characters of the tokens
 
     @classmethod
     def of(cls, grouped: dict[str, list[int]]) -> _About:
@@ -123,12 +134,13 @@ class _About:
             max((at[-1] for at in grouped.values()), default=0),
             max(map(len, grouped.values()), default=0),
             any(len(t) > _SHORT or "'" in t or "\\" in t for t in grouped),
+            sum(map(len, grouped)),
         )
 
 
 def word_tokens(text: str) -> list[str]:
     """The tokens of `text` in order, as the word index makes them (stemmed, folded)."""
-    return [token for _, token, _ in _tokenize([text])]
+    return _token_lists([text])[0]
 
 
 def tsvector_literal(
@@ -162,36 +174,35 @@ def quote_lexeme(lexeme: str) -> str:
 def _literal(positions: dict[str, list[int]], about: _About, start: int) -> str | None:
     """`tsvector_literal` of one message's {token: 1-based positions} in its text and
     its `about` words placed after `start`, made directly when no limit applies and
-    nothing needs quoting (nearly always), else by it."""
+    nothing needs quoting (nearly always), else by it. The limits are checked for
+    the message as a whole (its tokens joined), not token by token."""
     if about.odd or start + about.last > MAX_POSITION:
+        return _exact(positions, about, start)
+    keys = "".join(positions)
+    if (
+        "'" in keys
+        or "\\" in keys
+        or (len(keys) + about.chars) * 4 > MAX_VECTOR_BYTES  # a character is 4 bytes at most
+        or (len(keys) > _SHORT and max(map(len, positions)) > _SHORT)
+        or (
+            start > MAX_POSITIONS - about.most
+            and max(map(len, positions.values())) > MAX_POSITIONS - about.most
+        )
+    ):
         return _exact(positions, about, start)
     parts: list[str] = []
     shared: dict[str, str] = {}  # about words the text has too: their weighted positions
-    chars = 0
     for token, offsets in about.tokens:
         at = ",".join([f"{start + p}{ABOUT_WEIGHT}" for p in offsets])
         if token in positions:
             shared[token] = at
         else:
-            chars += len(token)
             parts.append(f"'{token}':{at}")
-    room = MAX_POSITIONS - about.most
     for token, found in positions.items():
-        chars += len(token)
-        if (
-            len(token) > _SHORT
-            or len(found) > room
-            or found[-1] > MAX_POSITION
-            or "'" in token
-            or "\\" in token
-        ):
-            return _exact(positions, about, start)
         part = (
             f"'{token}':{found[0]}" if len(found) == 1 else f"'{token}':{','.join(map(str, found))}"
         )
         parts.append(part + "," + shared[token] if shared and token in shared else part)
-    if chars * 4 > MAX_VECTOR_BYTES:  # a character is 4 bytes at most
-        return _exact(positions, about, start)
     return " ".join(parts) or None
 
 
@@ -212,10 +223,10 @@ def _cut(token: str) -> str:
     return data[:MAX_LEXEME_BYTES].decode("utf-8", errors="ignore")
 
 
-def _tokenize(texts: Sequence[str]) -> list[tuple[int, str, int]]:
+def _tokenize(texts: Sequence[str], *, probe: bool = False) -> list[tuple[int, str, int]]:
     """(1-based text number, token, 0-based position) of every token of `texts`, by text
-    and position, from FTS5's own tokenizer."""
-    conn = _scratch()
+    and position, from FTS5's own tokenizer (unicode61 alone with `probe`)."""
+    conn = _scratch(probe)
     conn.execute("BEGIN")
     try:
         conn.executemany(
@@ -231,15 +242,118 @@ def _tokenize(texts: Sequence[str]) -> list[tuple[int, str, int]]:
     return found
 
 
-def _scratch() -> sqlite3.Connection:
-    """This thread's in-memory FTS5 table (contentless: only the tokens are kept)."""
-    conn: sqlite3.Connection | None = getattr(_PER_THREAD, "conn", None)
+def _scratch(probe: bool = False) -> sqlite3.Connection:
+    """This thread's in-memory FTS5 table (contentless: only the tokens are kept), with
+    the word index's tokenizer or, for `probe`, its unicode61 without the stemmer."""
+    name = "probe" if probe else "conn"
+    conn: sqlite3.Connection | None = getattr(_PER_THREAD, name, None)
     if conn is None:
         conn = sqlite3.connect(":memory:", isolation_level=None)
+        tokenizer = _PROBE_TOKENIZER if probe else WORD_TOKENIZER
         conn.execute(
             "CREATE VIRTUAL TABLE t USING fts5(content, content='', columnsize=0, "
-            f"tokenize='{WORD_TOKENIZER}')"
+            f"tokenize='{tokenizer}')"
         )
         conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
-        _PER_THREAD.conn = conn
+        setattr(_PER_THREAD, name, conn)
     return conn
+
+
+RUN_CACHE = 100_000  # the runs whose token is kept (then they are forgotten, all at once)
+_ASCII_RUN = re.compile("[0-9A-Za-z]+")
+_PROBE_TOKENIZER = WORD_TOKENIZER.removeprefix("porter ")  # unicode61, as configured
+_SEPARATOR, _TOKEN, _OTHER = 0, 1, 2  # a character's class (_OTHER: ask the table)
+
+
+class _Words:
+    """What the table answered before, shared by every thread (each asks its own
+    table; the values do not depend on who asked): a class for each non-ASCII
+    character seen, and the token of each run seen (None: not exactly one)."""
+
+    classes: ClassVar[dict[str, int]] = {}
+    runs: ClassVar[dict[str, str | None]] = {}
+    # ASCII punctuation and every separator seen, to a space (for str.translate)
+    spaces: ClassVar[dict[int, str]] = {c: " " for c in range(128) if not chr(c).isalnum()}
+
+
+def _token_lists(texts: Sequence[str]) -> list[list[str]]:
+    """The tokens of each of `texts` in order, as `_tokenize` gives them."""
+    known = _Words.runs.get
+    out: list[list[str]] = []
+    todo: list[tuple[int, list[str] | None]] = []  # texts with a run not known, or none
+    for n, text in enumerate(texts):
+        runs = _runs(text)
+        found = list(map(known, runs)) if runs is not None else [None]
+        if None in found:
+            todo.append((n, runs))
+            out.append([])
+        else:
+            out.append(cast(list[str], found))
+    if not todo:
+        return out
+    unknown = {run: None for _, runs in todo if runs for run in runs if known(run) is None}
+    learned = _learn_runs(list(unknown)) if unknown else {}
+    exact: list[int] = []  # the texts the table reads whole
+    for n, runs in todo:
+        again = [known(run) or learned.get(run) for run in runs] if runs is not None else [None]
+        if None in again:
+            exact.append(n)
+        else:
+            out[n] = cast(list[str], again)
+    if exact:
+        for doc, token, _ in _tokenize([texts[n] for n in exact]):
+            out[exact[doc - 1]].append(token)
+    return out
+
+
+def _runs(text: str) -> list[str] | None:
+    """`text`'s runs of token characters, or None when the table must read it whole."""
+    if text.isascii():
+        return _ASCII_RUN.findall(text)
+    classes = _Words.classes
+    chars = set(text)
+    unknown = [c for c in chars if c not in classes and not c.isascii()]
+    if unknown:
+        _learn_characters(unknown)
+    if any(classes.get(c) == _OTHER for c in chars):
+        return None
+    return text.translate(_Words.spaces).split()
+
+
+def _learn_characters(chars: list[str]) -> None:
+    """Class each character by how the probe table splits ``q?q`` and ``?q``: into
+    two tokens (a separator), or into one and one that is not ``q`` (a token
+    character); anything else, and surrogates, are left to the table."""
+    asked = [c for c in chars if not 0xD800 <= ord(c) <= 0xDFFF]
+    found: dict[int, list[tuple[str, int]]] = defaultdict(list)
+    if asked:
+        for doc, token, offset in _tokenize(
+            [text for c in asked for text in (f"q{c}q", f"{c}q")], probe=True
+        ):
+            found[doc].append((token, offset))
+    for c in chars:
+        _Words.classes[c] = _OTHER
+    for n, c in enumerate(asked):
+        between, before = found[2 * n + 1], found[2 * n + 2]
+        if between == [("q", 0), ("q", 1)]:
+            _Words.classes[c] = _SEPARATOR
+            _Words.spaces[ord(c)] = " "
+        elif len(between) == 1 and len(before) == 1 and before[0][0] != "q":
+            _Words.classes[c] = _TOKEN
+
+
+def _learn_runs(runs: list[str]) -> dict[str, str | None]:
+    """The token of each run (None unless exactly one at the first position), kept."""
+    learned: dict[str, str | None] = dict.fromkeys(runs)
+    seen: dict[int, int] = defaultdict(int)
+    for doc, token, offset in _tokenize(runs):
+        seen[doc] += 1
+        learned[runs[doc - 1]] = token if offset == 0 else None
+    for n, run in enumerate(runs, 1):
+        if seen[n] != 1:
+            learned[run] = None
+    if len(_Words.runs) + len(learned) > RUN_CACHE:
+        _Words.runs.clear()
+    if len(learned) <= RUN_CACHE:
+        _Words.runs.update(learned)
+    return learned
