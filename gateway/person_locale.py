@@ -102,14 +102,17 @@ class PersonLocales:
         language: str = "en",
         timezone: str = "UTC",
         clock: Clock = time.time,
+        read_deadline: float = READ_DEADLINE,
     ) -> None:
         """`settings`: the people's own choices (None: nobody chooses; the hint and the
-        defaults decide); `language` and `timezone`: the config's ``locale``."""
+        defaults decide); `language` and `timezone`: the config's ``locale``;
+        `read_deadline`: seconds a message's settings read may take (`arrived`)."""
         self.catalogs = catalogs
         self.settings = settings
         self._language = negotiate(language) or "en"
         self._zone = parse_zone(timezone) or parse_zone("UTC")
         self._clock = clock
+        self._deadline = read_deadline
         self._hints: OrderedDict[str, str] = OrderedDict()
         self._known: OrderedDict[str, PersonSettings] = OrderedDict()  # read at their messages
         self._reading: dict[str, asyncio.Future[PersonSettings]] = {}
@@ -133,11 +136,14 @@ class PersonLocales:
                 reading = asyncio.ensure_future(asyncio.to_thread(self._read_store, key))
                 self._reading[key] = reading
                 reading.add_done_callback(lambda done: self._read_done(key, done))
-            if reading is not None:
-                try:
-                    self._keep(key, await asyncio.wait_for(asyncio.shield(reading), READ_DEADLINE))
-                except Exception as exc:  # a store that is down or slow: the last known
-                    log.warning("settings of %s not read (%s); the last known stand in", key, exc)
+            try:
+                if reading is None:
+                    raise TimeoutError("too many reads at once")
+                self._keep(key, await asyncio.wait_for(asyncio.shield(reading), self._deadline))
+            except Exception as exc:  # a store that is down or slow: the last known, or none
+                log.warning("settings of %s not read (%s); the last known stand in", key, exc)
+                if key not in self._known:  # never a blocking read on the loop instead
+                    return self._message_locale(message, PersonSettings())
         return self.of_message(message)
 
     def _read_done(self, key: str, done: asyncio.Future[PersonSettings]) -> None:
@@ -151,15 +157,22 @@ class PersonLocales:
 
     def of_message(self, message: InboundMessage) -> PersonLocale:
         """The sender's locale; their platform's language hint is remembered."""
+        return self._message_locale(message, None)
+
+    def _message_locale(
+        self, message: InboundMessage, chosen: PersonSettings | None
+    ) -> PersonLocale:
         hint = negotiate(message.language)
         if hint is not None:
             self._remember(message.user_key, hint)
-        return self.of_person(message.user_key, hint)
+        return self.of_person(message.user_key, hint, chosen)
 
-    def of_person(self, user_key: str, hint: str | None = None) -> PersonLocale:
+    def of_person(
+        self, user_key: str, hint: str | None = None, chosen: PersonSettings | None = None
+    ) -> PersonLocale:
         """`user_key`'s locale (`hint`: their platform's language now, else the latest
-        remembered)."""
-        chosen = self._read(user_key)
+        remembered; `chosen`: their settings, else the last read, else read now)."""
+        chosen = self._read(user_key) if chosen is None else chosen
         language = negotiate(chosen.language) or hint or self._hints.get(user_key)
         zone = parse_zone(chosen.timezone) if chosen.timezone else None
         base = self.default()

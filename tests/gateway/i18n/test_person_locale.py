@@ -3,6 +3,8 @@ hint (the one of this message, else the latest remembered), else the configurati
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -11,7 +13,7 @@ import pytest
 from gateway.i18n import Catalogs
 from gateway.messages import InboundMessage
 from gateway.person_locale import PersonLocales
-from memory_core import FileMemoryStore, PersonSettingsStore
+from memory_core import FileMemoryStore, PersonSettings, PersonSettingsStore
 
 NOON = datetime(2026, 3, 1, 20, 0, tzinfo=UTC).timestamp()
 
@@ -87,3 +89,44 @@ def test_without_a_store_only_hints_and_the_config_decide() -> None:
     assert people.of_message(message("7")).language == "zh"
     assert people.of_message(message("7", "es")).language == "es"
     assert people.default().zone_label == "UTC+8"
+
+
+class StalledSettings(PersonSettingsStore):
+    """A store whose reads hang until `go` is set (a database that does not answer)."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        super().__init__(FileMemoryStore(tmp_path / "stalled"))
+        self.go = threading.Event()
+        self.reads: list[str] = []
+
+    def read(self, user_key: str) -> PersonSettings:
+        self.reads.append(threading.current_thread().name)
+        self.go.wait(30)
+        return super().read(user_key)
+
+
+async def test_a_settings_read_that_hangs_never_holds_the_loop(tmp_path: Path) -> None:
+    store = StalledSettings(tmp_path)
+    store.update("telegram-8", language="es")
+    people = PersonLocales(Catalogs(), store, read_deadline=0.2)
+    loop_thread = threading.current_thread().name
+    ticks = 0
+
+    async def ticking() -> None:  # the loop keeps running meanwhile
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0.01)
+
+    ticker = asyncio.create_task(ticking())
+    try:
+        found = await people.arrived(message("8", "zh-hans"))  # never read before
+        assert found.language == "zh"  # none stand in for what could not be read: the hint
+        assert ticks >= 5
+        assert loop_thread not in store.reads  # every read ran in a worker thread
+        store.go.set()
+        await asyncio.sleep(0)
+        found = await people.arrived(message("8"))
+        assert found.language == "es"  # read once the store answers
+    finally:
+        ticker.cancel()
