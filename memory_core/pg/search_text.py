@@ -89,18 +89,21 @@ def index_documents(rows: Sequence[IndexRow]) -> list[str | None]:
     what it was not asked before); each message's tokens are grouped in one loop and
     written at once. This runs for every message imported and every turn stored."""
     abouts = [about_words(content, timestamp, speaker) for _, content, timestamp, speaker in rows]
-    distinct = list(dict.fromkeys(abouts))
+    kept = _Words.abouts
+    words = {about: kept.get(about) for about in abouts}
+    distinct = [about for about, known in words.items() if known is None]
     texts = [text_words(role, content) for role, content, _, _ in rows]
     found = _token_lists([*distinct, *texts])
-    words: dict[str, _About] = {}
+    if len(kept) + len(distinct) > ABOUT_CACHE:
+        kept.clear()
     for text, tokens in zip(distinct, found, strict=False):
         grouped: dict[str, list[int]] = {}
         for n, token in enumerate(tokens, 1):
             grouped.setdefault(token, []).append(n)
-        words[text] = _About.of(grouped)
+        words[text] = kept[text] = _About.of(grouped)
     out: list[str | None] = []
     for tokens, about_text in zip(islice(found, len(distinct), None), abouts, strict=True):
-        about = words[about_text]
+        about = cast(_About, words[about_text])  # every one made just above
         if not tokens:
             out.append(_literal({}, about, 1) if about.tokens else None)
             continue
@@ -260,6 +263,7 @@ def _scratch(probe: bool = False) -> sqlite3.Connection:
 
 
 RUN_CACHE = 100_000  # the runs whose token is kept (then they are forgotten, all at once)
+ABOUT_CACHE = 10_000  # the `about` texts (a day and a speaker) whose tokens are kept
 _ASCII_RUN = re.compile("[0-9A-Za-z]+")
 _PROBE_TOKENIZER = WORD_TOKENIZER.removeprefix("porter ")  # unicode61, as configured
 _SEPARATOR, _TOKEN, _OTHER = 0, 1, 2  # a character's class (_OTHER: ask the table)
@@ -271,6 +275,8 @@ class _Words:
     character seen, and the token of each run seen (None: not exactly one)."""
 
     classes: ClassVar[dict[str, int]] = {}
+    others: ClassVar[set[str]] = set()  # the characters of class _OTHER
+    abouts: ClassVar[dict[str, _About]] = {}  # the `about` texts' tokens, as `_About`
     runs: ClassVar[dict[str, str | None]] = {}
     # ASCII punctuation and every separator seen, to a space (for str.translate)
     spaces: ClassVar[dict[int, str]] = {c: " " for c in range(128) if not chr(c).isalnum()}
@@ -310,12 +316,11 @@ def _runs(text: str) -> list[str] | None:
     """`text`'s runs of token characters, or None when the table must read it whole."""
     if text.isascii():
         return _ASCII_RUN.findall(text)
-    classes = _Words.classes
     chars = set(text)
-    unknown = [c for c in chars if c not in classes and not c.isascii()]
+    unknown = [c for c in chars.difference(_Words.classes) if not c.isascii()]
     if unknown:
         _learn_characters(unknown)
-    if any(classes.get(c) == _OTHER for c in chars):
+    if not chars.isdisjoint(_Words.others):
         return None
     return text.translate(_Words.spaces).split()
 
@@ -333,6 +338,7 @@ def _learn_characters(chars: list[str]) -> None:
             found[doc].append((token, offset))
     for c in chars:
         _Words.classes[c] = _OTHER
+        _Words.others.add(c)
     for n, c in enumerate(asked):
         between, before = found[2 * n + 1], found[2 * n + 2]
         if between == [("q", 0), ("q", 1)]:
@@ -340,6 +346,9 @@ def _learn_characters(chars: list[str]) -> None:
             _Words.spaces[ord(c)] = " "
         elif len(between) == 1 and len(before) == 1 and before[0][0] != "q":
             _Words.classes[c] = _TOKEN
+        else:
+            continue
+        _Words.others.discard(c)
 
 
 def _learn_runs(runs: list[str]) -> dict[str, str | None]:

@@ -68,6 +68,8 @@ def forgotten(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test starts with nothing known (the classes and runs of earlier tests)."""
     monkeypatch.setattr(search_text._Words, "classes", {})
     monkeypatch.setattr(search_text._Words, "runs", {})
+    monkeypatch.setattr(search_text._Words, "others", set())
+    monkeypatch.setattr(search_text._Words, "abouts", {})
     monkeypatch.setattr(search_text._Words, "spaces", dict(search_text._Words.spaces))
 
 
