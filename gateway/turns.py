@@ -31,9 +31,9 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Protocol
 
-from gateway.agent.compression import SUMMARY_PREFIX, Compressor, clip_text, fixed_chars
+from gateway.agent.compression import Compressor, clip_text, fixed_chars
 from gateway.agent.model_client import ModelClient
 from gateway.agent.recall import Recapper
 from gateway.agent.review_counters import counter_update
@@ -292,7 +292,7 @@ class Turns:
             who, message, session, history, tools, locale
         )
         earlier, _ = history.earlier()
-        _trust_person_links(sink, earlier, message.text)
+        _trust_person_links(sink, history, message.text)
         recalled = await session.manager.prefetch_all(message.text)
         translate = None if locale is None else locale._
         agent = Agent(self._model, tools, max_steps=self._max_steps, translate=translate)
@@ -479,20 +479,15 @@ def _encodable(message: InboundMessage) -> InboundMessage:
     return replace(message, text=text, user_name=name)
 
 
-def _trust_person_links(sink: ReplySink, earlier: list[dict[str, Any]], text: str) -> None:
+def _trust_person_links(sink: ReplySink, history: SentHistory, text: str) -> None:
     """Tell a sink that keeps link previews which links the person sent in this session:
     those of their messages in the history and this one (not of a compression summary,
-    which the model wrote). Any other link in the reply shows no preview (item 6)."""
+    which the model wrote). Any other link in the reply shows no preview (item 6). The
+    history keeps their messages that hold a link (`SentHistory.linked_earlier`): a turn
+    does not read every message of the session for them."""
     if not isinstance(sink, LinkSink):
         return
-    said = [
-        without_image_lines(item["content"])  # a description is the auxiliary model's
-        for item in earlier
-        if item.get("role") == "user"
-        and isinstance(item.get("content"), str)
-        and not item["content"].startswith(SUMMARY_PREFIX)
-    ]
-    sink.trust_links([*said, without_image_lines(text)])
+    sink.trust_links([*history.linked_earlier(), without_image_lines(text)])
 
 
 class _Shown:

@@ -17,6 +17,11 @@ of a write and puts it back once the write is stored and added here; a write
 that failed or was queued, a message the store already had, or a timestamp
 that would not sort last (the clock went back) leaves it out, and the next
 turn reads the store again.
+
+It also keeps, as messages are added, the person's own words of each of their
+messages that holds a link (`linked_earlier`): a turn tells its reply which
+links the person sent in this session from those alone, not by reading every
+message of the session again.
 """
 
 from __future__ import annotations
@@ -24,9 +29,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from gateway.agent.compression import clip_history, message_chars
+from gateway.agent.compression import SUMMARY_PREFIX, clip_history, message_chars
 from gateway.agent.transcript import as_sent
 from gateway.agent.wire import EncodedMessage
+from gateway.delivery.links import links_in
+from gateway.media.markers import without_image_lines
 from memory_core import AppendResult, NewMessage, StoredMessage
 
 
@@ -42,6 +49,7 @@ class SentHistory:
         self._bytes = 0  # of the items' encoded JSON
         self._last_id: int | None = None
         self._last_order: tuple[float, int] | None = None  # the store's order: (time, id)
+        self._linked: list[tuple[int, str]] = []  # (item index, own words) holding a link
 
     @classmethod
     def of(cls, session_id: int, stored: Sequence[StoredMessage], cap: int) -> SentHistory:
@@ -82,7 +90,27 @@ class SentHistory:
             self._bytes += len(item.json)
             self._last_id = message.id
             self._last_order = order
+            self._note_links(len(self._items) - 1, item)
         return True
+
+    def _note_links(self, index: int, item: dict[str, Any]) -> None:
+        """Keep the person's own words of item `index` when they hold a link (a picture's
+        description is the auxiliary model's, a compression summary the model's)."""
+        content = item.get("content")
+        if item.get("role") != "user" or not isinstance(content, str):
+            return
+        if content.startswith(SUMMARY_PREFIX):
+            return
+        own = without_image_lines(content)
+        if links_in(own):
+            self._linked.append((index, own))
+
+    def linked_earlier(self) -> list[str]:
+        """The person's own words of each of their messages before the last one (this
+        turn's) that holds a link: the links they sent in this session, read from these
+        alone (a message without a link adds none), whatever the session's length."""
+        last = len(self._items) - 1
+        return [own for index, own in self._linked if index < last]
 
     def add_written(self, written: Sequence[NewMessage], result: AppendResult) -> bool:
         """Add the messages of one successful `append_messages` call; False when the store

@@ -6,9 +6,11 @@ import json
 
 import pytest
 
-from gateway.agent.compression import clip_history, message_chars
+from gateway.agent.compression import SUMMARY_PREFIX, clip_history, message_chars
 from gateway.agent.sent_history import SentHistory, stored_form
 from gateway.agent.transcript import as_sent
+from gateway.delivery.links import trusted_links
+from gateway.media.markers import IMAGE_PREFIX, without_image_lines
 from gateway.session_cache import OpenSession, SessionCache
 from memory_core import AppendResult, MemoryManager, NewMessage, StoredMessage
 
@@ -105,3 +107,27 @@ def test_the_cache_keeps_only_the_most_recent_histories_within_its_bound() -> No
     assert cache.trim() == []
     kept = {key: session.history is not None for key, session in sessions.items()}
     assert kept == {"a": True, "b": False, "c": True}
+
+
+def test_the_person_links_are_those_of_every_earlier_message_holding_one() -> None:
+    """What a reply trusts is `trusted_links` of every earlier message of the person's
+    (picture lines and summaries left out), from the messages holding a link alone."""
+    said = [
+        _stored(1, content="see example.com/a please"),
+        _stored(2, "assistant", "and bad.example/b"),  # the model's: not trusted
+        _stored(3, content="nothing here."),
+        _stored(4, content=f"{IMAGE_PREFIX}a shot of evil.example/x]\nmine: t.me/y"),
+        _stored(5, content=SUMMARY_PREFIX + " they sent summary.example/z"),
+        _stored(6, content="https://last.example/q is this turn's"),
+    ]
+    history = SentHistory.of(7, said, 500)
+    everything = [
+        without_image_lines(m["content"])
+        for m in history.earlier()[0]
+        if m["role"] == "user" and not m["content"].startswith(SUMMARY_PREFIX)
+    ]
+    assert trusted_links(history.linked_earlier()) == trusted_links(everything)
+    assert trusted_links(history.linked_earlier()) == {"example.com/a", "t.me/y"}
+    assert history.linked_earlier() == ["see example.com/a please", "mine: t.me/y"]
+    history.extend([_stored(7, "assistant", "ok")])  # message 6 is an earlier one now
+    assert "last.example/q" in trusted_links(history.linked_earlier())
