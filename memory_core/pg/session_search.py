@@ -90,6 +90,7 @@ async def _scope_stats(conn: Connection, where: PgScopeFilter, roots: set[int]) 
         "SELECT coalesce(sum(s.message_count), 0), count(DISTINCT s.root_id) FROM sessions s "
         f"WHERE {where.sessions_sql}",
         where.sessions_params,
+        prepare=False,
     )
     row = await cursor.fetchone()
     messages, lineages = (int(row[0]), int(row[1])) if row else (0, 0)
@@ -100,6 +101,7 @@ async def _scope_stats(conn: Connection, where: PgScopeFilter, roots: set[int]) 
             "SELECT root_id, sum(message_count) FROM sessions "
             "WHERE root_id = ANY(%s) GROUP BY root_id",
             (ordered[start : start + _CHUNK],),
+            prepare=False,
         )
         lengths.update((int(r), int(n)) for r, n in await cursor.fetchall())
     return ScopeStats.of(messages, lineages, lengths)
@@ -119,6 +121,7 @@ async def _messages(
         "SELECT id, role, timestamp, left(content, %s), octet_length(content) "
         "FROM messages WHERE id = ANY(%s) ORDER BY id",
         (FETCH_BYTES, list(ids)),
+        prepare=False,
     )
     rows = await cursor.fetchall()
     heads = [
@@ -140,5 +143,6 @@ async def _roots(conn: Connection, roots: Sequence[int]) -> dict[int, tuple[Any,
         " FROM sessions x WHERE x.root_id = r.id) "
         "FROM sessions r WHERE r.id = ANY(%s)",
         (list(roots),),
+        prepare=False,
     )
     return {int(row[0]): tuple(row[1:]) for row in await cursor.fetchall()}

@@ -18,6 +18,17 @@ first and applies the rest of the scope after (SQLite's FTS5 narrows by the
 owner column, then SQL filters), with the lineage left out capped on its own
 (`exclude_lineage_of`, see `matching._fts_hits`); hits come in the order
 SQLite gives them, as they break ties between equal snippets.
+
+Plans: every statement is sent unprepared (``prepare=False``), so PostgreSQL
+plans it for its very values each time. Prepared (psycopg does so on a
+statement's fifth run on a connection), the server soon keeps a generic plan
+that knows neither the term nor the person, and for a common word of a person
+with a long history that plan costs 100 ms and more where the custom one costs
+a few. The person's newest matches are a MATERIALIZED CTE: read once, then
+joined to the scope (as a subquery the planner, misjudging how many sessions
+the scope holds, ran it again for each of them); in it, the person's sessions
+are an array of ids, so that the word index is read once and ANDed with
+`messages_session_id` (joined, the index was read again for every session).
 """
 
 from __future__ import annotations
@@ -74,6 +85,7 @@ async def _lineage_floor(conn: Connection, session_id: int | None) -> int | None
         "SELECT min(m.id) FROM sessions s JOIN messages m ON m.session_id = s.id "
         "WHERE s.root_id = (SELECT x.root_id FROM sessions x WHERE x.id = %s)",
         (session_id,),
+        prepare=False,
     )
     row = await cursor.fetchone()
     return None if row is None or row[0] is None else int(row[0])
@@ -105,6 +117,7 @@ class _Lookup:
             f"WHERE {where.sql} AND m.role <> 'tool' AND strpos(m.content, %s) > 0 "
             "ORDER BY m.id DESC LIMIT %s",
             (*where.params, term.text, where.max_hits),
+            prepare=False,
         )
         return _hits(await cursor.fetchall())
 
@@ -125,12 +138,13 @@ class _Lookup:
     async def _range(self, match: str, value: str, ids: str, order: str, *floor: int) -> list[Hit]:
         where = self._where
         cursor = await self._conn.execute(
-            "SELECT m.id, s.root_id, m.timestamp FROM messages m "
-            "JOIN sessions s ON s.id = m.session_id "
-            "WHERE m.id IN (SELECT c.id FROM messages c JOIN sessions o ON o.id = c.session_id "
-            f"WHERE o.user_key = %s AND {match} {ids}ORDER BY c.id DESC LIMIT %s) "
-            f"AND {where.sql} ORDER BY m.id {order}",
+            "WITH m AS MATERIALIZED (SELECT c.id, c.session_id, c.timestamp FROM messages c "
+            "WHERE c.session_id = ANY(ARRAY(SELECT o.id FROM sessions o WHERE o.user_key = %s)) "
+            f"AND {match} {ids}ORDER BY c.id DESC LIMIT %s) "
+            "SELECT m.id, s.root_id, m.timestamp FROM m JOIN sessions s ON s.id = m.session_id "
+            f"WHERE {where.sql} ORDER BY m.id {order}",
             (self._owner, value, *floor, where.max_hits, *where.params),
+            prepare=False,
         )
         return _hits(await cursor.fetchall())
 
