@@ -67,7 +67,7 @@ from memory_core.pg.database import PgDatabase
 from memory_core.pg.documents import pg_documents
 from memory_core.pg.memory import PgMemoryStore
 from memory_core.pg.migrations import PgMigration, check_recorded, plan
-from memory_core.pg.move import HeldMemory, HeldText, PgOneTransaction
+from memory_core.pg.move import HeldMemory, HeldText, PgOneTransaction, after_copy
 from memory_core.pg.session_import import IMPORT_LOCK
 from memory_core.pg.session_writes import clean
 from memory_core.pg.sessions_schema import SESSION_MIGRATIONS
@@ -348,6 +348,7 @@ def _move(source_home: Path, conn: SyncConnection, parts: Sequence[StorePart]) -
         mapping = HeldText()
         if source is not None:
             session_rows.copy_rows(conn, _sqlite_rows(source, mapping))
+            after_copy(conn)
         mapped = mapping.changed
         copied = [dict(part.copy()) for part in parts]
         reports = [_sessions_report(source, conn, mapping, mapped)]

@@ -12,6 +12,11 @@ difference or a killed process leaves the target exactly as it was.
 store's live writes do (`session_writes.clean`: a NUL becomes U+FFFD), and
 counts what it changed; `HeldMemory` reads a memory source through it, so the
 copy and the source's digest both see the mapped text.
+
+`after_copy` builds the search indexes again once the rows are in, within the
+move's transaction (`session_import.AFTER_BULK_LOAD`): filled row by row by the
+copy, they would stay larger than one pass makes them, and the planner would
+know nothing of the rows.
 """
 
 from __future__ import annotations
@@ -26,9 +31,10 @@ from memory_core.file_memory.digest import Readable, content_digest
 from memory_core.pg.blocking import PgSyncDatabase, SyncConnection
 from memory_core.pg.database import Isolation
 from memory_core.pg.migrations import PgMigration
+from memory_core.pg.session_import import AFTER_BULK_LOAD
 from memory_core.pg.session_writes import clean
 
-__all__ = ["HeldMemory", "HeldText", "PgOneTransaction"]
+__all__ = ["HeldMemory", "HeldText", "PgOneTransaction", "after_copy"]
 
 T = TypeVar("T")
 
@@ -72,6 +78,12 @@ class PgOneTransaction(PgSyncDatabase):
 
     def migrate(self, steps: Sequence[PgMigration]) -> dict[str, int]:
         raise PostgresError("the schema is created before a move's transaction, not in it")
+
+
+def after_copy(conn: SyncConnection) -> None:
+    """The search indexes rebuilt and the statistics taken, in `conn`'s transaction."""
+    for statement in AFTER_BULK_LOAD:
+        conn.execute(statement)
 
 
 class HeldText:

@@ -21,6 +21,13 @@ the last moments of the import, not for all of it.
 
 Imports take a transaction-level advisory lock (`IMPORT_LOCK`): one at a
 time per database; a second one fails at once with `SessionStoreBusyError`.
+
+Before the commit the search indexes are put in order (`after_bulk_load`): rows
+loaded this way sit in GIN's pending list, which every search then reads whole,
+and a GIN index filled row by row is several times the size of one built in a
+pass. An import that brings at least a third of what the table held rebuilds
+them (REINDEX, then ANALYZE, so the planner knows the new rows); a smaller one
+only merges its pending entries into the index (`gin_clean_pending_list`).
 """
 
 from __future__ import annotations
@@ -50,13 +57,31 @@ from memory_core.sessions.jsonl import (
 from memory_core.sessions.query import SYMBOL_CLASS
 from memory_core.sessions.schema import owner_token
 
-__all__ = ["CHUNK_ROWS", "IMPORT_LOCK", "import_lines", "symbols_value"]
+__all__ = [
+    "AFTER_BULK_LOAD",
+    "CHUNK_ROWS",
+    "IMPORT_LOCK",
+    "SEARCH_INDEXES",
+    "after_bulk_load",
+    "import_lines",
+    "symbols_value",
+]
 
 CHUNK_ROWS = 10_000
+DEFER_LOCK_WAIT = "1s"  # how long an import into an empty table waits to have it alone
 # Held for the import's transaction: sha256("mnemo_session_import")[:8] as a signed bigint.
 IMPORT_LOCK = int.from_bytes(
     hashlib.sha256(b"mnemo_session_import").digest()[:8], "big", signed=True
 )
+SEARCH_INDEXES = ("messages_words", "messages_symbols")  # the GIN indexes searches read
+# After a bulk load, in its transaction: the search indexes built again in one pass,
+# and the statistics the planner chooses its plans by taken over the new rows.
+AFTER_BULK_LOAD = (
+    *(f"REINDEX INDEX {index}".encode() for index in SEARCH_INDEXES),
+    b"ANALYZE sessions",
+    b"ANALYZE messages",
+)
+REBUILD_SHARE = 3  # an import of at least 1/3 of the rows held before rebuilds
 _SYMBOL = re.compile(f"[{SYMBOL_CLASS}]")
 _MESSAGE_COLUMNS = (
     "session_id, role, content, tool_name, tool_calls, tool_call_id, timestamp, "
@@ -117,6 +142,7 @@ class _Import:
     inserted: int = 0
     skipped: int = 0
     extra_rows: int = 0
+    held: float = 0.0  # the messages the table held before (the planner's estimate)
     copying: asyncio.Task[None] | None = None  # the last chunk's COPY, still running
 
     async def add(self, message: Message) -> None:
@@ -234,6 +260,62 @@ class _Import:
                          s.chat_type, s.first, s.last, "imported", s.external_id))  # fmt: skip
         await _copy(self.conn, _SESSION_COPY, rows)
 
+    async def look_up(self, batch: Sequence[Message]) -> None:
+        """Find the stored sessions of a batch's new session names at once (three
+        statements for the batch, not up to three for each session), as `_find` would."""
+        first: dict[tuple[str, str, str], Message] = {}
+        for message in batch:
+            key = message.head[:3]
+            if key not in self.sessions and key not in first:
+                first[key] = message
+        if len(first) < 2:  # `_session` finds the one left
+            return
+        keys = list(first)
+        cur = await self.conn.execute(
+            "SELECT source, user_key, external_id, id, chat_id, chat_type FROM sessions "
+            "WHERE (source, user_key, external_id) IN "
+            "(SELECT * FROM unnest(%s::text[], %s::text[], %s::text[]))",
+            ([k[0] for k in keys], [k[1] for k in keys], [k[2] for k in keys]),
+        )
+        found: dict[tuple[str, str, str], tuple[Any, ...]] = {
+            (r[0], r[1], r[2]): r[3:] for r in await cur.fetchall()
+        }
+        own = {k: parsed for k in keys if k not in found
+               and (parsed := parse_bot_session_id(k[2])) is not None}  # fmt: skip
+        if own:
+            cur = await self.conn.execute(
+                "SELECT s.id, t.n, s.chat_id, s.chat_type FROM sessions s JOIN unnest("
+                "%s::bigint[], %s::float8[], %s::text[], %s::text[]) WITH ORDINALITY "
+                "AS t(id, started, source, user_key, n) ON s.id = t.id AND s.started_at = "
+                "t.started AND s.source = t.source AND s.user_key = t.user_key "
+                "WHERE s.external_id IS NULL",
+                ([p[0] for p in own.values()], [p[1] for p in own.values()],
+                 [k[0] for k in own], [k[1] for k in own]),
+            )  # fmt: skip
+            mine = list(own)
+            for r in await cur.fetchall():
+                found[mine[int(r[1]) - 1]] = (r[0], r[2], r[3])
+        known: dict[int, set[str]] = {int(r[0]): set() for r in found.values()}
+        if known:
+            cur = await self.conn.execute(
+                "SELECT session_id, role, timestamp, content, speaker_name FROM messages "
+                "WHERE session_id = ANY(%s)",
+                (list(known),),
+            )
+            for sid, role, ts, content, name in await cur.fetchall():
+                known[int(sid)].add(fingerprint(role, ts, content, name))
+        for key, message in first.items():
+            ts = message.timestamp
+            row = found.get(key)
+            if row is None:
+                chat_type = cast(ChatType, message.head[4])  # checked by parse_line
+                self.sessions[key] = _Session(*key, message.head[3], chat_type, ts, ts)
+            else:
+                sid = int(row[0])
+                self.sessions[key] = _Session(
+                    *key, row[1], row[2], ts, ts, existing=sid, known=known[sid]
+                )
+
     async def _session(self, message: Message) -> _Session:
         key = message.head[:3]
         session = self.sessions.get(key)
@@ -273,6 +355,65 @@ class _Import:
         )
         known = {fingerprint(r, t, c, n) for r, t, c, n in await cur.fetchall()}
         return _Session(*key, row[1], row[2], ts, ts, existing=int(row[0]), known=known)
+
+
+async def _rows_held(conn: Connection) -> float:
+    """About how many messages the table holds (the planner's figure; 0 if never counted)."""
+    cur = await conn.execute("SELECT reltuples FROM pg_class WHERE oid = 'messages'::regclass")
+    row = await cur.fetchone()
+    return max(0.0, float(row[0])) if row else 0.0
+
+
+async def after_bulk_load(conn: Connection, inserted: int, held: float) -> None:
+    """Put the search indexes in order after `inserted` messages were loaded into a table
+    of about `held`: rebuilt (`AFTER_BULK_LOAD`) when the load is a large share of it,
+    else only the load's pending entries merged into them (see the module docstring)."""
+    if inserted <= 0:
+        return
+    if inserted * REBUILD_SHARE >= held:
+        for statement in AFTER_BULK_LOAD:
+            await conn.execute(statement)
+        return
+    for index in SEARCH_INDEXES:
+        await conn.execute("SELECT gin_clean_pending_list(%s::regclass)", (index,))
+
+
+async def _defer_indexes(conn: Connection) -> list[str]:
+    """Into an empty `messages`, its indexes but the unique ones dropped, to be built after
+    the load (`_build_indexes`): the definitions, or [] when the table holds rows or
+    another transaction uses it (its lock not had within `DEFER_LOCK_WAIT`)."""
+    cur = await conn.execute("SELECT EXISTS (SELECT 1 FROM messages)")
+    row = await cur.fetchone()
+    if row is None or row[0]:
+        return []
+    cur = await conn.execute(
+        "SELECT indexrelid::regclass::text, pg_get_indexdef(indexrelid) FROM pg_index "
+        "WHERE indrelid = 'messages'::regclass AND NOT indisunique ORDER BY indexrelid"
+    )
+    indexes = [(str(name), str(definition)) for name, definition in await cur.fetchall()]
+    if not indexes:
+        return []
+    cur = await conn.execute("SELECT current_setting('lock_timeout')")
+    was = await cur.fetchone()
+    try:
+        async with conn.transaction():  # a savepoint: given up, the import goes on as usual
+            await conn.execute("SELECT set_config('lock_timeout', %s, true)", (DEFER_LOCK_WAIT,))
+            await conn.execute(f"DROP INDEX {', '.join(name for name, _ in indexes)}")
+    except errors.LockNotAvailable:
+        return []
+    finally:
+        await conn.execute("SELECT set_config('lock_timeout', %s, true)", (was[0] if was else "0",))
+    return [definition for _, definition in indexes]
+
+
+async def _build_indexes(conn: Connection, definitions: list[str]) -> None:
+    """Build the indexes `_defer_indexes` dropped, each in one pass over the loaded rows,
+    then take the planner's statistics of them."""
+    await conn.execute("SET LOCAL maintenance_work_mem = '256MB'")
+    for definition in definitions:
+        await conn.execute(definition.encode())
+    await conn.execute("ANALYZE sessions")
+    await conn.execute("ANALYZE messages")
 
 
 async def _copy(conn: Connection, statement: str, rows: Sequence[Sequence[object]]) -> None:
@@ -324,14 +465,21 @@ async def import_lines(
             await conn.execute("SET LOCAL work_mem = '256MB'")
             await conn.execute("SET LOCAL gin_pending_list_limit = '64MB'")
             run = _Import(conn, max(1, chunk_rows))
+            run.held = await _rows_held(conn)
+            deferred = await _defer_indexes(conn)
             try:
                 async for batch, consumed in _batches(lines):
+                    await run.look_up(batch)
                     for message in batch:
                         await run.add(message)
                     count += consumed
                     if progress is not None:
                         progress(consumed)
                 await run.finish()
+                if deferred:  # built in one pass: nothing for after_bulk_load to rebuild
+                    await _build_indexes(conn, deferred)
+                else:
+                    await after_bulk_load(conn, run.inserted, run.held)
             finally:
                 if run.copying is not None:  # a failure elsewhere: the COPY ends before rollback
                     with contextlib.suppress(Exception):
