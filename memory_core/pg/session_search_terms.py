@@ -13,6 +13,11 @@ The lookups of SQLite's `sessions.matching`, one for one:
 - shorter ones with `strpos()` on the content of non-tool messages in scope;
 - a word of three or more letters with no hit is retried as a prefix.
 
+Round trips: every term's statements are sent together in one pipeline
+(psycopg's pipeline mode: one round trip for all of them, each still its own
+statement with its own plan), then the prefix retries of the terms that found
+nothing in a second one; the lineage floor they need comes first.
+
 As in SQLite, an index lookup takes the person's newest `max_hits` matches
 first and applies the rest of the scope after (SQLite's FTS5 narrows by the
 owner column, then SQL filters), with the lineage left out capped on its own
@@ -34,6 +39,8 @@ are an array of ids, so that the word index is read once and ANDed with
 from __future__ import annotations
 
 from typing import Any
+
+from psycopg import AsyncCursor
 
 from memory_core.pg.database import Connection
 from memory_core.pg.search_text import TEXT_WEIGHT, quote_lexeme, word_tokens
@@ -62,18 +69,22 @@ async def collect_hits(
     `owner` is the scope's user key: the index lookups are narrowed to that
     person's messages before the rest of the scope applies.
     """
-    terms: list[QueryTerm] = []
-    hits: list[list[Hit]] = []
     floor = await _lineage_floor(conn, where.exclude_lineage_of)
     lookup = _Lookup(conn, where, owner, floor)
-    for term in parsed.terms:
-        found = await lookup.term_hits(term)
-        retry = None if found else prefix_retry(term)
-        if retry is not None:
-            term = retry
-            found = await lookup.word_hits(term)
-        terms.append(term)
-        hits.append(found)
+    terms = list(parsed.terms)
+    async with conn.pipeline():  # every term's statements in one round trip
+        sent = [await lookup.term_hits(term) for term in terms]
+    hits = [await found.hits() for found in sent]
+    retries = {
+        i: retry
+        for i, term in enumerate(terms)
+        if not hits[i] and (retry := prefix_retry(term)) is not None
+    }
+    if retries:
+        async with conn.pipeline():  # and the retries' in a second one
+            again = {i: await lookup.word_hits(retry) for i, retry in retries.items()}
+        for i, found in again.items():
+            terms[i], hits[i] = retries[i], await found.hits()
     return terms, hits
 
 
@@ -91,8 +102,23 @@ async def _lineage_floor(conn: Connection, session_id: int | None) -> int | None
     return None if row is None or row[0] is None else int(row[0])
 
 
+class _Sent:
+    """One term's statements, sent (in a pipeline: read once it is synced); its hits,
+    the rows of each statement in turn, cut to `cap` when given."""
+
+    def __init__(self, cursors: list[AsyncCursor[Any]], cap: int | None = None) -> None:
+        self._cursors = cursors
+        self._cap = cap
+
+    async def hits(self) -> list[Hit]:
+        found = [hit for cursor in self._cursors for hit in _hits(await cursor.fetchall())]
+        return found if self._cap is None else found[: self._cap]
+
+
 class _Lookup:
-    """The statements of one search: the scope, the owner and the lineage floor."""
+    """The statements of one search: the scope, the owner and the lineage floor. Each
+    method sends a term's statements and returns them unread (`_Sent`), so that a
+    pipeline carries every term's at once."""
 
     def __init__(
         self, conn: Connection, where: PgScopeFilter, owner: str, floor: int | None
@@ -102,7 +128,7 @@ class _Lookup:
         self._owner = owner
         self._floor = floor
 
-    async def term_hits(self, term: QueryTerm) -> list[Hit]:
+    async def term_hits(self, term: QueryTerm) -> _Sent:
         if term.kind is not TermKind.LITERAL:
             return await self.word_hits(term)
         if len(term.text) >= 3:
@@ -119,23 +145,25 @@ class _Lookup:
             (*where.params, term.text, where.max_hits),
             prepare=False,
         )
-        return _hits(await cursor.fetchall())
+        return _Sent([cursor])
 
-    async def word_hits(self, term: QueryTerm) -> list[Hit]:
+    async def word_hits(self, term: QueryTerm) -> _Sent:
         query = term_tsquery(term)
         if query is None:
-            return []
+            return _Sent([])
         return await self._indexed("c.words @@ %s::tsquery", query)
 
-    async def _indexed(self, match: str, value: str) -> list[Hit]:
+    async def _indexed(self, match: str, value: str) -> _Sent:
         """The person's newest matches, then the scope (see `matching._fts_hits`)."""
         if self._floor is None:
-            return await self._range(match, value, "", "")
+            return _Sent([await self._range(match, value, "", "")])
         newer = await self._range(match, value, "AND c.id >= %s ", "DESC", self._floor)
         older = await self._range(match, value, "AND c.id < %s ", "DESC", self._floor)
-        return (newer + older)[: self._where.max_hits]
+        return _Sent([newer, older], self._where.max_hits)
 
-    async def _range(self, match: str, value: str, ids: str, order: str, *floor: int) -> list[Hit]:
+    async def _range(
+        self, match: str, value: str, ids: str, order: str, *floor: int
+    ) -> AsyncCursor[Any]:
         where = self._where
         cursor = await self._conn.execute(
             "WITH m AS MATERIALIZED (SELECT c.id, c.session_id, c.timestamp FROM messages c "
@@ -146,7 +174,7 @@ class _Lookup:
             (self._owner, value, *floor, where.max_hits, *where.params),
             prepare=False,
         )
-        return _hits(await cursor.fetchall())
+        return cursor
 
 
 def _hits(rows: list[tuple[Any, ...]]) -> list[Hit]:
