@@ -97,9 +97,12 @@ def pool_options(min_size: int, max_size: int, connect_timeout: float) -> dict[s
 def unavailable(err: BaseException) -> bool:
     """Whether `err` says the server is gone or refuses writes for now (a broken
     connection, a shutdown, a full disk, a read-only database), not that a statement
-    was wrong, cancelled by its own time limit or found a lock taken."""
+    was wrong, cancelled by its own time limit, found a lock taken or lost to a concurrent
+    transaction (a serialization failure or a deadlock: `CONFLICTS`, tried again as such)."""
     if isinstance(err, errors.ReadOnlySqlTransaction):
         return True
+    if isinstance(err, errors.Error) and (err.sqlstate or "").startswith("40"):
+        return False  # class 40, transaction rollback: a conflict
     return isinstance(err, errors.OperationalError) and not isinstance(
         err, errors.QueryCanceled | errors.LockNotAvailable
     )

@@ -112,6 +112,8 @@ def test_what_counts_as_unavailable() -> None:
     assert unavailable(psycopg.OperationalError("the connection is lost"))
     assert not unavailable(psycopg.errors.QueryCanceled())  # its own time limit
     assert not unavailable(psycopg.errors.LockNotAvailable())
+    assert not unavailable(psycopg.errors.DeadlockDetected())  # a conflict, retried as one
+    assert not unavailable(psycopg.errors.SerializationFailure())
     assert not unavailable(psycopg.errors.UniqueViolation())
 
 
