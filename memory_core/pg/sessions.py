@@ -126,11 +126,17 @@ class PgSessionStore:
 
     async def _guard(self, conn: Connection, person: str, began: int) -> None:
         """Hold `person`'s lock shared and refuse the write if they were erased since
-        `began`."""
-        await writes.lock_person(conn, person, exclusive=False)
+        `began`. With the replicas' tombstones, the lock and their check go in one round
+        trip (a pipeline): still two statements, the check run once the lock is held,
+        with a snapshot of its own (an erasure that held the lock is committed by then)."""
+        if self.fence.remote is None:
+            await writes.lock_person(conn, person, exclusive=False)
+            self.fence.check(person, began)
+            return
+        async with conn.pipeline():
+            await writes.lock_person(conn, person, exclusive=False)
+            await check_erased(conn, person, began)  # erased by another replica, too
         self.fence.check(person, began)
-        if self.fence.remote is not None:  # erased by another replica, too
-            await check_erased(conn, person, began)
 
     async def _read(self, work: Callable[[Connection], Awaitable[T]]) -> T:
         self._check_open()
