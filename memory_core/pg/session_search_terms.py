@@ -16,7 +16,12 @@ The lookups of SQLite's `sessions.matching`, one for one:
 Round trips: every term's statements are sent together in one pipeline
 (psycopg's pipeline mode: one round trip for all of them, each still its own
 statement with its own plan), then the prefix retries of the terms that found
-nothing in a second one; the lineage floor they need comes first.
+nothing in a second one; the lineage floor they need comes first. The same
+statement says whether any session in scope besides the conversation left out
+holds a message from the floor on: when none does, the newer range could only
+find that conversation's own messages (all left out), so it is not looked up,
+and a long conversation's own history is never read by its recall
+(`matching._lineage_floor`, the same on SQLite).
 
 As in SQLite, an index lookup takes the person's newest `max_hits` matches
 first and applies the rest of the scope after (SQLite's FTS5 narrows by the
@@ -69,8 +74,8 @@ async def collect_hits(
     `owner` is the scope's user key: the index lookups are narrowed to that
     person's messages before the rest of the scope applies.
     """
-    floor = await _lineage_floor(conn, where.exclude_lineage_of)
-    lookup = _Lookup(conn, where, owner, floor)
+    floor, newer = await _lineage_floor(conn, where)
+    lookup = _Lookup(conn, where, owner, floor, newer)
     terms = list(parsed.terms)
     async with conn.pipeline():  # every term's statements in one round trip
         sent = [await lookup.term_hits(term) for term in terms]
@@ -88,18 +93,24 @@ async def collect_hits(
     return terms, hits
 
 
-async def _lineage_floor(conn: Connection, session_id: int | None) -> int | None:
-    """The first message id of the conversation left out (None: none, or it has none)."""
-    if session_id is None:
-        return None
+async def _lineage_floor(conn: Connection, where: PgScopeFilter) -> tuple[int | None, bool]:
+    """The first message id of the conversation left out (None: none, or it has none),
+    and whether a session in scope other than it holds a message from there on."""
+    if where.exclude_lineage_of is None:
+        return None, False
     cursor = await conn.execute(
-        "SELECT min(m.id) FROM sessions s JOIN messages m ON m.session_id = s.id "
-        "WHERE s.root_id = (SELECT x.root_id FROM sessions x WHERE x.id = %s)",
-        (session_id,),
+        "SELECT f.floor, EXISTS (SELECT 1 FROM sessions s "
+        f"WHERE {where.sessions_sql} AND EXISTS (SELECT 1 FROM messages n "
+        "WHERE n.session_id = s.id AND n.id >= f.floor)) "
+        "FROM (SELECT min(m.id) AS floor FROM sessions s JOIN messages m ON m.session_id = s.id "
+        "WHERE s.root_id = (SELECT x.root_id FROM sessions x WHERE x.id = %s)) f",
+        (*where.sessions_params, where.exclude_lineage_of),
         prepare=False,
     )
     row = await cursor.fetchone()
-    return None if row is None or row[0] is None else int(row[0])
+    if row is None or row[0] is None:
+        return None, False
+    return int(row[0]), bool(row[1])
 
 
 class _Sent:
@@ -121,12 +132,13 @@ class _Lookup:
     pipeline carries every term's at once."""
 
     def __init__(
-        self, conn: Connection, where: PgScopeFilter, owner: str, floor: int | None
+        self, conn: Connection, where: PgScopeFilter, owner: str, floor: int | None, newer: bool
     ) -> None:
         self._conn = conn
         self._where = where
         self._owner = owner
         self._floor = floor
+        self._newer = newer  # whether the newer range can find anything
 
     async def term_hits(self, term: QueryTerm) -> _Sent:
         if term.kind is not TermKind.LITERAL:
@@ -157,8 +169,10 @@ class _Lookup:
         """The person's newest matches, then the scope (see `matching._fts_hits`)."""
         if self._floor is None:
             return _Sent([await self._range(match, value, "", "")])
-        newer = await self._range(match, value, "AND c.id >= %s ", "DESC", self._floor)
         older = await self._range(match, value, "AND c.id < %s ", "DESC", self._floor)
+        if not self._newer:  # only the conversation left out is there: all of it left out
+            return _Sent([older], self._where.max_hits)
+        newer = await self._range(match, value, "AND c.id >= %s ", "DESC", self._floor)
         return _Sent([newer, older], self._where.max_hits)
 
     async def _range(

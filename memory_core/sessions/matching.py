@@ -9,6 +9,11 @@ base table (the trigram index cannot match them). A word of three or more
 letters with no hit is retried as a prefix in the word index (``kube``
 finds ``kubernetes``). Words and phrases also match a message's date and
 speaker (the index's `about` column), prefixes only its text (`word_index`).
+
+With the current conversation left out (recall), the newer matches (from its
+first message on) are looked up only when a session in scope besides it holds a
+message from there on: otherwise they could only be its own, all left out, and
+a long conversation would read its own history on every turn to find nothing.
 """
 
 from __future__ import annotations
@@ -76,13 +81,13 @@ def collect_hits(
 ) -> tuple[list[QueryTerm], list[list[tuple[int, int, float]]]]:
     terms: list[QueryTerm] = []
     hits: list[list[tuple[int, int, float]]] = []
-    floor = _lineage_floor(conn, where.exclude_lineage_of)
+    floor, newer = _lineage_floor(conn, where)
     for term in parsed.terms:
-        found = _term_hits(conn, term, where, floor)
+        found = _term_hits(conn, term, where, floor, newer)
         retry = None if found else prefix_retry(term)
         if retry is not None:
             term = retry
-            found = _fts_hits(conn, WORD_INDEX, term, where, floor)
+            found = _fts_hits(conn, WORD_INDEX, term, where, floor, newer)
         terms.append(term)
         hits.append(found)
     return terms, hits
@@ -99,25 +104,31 @@ def prefix_retry(term: QueryTerm) -> QueryTerm | None:
     return None
 
 
-def _lineage_floor(conn: sqlite3.Connection, session_id: int | None) -> int | None:
-    """The first message id of the conversation left out (None: none, or it has none)."""
-    if session_id is None:
-        return None
+def _lineage_floor(conn: sqlite3.Connection, where: ScopeFilter) -> tuple[int | None, bool]:
+    """The first message id of the conversation left out (None: none, or it has none),
+    and whether a session in scope other than it holds a message from there on."""
+    if where.exclude_lineage_of is None:
+        return None, False
     row = conn.execute(
-        "SELECT min(m.id) FROM sessions s CROSS JOIN messages m ON m.session_id = s.id "
-        "WHERE s.root_id = (SELECT root_id FROM sessions WHERE id = ?)",
-        (session_id,),
+        "SELECT f.floor, EXISTS (SELECT 1 FROM sessions s "
+        f"WHERE {where.sessions_sql} AND EXISTS (SELECT 1 FROM messages n "
+        "WHERE n.session_id = s.id AND n.id >= f.floor)) "
+        "FROM (SELECT min(m.id) AS floor FROM sessions s CROSS JOIN messages m "
+        "ON m.session_id = s.id WHERE s.root_id = (SELECT root_id FROM sessions WHERE id = ?)) f",
+        (*where.sessions_params, where.exclude_lineage_of),
     ).fetchone()
-    return None if row is None or row[0] is None else int(row[0])
+    if row is None or row[0] is None:
+        return None, False
+    return int(row[0]), bool(row[1])
 
 
 def _term_hits(
-    conn: sqlite3.Connection, term: QueryTerm, where: ScopeFilter, floor: int | None
+    conn: sqlite3.Connection, term: QueryTerm, where: ScopeFilter, floor: int | None, newer: bool
 ) -> list[tuple[int, int, float]]:
     if term.kind is not TermKind.LITERAL:
-        return _fts_hits(conn, WORD_INDEX, term, where, floor)
+        return _fts_hits(conn, WORD_INDEX, term, where, floor, newer)
     if len(term.text) >= 3:
-        return _fts_hits(conn, TRIGRAM_INDEX, term, where, floor)
+        return _fts_hits(conn, TRIGRAM_INDEX, term, where, floor, newer)
     # Trigram MATCH cannot find fewer than three characters, and LIKE on the
     # FTS table is wrong for 2-character CJK on SQLite 3.40: scan the base table.
     return conn.execute(
@@ -130,7 +141,12 @@ def _term_hits(
 
 
 def _fts_hits(
-    conn: sqlite3.Connection, index: str, term: QueryTerm, where: ScopeFilter, floor: int | None
+    conn: sqlite3.Connection,
+    index: str,
+    term: QueryTerm,
+    where: ScopeFilter,
+    floor: int | None,
+    newer: bool,
 ) -> list[Hit]:
     """The newest `where.max_hits` messages in scope that match `term`.
 
@@ -140,15 +156,18 @@ def _fts_hits(
     recall) is the newest: in a long one its mentions would take every one of
     the newest `max_hits` places and leave nothing older to find. So the
     messages older than its first (`floor`) are capped on their own, and the
-    newer ones (it, and other chats meanwhile) on theirs.
+    newer ones (it, and other chats meanwhile) on theirs; those only when a session in
+    scope besides it holds a message from its first on (`newer`): else they are all its.
     """
     columns = match_columns(term.kind) if index == WORD_INDEX else "content"
     expression = f'owner : "{where.owner}" AND {columns} : {term.match_expression()}'
     if floor is None:
         return _fts_range(conn, index, expression, where, "")
-    newer = _fts_range(conn, index, expression, where, f"AND rowid >= {int(floor)} ")
     older = _fts_range(conn, index, expression, where, f"AND rowid < {int(floor)} ")
-    return (newer + older)[: where.max_hits]
+    if not newer:
+        return older[: where.max_hits]
+    found = _fts_range(conn, index, expression, where, f"AND rowid >= {int(floor)} ")
+    return (found + older)[: where.max_hits]
 
 
 def _fts_range(
