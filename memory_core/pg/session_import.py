@@ -12,7 +12,14 @@ connection rolls everything back.
 
 Rows are written with ``COPY … FROM STDIN`` in chunks of `CHUNK_ROWS`
 messages: the new sessions of a chunk first, then its messages, each with its
-tsvector (`search_text.index_documents`) and `symbols` value. A session the
+tsvector (`search_text.index_documents`, made for the next chunks while one is
+copied: in worker processes for a large import, see `import_words`) and
+`symbols` value. The stored sessions of a batch's new session names are looked
+up together (`_Import.look_up`). Into an empty `messages` table, its indexes but
+the unique ones are dropped first and built after the load, in one pass each
+(`_defer_indexes`): the import then holds the table alone (a live write to it
+waits for the commit), so this is done only when the lock is had at once (else
+the import goes on beside the others, its indexes kept live). A session the
 import creates is locked by nobody else (nobody can see it). A session that
 already existed is only touched at the very end: its new messages wait in a
 temporary table and move in with one ``INSERT … SELECT``, and its bounds are
@@ -36,6 +43,7 @@ import asyncio
 import contextlib
 import hashlib
 import re
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any, cast
@@ -44,7 +52,7 @@ from psycopg import AsyncConnection, errors
 
 from memory_core.errors import ImportFormatError, SessionConflictError, SessionStoreBusyError
 from memory_core.pg.database import PgDatabase
-from memory_core.pg.search_text import index_documents
+from memory_core.pg.import_words import ImportWords
 from memory_core.scopes import ChatType
 from memory_core.sessions.jsonl import (
     Batch,
@@ -68,6 +76,7 @@ __all__ = [
 ]
 
 CHUNK_ROWS = 10_000
+QUEUED_CHUNKS = 1  # chunks whose words are made while the one before them is written
 DEFER_LOCK_WAIT = "1s"  # how long an import into an empty table waits to have it alone
 # Held for the import's transaction: sha256("mnemo_session_import")[:8] as a signed bigint.
 IMPORT_LOCK = int.from_bytes(
@@ -144,6 +153,10 @@ class _Import:
     extra_rows: int = 0
     held: float = 0.0  # the messages the table held before (the planner's estimate)
     copying: asyncio.Task[None] | None = None  # the last chunk's COPY, still running
+    words: ImportWords = field(default_factory=ImportWords)
+    queued: deque[tuple[list[tuple[_Session, Message]], asyncio.Future[list[str | None]]]] = field(
+        default_factory=deque
+    )  # chunks whose words are being made, oldest first
 
     async def add(self, message: Message) -> None:
         session = self.by_head.get(message.head)
@@ -164,14 +177,21 @@ class _Import:
             await self.flush()
 
     async def flush(self) -> None:
-        """COPY the pending rows: new sessions first, then their messages. The chunk's
-        words are made in a thread while the previous chunk's COPY runs on the server
-        (its index upkeep), so the two overlap; the COPY of this chunk is left running."""
+        """Queue the pending rows, their words started (`import_words`: in worker processes
+        for a large import); with more than `QUEUED_CHUNKS` queued, the oldest is written.
+        So the words of the chunks queued are made while the last one's COPY runs."""
         if not self.pending:
             return
         chunk, self.pending = self.pending, []
         docs = [(m.role, m.content, m.timestamp, m.name) for _, m in chunk]
-        words = asyncio.ensure_future(asyncio.to_thread(index_documents, docs))
+        self.queued.append((chunk, asyncio.ensure_future(self.words.of(docs))))
+        if len(self.queued) > QUEUED_CHUNKS:
+            await self._write_oldest()
+
+    async def _write_oldest(self) -> None:
+        """COPY the oldest queued chunk once the COPY before it is done: its new sessions
+        first, then its messages; the COPY of this chunk is left running."""
+        chunk, words = self.queued.popleft()
         try:
             await self.copied()
             await self._create_sessions([s for s, _ in chunk if s.target is None])
@@ -193,6 +213,16 @@ class _Import:
         self.inserted += len(chunk)
         self.copying = asyncio.create_task(self._copy_rows(fresh, extra, first_extra))
 
+    async def abandon(self) -> None:
+        """After a failure: the queued words given up, the running COPY ended, the pool too."""
+        for _, words in self.queued:
+            words.cancel()
+        self.queued.clear()
+        if self.copying is not None:  # the COPY ends before the rollback
+            with contextlib.suppress(Exception):
+                await self.copied()
+        await self.words.close()
+
     async def copied(self) -> None:
         """Wait for the COPY left running (its error, if any, is raised here)."""
         task, self.copying = self.copying, None
@@ -211,6 +241,8 @@ class _Import:
     async def finish(self) -> None:
         """The last chunk, the rows for existing sessions, every session's bounds."""
         await self.flush()
+        while self.queued:
+            await self._write_oldest()
         await self.copied()
         if self.extra_rows:
             await self.conn.execute(
@@ -481,9 +513,7 @@ async def import_lines(
                 else:
                     await after_bulk_load(conn, run.inserted, run.held)
             finally:
-                if run.copying is not None:  # a failure elsewhere: the COPY ends before rollback
-                    with contextlib.suppress(Exception):
-                        await run.copied()
+                await run.abandon()  # after a failure; else only the pool to end
     except errors.UniqueViolation:
         raise SessionConflictError(
             "another writer created one of the imported sessions meanwhile; "

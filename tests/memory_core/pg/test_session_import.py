@@ -151,3 +151,127 @@ async def test_one_import_at_a_time(pg: PgDatabase) -> None:
         await other.execute("SELECT pg_advisory_unlock(%s)", (IMPORT_LOCK,))
     assert await counts(pg) == (0, 0)
     assert (await import_lines(pg, LINES)).messages_inserted == 7
+
+
+async def test_exported_sessions_of_the_bot_are_found_in_one_batch(pg: PgDatabase) -> None:
+    """Sessions the bot made (no external id) come back under `bot_session_id`: several
+    in one batch, with a new one beside them, are found and extended, none twice."""
+    from memory_core.sessions.jsonl import bot_session_id
+
+    async with pg.transaction() as conn:
+        made = []
+        for n, started in enumerate((1_700_000_000.25, 1_700_100_000.5)):
+            cur = await conn.execute(
+                "INSERT INTO sessions (source, user_key, owner_token, chat_id, chat_type, "
+                "started_at) VALUES ('telegram', %s, 'x', %s, 'private', %s) RETURNING id",
+                (ALICE, ALICE, started),
+            )
+            row = await cur.fetchone()
+            assert row is not None
+            made.append(bot_session_id(int(row[0]), started))
+            await conn.execute(
+                "INSERT INTO messages (session_id, role, content, timestamp) "
+                "VALUES (%s, 'user', %s, %s)",
+                (row[0], f"stored {n}", started),
+            )
+    lines = [
+        line(made[0], ALICE, "user", "stored 0", 1_700_000_000.25),  # already there
+        line(made[0], ALICE, "assistant", "a reply", 1_700_000_005),
+        line(made[1], ALICE, "user", "stored 1", 1_700_100_000.5),  # already there
+        line("elsewhere", ALICE, "user", "a new one", 1_700_200_000),
+        line(made[1], ALICE, "assistant", "another reply", 1_700_100_009),
+    ]
+    assert await import_lines(pg, lines) == ImportResult(5, 1, 2, 3, 2)
+    assert await counts(pg) == (3, 5)
+    assert await import_lines(pg, lines) == ImportResult(5, 0, 3, 0, 5)
+
+
+async def index_definitions(db: PgDatabase) -> list[str]:
+    async with db.connection() as conn:
+        cur = await conn.execute(
+            "SELECT pg_get_indexdef(indexrelid) FROM pg_index "
+            "WHERE indrelid = 'messages'::regclass ORDER BY 1"
+        )
+        return [str(row[0]) for row in await cur.fetchall()]
+
+
+async def test_into_an_empty_table_the_indexes_are_built_after_the_load(
+    pg: PgDatabase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory_core.pg import session_import
+
+    before = await index_definitions(pg)
+    dropped: list[list[str]] = []
+
+    async def build(conn: Any, definitions: list[str]) -> None:
+        dropped.append(definitions)
+        async with conn.cursor() as cur:  # the load is done: none of them is there
+            await cur.execute(
+                "SELECT count(*) FROM pg_index WHERE indrelid = 'messages'::regclass "
+                "AND NOT indisunique"
+            )
+            assert await cur.fetchone() == (0,)
+        await built(conn, definitions)
+
+    built = session_import._build_indexes
+    monkeypatch.setattr(session_import, "_build_indexes", build)
+    with pytest.raises(ImportFormatError):  # a bad line: the drop is undone with the rest
+        await import_lines(pg, [*LINES, "{"], chunk_rows=2)
+    assert await index_definitions(pg) == before and dropped == []
+    await import_lines(pg, LINES, chunk_rows=2)
+    assert await index_definitions(pg) == before
+    assert any("USING gin (words)" in d for d in dropped[0]) and len(dropped) == 1
+    await import_lines(pg, [line("a2", ALICE, "user", "more", 1_700_000_900)])
+    assert len(dropped) == 1  # the table holds rows: its indexes stay
+    async with pg.connection() as conn:
+        cur = await conn.execute("SELECT count(*) FROM messages WHERE words @@ 'ferri'")
+        assert await cur.fetchone() == (2,)
+
+
+async def test_an_empty_table_in_use_keeps_its_indexes(
+    pg: PgDatabase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory_core.pg import session_import
+
+    monkeypatch.setattr(session_import, "DEFER_LOCK_WAIT", "100ms")
+    before = await index_definitions(pg)
+    async with pg.connection() as reader:
+        await reader.execute("BEGIN")
+        await reader.execute("LOCK TABLE messages IN ACCESS SHARE MODE")  # as a reader does
+        result = await import_lines(pg, LINES)
+        await reader.execute("ROLLBACK")
+    assert result.messages_inserted == 7
+    assert await index_definitions(pg) == before
+    async with pg.connection() as conn:
+        cur = await conn.execute("SHOW lock_timeout")
+        assert await cur.fetchone() == ("0",)
+
+
+async def test_words_made_in_worker_processes_are_the_same(
+    pg: PgDatabase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory_core.pg import import_words
+
+    monkeypatch.setattr(import_words, "POOL_MIN_ROWS", 2)
+    monkeypatch.setattr(import_words, "workers", lambda: 2)
+    started: list[object] = []
+    real_start = import_words._start
+
+    async def start() -> Any:
+        worker = await real_start()
+        started.append(worker)
+        return worker
+
+    monkeypatch.setattr(import_words, "_start", start)
+    await import_lines(pg, LINES, chunk_rows=3)
+    assert len(started) == 2  # both asked, for each full chunk
+    async with pg.connection() as conn:
+        cur = await conn.execute(
+            "SELECT role, content, timestamp, speaker_name, words::text FROM messages ORDER BY id"
+        )
+        rows = await cur.fetchall()
+        for role, content, ts, speaker, words in rows:
+            want = index_document(role, content, ts, speaker)
+            found = await (await conn.execute("SELECT %s::tsvector::text", (want,))).fetchone()
+            assert words == (found[0] if found else None)
+    assert all(w.process.returncode == 0 for w in started)  # type: ignore[attr-defined]
