@@ -79,6 +79,16 @@ class OpenSession:
     stale: bool = False  # an edit changed what it holds: the key's next turn opens it anew
 
 
+def held_mark(session: OpenSession) -> SessionMark | None:
+    """`session`'s mark in the store as known here without reading it: when its history
+    is held (it matches the store, every message of the session), its newest message
+    id and its prompt's length; None when its history is not held."""
+    history = session.history
+    if history is None or history.session_id != session.session_id or history.max_id is None:
+        return None
+    return SessionMark(session.session_id, history.max_id, len(session.system_prompt))
+
+
 class SessionCache:
     """Cached sessions by routing key (least recently used first) and the keys' locks."""
 
@@ -324,7 +334,12 @@ class OpenSessions:
     @contextlib.asynccontextmanager
     async def _fresh(self, key: str) -> AsyncIterator[None]:
         """Under `key`'s shared lock: drop what another replica's writes made stale first;
-        note the store's mark when the block ends (a block that failed drops the session)."""
+        note the store's mark when the block ends (a block that failed drops the session).
+        The mark at the end is the one this replica's own writes left when the session's
+        history is held (`held_mark`): it is read from the store only when it is not. A
+        mark noted wrong can only differ from the store's, never match a state another
+        replica wrote (message ids are never used twice): the next holder then reads the
+        store again, as after any other replica's write."""
         cached = self.cache.get(key)
         if cached is not None:
             mark = await self._store.session_mark(key)
@@ -344,7 +359,7 @@ class OpenSessions:
                 self._retire(key)
             elif (after := self.cache.get(key)) is not None:
                 try:
-                    after.mark = await self._store.session_mark(key)
+                    after.mark = held_mark(after) or await self._store.session_mark(key)
                 except Exception:  # unknown now: the next holder reads the store
                     log.warning("session %s: its mark could not be read", key, exc_info=True)
                     self._retire(key)

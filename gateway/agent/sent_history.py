@@ -48,6 +48,7 @@ class SentHistory:
         self._chars = 0
         self._bytes = 0  # of the items' encoded JSON
         self._last_id: int | None = None
+        self._max_id: int | None = None  # the highest message id held
         self._last_order: tuple[float, int] | None = None  # the store's order: (time, id)
         self._linked: list[tuple[int, str]] = []  # (item index, own words) holding a link
 
@@ -69,6 +70,12 @@ class SentHistory:
         """The id of the last message held (None: none)."""
         return self._last_id
 
+    @property
+    def max_id(self) -> int | None:
+        """The highest message id held (None: none): the session's newest in the store,
+        since a history holds every message of its session."""
+        return self._max_id
+
     def earlier(self) -> tuple[list[dict[str, Any]], int]:
         """The messages before the last one (this turn's), and their estimated size."""
         if not self._items:
@@ -89,6 +96,7 @@ class SentHistory:
             self._chars += size
             self._bytes += len(item.json)
             self._last_id = message.id
+            self._max_id = message.id if self._max_id is None else max(self._max_id, message.id)
             self._last_order = order
             self._note_links(len(self._items) - 1, item)
         return True

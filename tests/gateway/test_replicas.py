@@ -173,6 +173,32 @@ async def test_a_session_written_by_the_other_replica_continues_from_the_store(
     assert on_b[-1][:3] == on_a[0][:3]
 
 
+async def test_a_replica_reads_the_sessions_mark_once_a_turn_and_still_sees_the_others_writes(
+    two: tuple[Chats, Replica, Replica],
+) -> None:
+    """The mark noted when a turn lets go of the session is the one its own writes left
+    (its history holds the session): read once a turn, when it takes the session. A
+    write of the other replica still makes the next turn here read the store."""
+    chats, a, b = two
+    store = a.services.sessions
+    reads: list[str] = []
+    read_mark = store.session_mark
+
+    async def counted(key: str) -> Any:
+        reads.append(key)
+        return await read_mark(key)
+
+    store.session_mark = counted  # type: ignore[method-assign]
+    for text, mid in (("one", "1"), ("two", "2"), ("three", "3")):
+        await (await a.send(chats, private(text, "alice", mid)))
+    assert len(reads) <= 3  # at most one a turn (before: two, less the first turn's first)
+    await (await b.send(chats, private("four", "alice", "4")))
+    await (await a.send(chats, private("five", "alice", "5")))
+    said = [(m["role"], m["content"]) for m in _sent(a.model)[-1][1:]]
+    assert ("user", "four") in said and ("assistant", "echo: four") in said  # read the store
+    assert chats.replies["alice"] == [f"echo: {t}" for t in ("one", "two", "three", "four", "five")]
+
+
 async def test_a_stop_handled_by_the_other_replica_stops_alices_turn_but_not_bobs(
     two: tuple[Chats, Replica, Replica],
 ) -> None:
