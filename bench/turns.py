@@ -113,12 +113,17 @@ class Meter:
     counter: StatementCounter | None = None
 
     def read(self) -> tuple[float, float | None, float]:
+        """Now: this process's CPU seconds (taken after the server's), the server's, the
+        fakes'."""
         spent = None if self.server is None else self.server.seconds()
         return time.process_time(), spent, _fake_cpu[0]
 
     def split(self, before: tuple[float, float | None, float], turns: int) -> Split:
-        """Milliseconds per turn since `before`: (replica, server, fakes)."""
-        now = self.read()
+        """Milliseconds per turn since `before`: (replica, server, fakes). This process's
+        time is taken before the server's is read (as `read` takes it after): reading
+        /proc is not counted as the turns' CPU."""
+        cpu = time.process_time()
+        now = (cpu, None if self.server is None else self.server.seconds(), _fake_cpu[0])
         fakes = now[2] - before[2]
         replica = now[0] - before[0] - fakes
         server = None if now[1] is None or before[1] is None else now[1] - before[1]
