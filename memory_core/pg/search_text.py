@@ -252,6 +252,10 @@ def _scratch(probe: bool = False) -> sqlite3.Connection:
     conn: sqlite3.Connection | None = getattr(_PER_THREAD, name, None)
     if conn is None:
         conn = sqlite3.connect(":memory:", isolation_level=None)
+        # FTS5's stemmer cuts bytes: "Deploy\u0924ing" loses "ing", then half of a doubled
+        # UTF-8 byte, leaving a token that is not UTF-8; it is read with U+FFFD in its
+        # place (the query is tokenized the same way), never an error that loses the message
+        conn.text_factory = _lenient
         tokenizer = _PROBE_TOKENIZER if probe else WORD_TOKENIZER
         conn.execute(
             "CREATE VIRTUAL TABLE t USING fts5(content, content='', columnsize=0, "
@@ -260,6 +264,10 @@ def _scratch(probe: bool = False) -> sqlite3.Connection:
         conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
         setattr(_PER_THREAD, name, conn)
     return conn
+
+
+def _lenient(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")
 
 
 RUN_CACHE = 100_000  # the runs whose token is kept (then they are forgotten, all at once)

@@ -12,7 +12,6 @@ first plane (every fifth of the next two), each in a few positions of a text.
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -113,14 +112,13 @@ def test_a_lone_surrogate_fails_as_before() -> None:
         _token_lists(["bad \ud800 text"])
 
 
-def test_a_text_the_table_cannot_read_fails_as_before() -> None:
+def test_a_token_the_stemmer_cuts_mid_character_is_read_with_a_replacement() -> None:
     """FTS5's stemmer works on bytes: stripping "ing" after U+0924 (E0 A4 A4) leaves a
-    doubled A4 that its next step halves, a token that is not UTF-8, which the
-    table cannot hand back. Both ways fail alike (SQLite's own index stores it)."""
-    with pytest.raises(sqlite3.OperationalError):
-        exact(["Deploy\u0924ing"])
-    with pytest.raises(sqlite3.OperationalError):
-        _token_lists(["Deploy\u0924ing"])
+    doubled A4 that its next step halves, a token that is not UTF-8. It is read with
+    U+FFFD in its place, the same both ways, never an error that loses the message."""
+    tokens = exact(["Deploy\u0924ing"])
+    assert tokens == _token_lists(["Deploy\u0924ing"])
+    assert any("\ufffd" in token for token in tokens[0])
 
 
 def test_the_runs_kept_are_forgotten_past_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -146,3 +144,8 @@ def test_known_runs_and_characters_need_no_table(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(search_text, "_tokenize", lambda *_a, **_k: pytest.fail("asked"))
     assert _token_lists(texts) == want
     assert word_tokens("deploying naïve deploying") == ["deploi", "naiv", "deploi"]
+
+
+def test_a_message_the_stemmer_cuts_mid_character_gets_its_words() -> None:
+    [words] = index_documents([("user", "the Deploy\u0924ing failed", 1_700_000_000.0, "Ann")])
+    assert words is not None and "fail" in words  # stored and found, not refused
