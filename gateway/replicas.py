@@ -45,6 +45,7 @@ log = logging.getLogger(__name__)
 STALE = 5.0  # seconds a message may wait before another replica takes its session over
 SWEEP_EVERY = 2.0  # seconds between two sweeps
 UNANSWERED_WITHIN = 24 * 3600.0  # older unanswered messages are left alone
+UNANSWERED_READ = 10_000  # unanswered messages read at once (an outage leaves many)
 RETRY_AFTER = 10.0  # seconds before the sweep tries again a stored message whose turn ran here
 ANSWERED, BLOCKED, ELSEWHERE = "answered", "blocked", "elsewhere"  # `_answer_stored`
 
@@ -216,7 +217,7 @@ class SessionOrder:
         """`platform`'s messages stored since `since` and never answered, as the inbound
         messages they were (one that cannot be told apart from a new one is left out)."""
         found = []
-        for info, stored in await self._store.unanswered(platform, since):
+        for info, stored in await self._store.unanswered(platform, since, UNANSWERED_READ):
             message = stored_inbound(platform, info, stored)
             if message is not None:
                 found.append((message, stored))

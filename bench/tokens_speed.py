@@ -14,7 +14,7 @@ own CPU time (a shared machine's load moves wall time less so) for:
 
 The literals of both checkouts are compared (their sha256 printed) before the figures.
 
-    .venv/bin/python bench/tokenize.py [--messages 30000] [--before a5c9763] [--repeat 3]
+    .venv/bin/python bench/tokens_speed.py [--messages 30000] [--before a5c9763] [--repeat 3]
 """
 
 from __future__ import annotations
