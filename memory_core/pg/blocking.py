@@ -24,6 +24,7 @@ again for up to its budget.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -40,9 +41,7 @@ from memory_core.pg.database import (
     ISOLATION_SQL,
     WRITE_BUDGET,
     Isolation,
-    exhausted,
-    outage_pauses,
-    pauses,
+    Retries,
     pool_options,
     unavailable,
     unavailable_error,
@@ -113,9 +112,8 @@ class PgSyncDatabase:
         way goes on): the ones the server closed are replaced."""
         if self._checking.acquire(blocking=False):
             try:
-                self._pool.check()
-            except Exception:  # the pool reconnects on its own; nothing to add here
-                pass
+                with contextlib.suppress(Exception):  # the pool reconnects on its own
+                    self._pool.check()
             finally:
                 self._checking.release()
 
@@ -141,22 +139,13 @@ class PgSyncDatabase:
     ) -> T:
         """`work(conn)` in one transaction, run again (in a new one) on a conflict, and
         while the server is unavailable for up to the write budget."""
-        tries = self._attempts if attempts is None else attempts
-        waits = pauses(tries)
-        outage: Iterator[float] | None = None
+        retries = Retries(self._attempts if attempts is None else attempts, self._budget)
         while True:
             try:
                 with self.transaction(isolation) as conn:
                     return work(conn)
-            except PostgresConflictError as err:
-                wait = next(waits, None)
-                if wait is None:
-                    raise exhausted(tries, err) from err
-            except PostgresUnavailableError:
-                outage = outage or outage_pauses(self._budget, time.monotonic)
-                wait = next(outage, None)
-                if wait is None:
-                    raise
+            except (PostgresConflictError, PostgresUnavailableError) as err:
+                wait = retries.pause(err)
             time.sleep(wait)
 
     def migrate(self, steps: Sequence[PgMigration]) -> dict[str, int]:

@@ -116,6 +116,31 @@ def unavailable_error(err: BaseException) -> PostgresUnavailableError:
     )
 
 
+class Retries:
+    """When one piece of work is tried again: after a conflict, the next of `attempts`
+    jittered, doubling pauses (`pauses`); while the server is unavailable, the pauses of
+    `budget` seconds (`outage_pauses`). `transact` and `read`, async and blocking, share it."""
+
+    def __init__(self, attempts: int, budget: float) -> None:
+        self._attempts, self._budget = attempts, budget
+        self._conflicts = pauses(attempts)
+        self._outage: Iterator[float] | None = None
+
+    def pause(self, err: PostgresConflictError | PostgresUnavailableError) -> float:
+        """The seconds to wait before the next try after `err`; raises (the error, or
+        `exhausted` for conflicts) when no try is left."""
+        if isinstance(err, PostgresConflictError):
+            wait = next(self._conflicts, None)
+            if wait is None:
+                raise exhausted(self._attempts, err) from err
+            return wait
+        self._outage = self._outage or outage_pauses(self._budget, time.monotonic)
+        wait = next(self._outage, None)
+        if wait is None:
+            raise err
+        return wait
+
+
 def outage_pauses(budget: float, clock: Callable[[], float]) -> Iterator[float]:
     """Pauses between tries of a write while the server is unavailable: doubling from
     `FIRST_PAUSE` up to `OUTAGE_PAUSE`, jittered, until `budget` seconds have passed."""
@@ -217,16 +242,13 @@ class PgDatabase:
     async def read(self, work: Callable[[Connection], Awaitable[T]]) -> T:
         """`await work(conn)` on a pooled connection, run again on a fresh one while the
         server is unavailable, for up to the write budget (a read can always run again)."""
-        outage: Iterator[float] | None = None
+        retries = Retries(1, self._budget)
         while True:
             try:
                 async with self.connection() as conn:
                     return await work(conn)
-            except PostgresUnavailableError:
-                outage = outage or outage_pauses(self._budget, time.monotonic)
-                wait = next(outage, None)
-                if wait is None:
-                    raise
+            except PostgresUnavailableError as err:
+                wait = retries.pause(err)
             await asyncio.sleep(wait)
 
     async def transact(
@@ -238,22 +260,13 @@ class PgDatabase:
     ) -> T:
         """`await work(conn)` in one transaction, run again (in a new one) on a conflict,
         and while the server is unavailable for up to the write budget."""
-        tries = self._attempts if attempts is None else attempts
-        waits = pauses(tries)
-        outage: Iterator[float] | None = None
+        retries = Retries(self._attempts if attempts is None else attempts, self._budget)
         while True:
             try:
                 async with self.transaction(isolation) as conn:
                     return await work(conn)
-            except PostgresConflictError as err:
-                wait = next(waits, None)
-                if wait is None:
-                    raise exhausted(tries, err) from err
-            except PostgresUnavailableError:
-                outage = outage or outage_pauses(self._budget, time.monotonic)
-                wait = next(outage, None)
-                if wait is None:
-                    raise
+            except (PostgresConflictError, PostgresUnavailableError) as err:
+                wait = retries.pause(err)
             await asyncio.sleep(wait)
 
     async def migrate(self, steps: Sequence[PgMigration]) -> dict[str, int]:

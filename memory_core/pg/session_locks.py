@@ -336,18 +336,11 @@ class PgSessionLocks:
         return bool(row is not None and row[0])
 
     async def _try(self, number: int) -> bool:
-        conn = await self._connection()
         try:
-            row = await (
-                await conn.execute("SELECT pg_try_advisory_lock(%s)", (number,))
-            ).fetchone()
+            return await self._try_on(await self._connection(), number)
         except psycopg.OperationalError as err:  # the connection broke: its locks are gone
             self._lost(err)
-            conn = await self._connection()
-            row = await (
-                await conn.execute("SELECT pg_try_advisory_lock(%s)", (number,))
-            ).fetchone()
-        return bool(row is not None and row[0])
+            return await self._try_on(await self._connection(), number)
 
     async def _release(self, number: int) -> None:
         conn = self._conn
