@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -19,12 +18,10 @@ from gateway.config import load_config
 from gateway.conversation import Conversations
 from gateway.errors import NotStoredError
 from memory_core import SearchScope
-from memory_core.pg import PgDatabase
-from memory_core.pg.sessions import PgSessionStore
 from tests.fakes.openai import FakeOpenAI
 from tests.gateway.serving import SKILLS, private, serving
 from tests.gateway.sinks import ListSink
-from tests.gateway.test_not_stored import _writes
+from tests.gateway.test_not_stored import _writes, on_postgres
 
 ALICE = "alice"
 FRESH = "Started a fresh session."
@@ -119,10 +116,7 @@ async def test_one_process_runs_a_command_again_only_when_it_has_no_id(
 async def test_a_command_the_store_cannot_check_is_not_confirmed_then_runs_once_sent_again(
     services: Services, fresh_database: str
 ) -> None:
-    async with PgDatabase(fresh_database, max_size=2, write_budget=0.3) as db:
-        store = PgSessionStore(db)
-        await store.open()
-        bot = serving(dataclasses.replace(services, sessions=store))
+    async with on_postgres(services, fresh_database) as (bot, _):
         _writes(fresh_database, allowed=False)
         confirmed: list[str] = []
         sink = ListSink()

@@ -4,34 +4,35 @@ stored and answered once."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import AsyncIterator
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import psycopg
 import pytest
 
-from gateway.app import Services, open_services
-from gateway.config import load_config
+from gateway.app import Services
+from gateway.conversation import Conversations
 from gateway.errors import NotStoredError
 from memory_core import SearchScope
 from memory_core.pg import PgDatabase
 from memory_core.pg.sessions import PgSessionStore
 from tests.fakes.openai import FakeOpenAI
 from tests.gateway.serving import serving
-from tests.gateway.test_conversation import SKILLS, ListSink, message
+from tests.gateway.test_conversation import ListSink, message
 
 
-@pytest.fixture
-async def services(fake: FakeOpenAI, tmp_path: Path) -> AsyncIterator[Services]:
-    env = {
-        "OPENAI_BASE_URL": fake.url + "/v1",
-        "MNEMO_HOME": str(tmp_path / "data"),
-        "MNEMO_SKILLS_DIR": str(SKILLS),
-    }
-    async with open_services(load_config(None, environ=env)) as opened:
-        yield opened
+@contextlib.asynccontextmanager
+async def on_postgres(
+    services: Services, url: str
+) -> AsyncIterator[tuple[Conversations, PgSessionStore]]:
+    """The bot of `services` with its sessions on the PostgreSQL at `url`, a write tried
+    again for 0.3 s at most; the bot and its session store."""
+    async with PgDatabase(url, max_size=2, write_budget=0.3) as db:
+        store = PgSessionStore(db)
+        await store.open()
+        yield serving(dataclasses.replace(services, sessions=store)), store
 
 
 def _writes(url: str, allowed: bool) -> None:
@@ -55,10 +56,7 @@ def _writes(url: str, allowed: bool) -> None:
 async def test_a_message_the_store_refuses_is_not_confirmed_then_answered_once_sent_again(
     fake: FakeOpenAI, services: Services, fresh_database: str
 ) -> None:
-    async with PgDatabase(fresh_database, max_size=2, write_budget=0.3) as db:
-        store = PgSessionStore(db)
-        await store.open()
-        bot = serving(dataclasses.replace(services, sessions=store))
+    async with on_postgres(services, fresh_database) as (bot, store):
         _writes(fresh_database, allowed=False)
         confirmed: list[str] = []
         sink = ListSink()
