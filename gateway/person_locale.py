@@ -23,7 +23,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
-from typing import Any
+from typing import Any, TypeVar
 
 from gateway.i18n import Catalogs, Translator, negotiate, parse_zone, zone_name
 from gateway.messages import InboundMessage
@@ -31,6 +31,7 @@ from memory_core import NoticeMode, PersonSettings, PersonSettingsStore
 
 log = logging.getLogger(__name__)
 
+V = TypeVar("V")
 Clock = Callable[[], float]
 """The wall clock, in epoch seconds (`time.time`; tests and `MNEMO_CLOCK_START` set it)."""
 MAX_HINTS = 10_000  # platform hints remembered, the latest people first
@@ -203,13 +204,15 @@ class PersonLocales:
             return PersonSettings()
 
     def _keep(self, user_key: str, settings: PersonSettings) -> None:
-        self._known[user_key] = settings
-        self._known.move_to_end(user_key)
-        while len(self._known) > MAX_HINTS:
-            self._known.popitem(last=False)
+        _put_latest(self._known, user_key, settings)
 
     def _remember(self, user_key: str, language: str) -> None:
-        self._hints[user_key] = language
-        self._hints.move_to_end(user_key)
-        while len(self._hints) > MAX_HINTS:
-            self._hints.popitem(last=False)
+        _put_latest(self._hints, user_key, language)
+
+
+def _put_latest(people: OrderedDict[str, V], user_key: str, value: V) -> None:
+    """`user_key`'s `value`, kept as the latest; the oldest past `MAX_HINTS` forgotten."""
+    people[user_key] = value
+    people.move_to_end(user_key)
+    while len(people) > MAX_HINTS:
+        people.popitem(last=False)
