@@ -135,6 +135,21 @@ class MessageEdit:
     def user_key(self) -> str | None:
         return None if self.user_id is None else make_user_key(self.platform, self.user_id)
 
+    @classmethod
+    def of(cls, message: InboundMessage) -> MessageEdit:
+        """The edit that makes `message` (as its platform now shows it, its `message_id`
+        that of the edited one) its stored message's new text."""
+        assert message.message_id is not None, "an edited message has its platform id"
+        return cls(
+            platform=message.platform,
+            chat_id=message.chat_id,
+            chat_type=message.chat_type,
+            message_id=message.message_id,
+            text=message.text,
+            user_id=message.user_id,
+            thread_id=message.thread_id,
+        )
+
 
 @dataclass(frozen=True)
 class Choice:

@@ -495,17 +495,7 @@ class TelegramAdapter:
         arriving = self._arriving.get((message.chat.id, message.message_id))
         if arriving is not None:  # its first version is being stored: the edit follows it
             await arriving.wait()
-        topic = message.message_thread_id if message.is_topic_message else None
-        edit = MessageEdit(
-            platform="telegram",
-            chat_id=str(message.chat.id),
-            chat_type="private" if message.chat.type == "private" else "group",
-            message_id=str(message.message_id),
-            text=text,
-            user_id=str(sender.id),
-            thread_id=str(topic) if topic is not None else None,
-        )
-        await inbox.edited(edit)
+        await inbox.edited(MessageEdit.of(self._inbound(message, sender, text)))
         on_stored()
 
     async def _on_callback(self, query: CallbackQuery, on_stored: Callable[[], None]) -> None:
