@@ -175,7 +175,7 @@ class SessionOrder:
         """Whether `key` has a message a turn stored and did not answer (its store refused
         the reply): the ones after it wait for it, in order."""
         since = time.time() - UNANSWERED_WITHIN
-        return any(m.session_key() == key for m, _ in await self._unanswered(platform, since))
+        return bool(await self._unanswered(platform, since, key))
 
     async def _answer_stored(self, key: str, platform: str, served: _Served) -> str:
         """Under `key`'s lock: the turns of its messages a turn stored and never answered (a
@@ -185,9 +185,7 @@ class SessionOrder:
         again: the messages after it wait, so they are answered in order); `ELSEWHERE`
         when this replica has no adapter of their platform."""
         since = time.time() - UNANSWERED_WITHIN
-        found = [
-            (m, s) for m, s in await self._unanswered(platform, since) if m.session_key() == key
-        ]
+        found = await self._unanswered(platform, since, key)
         if found:  # a replica whose lock was lost may still be running it: it stops by then
             await asyncio.sleep(LOST_WITHIN)
         for message, stored in found:
@@ -212,12 +210,14 @@ class SessionOrder:
         return at is not None and at > time.monotonic() - RETRY_AFTER
 
     async def _unanswered(
-        self, platform: str, since: float
+        self, platform: str, since: float, key: str | None = None
     ) -> list[tuple[InboundMessage, StoredMessage]]:
-        """`platform`'s messages stored since `since` and never answered, as the inbound
-        messages they were (one that cannot be told apart from a new one is left out)."""
+        """`platform`'s messages (of session `key` only, if given: the store reads only
+        its rows) stored since `since` and never answered, as the inbound messages they
+        were (one that cannot be told apart from a new one is left out)."""
         found = []
-        for info, stored in await self._store.unanswered(platform, since, UNANSWERED_READ):
+        unanswered = await self._store.unanswered(platform, since, UNANSWERED_READ, key)
+        for info, stored in unanswered:
             message = stored_inbound(platform, info, stored)
             if message is not None:
                 found.append((message, stored))

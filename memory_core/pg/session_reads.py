@@ -123,16 +123,22 @@ async def list_sessions(conn: Connection, scope: SearchScope, limit: int = 20) -
 
 
 async def unanswered(
-    conn: Connection, source: str, since: float, limit: int = 100
+    conn: Connection,
+    source: str,
+    since: float,
+    limit: int = 100,
+    session_key: str | None = None,
 ) -> list[tuple[SessionInfo, StoredMessage]]:
-    """`chats.unanswered`: every person's message of the open sessions not answered yet."""
+    """`chats.unanswered`: every person's message of the open sessions (of `session_key`,
+    if given) not answered yet."""
+    one = "" if session_key is None else "AND s.session_key = %s "
     rows = await _all(
         conn,
         f"SELECT {_S_COLUMNS}, {MESSAGE_COLUMNS} FROM messages m "
         "JOIN sessions s ON s.id = m.session_id "
         "WHERE m.unanswered AND s.ended_at IS NULL AND s.source = %s "
-        "AND m.timestamp >= %s ORDER BY m.timestamp, m.id LIMIT %s",
-        (source, since, limit),
+        f"AND m.timestamp >= %s {one}ORDER BY m.timestamp, m.id LIMIT %s",
+        (source, since, *(() if session_key is None else (session_key,)), limit),
     )
     return [(SessionInfo(*row[:_WIDTH]), stored_message(row[_WIDTH:])) for row in rows]
 

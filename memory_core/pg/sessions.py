@@ -220,10 +220,13 @@ class PgSessionStore:
         return await self._write(lambda conn: writes.record_notice(conn, message_id, notice))
 
     async def unanswered(
-        self, source: str, since: float, limit: int = 100
+        self, source: str, since: float, limit: int = 100, session_key: str | None = None
     ) -> list[tuple[SessionInfo, StoredMessage]]:
-        """The person's messages of `source`'s open sessions never answered, oldest first."""
-        return await self._read(lambda conn: reads.unanswered(conn, source, since, limit))
+        """The person's messages of `source`'s open sessions (of `session_key`, if given)
+        never answered, oldest first."""
+        return await self._read(
+            lambda conn: reads.unanswered(conn, source, since, limit, session_key)
+        )
 
     async def queue_message(
         self, session_key: str, user_key: str, source: str, payload: str

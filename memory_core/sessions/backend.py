@@ -85,7 +85,7 @@ class SessionBackend(Protocol):
     async def record_notice(self, message_id: int, notice: str) -> bool: ...
 
     async def unanswered(
-        self, source: str, since: float, limit: int = 100
+        self, source: str, since: float, limit: int = 100, session_key: str | None = None
     ) -> list[tuple[SessionInfo, StoredMessage]]: ...
 
     async def queue_message(

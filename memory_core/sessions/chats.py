@@ -24,18 +24,24 @@ _S_COLUMNS = ", ".join(f"s.{c.strip()}" for c in SESSION_COLUMNS.split(","))
 
 
 def unanswered(
-    conn: sqlite3.Connection, source: str, since: float, limit: int = 100
+    conn: sqlite3.Connection,
+    source: str,
+    since: float,
+    limit: int = 100,
+    session_key: str | None = None,
 ) -> list[tuple[SessionInfo, StoredMessage]]:
-    """The person's messages of `source`'s open sessions stored at or after `since` and
-    never answered, each with its session; oldest first. A message that got a fault
-    line instead of an answer (`writes.record_notice`) was answered."""
+    """The person's messages of `source`'s open sessions (only `session_key`'s, if given)
+    stored at or after `since` and never answered, each with its session; oldest first.
+    A message that got a fault line instead of an answer (`writes.record_notice`) was
+    answered."""
+    one = "" if session_key is None else "AND s.session_key = ? "
     rows = conn.execute(
         f"SELECT {_S_COLUMNS}, {MESSAGE_COLUMNS} FROM messages m "
         "INDEXED BY messages_unanswered JOIN sessions s ON s.id = m.session_id "
         "WHERE m.unanswered IS NOT NULL AND s.ended_at IS NULL AND s.source = ? "
-        "AND m.timestamp >= ? "
+        f"AND m.timestamp >= ? {one}"
         "ORDER BY m.timestamp, m.id LIMIT ?",
-        (source, since, limit),
+        (source, since, *(() if session_key is None else (session_key,)), limit),
     ).fetchall()
     width = len(SESSION_COLUMNS.split(","))
     return [(SessionInfo(*row[:width]), stored_message(row[width:])) for row in rows]

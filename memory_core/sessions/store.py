@@ -300,10 +300,11 @@ class SessionStore:
         return await self._write(session_writes.record_notice, message_id, notice)
 
     async def unanswered(
-        self, source: str, since: float, limit: int = 100
+        self, source: str, since: float, limit: int = 100, session_key: str | None = None
     ) -> list[tuple[SessionInfo, StoredMessage]]:
-        """The person's messages of `source`'s open sessions never answered, oldest first."""
-        return await self._read(session_chats.unanswered, source, since, limit)
+        """The person's messages of `source`'s open sessions (of `session_key`, if given)
+        never answered, oldest first."""
+        return await self._read(session_chats.unanswered, source, since, limit, session_key)
 
     async def queue_message(
         self, session_key: str, user_key: str, source: str, payload: str

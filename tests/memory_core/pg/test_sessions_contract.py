@@ -314,6 +314,16 @@ async def test_a_message_left_unanswered_stays_found_after_a_later_one_is_answer
     assert [(s.id, m.id, m.content) for s, m in found] == [(m1.session_id, m1.message_ids[0], "m1")]
 
 
+async def test_unanswered_of_one_session_reads_only_that_sessions(store: SessionBackend) -> None:
+    waiting = await store.append_message(origin=alice(), message=message("hello?", 100))
+    await store.append_message(origin=origin(BOB), message=message("hi?", 101))
+    bobs = await store.unanswered("telegram", 50, session_key=origin(BOB).session_key)
+    assert [m.content for _, m in bobs] == ["hi?"]
+    alices = await store.unanswered("telegram", 50, session_key=alice().session_key)
+    assert [(s.id, m.content) for s, m in alices] == [(waiting.session_id, "hello?")]
+    assert await store.unanswered("telegram", 50, session_key="telegram:private:nobody") == []
+
+
 async def test_a_waiting_message_stored_again_waits_only_while_it_is_the_last(
     store: SessionBackend,
 ) -> None:
