@@ -4,7 +4,7 @@ statements in PostgreSQL's SQL, returning the same values.
 
 Each function takes an autocommit connection and runs one statement. Reads
 that return message or prompt text check a `SearchScope` in SQL
-(`session_scope`), so a session id alone never opens another person's
+(`memory_core.sessions.sql.scope_sql`), so a session id alone never opens another person's
 conversation. User keys sort byte by byte (``COLLATE "C"``), as SQLite sorts.
 """
 
@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from memory_core.pg.database import Connection
-from memory_core.pg.session_scope import PgScopeFilter, scope_sql
 from memory_core.scopes import SearchScope
 from memory_core.sessions.activity import SessionActivity
 from memory_core.sessions.backlog import backlog_entry
@@ -32,6 +31,7 @@ from memory_core.sessions.models import (
     StoredMessage,
 )
 from memory_core.sessions.reads import SESSION_COLUMNS, stored_message
+from memory_core.sessions.sql import POSTGRES, ScopeFilter, scope_sql
 
 MESSAGE_COLUMNS = (
     "m.id, m.session_id, m.role, m.content, m.timestamp, m.tool_name, m.tool_calls, "
@@ -77,7 +77,7 @@ async def session_mark(conn: Connection, session_key: str) -> SessionMark | None
 
 
 async def get_system_prompt(conn: Connection, session_id: int, scope: SearchScope) -> str | None:
-    where, params = scope_sql(scope)
+    where, params = scope_sql(POSTGRES, scope)
     row = await _one(
         conn,
         f"SELECT s.system_prompt FROM sessions s WHERE s.id = %s AND {where}",
@@ -98,7 +98,7 @@ async def get_counters(conn: Connection, session_id: int) -> ReviewCounters | No
 async def get_messages(
     conn: Connection, session_id: int, scope: SearchScope, *, lineage: bool = True
 ) -> list[StoredMessage]:
-    where, params = scope_sql(scope)
+    where, params = scope_sql(POSTGRES, scope)
     target = (
         "s.root_id = (SELECT x.root_id FROM sessions x WHERE x.id = %s)" if lineage else "s.id = %s"
     )
@@ -112,7 +112,7 @@ async def get_messages(
 
 
 async def list_sessions(conn: Connection, scope: SearchScope, limit: int = 20) -> list[SessionInfo]:
-    where, params = scope_sql(scope)
+    where, params = scope_sql(POSTGRES, scope)
     rows = await _all(
         conn,
         f"SELECT {_S_COLUMNS} FROM sessions s WHERE {where} AND s.id = s.root_id "
@@ -222,7 +222,7 @@ async def active_sessions(
     conn: Connection, scope: SearchScope, options: SearchOptions
 ) -> tuple[list[SessionActivity], int]:
     """`activity.active_sessions`: conversations with messages in the window, latest first."""
-    where = PgScopeFilter.build(scope, options)
+    where = ScopeFilter.build(POSTGRES, scope, options)
     rows = await _all(
         conn,
         "SELECT r.id, r.source, r.chat_type, r.started_at, min(m.timestamp), "

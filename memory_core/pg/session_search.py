@@ -2,7 +2,7 @@
 
 The steps of `memory_core.sessions.search`, with its pure parts shared:
 `parse_query` cuts the text into terms; every statement carries the scope
-(`PgScopeFilter`, the rules of SQLite's `ScopeFilter`), so nothing outside it
+(`ScopeFilter`, the rules of SQLite's `ScopeFilter`), so nothing outside it
 is read or weighs on a score; each term is looked up on its own
 (`session_search_terms`); the hits are scored by `score_hits` (BM25 over
 lineage roots from the scope's own statistics, the best-message bonus,
@@ -20,7 +20,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from memory_core.pg.database import Connection
-from memory_core.pg.session_scope import PgScopeFilter
 from memory_core.pg.session_search_terms import collect_hits
 from memory_core.scopes import SearchScope
 from memory_core.sessions.models import DEFAULT_SEARCH_OPTIONS, SearchOptions, SessionHit, Snippet
@@ -35,6 +34,7 @@ from memory_core.sessions.search import (
     snippet_messages,
 )
 from memory_core.sessions.snippets import FETCH_BYTES, decode_head, mark_heads
+from memory_core.sessions.sql import POSTGRES, ScopeFilter
 
 __all__ = ["search_sessions"]
 
@@ -53,7 +53,7 @@ async def search_sessions(
     parsed = parse_query(query)
     if not parsed or options.limit < 1:
         return []
-    where = PgScopeFilter.build(scope, options)
+    where = ScopeFilter.build(POSTGRES, scope, options)
     terms, hits = await collect_hits(conn, parsed, where, scope.user_key)
     if not any(hits):
         return []
@@ -85,7 +85,7 @@ def _session_hit(
     )
 
 
-async def _scope_stats(conn: Connection, where: PgScopeFilter, roots: set[int]) -> ScopeStats:
+async def _scope_stats(conn: Connection, where: ScopeFilter, roots: set[int]) -> ScopeStats:
     cursor = await conn.execute(
         "SELECT coalesce(sum(s.message_count), 0), count(DISTINCT s.root_id) FROM sessions s "
         f"WHERE {where.sessions_sql}",

@@ -49,9 +49,9 @@ from psycopg import AsyncCursor
 
 from memory_core.pg.database import Connection
 from memory_core.pg.search_text import TEXT_WEIGHT, quote_lexeme, word_tokens
-from memory_core.pg.session_scope import PgScopeFilter
 from memory_core.sessions.matching import Hit, prefix_retry
 from memory_core.sessions.query import ParsedQuery, QueryTerm, TermKind
+from memory_core.sessions.sql import ScopeFilter
 
 __all__ = ["collect_hits", "term_tsquery"]
 
@@ -67,7 +67,7 @@ def term_tsquery(term: QueryTerm) -> str | None:
 
 
 async def collect_hits(
-    conn: Connection, parsed: ParsedQuery, where: PgScopeFilter, owner: str
+    conn: Connection, parsed: ParsedQuery, where: ScopeFilter, owner: str
 ) -> tuple[list[QueryTerm], list[list[Hit]]]:
     """Each term as looked up (a retried word as its prefix), and its hits.
 
@@ -93,7 +93,7 @@ async def collect_hits(
     return terms, hits
 
 
-async def _lineage_floor(conn: Connection, where: PgScopeFilter) -> tuple[int | None, bool]:
+async def _lineage_floor(conn: Connection, where: ScopeFilter) -> tuple[int | None, bool]:
     """The first message id of the conversation left out (None: none, or it has none),
     and whether a session in scope other than it holds a message from there on."""
     if where.exclude_lineage_of is None:
@@ -132,7 +132,7 @@ class _Lookup:
     pipeline carries every term's at once."""
 
     def __init__(
-        self, conn: Connection, where: PgScopeFilter, owner: str, floor: int | None, newer: bool
+        self, conn: Connection, where: ScopeFilter, owner: str, floor: int | None, newer: bool
     ) -> None:
         self._conn = conn
         self._where = where

@@ -13,8 +13,8 @@ import sqlite3
 from dataclasses import dataclass
 
 from memory_core.scopes import ChatType, SearchScope
-from memory_core.sessions.matching import ScopeFilter
 from memory_core.sessions.models import SearchOptions
+from memory_core.sessions.sql import SQLITE, ScopeFilter
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ def active_sessions(
 ) -> tuple[list[SessionActivity], int]:
     """The conversations of `scope` with messages in the options' window, the latest
     active first, at most `options.limit` of them, and how many there are in all."""
-    where = ScopeFilter.build(scope, options)
+    where = ScopeFilter.build(SQLITE, scope, options)
     rows = conn.execute(
         "SELECT s.root_id, r.source, r.chat_type, r.started_at, min(m.timestamp), "
         "max(m.timestamp), count(*), count(*) OVER () "

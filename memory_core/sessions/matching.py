@@ -19,61 +19,14 @@ a long conversation would read its own history on every turn to find nothing.
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass
 
-from memory_core.scopes import SearchScope
-from memory_core.sessions.models import INTERNAL_SOURCES, SearchOptions
 from memory_core.sessions.query import ParsedQuery, QueryTerm, TermKind
-from memory_core.sessions.reads import scope_sql
-from memory_core.sessions.schema import TRIGRAM_INDEX, WORD_INDEX, owner_token
+from memory_core.sessions.schema import TRIGRAM_INDEX, WORD_INDEX
+from memory_core.sessions.sql import ScopeFilter
 from memory_core.sessions.word_index import match_columns
 
 Hit = tuple[int, int, float]
 """One matching message: (message id, lineage root id, timestamp)."""
-
-
-@dataclass(frozen=True)
-class ScopeFilter:
-    """The WHERE clause every search statement shares (alias `s` sessions, `m` messages).
-
-    `sessions_sql` holds the conditions on sessions only (scope, sources,
-    lineage); `sql` adds the time window on messages.
-    """
-
-    sessions_sql: str
-    sessions_params: tuple[object, ...]
-    sql: str
-    params: tuple[object, ...]
-    owner: str
-    max_hits: int
-    exclude_lineage_of: int | None = None
-
-    @classmethod
-    def build(cls, scope: SearchScope, options: SearchOptions) -> ScopeFilter:
-        where, params = scope_sql(scope, "s")
-        parts = [where]
-        if not options.include_internal:
-            parts.append(f"s.source NOT IN ({', '.join('?' * len(INTERNAL_SOURCES))})")
-            params.extend(INTERNAL_SOURCES)
-        if options.exclude_lineage_of is not None:
-            parts.append("s.root_id IS NOT (SELECT root_id FROM sessions WHERE id = ?)")
-            params.append(int(options.exclude_lineage_of))
-        session_parts, session_params = list(parts), tuple(params)
-        if options.since is not None:
-            parts.append("m.timestamp >= ?")
-            params.append(float(options.since))
-        if options.until is not None:
-            parts.append("m.timestamp < ?")
-            params.append(float(options.until))
-        return cls(
-            " AND ".join(session_parts),
-            session_params,
-            " AND ".join(parts),
-            tuple(params),
-            owner_token(scope.user_key),
-            max(1, options.max_hits_per_term),
-            options.exclude_lineage_of,
-        )
 
 
 def collect_hits(

@@ -15,6 +15,7 @@ from typing import Any
 from memory_core.scopes import SearchScope
 from memory_core.sessions.locks import SessionMark
 from memory_core.sessions.models import ReviewCounters, SessionInfo, StoredMessage
+from memory_core.sessions.sql import SQLITE, scope_sql
 
 SESSION_COLUMNS = (
     "id, source, user_key, chat_id, chat_type, thread_id, session_key, title, model, "
@@ -66,7 +67,7 @@ def session_mark(conn: sqlite3.Connection, session_key: str) -> SessionMark | No
 def get_system_prompt(conn: sqlite3.Connection, session_id: int, scope: SearchScope) -> str | None:
     """The system prompt stored with a session in `scope`, or None (none stored, or no
     such session in scope)."""
-    where, params = scope_sql(scope)
+    where, params = scope_sql(SQLITE, scope)
     row = conn.execute(
         f"SELECT s.system_prompt FROM sessions s WHERE s.id = ? AND {where}",
         (session_id, *params),
@@ -82,25 +83,6 @@ def get_counters(conn: sqlite3.Connection, session_id: int) -> ReviewCounters | 
     return None if row is None else ReviewCounters(int(row[0]), int(row[1]))
 
 
-def scope_sql(scope: SearchScope, alias: str = "s") -> tuple[str, list[object]]:
-    """The SQL condition (and its parameters) that confines rows to a scope.
-
-    A session of a thread matches only a scope of that thread; an empty stored
-    thread id counts as none, as it does in the session key.
-    """
-    sql = f"{alias}.user_key = ?"
-    params: list[object] = [scope.user_key]
-    if scope.chat_id is not None:
-        sql += f" AND {alias}.chat_id = ?"
-        params.append(scope.chat_id)
-    if scope.thread_id is not None:
-        sql += f" AND {alias}.thread_id = ?"
-        params.append(scope.thread_id)
-    elif scope.outside_threads:
-        sql += f" AND coalesce({alias}.thread_id, '') = ''"
-    return sql, params
-
-
 def get_messages(
     conn: sqlite3.Connection, session_id: int, scope: SearchScope, *, lineage: bool = True
 ) -> list[StoredMessage]:
@@ -108,7 +90,7 @@ def get_messages(
 
     Empty when the session does not exist or lies outside `scope`.
     """
-    where, params = scope_sql(scope)
+    where, params = scope_sql(SQLITE, scope)
     target = "s.root_id = (SELECT root_id FROM sessions WHERE id = ?)" if lineage else "s.id = ?"
     rows = conn.execute(
         f"SELECT {MESSAGE_COLUMNS} FROM messages m JOIN sessions s ON s.id = m.session_id "
@@ -122,7 +104,7 @@ def list_sessions(
     conn: sqlite3.Connection, scope: SearchScope, limit: int = 20
 ) -> list[SessionInfo]:
     """The most recent root sessions in scope, newest first."""
-    where, params = scope_sql(scope)
+    where, params = scope_sql(SQLITE, scope)
     rows = conn.execute(
         f"SELECT {SESSION_COLUMNS} FROM sessions s WHERE {where} AND s.id = s.root_id "
         "ORDER BY s.started_at DESC, s.id DESC LIMIT ?",

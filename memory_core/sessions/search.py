@@ -26,7 +26,7 @@ import sqlite3
 from collections import defaultdict
 
 from memory_core.scopes import SearchScope
-from memory_core.sessions.matching import Hit, ScopeFilter, collect_hits
+from memory_core.sessions.matching import Hit, collect_hits
 from memory_core.sessions.models import (
     DEFAULT_SEARCH_OPTIONS,
     MATCH_END,
@@ -47,6 +47,7 @@ from memory_core.sessions.ranking import (
     score_hits,
 )
 from memory_core.sessions.snippets import highlighted_texts
+from memory_core.sessions.sql import SQLITE, ScopeFilter
 
 __all__ = [
     "DEFAULT_RANKING",
@@ -82,7 +83,7 @@ def search_sessions(
     limit = options.limit
     if not parsed or limit < 1:
         return []
-    where = ScopeFilter.build(scope, options)
+    where = ScopeFilter.build(SQLITE, scope, options)
     terms, hits = collect_hits(conn, parsed, where)
     if not any(hits):
         return []

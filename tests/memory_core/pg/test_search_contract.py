@@ -23,12 +23,11 @@ import pytest
 import pytest_asyncio
 
 from memory_core.pg.database import PgDatabase
-from memory_core.pg.session_scope import PgScopeFilter
 from memory_core.pg.session_search_terms import collect_hits as pg_collect_hits
 from memory_core.pg.sessions import PgSessionStore
 from memory_core.scopes import ChatType, SearchScope
 from memory_core.sessions.backend import SessionBackend
-from memory_core.sessions.matching import ScopeFilter, collect_hits
+from memory_core.sessions.matching import collect_hits
 from memory_core.sessions.models import (
     DEFAULT_SEARCH_OPTIONS,
     NewMessage,
@@ -37,6 +36,7 @@ from memory_core.sessions.models import (
     SessionOrigin,
 )
 from memory_core.sessions.query import parse_query
+from memory_core.sessions.sql import POSTGRES, SQLITE, ScopeFilter
 from memory_core.sessions.store import SessionStore
 from tests.postgres import schema_url
 
@@ -438,11 +438,11 @@ async def test_the_hits_come_in_sqlites_order(
         names = {session_id: name for name, session_id in loaded.ids.items()}
         if loaded is lite:
             with contextlib.closing(sqlite3.connect(lite.store.path)) as conn:
-                where = ScopeFilter.build(SCOPES["alice"], options)
+                where = ScopeFilter.build(SQLITE, SCOPES["alice"], options)
                 terms, hits = collect_hits(conn, parse_query(query), where)
         else:
             async with pg.store.db.connection() as conn:  # type: ignore[attr-defined]
-                where_pg = PgScopeFilter.build(SCOPES["alice"], options)
+                where_pg = ScopeFilter.build(POSTGRES, SCOPES["alice"], options)
                 terms, hits = await pg_collect_hits(conn, parse_query(query), where_pg, ALICE)
         found.append((terms, [[(names[r], ts) for _, r, ts in term] for term in hits]))
     assert found[0] == found[1]
