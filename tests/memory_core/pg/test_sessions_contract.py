@@ -7,7 +7,6 @@ once and compares the exports whole.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,55 +19,18 @@ from memory_core.errors import (
     SessionNotFoundError,
     SessionStoreError,
 )
-from memory_core.fence import ErasureFence, working
+from memory_core.fence import working
 from memory_core.pg.database import PgDatabase
 from memory_core.pg.sessions import PgSessionStore
 from memory_core.scopes import SearchScope, recall_scope
 from memory_core.sessions.backend import SessionBackend
 from memory_core.sessions.models import CounterUpdate, SearchOptions, SessionOrigin
 from memory_core.sessions.store import SessionStore
+from tests.memory_core.pg.session_stores import NOW, Clock
 from tests.memory_core.sessions.helpers import message, origin
 
 ALICE, BOB = "telegram-1001", "telegram-2002"
 GROUP = "-500"
-NOW = 5000.0
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = NOW
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-async def pg_db(pg_database: str) -> AsyncIterator[PgDatabase]:
-    async with PgDatabase(pg_database, max_size=4) as db:
-        yield db
-
-
-@pytest.fixture
-async def pg_store(pg_db: PgDatabase, clock: Clock) -> AsyncIterator[SessionBackend]:
-    async with PgSessionStore(pg_db, clock=clock, fence=ErasureFence()) as backend:
-        yield backend
-
-
-@pytest.fixture
-async def sqlite_store(tmp_path: Path, clock: Clock) -> AsyncIterator[SessionBackend]:
-    _: SessionBackend = SessionStore(tmp_path / "typed.db")  # SessionStore is a SessionBackend
-    async with SessionStore(tmp_path / "state.db", clock=clock, fence=ErasureFence()) as backend:
-        yield backend
-
-
-@pytest.fixture(params=["sqlite", "pg"])
-def store(request: pytest.FixtureRequest) -> SessionBackend:
-    return request.getfixturevalue(f"{request.param}_store")  # type: ignore[no-any-return]
 
 
 def alice(chat: str | None = None, **kw: object) -> SessionOrigin:
