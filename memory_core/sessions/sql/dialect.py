@@ -20,6 +20,8 @@ class Dialect:
     greatest: str  # the larger of two values
     length: str  # characters in a text
     is_not: str  # NULL-safe "differs from"
+    true: str  # a true value as a flag column holds it (1 in SQLite's INTEGER flags)
+    returning_id: str  # an insert's new id as a row (SQLite reads `lastrowid` instead)
 
     @functools.cache  # noqa: B019 - two dialects, a bounded set of templates
     def sql(self, template: str) -> str:
@@ -29,6 +31,8 @@ class Dialect:
             "greatest": self.greatest,
             "length": self.length,
             "is_not": self.is_not,
+            "true": self.true,
+            "returning_id": self.returning_id,
         }
         text = _FIELD.sub(lambda m: fragments[m.group(1)], template)
         if self.param == "?":
@@ -52,8 +56,17 @@ class Dialect:
         return f"{expr} <> ALL({self.param})", [list(values)]
 
 
-SQLITE = Dialect("sqlite", "?", "", "max", "length", "IS NOT")
-POSTGRES = Dialect("postgresql", "%s", " FOR UPDATE", "greatest", "char_length", "IS DISTINCT FROM")
+SQLITE = Dialect("sqlite", "?", "", "max", "length", "IS NOT", "1", "")
+POSTGRES = Dialect(
+    "postgresql",
+    "%s",
+    " FOR UPDATE",
+    "greatest",
+    "char_length",
+    "IS DISTINCT FROM",
+    "TRUE",
+    " RETURNING id",
+)
 DIALECTS = (SQLITE, POSTGRES)
 
 
