@@ -73,7 +73,6 @@ from memory_core.sessions import JobQueue
 
 log = logging.getLogger(__name__)
 
-TELEGRAM_BOT_RATE = 30.0  # calls a second Telegram allows one bot, whatever its replicas
 
 MAX_PERSONA_BYTES = 16 * 1024
 NO_FILE_LINE = N_("I could not get that file.")  # no adapter of the platform to fetch it
@@ -288,8 +287,8 @@ def platform_adapters(config: Config) -> tuple[list[Adapter], dict[str, str]]:
     if config.telegram.active:
         from gateway.adapters.telegram_adapter import TelegramAdapter  # loads telegram
 
-        # Telegram's 30 messages a second are the bot's: each replica takes its share
-        rate = TELEGRAM_BOT_RATE / config.replicas.count
+        # the bot's calls a second (Telegram allows 30) are shared: each replica takes its share
+        rate = config.telegram.calls_per_second / config.replicas.count
         adapters.append(
             TelegramAdapter(config.telegram, download_timeout=timeout, overall_max_rate=rate)
         )

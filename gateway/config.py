@@ -7,11 +7,10 @@ secret written into the file, including credentials in a URL
 (``https://user:key@host``), is refused. Relative paths in the file (and the
 default ``data`` and ``skills`` when there is a file) are relative to the file's
 folder; those from the environment, or with no file at all, to the current
-directory. The file is read defensively: at most
-1 MiB of UTF-8, no YAML aliases (no "billion laughs"), bounded nesting and
-node count (PyYAML parses about 10,000 values a second). Any
-problem raises `ConfigError` with one line that names the key and says what is
-wrong; it never echoes a large value or URL credentials.
+directory. The file is read defensively: at most 1 MiB of UTF-8, no YAML aliases
+(no "billion laughs"), bounded nesting and node count (PyYAML parses about 10,000
+values a second). Any problem raises `ConfigError` with one line that names the
+key and says what is wrong; it never echoes a large value or URL credentials.
 """
 
 from __future__ import annotations
@@ -193,6 +192,7 @@ class TelegramConfig(_Section):
     allowed_users: tuple[str, ...] = ()  # user ids, or "*" for everyone; empty: nobody
     group_trigger: Literal["mention", "all"] = "mention"
     edit_interval: float = Field(default=1.0, gt=0)  # seconds between edits of one chat
+    calls_per_second: float = Field(default=30.0, ge=0)  # the bot's, all replicas; 0: no limit
     webhook: TelegramWebhook = TelegramWebhook()
     token: str | None = Field(default=None, exclude=True)  # from TELEGRAM_BOT_TOKEN only
     webhook_secret: str | None = Field(default=None, exclude=True)  # TELEGRAM_WEBHOOK_SECRET
