@@ -15,9 +15,11 @@ the reaped children's): the replicas', the PostgreSQL server's (the postmaster o
 a backend of ours and its children; n/a when the server is not on this machine)
 and this process's (the fakes and the people). On a 2-core machine the turns/s
 stop growing once the cores are busy; the CPU per turn shows what a turn costs
-either way. Each replica's python-telegram-bot holds it to Telegram's 30 calls/s
-(AIORateLimiter), so the Telegram calls per turn are printed too: one replica
-cannot pass 30 / calls per turn, whatever its CPU.
+either way. The replicas share the bot's Telegram calls a second
+(`telegram.calls_per_second`, Telegram's 30 unless `--calls-per-second`;
+python-telegram-bot's AIORateLimiter), so the Telegram calls per turn are printed
+too: the bot cannot pass that rate / calls per turn, whatever its CPU;
+`--calls-per-second 0` lifts the limit, to see what the CPU allows.
 
 `--chaos` runs N replicas once, on an embedded PostgreSQL of its own
 (tests/gateway/chaos.py's `ChaosServer`), and breaks things on a schedule while the
@@ -34,6 +36,7 @@ zero), and the lines that were not answers (apologies).
 
     python bench/replicas_load.py --replicas 3                          # 40 x 10
     python bench/replicas_load.py --replicas 3 --people 10 --messages 5 # a quick look
+    python bench/replicas_load.py --calls-per-second 0                  # CPU-bound
     python bench/replicas_load.py --storage postgresql://...            # your server
     python bench/replicas_load.py --chaos --people 10 --faults 9        # faults meanwhile
 """
@@ -145,7 +148,13 @@ def free_port() -> int:
 
 
 def start_replica(
-    tg: ShownTelegram, model: FakeOpenAI, workdir: Path, url: str, port: int, edit_interval: float
+    tg: ShownTelegram,
+    model: FakeOpenAI,
+    workdir: Path,
+    url: str,
+    port: int,
+    edit_interval: float,
+    calls_per_second: float = 30.0,
 ) -> subprocess.Popen[str]:
     workdir.mkdir(parents=True, exist_ok=True)  # a killed replica starts again in it
     (workdir / "mnemo.yaml").write_text(
@@ -153,6 +162,7 @@ def start_replica(
         "telegram:\n"
         f"  base_url: {tg.url}/bot\n  base_file_url: {tg.url}/file/bot\n"
         f"  allowed_users: ['*']\n  edit_interval: {edit_interval}\n"
+        f"  calls_per_second: {calls_per_second}\n"
         "  webhook:\n    url: https://bot.example/telegram\n"
         f"    listen: 127.0.0.1\n    port: {port}\n"
         "memory: {nudge_interval: 0}\nskills: {creation_nudge_interval: 0}\n",
@@ -233,7 +243,9 @@ async def one_run(count: int, url: str, postmaster: int | None, args: argparse.N
         try:
             for i, port in enumerate(ports):
                 replicas.append(
-                    start_replica(tg, model, Path(tmp) / f"r{i}", url, port, args.edit_interval)
+                    start_replica(
+                        tg, model, Path(tmp) / f"r{i}", url, port, args.edit_interval, args.rate
+                    )
                 )
 
             def ready() -> bool:
@@ -380,7 +392,7 @@ def chaos_report(result: Tally, faults: Faults, wall: float, args: argparse.Name
         print(f"  {n} x {line[:100]!r}")
 
 
-def report(rows: list[Row]) -> None:
+def report(rows: list[Row], rate: float) -> None:
     def per_turn(seconds: float | None, row: Row) -> str:
         return "n/a" if seconds is None else f"{seconds * 1000 / row.turns:.1f}"
 
@@ -411,8 +423,13 @@ def report(rows: list[Row]) -> None:
             f"{max(0.0, row.machine_cpu - spent) / row.wall:.2f} with other processes; its CPU "
             f"{spent * 1000 / row.turns:.1f} ms/turn: the cores allow "
             f"{cores * row.turns / spent:.0f} turns/s\n"
-            f"  Telegram calls/turn {calls:.1f} ({methods}): 30 calls/s per replica "
-            f"(python-telegram-bot's AIORateLimiter) allow {30 * row.replicas / calls:.0f} turns/s"
+            f"  Telegram calls/turn {calls:.1f} ({methods}); "
+            + (
+                f"the bot's {rate:g} calls/s (python-telegram-bot's AIORateLimiter) allow "
+                f"{rate / calls:.0f} turns/s"
+                if rate
+                else "no rate limit (--calls-per-second 0)"
+            )
         )
 
 
@@ -432,6 +449,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--messages", type=int, default=10)
     parser.add_argument("--storage", default=EMBEDDED, help="a postgresql:// URL or 'embedded'")
     parser.add_argument("--edit-interval", type=float, default=1.0, help="telegram.edit_interval")
+    parser.add_argument(
+        "--calls-per-second",
+        dest="rate",
+        type=float,
+        default=30.0,
+        help="telegram.calls_per_second, the bot's (0: no limit)",
+    )
     parser.add_argument("--timeout", type=float, default=60.0, help="per reply, seconds")
     parser.add_argument("--chaos", action="store_true", help="break things meanwhile")
     parser.add_argument("--faults", type=int, default=6, help="--chaos: how many (in turn)")
@@ -459,7 +483,7 @@ def main(argv: list[str] | None = None) -> None:
             flush=True,
         )
         rows = asyncio.run(bench(url, args))
-    report(rows)
+    report(rows, args.rate)
     print(describe())
 
 
