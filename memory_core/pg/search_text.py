@@ -48,7 +48,8 @@ from itertools import islice
 from typing import ClassVar, cast
 
 from memory_core.sessions.snippets import WORD_TOKENIZER
-from memory_core.sessions.word_index import about_words, text_words
+from memory_core.sessions.sql.search import INSERT_SCRATCH_TEXT
+from memory_core.sessions.word_index import about_words, fts_delete_all, text_words
 
 __all__ = [
     "ABOUT_WEIGHT",
@@ -233,14 +234,13 @@ def _tokenize(texts: Sequence[str], *, probe: bool = False) -> list[tuple[int, s
     conn.execute("BEGIN")
     try:
         conn.executemany(
-            "INSERT INTO t(rowid, content) VALUES (?, ?)",
-            ((n, text) for n, text in enumerate(texts, 1) if text),
+            INSERT_SCRATCH_TEXT.sqlite, ((n, text) for n, text in enumerate(texts, 1) if text)
         )
         found: list[tuple[int, str, int]] = conn.execute(
             "SELECT doc, term, offset FROM v ORDER BY doc, offset"
         ).fetchall()
     finally:
-        conn.execute("INSERT INTO t(t) VALUES ('delete-all')")
+        conn.execute(fts_delete_all("t"))
         conn.execute("COMMIT")
     return found
 

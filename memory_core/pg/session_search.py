@@ -35,10 +35,9 @@ from memory_core.sessions.search import (
 )
 from memory_core.sessions.snippets import FETCH_BYTES, decode_head, mark_heads
 from memory_core.sessions.sql import POSTGRES, ScopeFilter
+from memory_core.sessions.sql.search import ROOT_CHUNK, root_lengths, root_rows, scope_totals
 
 __all__ = ["search_sessions"]
-
-_CHUNK = 500  # roots per statement when their lengths are read
 
 
 async def search_sessions(
@@ -86,23 +85,15 @@ def _session_hit(
 
 
 async def _scope_stats(conn: Connection, where: ScopeFilter, roots: set[int]) -> ScopeStats:
-    cursor = await conn.execute(
-        "SELECT coalesce(sum(s.message_count), 0), count(DISTINCT s.root_id) FROM sessions s "
-        f"WHERE {where.sessions_sql}",
-        where.sessions_params,
-        prepare=False,
-    )
+    text, params = scope_totals(where)
+    cursor = await conn.execute(text, params, prepare=False)
     row = await cursor.fetchone()
     messages, lineages = (int(row[0]), int(row[1])) if row else (0, 0)
     ordered = sorted(roots)
     lengths: dict[int, int] = {}
-    for start in range(0, len(ordered), _CHUNK):
-        cursor = await conn.execute(
-            "SELECT root_id, sum(message_count) FROM sessions "
-            "WHERE root_id = ANY(%s) GROUP BY root_id",
-            (ordered[start : start + _CHUNK],),
-            prepare=False,
-        )
+    for start in range(0, len(ordered), ROOT_CHUNK):
+        text, chunk = root_lengths(POSTGRES, ordered[start : start + ROOT_CHUNK])
+        cursor = await conn.execute(text, chunk, prepare=False)
         lengths.update((int(r), int(n)) for r, n in await cursor.fetchall())
     return ScopeStats.of(messages, lineages, lengths)
 
@@ -137,12 +128,6 @@ async def _messages(
 
 async def _roots(conn: Connection, roots: Sequence[int]) -> dict[int, tuple[Any, ...]]:
     """external_id, source, chat_id, chat_type, started_at and the lineage's end, per root."""
-    cursor = await conn.execute(
-        "SELECT r.id, r.external_id, r.source, r.chat_id, r.chat_type, r.started_at, "
-        "(SELECT CASE WHEN count(*) = count(x.ended_at) THEN max(x.ended_at) END "
-        " FROM sessions x WHERE x.root_id = r.id) "
-        "FROM sessions r WHERE r.id = ANY(%s)",
-        (list(roots),),
-        prepare=False,
-    )
+    text, params = root_rows(POSTGRES, roots)
+    cursor = await conn.execute(text, params, prepare=False)
     return {int(row[0]): tuple(row[1:]) for row in await cursor.fetchall()}

@@ -51,7 +51,8 @@ from memory_core.pg.database import Connection
 from memory_core.pg.search_text import TEXT_WEIGHT, quote_lexeme, word_tokens
 from memory_core.sessions.matching import Hit, prefix_retry
 from memory_core.sessions.query import ParsedQuery, QueryTerm, TermKind
-from memory_core.sessions.sql import ScopeFilter
+from memory_core.sessions.sql import POSTGRES, ScopeFilter
+from memory_core.sessions.sql.search import lineage_floor, scanned_hits
 
 __all__ = ["collect_hits", "term_tsquery"]
 
@@ -98,15 +99,8 @@ async def _lineage_floor(conn: Connection, where: ScopeFilter) -> tuple[int | No
     and whether a session in scope other than it holds a message from there on."""
     if where.exclude_lineage_of is None:
         return None, False
-    cursor = await conn.execute(
-        "SELECT f.floor, EXISTS (SELECT 1 FROM sessions s "
-        f"WHERE {where.sessions_sql} AND EXISTS (SELECT 1 FROM messages n "
-        "WHERE n.session_id = s.id AND n.id >= f.floor)) "
-        "FROM (SELECT min(m.id) AS floor FROM sessions s JOIN messages m ON m.session_id = s.id "
-        "WHERE s.root_id = (SELECT x.root_id FROM sessions x WHERE x.id = %s)) f",
-        (*where.sessions_params, where.exclude_lineage_of),
-        prepare=False,
-    )
+    text, params = lineage_floor(POSTGRES, where)
+    cursor = await conn.execute(text, params, prepare=False)
     row = await cursor.fetchone()
     if row is None or row[0] is None:
         return None, False
@@ -148,15 +142,8 @@ class _Lookup:
             return await self._indexed("c.symbols LIKE %s", pattern)
         # SQLite scans the base table for fewer than three characters (its
         # trigram index cannot match them): the scope first, then the limit.
-        where = self._where
-        cursor = await self._conn.execute(
-            "SELECT m.id, s.root_id, m.timestamp FROM sessions s "
-            "JOIN messages m ON m.session_id = s.id "
-            f"WHERE {where.sql} AND m.role <> 'tool' AND strpos(m.content, %s) > 0 "
-            "ORDER BY m.id DESC LIMIT %s",
-            (*where.params, term.text, where.max_hits),
-            prepare=False,
-        )
+        text, params = scanned_hits(POSTGRES, self._where, "strpos(m.content, %s) > 0", term.text)
+        cursor = await self._conn.execute(text, params, prepare=False)
         return _Sent([cursor])
 
     async def word_hits(self, term: QueryTerm) -> _Sent:

@@ -22,7 +22,8 @@ import sqlite3
 
 from memory_core.sessions.query import ParsedQuery, QueryTerm, TermKind
 from memory_core.sessions.schema import TRIGRAM_INDEX, WORD_INDEX
-from memory_core.sessions.sql import ScopeFilter
+from memory_core.sessions.sql import SQLITE, ScopeFilter
+from memory_core.sessions.sql.search import lineage_floor, scanned_hits
 from memory_core.sessions.word_index import match_columns
 
 Hit = tuple[int, int, float]
@@ -62,14 +63,7 @@ def _lineage_floor(conn: sqlite3.Connection, where: ScopeFilter) -> tuple[int | 
     and whether a session in scope other than it holds a message from there on."""
     if where.exclude_lineage_of is None:
         return None, False
-    row = conn.execute(
-        "SELECT f.floor, EXISTS (SELECT 1 FROM sessions s "
-        f"WHERE {where.sessions_sql} AND EXISTS (SELECT 1 FROM messages n "
-        "WHERE n.session_id = s.id AND n.id >= f.floor)) "
-        "FROM (SELECT min(m.id) AS floor FROM sessions s CROSS JOIN messages m "
-        "ON m.session_id = s.id WHERE s.root_id = (SELECT root_id FROM sessions WHERE id = ?)) f",
-        (*where.sessions_params, where.exclude_lineage_of),
-    ).fetchone()
+    row = conn.execute(*lineage_floor(SQLITE, where)).fetchone()
     if row is None or row[0] is None:
         return None, False
     return int(row[0]), bool(row[1])
@@ -85,11 +79,7 @@ def _term_hits(
     # Trigram MATCH cannot find fewer than three characters, and LIKE on the
     # FTS table is wrong for 2-character CJK on SQLite 3.40: scan the base table.
     return conn.execute(
-        "SELECT m.id, s.root_id, m.timestamp FROM sessions s "
-        "CROSS JOIN messages m ON m.session_id = s.id "
-        f"WHERE {where.sql} AND m.role != 'tool' AND instr(m.content, ?) > 0 "
-        "ORDER BY m.id DESC LIMIT ?",
-        (*where.params, term.text, where.max_hits),
+        *scanned_hits(SQLITE, where, "instr(m.content, ?) > 0", term.text)
     ).fetchall()
 
 

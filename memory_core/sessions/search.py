@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections import defaultdict
+from typing import Any
 
 from memory_core.scopes import SearchScope
 from memory_core.sessions.matching import Hit, collect_hits
@@ -48,6 +49,7 @@ from memory_core.sessions.ranking import (
 )
 from memory_core.sessions.snippets import highlighted_texts
 from memory_core.sessions.sql import SQLITE, ScopeFilter
+from memory_core.sessions.sql.search import ROOT_CHUNK, root_lengths, root_rows, scope_totals
 
 __all__ = [
     "DEFAULT_RANKING",
@@ -96,20 +98,11 @@ def search_sessions(
 
 
 def _scope_stats(conn: sqlite3.Connection, where: ScopeFilter, roots: set[int]) -> ScopeStats:
-    messages, lineages = conn.execute(
-        "SELECT coalesce(sum(s.message_count), 0), count(DISTINCT s.root_id) FROM sessions s "
-        f"WHERE {where.sessions_sql}",
-        where.sessions_params,
-    ).fetchone()
+    messages, lineages = conn.execute(*scope_totals(where)).fetchone()
     ordered = sorted(roots)
     lengths: dict[int, int] = {}
-    for start in range(0, len(ordered), 500):
-        chunk = ordered[start : start + 500]
-        rows = conn.execute(
-            "SELECT root_id, sum(message_count) FROM sessions "
-            f"WHERE root_id IN ({','.join('?' * len(chunk))}) GROUP BY root_id",
-            chunk,
-        )
+    for start in range(0, len(ordered), ROOT_CHUNK):
+        rows = conn.execute(*root_lengths(SQLITE, ordered[start : start + ROOT_CHUNK]))
         lengths.update(rows.fetchall())
     return ScopeStats.of(messages, lineages, lengths)
 
@@ -128,7 +121,10 @@ def _hits(
     ids = [m for root in roots for m in chosen[root]]
     texts = highlighted_texts(conn, ids, terms)
     details = _message_details(conn, ids)
-    return [_session_hit(conn, root, scores[root], chosen[root], texts, details) for root in roots]
+    rows = {row[0]: row[1:] for row in conn.execute(*root_rows(SQLITE, roots))}
+    return [
+        _session_hit(root, rows[root], scores[root], chosen[root], texts, details) for root in roots
+    ]
 
 
 def snippet_messages(
@@ -152,20 +148,13 @@ def _message_details(conn: sqlite3.Connection, ids: list[int]) -> dict[int, tupl
 
 
 def _session_hit(
-    conn: sqlite3.Connection,
     root: int,
+    row: tuple[Any, ...],
     score: float,
     message_ids: list[int],
     texts: dict[int, str],
     details: dict[int, tuple[str, float]],
 ) -> SessionHit:
-    row = conn.execute(
-        "SELECT r.external_id, r.source, r.chat_id, r.chat_type, r.started_at, "
-        "(SELECT CASE WHEN count(*) = count(ended_at) THEN max(ended_at) END "
-        " FROM sessions WHERE root_id = r.id) "
-        "FROM sessions r WHERE r.id = ?",
-        (root,),
-    ).fetchone()
     snippets = tuple(
         Snippet(m, details[m][0], details[m][1], texts.get(m, "")) for m in message_ids
     )

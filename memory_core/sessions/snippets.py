@@ -33,6 +33,7 @@ from collections.abc import Sequence
 
 from memory_core.sessions.models import MATCH_END, MATCH_START
 from memory_core.sessions.query import QueryTerm, TermKind, has_cjk, word_index_expression
+from memory_core.sessions.sql.search import INSERT_SCRATCH_TEXT
 
 SNIPPET_CHARS = 320
 WINDOW_CHARS = 4096  # what highlight() sees of one message
@@ -150,9 +151,7 @@ class _Scratch:
 
     def _add(self, text: str) -> int:
         self._rowid += 1
-        self._conn.execute(
-            "INSERT INTO t(rowid, content) VALUES (?, ?)", (self._rowid, text.translate(_SAFE))
-        )
+        self._conn.execute(INSERT_SCRATCH_TEXT.sqlite, (self._rowid, text.translate(_SAFE)))
         return self._rowid
 
     def matches(self, text: str) -> bool:

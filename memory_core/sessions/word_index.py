@@ -181,3 +181,9 @@ INDEX_WORDS_AFTER = (
     "s.owner_token, mnemo_about_words(m.content, m.timestamp, m.speaker_name) "
     "FROM messages m JOIN sessions s ON s.id = m.session_id WHERE m.id > ?"
 )
+
+
+def fts_delete_all(table: str) -> str:
+    """FTS5's command that empties `table`: the word index before a rebuild, or the
+    tokenizer's scratch table (`memory_core.pg.search_text`), contentless like it."""
+    return f"INSERT INTO {table}({table}) VALUES ('delete-all')"
