@@ -20,6 +20,18 @@ from memory_core.pg.search_text import index_documents
 from memory_core.pg.session_writes import clean, symbols
 from memory_core.sessions.forgetting import FORGOTTEN, Needles
 from memory_core.sessions.models import INTERNAL_SOURCES, EditedMessage
+from memory_core.sessions.sql import POSTGRES
+from memory_core.sessions.sql.edits import (
+    EDITED_AUTHOR,
+    EDITED_ROWS,
+    PERSON_MESSAGES,
+    PERSON_PROMPTS,
+    SCRUBBED_PROMPT,
+    SESSION_TEXTS,
+    drop_sessions,
+    forgotten_copies,
+    internal_sessions,
+)
 
 __all__ = ["edit_message", "forget_words"]
 
@@ -27,18 +39,7 @@ Guard = Callable[[Connection, str], Awaitable[None]]
 _Update = tuple[str, str, str | None, bool, float, str | None]
 """A message's new row: role, content, tool calls, own words; its time and speaker."""
 
-_FIND = (
-    "SELECT m.id, m.session_id, s.user_key, m.content, m.own_words, m.timestamp, "
-    "m.speaker_name "
-    "FROM sessions s JOIN messages m ON m.session_id = s.id "
-    "WHERE s.source = %s AND s.chat_id = %s AND m.platform_message_id = %s "
-    "AND m.role = 'user' AND s.user_key = %s ORDER BY m.id"
-)
-_AUTHOR = (
-    "SELECT s.user_key FROM sessions s JOIN messages m ON m.session_id = s.id "
-    "WHERE s.source = %s AND s.chat_id = %s AND m.platform_message_id = %s "
-    "AND m.role = 'user' ORDER BY m.id LIMIT 1"
-)
+_LOCKED_ROWS = EDITED_ROWS.postgres + " FOR UPDATE OF m"  # the messages, not their sessions
 
 
 async def _all(conn: Connection, sql: str, params: Sequence[object] = ()) -> list[Any]:
@@ -59,12 +60,12 @@ async def edit_message(
     where = (platform, chat_id, platform_message_id)
     owner = user_key
     if owner is None:
-        found = await _all(conn, _AUTHOR, where)
+        found = await _all(conn, EDITED_AUTHOR.postgres, where)
         if not found:
             return None
         owner = str(found[0][0])
     await guard(conn, owner)
-    rows = await _all(conn, _FIND + " FOR UPDATE OF m", (*where, owner))
+    rows = await _all(conn, _LOCKED_ROWS, (*where, owner))
     if not rows:
         return None
     content = "" if text is None else clean(text)
@@ -97,13 +98,7 @@ async def forget_words(
     ):
         updates[int(message_id)] = (role, FORGOTTEN, calls, False, timestamp, speaker)
     if needles:
-        for message_id, *row in await _all(
-            conn,
-            "SELECT m.id, m.role, m.content, m.tool_calls, m.own_words, m.timestamp, "
-            "m.speaker_name FROM messages m "
-            "JOIN sessions s ON s.id = m.session_id WHERE s.user_key = %s ORDER BY m.id",
-            (user_key,),
-        ):
+        for message_id, *row in await _all(conn, PERSON_MESSAGES.postgres, (user_key,)):
             role, content, calls, own_words, timestamp, speaker = updates.get(
                 message_id, tuple(row)
             )
@@ -117,20 +112,10 @@ async def forget_words(
 async def _forgotten(conn: Connection, user_key: str, message_ids: Sequence[int]) -> list[Any]:
     """(id, role, tool_calls, timestamp, speaker_name) of the named messages of `user_key`
     and their copies (same conversation, role, time and text) not already forgotten."""
-    ids = sorted({int(i) for i in message_ids})
+    ids = {int(i) for i in message_ids}
     if not ids:
         return []
-    return await _all(
-        conn,
-        "SELECT DISTINCT c.id, c.role, c.tool_calls, c.timestamp, c.speaker_name "
-        "FROM messages m "
-        "JOIN sessions s ON s.id = m.session_id "
-        "JOIN sessions t ON t.root_id = s.root_id AND t.user_key = s.user_key "
-        "JOIN messages c ON c.session_id = t.id AND c.role = m.role "
-        "AND c.timestamp = m.timestamp AND c.content = m.content "
-        "WHERE m.id = ANY(%s) AND s.user_key = %s AND (c.content <> %s OR c.own_words)",
-        (ids, user_key, FORGOTTEN),
-    )
+    return await _all(conn, *forgotten_copies(POSTGRES, user_key, ids, FORGOTTEN))
 
 
 async def _rewrite(conn: Connection, updates: dict[int, _Update]) -> None:
@@ -154,17 +139,9 @@ async def _scrub_prompts(conn: Connection, user_key: str, needles: Needles) -> i
     if not needles:
         return 0
     changed = 0
-    for session_id, prompt in await _all(
-        conn,
-        "SELECT id, system_prompt FROM sessions "
-        "WHERE user_key = %s AND system_prompt IS NOT NULL ORDER BY id FOR UPDATE",
-        (user_key,),
-    ):
+    for session_id, prompt in await _all(conn, PERSON_PROMPTS.postgres, (user_key,)):
         if needles.holds(prompt):
-            await conn.execute(
-                "UPDATE sessions SET system_prompt = %s WHERE id = %s",
-                (needles.scrub(prompt), session_id),
-            )
+            await conn.execute(SCRUBBED_PROMPT.postgres, (needles.scrub(prompt), session_id))
             changed += 1
     return changed
 
@@ -175,22 +152,15 @@ async def _drop_internal(conn: Connection, user_key: str, needles: Needles) -> i
         return 0
     holding: list[int] = []
     for session_id, prompt in await _all(
-        conn,
-        "SELECT id, system_prompt FROM sessions WHERE user_key = %s AND source = ANY(%s) "
-        "ORDER BY id",
-        (user_key, list(INTERNAL_SOURCES)),
+        conn, *internal_sessions(POSTGRES, user_key, INTERNAL_SOURCES)
     ):
-        texts = await _all(
-            conn, "SELECT content, tool_calls FROM messages WHERE session_id = %s", (session_id,)
-        )
+        texts = await _all(conn, SESSION_TEXTS.postgres, (session_id,))
         if needles.holds(prompt) or any(needles.holds(a) or needles.holds(b) for a, b in texts):
             holding.append(int(session_id))
     if not holding:
         return 0
-    messages = await conn.execute("DELETE FROM messages WHERE session_id = ANY(%s)", (holding,))
-    await conn.execute(
-        "UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id = ANY(%s)",
-        (holding,),
-    )
-    sessions = await conn.execute("DELETE FROM sessions WHERE id = ANY(%s)", (holding,))
-    return messages.rowcount + sessions.rowcount
+    counts = [
+        (await conn.execute(sql, params)).rowcount
+        for sql, params in drop_sessions(POSTGRES, holding)
+    ]
+    return counts[0] + counts[-1]

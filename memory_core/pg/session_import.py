@@ -64,6 +64,13 @@ from memory_core.sessions.jsonl import (
 )
 from memory_core.sessions.query import SYMBOL_CLASS
 from memory_core.sessions.schema import owner_token
+from memory_core.sessions.sql import POSTGRES
+from memory_core.sessions.sql.imports import (
+    BOT_SESSION,
+    EXTENDED_SESSION,
+    NAMED_SESSION,
+    stored_messages,
+)
 
 __all__ = [
     "AFTER_BULK_LOAD",
@@ -256,15 +263,10 @@ class _Import:
                 await cur.executemany(
                     "UPDATE sessions SET started_at = %s, ended_at = %s WHERE id = %s", moved
                 )
-            extended = [(s.first, s.last, s.existing) for s in self.sessions.values()
+            extended = [(s.first, s.first, s.last, s.existing) for s in self.sessions.values()
                         if s.existing is not None and s.added]  # fmt: skip
-            if extended:  # a session of the bot's keeps its start (its exported name), stays open
-                await cur.executemany(
-                    "UPDATE sessions SET started_at = CASE WHEN external_id IS NULL "
-                    "THEN started_at ELSE least(started_at, %s) END, ended_at = CASE WHEN "
-                    "ended_at IS NULL THEN NULL ELSE greatest(ended_at, %s) END WHERE id = %s",
-                    extended,
-                )
+            if extended:
+                await cur.executemany(EXTENDED_SESSION.postgres, extended)
 
     def result(self, lines: int) -> ImportResult:
         created = sum(1 for s in self.sessions.values() if s.existing is None)
@@ -329,11 +331,7 @@ class _Import:
                 found[mine[int(r[1]) - 1]] = (r[0], r[2], r[3])
         known: dict[int, set[str]] = {int(r[0]): set() for r in found.values()}
         if known:
-            cur = await self.conn.execute(
-                "SELECT session_id, role, timestamp, content, speaker_name FROM messages "
-                "WHERE session_id = ANY(%s)",
-                (list(known),),
-            )
+            cur = await self.conn.execute(*stored_messages(POSTGRES, list(known)))
             for sid, role, ts, content, name in await cur.fetchall():
                 known[int(sid)].add(fingerprint(role, ts, content, name))
         for key, message in first.items():
@@ -364,28 +362,17 @@ class _Import:
 
     async def _find(self, key: tuple[str, str, str], message: Message) -> _Session:
         ts = message.timestamp
-        cur = await self.conn.execute(
-            "SELECT id, chat_id, chat_type FROM sessions "
-            "WHERE source = %s AND user_key = %s AND external_id = %s",
-            key,
-        )
+        cur = await self.conn.execute(NAMED_SESSION.postgres, key)
         row = await cur.fetchone()
         own = parse_bot_session_id(key[2])
         if row is None and own is not None:  # exported from a session the bot made here
-            cur = await self.conn.execute(
-                "SELECT id, chat_id, chat_type FROM sessions WHERE id = %s AND started_at = %s "
-                "AND source = %s AND user_key = %s AND external_id IS NULL",
-                (*own, *key[:2]),
-            )
+            cur = await self.conn.execute(BOT_SESSION.postgres, (*own, *key[:2]))
             row = await cur.fetchone()
         if row is None:
             chat_type = cast(ChatType, message.head[4])  # checked by parse_line
             return _Session(*key, message.head[3], chat_type, ts, ts)
-        cur = await self.conn.execute(
-            "SELECT role, timestamp, content, speaker_name FROM messages WHERE session_id = %s",
-            (row[0],),
-        )
-        known = {fingerprint(r, t, c, n) for r, t, c, n in await cur.fetchall()}
+        cur = await self.conn.execute(*stored_messages(POSTGRES, [row[0]]))
+        known = {fingerprint(r, t, c, n) for _, r, t, c, n in await cur.fetchall()}
         return _Session(*key, row[1], row[2], ts, ts, existing=int(row[0]), known=known)
 
 

@@ -30,6 +30,7 @@ from memory_core.pg.search_text import index_documents
 from memory_core.pg.session_import import symbols_value
 from memory_core.sessions.dump import COLUMNS
 from memory_core.sessions.schema import owner_token
+from memory_core.sessions.sql.edits import FLAG_COLUMNS, WRONG_MESSAGE_COUNTS, listed_rows
 
 __all__ = [
     "TABLES",
@@ -44,7 +45,6 @@ __all__ = [
 
 TABLES = ("sessions", "messages", "inbox")  # in the order they are copied
 CHUNK_ROWS = 5000
-_FLAGS = {"sessions": ("extraction_due",), "messages": ("own_words",)}
 _COUNT = COLUMNS["sessions"].index("message_count")
 _USER = COLUMNS["sessions"].index("user_key")
 _ROLE, _CONTENT = COLUMNS["messages"].index("role"), COLUMNS["messages"].index("content")
@@ -52,8 +52,7 @@ _TIME, _SPEAKER = COLUMNS["messages"].index("timestamp"), COLUMNS["messages"].in
 
 
 def _select(table: str) -> str:
-    columns = [f"{c}::int" if c in _FLAGS.get(table, ()) else c for c in COLUMNS[table]]
-    return f"SELECT {', '.join(columns)} FROM {table} ORDER BY id"
+    return listed_rows(table, COLUMNS[table], FLAG_COLUMNS.get(table, ()))
 
 
 async def row_count(db: PgDatabase, table: str) -> int:
@@ -140,7 +139,7 @@ def _copy_chunk(conn: SyncConnection, table: str, rows: list[Sequence[Any]]) -> 
         out = [(*r, w, symbols_value(r[_ROLE], r[_CONTENT])) for r, w in pairs]
     else:
         out = [tuple(r) for r in rows]
-    flags = {columns.index(c) for c in _FLAGS.get(table, ())}
+    flags = {columns.index(c) for c in FLAG_COLUMNS.get(table, ())}
     statement = f"COPY {table} ({', '.join(columns)}) FROM STDIN"
     with conn.cursor() as cur, cur.copy(statement) as copy:
         for row in out:
@@ -148,10 +147,7 @@ def _copy_chunk(conn: SyncConnection, table: str, rows: list[Sequence[Any]]) -> 
 
 
 _CHECKS = {
-    "message counts": (
-        "SELECT count(*) FROM sessions s WHERE message_count != "
-        "(SELECT count(*) FROM messages WHERE session_id = s.id)"
-    ),
+    "message counts": WRONG_MESSAGE_COUNTS.postgres,
     "lineage roots": "SELECT count(*) FROM sessions WHERE root_id IS NULL",
 }
 

@@ -30,6 +30,7 @@ from memory_core.sessions.schema import (
     register_functions,
     schema_version,
 )
+from memory_core.sessions.sql.edits import FLAG_COLUMNS, listed_rows
 
 STAGED_END = STAGED_PREFIX[:-1] + chr(ord(STAGED_PREFIX[-1]) + 1)  # above every staging key
 # The columns a move carries, per table, in the order both backends list them.
@@ -58,7 +59,7 @@ _STAGED = f"(user_key >= '{STAGED_PREFIX}' AND user_key < '{STAGED_END}')"
 _KEPT = {
     "sessions": f"NOT {_STAGED}",
     "messages": f"session_id NOT IN (SELECT id FROM sessions WHERE {_STAGED})",
-    "inbox": "1",
+    "inbox": "TRUE",
 }
 
 
@@ -89,8 +90,8 @@ def open_readonly(path: Path) -> sqlite3.Connection:
 
 def table_rows(conn: sqlite3.Connection, table: str) -> Iterator[tuple[object, ...]]:
     """Every row of `table` in id order, as tuples of `COLUMNS[table]`."""
-    columns = ", ".join(COLUMNS[table])  # a KeyError for any other name
-    cursor = conn.execute(f"SELECT {columns} FROM {table} WHERE {_KEPT[table]} ORDER BY id")
+    flags = FLAG_COLUMNS.get(table, ())
+    cursor = conn.execute(listed_rows(table, COLUMNS[table], flags, _KEPT[table]))
     while rows := cursor.fetchmany(BATCH_ROWS):
         yield from rows
 

@@ -28,14 +28,19 @@ from memory_core.sessions.connection import transaction
 from memory_core.sessions.forgetting import FORGOTTEN, Needles
 from memory_core.sessions.models import INTERNAL_SOURCES, EditedMessage
 from memory_core.sessions.schema import optimize_indexes
-from memory_core.sessions.writes import without_lone_surrogates
-
-_INTERNAL = f"({', '.join('?' * len(INTERNAL_SOURCES))})"
-_FIND = (
-    "SELECT m.id, m.session_id, s.user_key, m.content, m.own_words "
-    "FROM sessions s JOIN messages m ON m.session_id = s.id "
-    "WHERE s.source = ? AND s.chat_id = ? AND m.platform_message_id = ? AND m.role = 'user'"
+from memory_core.sessions.sql import SQLITE
+from memory_core.sessions.sql.edits import (
+    EDITED_AUTHOR,
+    EDITED_ROWS,
+    PERSON_MESSAGES,
+    PERSON_PROMPTS,
+    SCRUBBED_PROMPT,
+    SESSION_TEXTS,
+    drop_sessions,
+    forgotten_copies,
+    internal_sessions,
 )
+from memory_core.sessions.writes import without_lone_surrogates
 
 
 def edit_message(
@@ -51,28 +56,31 @@ def edit_message(
     """Give a person's stored message its new `text` (None: deleted); None when no such
     message is stored. `user_key` None: whoever wrote it in that chat. `check` is
     called with the author before anything changes (the erasure fence)."""
-    params: tuple[object, ...] = (platform, chat_id, platform_message_id)
-    sql = _FIND if user_key is None else _FIND + " AND s.user_key = ?"
+    where = (platform, chat_id, platform_message_id)
     with transaction(conn):
-        rows = conn.execute(
-            sql + " ORDER BY m.id", params if user_key is None else (*params, user_key)
-        ).fetchall()
+        owner = user_key
+        if owner is None:
+            found = conn.execute(EDITED_AUTHOR.sqlite, where).fetchone()
+            if found is None:
+                return None
+            owner = str(found[0])
+        rows = conn.execute(EDITED_ROWS.sqlite, (*where, owner)).fetchall()
         if not rows:
             return None
-        first_id, session_id, owner, old_text, _ = rows[0]
         check(owner)
         content = "" if text is None else without_lone_surrogates(text)
         own_words = 0 if text is None else None  # an edit keeps the row's own_words
-        ids = tuple(int(r[0]) for r in rows if r[2] == owner)
         for row in rows:
-            if row[2] == owner and (row[3] != content or (own_words == 0 and row[4])):
+            if row[3] != content or (own_words == 0 and row[4]):
                 conn.execute(
                     "UPDATE messages SET content = ?, own_words = coalesce(?, own_words) "
                     "WHERE id = ?",
                     (content, own_words, row[0]),
                 )
+    first_id, session_id, _, old_text, *_ = rows[0]
+    ids = tuple(int(r[0]) for r in rows)
     new_text = None if text is None else content
-    return EditedMessage(int(first_id), int(session_id), str(owner), str(old_text), new_text, ids)
+    return EditedMessage(int(first_id), int(session_id), owner, str(old_text), new_text, ids)
 
 
 def forget_words(
@@ -99,24 +107,15 @@ def _forget_messages(
 ) -> set[int]:
     """The named messages of `user_key`, and their copies (same conversation, role, time
     and text), become `FORGOTTEN`, no longer their own words; the ids changed."""
+    ids = {int(i) for i in message_ids}
+    if not ids:
+        return set()
     changed: set[int] = set()
-    for message_id in dict.fromkeys(int(i) for i in message_ids):
-        rows = conn.execute(
-            "SELECT c.id FROM messages m JOIN sessions s ON s.id = m.session_id "
-            "JOIN sessions t ON t.root_id = s.root_id AND t.user_key = s.user_key "
-            "JOIN messages c ON c.session_id = t.id AND c.role = m.role "
-            "AND c.timestamp = m.timestamp AND c.content = m.content "
-            "WHERE m.id = ? AND s.user_key = ?",
-            (message_id, user_key),
-        ).fetchall()
-        for (copy_id,) in rows:
-            cursor = conn.execute(
-                "UPDATE messages SET content = ?, own_words = 0 "
-                "WHERE id = ? AND (content != ? OR own_words != 0)",
-                (FORGOTTEN, copy_id, FORGOTTEN),
-            )
-            if cursor.rowcount:
-                changed.add(int(copy_id))
+    for copy_id, *_ in conn.execute(*forgotten_copies(SQLITE, user_key, ids, FORGOTTEN)):
+        conn.execute(
+            "UPDATE messages SET content = ?, own_words = 0 WHERE id = ?", (FORGOTTEN, copy_id)
+        )
+        changed.add(int(copy_id))
     return changed
 
 
@@ -124,13 +123,10 @@ def _scrub_messages(conn: sqlite3.Connection, user_key: str, needles: Needles) -
     """Every occurrence of the texts in `user_key`'s messages and tool calls replaced."""
     if not needles:
         return set()
-    rows = conn.execute(
-        "SELECT m.id, m.content, m.tool_calls FROM messages m "
-        "JOIN sessions s ON s.id = m.session_id WHERE s.user_key = ?",
-        (user_key,),
-    ).fetchall()
     changed: set[int] = set()
-    for message_id, content, tool_calls in rows:
+    for message_id, _, content, tool_calls, *_ in conn.execute(
+        PERSON_MESSAGES.sqlite, (user_key,)
+    ).fetchall():
         new_content, new_calls = needles.scrub(content), needles.scrub(tool_calls)
         if (new_content, new_calls) != (content, tool_calls):
             conn.execute(
@@ -145,17 +141,10 @@ def _scrub_prompts(conn: sqlite3.Connection, user_key: str, needles: Needles) ->
     """Every occurrence of the texts in `user_key`'s stored system prompts replaced."""
     if not needles:
         return 0
-    rows = conn.execute(
-        "SELECT id, system_prompt FROM sessions WHERE user_key = ? AND system_prompt IS NOT NULL",
-        (user_key,),
-    ).fetchall()
     changed = 0
-    for session_id, prompt in rows:
+    for session_id, prompt in conn.execute(PERSON_PROMPTS.sqlite, (user_key,)).fetchall():
         if needles.holds(prompt):
-            conn.execute(
-                "UPDATE sessions SET system_prompt = ? WHERE id = ?",
-                (needles.scrub(prompt), session_id),
-            )
+            conn.execute(SCRUBBED_PROMPT.sqlite, (needles.scrub(prompt), session_id))
             changed += 1
     return changed
 
@@ -164,23 +153,13 @@ def _drop_internal(conn: sqlite3.Connection, user_key: str, needles: Needles) ->
     """Delete `user_key`'s background runs' sessions that hold a text; rows deleted."""
     if not needles:
         return 0
-    sessions = conn.execute(
-        f"SELECT id, system_prompt FROM sessions WHERE user_key = ? AND source IN {_INTERNAL}",
-        (user_key, *INTERNAL_SOURCES),
-    ).fetchall()
-    deleted = 0
-    for session_id, prompt in sessions:
-        texts = conn.execute(
-            "SELECT content, tool_calls FROM messages WHERE session_id = ?", (session_id,)
-        ).fetchall()
-        if not (
-            needles.holds(prompt) or any(needles.holds(a) or needles.holds(b) for a, b in texts)
-        ):
-            continue
-        deleted += conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,)).rowcount
-        conn.execute(
-            "UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id = ?",
-            (session_id,),
-        )
-        deleted += conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount
-    return deleted
+    holding: list[int] = []
+    sessions = internal_sessions(SQLITE, user_key, INTERNAL_SOURCES)
+    for session_id, prompt in conn.execute(*sessions).fetchall():
+        texts = conn.execute(SESSION_TEXTS.sqlite, (session_id,)).fetchall()
+        if needles.holds(prompt) or any(needles.holds(a) or needles.holds(b) for a, b in texts):
+            holding.append(int(session_id))
+    if not holding:
+        return 0
+    counts = [conn.execute(sql, params).rowcount for sql, params in drop_sessions(SQLITE, holding)]
+    return counts[0] + counts[-1]

@@ -60,6 +60,13 @@ from memory_core.sessions.schema import (
     owner_token,
     recount_messages,
 )
+from memory_core.sessions.sql import SQLITE
+from memory_core.sessions.sql.imports import (
+    BOT_SESSION,
+    EXTENDED_SESSION,
+    NAMED_SESSION,
+    stored_messages,
+)
 
 STAGED_PREFIX = "~import "
 CHUNK_ROWS = 5000  # about 0.5 s of writing: the longest a live message waits for an import
@@ -190,28 +197,15 @@ class _StagedImport:
 
     def _find(self, key: tuple[str, str, str], message: Message) -> _Session:
         ts = message.timestamp
-        row = self.conn.execute(
-            "SELECT id, chat_id, chat_type FROM sessions "
-            "WHERE source = ? AND user_key = ? AND external_id = ?",
-            key,
-        ).fetchone()
+        row = self.conn.execute(NAMED_SESSION.sqlite, key).fetchone()
         own = parse_bot_session_id(key[2])
         if row is None and own is not None:  # exported from a session the bot made here
-            row = self.conn.execute(
-                "SELECT id, chat_id, chat_type FROM sessions WHERE id = ? AND started_at = ? "
-                "AND source = ? AND user_key = ? AND external_id IS NULL",
-                (*own, *key[:2]),
-            ).fetchone()
+            row = self.conn.execute(BOT_SESSION.sqlite, (*own, *key[:2])).fetchone()
         if row is None:
             chat_type = cast(ChatType, message.head[4])  # checked by parse_line
             return _Session(*key, message.head[3], chat_type, ts, ts)
-        known = {
-            fingerprint(r, t, c, n)
-            for r, t, c, n in self.conn.execute(
-                "SELECT role, timestamp, content, speaker_name FROM messages WHERE session_id = ?",
-                (row[0],),
-            )
-        }
+        stored = self.conn.execute(*stored_messages(SQLITE, [row[0]]))
+        known = {fingerprint(r, t, c, n) for _, r, t, c, n in stored}
         return _Session(*key, row[1], row[2], ts, ts, existing=row[0], known=known)
 
     def _stage(self, session: _Session) -> int:
@@ -259,12 +253,7 @@ def _publish_session(conn: sqlite3.Connection, s: _Session) -> None:
         return
     conn.execute("UPDATE messages SET session_id = ? WHERE session_id = ?", (s.existing, s.staged))
     conn.execute("DELETE FROM sessions WHERE id = ?", (s.staged,))
-    conn.execute(  # a session of the bot's keeps its start (its exported name) and stays open
-        "UPDATE sessions SET "
-        "started_at = CASE WHEN external_id IS NULL THEN started_at ELSE min(started_at, ?) END, "
-        "ended_at = CASE WHEN ended_at IS NULL THEN NULL ELSE max(ended_at, ?) END WHERE id = ?",
-        (s.first, s.last, s.existing),
-    )
+    conn.execute(EXTENDED_SESSION.sqlite, (s.first, s.first, s.last, s.existing))
 
 
 def discard_staged(conn: sqlite3.Connection, prefix: str = STAGED_PREFIX) -> int:

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 
 from memory_core.errors import IndexIntegrityError, SchemaVersionError
 from memory_core.sessions.query import cjk_words
+from memory_core.sessions.sql.edits import WRONG_MESSAGE_COUNTS
 from memory_core.sessions.word_index import (
     INDEX_WORDS_AFTER,
     INSERT_TRIGGER,
@@ -574,10 +575,7 @@ def check_integrity(conn: sqlite3.Connection, echo: Callable[[str], None] | None
         except sqlite3.DatabaseError as exc:
             raise IndexIntegrityError(f"full-text index {index} is out of sync: {exc}") from None
         say(f"ok   index {index}")
-    wrong = conn.execute(
-        "SELECT count(*) FROM sessions WHERE message_count != "
-        "(SELECT count(*) FROM messages WHERE session_id = sessions.id)"
-    ).fetchone()[0]
+    wrong = conn.execute(WRONG_MESSAGE_COUNTS.sqlite).fetchone()[0]
     if wrong:
         raise IndexIntegrityError(f"{wrong} sessions have a wrong message count")
     say("ok   message counts")
