@@ -51,6 +51,7 @@ from memory_core.sessions.word_index import (
     INSERT_TRIGGER,
     V10,
     about_words,
+    fts_delete_all,
 )
 
 SCHEMA_VERSION = 13
@@ -551,7 +552,7 @@ def recount_messages(conn: sqlite3.Connection, session_ids: list[int]) -> None:
 
 def rebuild_indexes(conn: sqlite3.Connection) -> None:
     """Rebuild both full-text indexes from the messages table."""
-    conn.execute(f"INSERT INTO {WORD_INDEX}({WORD_INDEX}) VALUES ('delete-all')")
+    conn.execute(fts_delete_all(WORD_INDEX))
     conn.execute(INDEX_WORDS_AFTER, (-1,))  # the function's value: faster than the view's
     conn.execute(f"INSERT INTO {TRIGRAM_INDEX}({TRIGRAM_INDEX}) VALUES ('rebuild')")
 
