@@ -30,7 +30,12 @@ from memory_core.pg.search_text import index_documents
 from memory_core.pg.session_import import symbols_value
 from memory_core.sessions.dump import COLUMNS
 from memory_core.sessions.schema import owner_token
-from memory_core.sessions.sql.edits import FLAG_COLUMNS, WRONG_MESSAGE_COUNTS, listed_rows
+from memory_core.sessions.sql.edits import (
+    FLAG_COLUMNS,
+    WRONG_MESSAGE_COUNTS,
+    counted_rows,
+    listed_rows,
+)
 
 __all__ = [
     "TABLES",
@@ -60,7 +65,7 @@ async def row_count(db: PgDatabase, table: str) -> int:
     if table not in COLUMNS:
         raise KeyError(table)
     async with db.connection() as conn:
-        row = await (await conn.execute(f"SELECT count(*) FROM {table}")).fetchone()
+        row = await (await conn.execute(counted_rows(table))).fetchone()
     return int(row[0]) if row else 0
 
 
@@ -89,7 +94,7 @@ def counts_on(conn: SyncConnection) -> dict[str, int]:
     """How many rows each of `TABLES` holds, as `conn`'s transaction sees them."""
     counts = {}
     for table in TABLES:
-        row = conn.execute(f"SELECT count(*) FROM {table}").fetchone()
+        row = conn.execute(counted_rows(table)).fetchone()
         counts[table] = int(row[0]) if row else 0
     return counts
 

@@ -30,7 +30,7 @@ from memory_core.sessions.schema import (
     register_functions,
     schema_version,
 )
-from memory_core.sessions.sql.edits import FLAG_COLUMNS, listed_rows
+from memory_core.sessions.sql.edits import FLAG_COLUMNS, counted_rows, listed_rows
 
 STAGED_END = STAGED_PREFIX[:-1] + chr(ord(STAGED_PREFIX[-1]) + 1)  # above every staging key
 # The columns a move carries, per table, in the order both backends list them.
@@ -99,7 +99,7 @@ def table_rows(conn: sqlite3.Connection, table: str) -> Iterator[tuple[object, .
 def row_count(conn: sqlite3.Connection, table: str) -> int:
     """How many rows of `table` a move carries."""
     where = _KEPT[table]  # a KeyError for any other name
-    return int(conn.execute(f"SELECT count(*) FROM {table} WHERE {where}").fetchone()[0])
+    return int(conn.execute(counted_rows(table, where)).fetchone()[0])
 
 
 def check_source(path: Path, echo: Callable[[str], None] | None = None) -> None:

@@ -100,6 +100,11 @@ def listed_rows(
     return f"SELECT {', '.join(listed)} FROM {table} WHERE {kept} ORDER BY id"
 
 
+def counted_rows(table: str, kept: str = "TRUE") -> str:
+    """How many rows of `table` `kept` holds."""
+    return f"SELECT count(*) FROM {table} WHERE {kept}"
+
+
 FLAG_COLUMNS: Mapping[str, tuple[str, ...]] = {
     "sessions": ("extraction_due",),
     "messages": ("own_words",),
