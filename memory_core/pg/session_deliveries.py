@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from memory_core.pg.database import Connection
 from memory_core.sessions.deliveries import KEEP
+from memory_core.sessions.sql.writes import PRUNE_DELIVERIES
 
 _RECORD = """
 WITH inserted AS (
@@ -33,7 +34,7 @@ async def first_delivery(
     """Record the delivery `digest` seen at `now` under `claim`; whether the record is
     this claim's. `prune`: first delete the records older than `KEEP`."""
     if prune:
-        await conn.execute("DELETE FROM deliveries WHERE seen_at < %s", (now - KEEP,))
+        await conn.execute(PRUNE_DELIVERIES.postgres, (now - KEEP,))
     cursor = await conn.execute(_RECORD, (digest, claim, now, digest))
     row = await cursor.fetchone()
     return row is not None and bytes(row[0]) == claim

@@ -30,14 +30,21 @@ from memory_core.errors import InvalidMessageError, SessionConflictError, Sessio
 from memory_core.pg.database import Connection
 from memory_core.pg.search_text import IndexRow
 from memory_core.sessions.models import (
-    INTERNAL_SOURCES,
     AppendResult,
     CounterUpdate,
     NewMessage,
     SessionOrigin,
 )
 from memory_core.sessions.query import SYMBOL_CLASS
-from memory_core.sessions.writes import DeleteResult, new_session_row, without_lone_surrogates
+from memory_core.sessions.sql import POSTGRES
+from memory_core.sessions.sql import writes as sql
+from memory_core.sessions.writes import (
+    DeleteResult,
+    child_session_row,
+    counter_params,
+    new_session_row,
+    without_lone_surrogates,
+)
 
 _SYMBOL = re.compile(f"[{SYMBOL_CLASS}]")
 
@@ -60,12 +67,6 @@ WITH answered AS (
     AND NOT EXISTS (SELECT 1 FROM messages d WHERE d.session_id = %s AND d.dedupe_key = %s)
 )"""
     + _INSERT_MESSAGE
-)
-
-_SESSION_INSERT = (
-    "INSERT INTO sessions (source, user_key, owner_token, chat_id, chat_type, thread_id, "
-    "session_key, title, model, started_at, parent_session_id) "
-    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING id"
 )
 
 
@@ -157,18 +158,8 @@ async def append_messages(
         else:
             ids.append(await _existing_message_id(conn, session_id, message, waits))
     if counters is not None and inserted:
-        await conn.execute(
-            "UPDATE sessions SET "
-            "turns_since_memory = CASE WHEN %s THEN 0 ELSE turns_since_memory END + %s, "
-            "steps_since_skill = CASE WHEN %s THEN 0 ELSE steps_since_skill END + %s "
-            "WHERE id = %s",
-            (*_counter_params(counters), session_id),
-        )
+        await conn.execute(sql.BUMP_COUNTERS.postgres, (*counter_params(counters), session_id))
     return AppendResult(session_id, created, tuple(ids), inserted)
-
-
-def _counter_params(c: CounterUpdate) -> tuple[object, ...]:
-    return (c.memory_written, c.turns, c.skill_written, c.steps)
 
 
 async def _existing_message_id(
@@ -176,10 +167,7 @@ async def _existing_message_id(
 ) -> int:
     """The id of `m` stored before; with `waits`, its mark goes in the same statement when
     later messages follow it (`writes._OVERTAKEN`)."""
-    found = (
-        "SELECT id FROM messages WHERE session_id = %s AND "
-        "(platform_message_id = %s OR dedupe_key = %s) ORDER BY id LIMIT 1"
-    )
+    found = sql.STORED_MESSAGE.postgres
     if not waits:
         row = await _one(conn, found, (session_id, m.platform_message_id, m.key))
         return int(row[0])
@@ -202,12 +190,7 @@ async def _open_session(
     other finds it on its second look (after the first committed).
     """
     for _ in range(2):
-        row = await _one(
-            conn,
-            "SELECT id, user_key, chat_id FROM sessions "
-            "WHERE session_key = %s AND ended_at IS NULL FOR UPDATE",
-            (origin.session_key,),
-        )
+        row = await _one(conn, sql.OPEN_SESSION.postgres, (origin.session_key,))
         if row is not None:
             if (row[1], row[2]) != (origin.user_key, origin.chat_id):
                 raise SessionConflictError(
@@ -215,10 +198,12 @@ async def _open_session(
                 )
             return int(row[0]), False
         parent = await _previous(conn, origin)
-        made = await _one(conn, _SESSION_INSERT, new_session_row(origin, first_at, parent))
+        made = await _one(
+            conn, sql.INSERT_SESSION.postgres, new_session_row(origin, first_at, parent)
+        )
         if made is not None:
             session_id = int(made[0])
-            await conn.execute("UPDATE sessions SET root_id = id WHERE id = %s", (session_id,))
+            await conn.execute(sql.ROOT_ITSELF.postgres, (session_id,))
             return session_id, True
     raise SessionConflictError(f"session key {origin.session_key!r} could not be opened")
 
@@ -226,51 +211,37 @@ async def _open_session(
 async def _previous(conn: Connection, origin: SessionOrigin) -> int | None:
     """The last ended session of this routing key and person (`writes._previous_session`)."""
     row = await _one(
-        conn,
-        "SELECT id FROM sessions WHERE user_key = %s AND chat_id = %s AND session_key = %s "
-        "AND ended_at IS NOT NULL ORDER BY ended_at DESC, id DESC LIMIT 1",
-        (origin.user_key, origin.chat_id, origin.session_key),
+        conn, sql.PREVIOUS_SESSION.postgres, (origin.user_key, origin.chat_id, origin.session_key)
     )
     return None if row is None else int(row[0])
 
 
 async def set_system_prompt(conn: Connection, session_id: int, prompt: str) -> str:
     """`writes.set_system_prompt`: stored once; the one kept is returned."""
-    row = await _one(
-        conn, "SELECT system_prompt FROM sessions WHERE id = %s FOR UPDATE", (session_id,)
-    )
+    row = await _one(conn, sql.STORED_PROMPT.postgres, (session_id,))
     if row is None:
         raise SessionNotFoundError(f"no session {session_id}")
     if row[0] is not None:
         return str(row[0])
-    await conn.execute(
-        "UPDATE sessions SET system_prompt = %s WHERE id = %s", (clean(prompt), session_id)
-    )
+    await conn.execute(sql.SET_PROMPT.postgres, (clean(prompt), session_id))
     return prompt
 
 
 async def clear_system_prompts(conn: Connection, user_key: str) -> int:
     """`writes.clear_system_prompts`: the person's open sessions' prompts dropped; how many."""
-    cursor = await conn.execute(
-        "UPDATE sessions SET system_prompt = NULL "
-        "WHERE user_key = %s AND ended_at IS NULL AND system_prompt IS NOT NULL",
-        (user_key,),
-    )
+    cursor = await conn.execute(sql.CLEAR_PROMPTS.postgres, (user_key,))
     return cursor.rowcount
 
 
 async def record_notice(conn: Connection, message_id: int, notice: str) -> bool:
     """`writes.record_notice`: whether that person's message was there (answered now)."""
-    cursor = await conn.execute(
-        "UPDATE messages SET notice = %s, unanswered = NULL WHERE id = %s AND role = 'user'",
-        (clean(notice), message_id),
-    )
+    cursor = await conn.execute(sql.RECORD_NOTICE.postgres, (clean(notice), message_id))
     return cursor.rowcount == 1
 
 
 async def end_session(conn: Connection, session_id: int, reason: str, now: float) -> None:
     """`writes.end_session`: ending an ended session keeps its first end."""
-    row = await _one(conn, "SELECT ended_at FROM sessions WHERE id = %s FOR UPDATE", (session_id,))
+    row = await _one(conn, sql.SESSION_END.postgres, (session_id,))
     if row is None:
         raise SessionNotFoundError(f"no session {session_id}")
     if row[0] is None:
@@ -280,14 +251,11 @@ async def end_session(conn: Connection, session_id: int, reason: str, now: float
 async def end_open_session(conn: Connection, session_id: int, reason: str, now: float) -> None:
     """`writes.end_open_session`: due for extraction if it has messages past its mark; its
     messages wait for no answer any more."""
+    end, params = sql.end_open_session(POSTGRES, session_id, reason, now)
     await conn.execute(
         "WITH answered AS (UPDATE messages SET unanswered = NULL "
-        "WHERE session_id = %s AND unanswered) "
-        "UPDATE sessions SET ended_at = %s, end_reason = %s, system_prompt = NULL, "
-        "extraction_due = CASE WHEN external_id IS NULL AND source <> ALL(%s) "
-        "AND extracted_through < coalesce((SELECT max(m.id) FROM messages m "
-        "WHERE m.session_id = sessions.id), 0) THEN TRUE ELSE extraction_due END WHERE id = %s",
-        (session_id, now, reason, list(INTERNAL_SOURCES), session_id),
+        f"WHERE session_id = %s AND unanswered) {end}",
+        (session_id, *params),
     )
 
 
@@ -319,20 +287,8 @@ async def start_child_session(
         await end_open_session(conn, parent_id, end_reason, now)
     made = await _one(
         conn,
-        "INSERT INTO sessions (source, user_key, chat_id, chat_type, thread_id, "
-        "session_key, model, title, started_at, parent_session_id, root_id, owner_token, "
-        "turns_since_memory, steps_since_skill) "
-        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
-        "ON CONFLICT DO NOTHING RETURNING id",
-        (
-            *parent[:6],
-            model or parent[6],
-            title or parent[7],
-            now,
-            parent_id,
-            *parent[8:9],
-            *parent[10:13],
-        ),
+        sql.INSERT_CHILD_SESSION.postgres,
+        child_session_row(parent, parent_id, now, model, title),
     )
     if made is None:
         raise SessionConflictError(f"session key {parent[5]!r} already has another open session")
@@ -348,11 +304,7 @@ async def migrate_chat(
     conn: Connection, source: str, old_chat_id: str, new_chat_id: str, now: float
 ) -> int:
     """`chats.migrate_chat`: the chat's sessions and routing keys under the new id."""
-    cursor = await conn.execute(
-        "SELECT id, session_key, chat_type, ended_at FROM sessions "
-        "WHERE source = %s AND chat_id = %s ORDER BY id FOR UPDATE",
-        (source, old_chat_id),
-    )
+    cursor = await conn.execute(sql.CHAT_SESSIONS.postgres, (source, old_chat_id))
     rows = await cursor.fetchall()
     for session_id, key, chat_type, ended_at in rows:
         prefix = f"{source}:{chat_type}:{old_chat_id}"
@@ -360,19 +312,12 @@ async def migrate_chat(
             key = f"{source}:{chat_type}:{new_chat_id}" + key[len(prefix) :]
         if ended_at is None and await _open_elsewhere(conn, key, session_id):
             await end_open_session(conn, session_id, "migrated", now)
-        await conn.execute(
-            "UPDATE sessions SET chat_id = %s, session_key = %s WHERE id = %s",
-            (new_chat_id, key, session_id),
-        )
+        await conn.execute(sql.MOVE_SESSION.postgres, (new_chat_id, key, session_id))
     return len(rows)
 
 
 async def _open_elsewhere(conn: Connection, key: str | None, session_id: int) -> bool:
-    row = await _one(
-        conn,
-        "SELECT 1 FROM sessions WHERE session_key = %s AND ended_at IS NULL AND id <> %s",
-        (key, session_id),
-    )
+    row = await _one(conn, sql.OPEN_ELSEWHERE.postgres, (key, session_id))
     return row is not None
 
 
@@ -380,35 +325,23 @@ async def queue(
     conn: Connection, session_key: str, user_key: str, source: str, payload: str, now: float
 ) -> int:
     """`inbox.queue`: one message kept for its busy session; its queue id."""
-    row = await _one(
-        conn,
-        "INSERT INTO inbox (session_key, user_key, source, payload, received_at) "
-        "VALUES (%s, %s, %s, %s, %s) RETURNING id",
-        (session_key, user_key, source, clean(payload), now),
-    )
+    row = await _one(conn, sql.QUEUE.postgres, (session_key, user_key, source, clean(payload), now))
     return int(row[0])
 
 
 async def drop_queued(conn: Connection, queue_id: int) -> None:
-    await conn.execute("DELETE FROM inbox WHERE id = %s", (queue_id,))
+    await conn.execute(sql.DROP_QUEUED.postgres, (queue_id,))
 
 
 async def mark_extracted(
     conn: Connection, session_id: int, through_message_id: int, *, finished: bool
 ) -> None:
     """`backlog.mark_extracted`: the mark only moves forward."""
-    await conn.execute(
-        "UPDATE sessions SET extracted_through = GREATEST(extracted_through, %s), "
-        "extraction_due = CASE WHEN %s THEN FALSE ELSE extraction_due END WHERE id = %s",
-        (int(through_message_id), finished, session_id),
-    )
+    await conn.execute(sql.MARK_EXTRACTED.postgres, (int(through_message_id), finished, session_id))
 
 
 async def reset_counters(conn: Connection, session_id: int) -> None:
-    await conn.execute(
-        "UPDATE sessions SET turns_since_memory = 0, steps_since_skill = 0 WHERE id = %s",
-        (session_id,),
-    )
+    await conn.execute(sql.RESET_COUNTERS.postgres, (session_id,))
 
 
 async def delete_user(conn: Connection, user_key: str) -> DeleteResult:
@@ -418,13 +351,8 @@ async def delete_user(conn: Connection, user_key: str) -> DeleteResult:
     check have committed and are deleted too.
     """
     await lock_person(conn, user_key, exclusive=True)
-    messages = await conn.execute(
-        "DELETE FROM messages WHERE session_id IN (SELECT id FROM sessions WHERE user_key = %s)",
-        (user_key,),
-    )
-    await conn.execute("DELETE FROM inbox WHERE user_key = %s", (user_key,))
-    await conn.execute(
-        "UPDATE sessions SET parent_session_id = NULL WHERE user_key = %s", (user_key,)
-    )
-    sessions = await conn.execute("DELETE FROM sessions WHERE user_key = %s", (user_key,))
+    messages = await conn.execute(sql.DELETE_USER_MESSAGES.postgres, (user_key,))
+    await conn.execute(sql.DELETE_USER_QUEUED.postgres, (user_key,))
+    await conn.execute(sql.UNLINK_USER_SESSIONS.postgres, (user_key,))
+    sessions = await conn.execute(sql.DELETE_USER_SESSIONS.postgres, (user_key,))
     return DeleteResult(sessions=sessions.rowcount, messages=messages.rowcount)

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from memory_core.scopes import ChatType, SearchScope
 from memory_core.sessions.models import SearchOptions
-from memory_core.sessions.sql import SQLITE, ScopeFilter
+from memory_core.sessions.sql import SQLITE
+from memory_core.sessions.sql.reads import active_sessions as active_sql
 
 
 @dataclass(frozen=True)
@@ -35,15 +36,6 @@ def active_sessions(
 ) -> tuple[list[SessionActivity], int]:
     """The conversations of `scope` with messages in the options' window, the latest
     active first, at most `options.limit` of them, and how many there are in all."""
-    where = ScopeFilter.build(SQLITE, scope, options)
-    rows = conn.execute(
-        "SELECT s.root_id, r.source, r.chat_type, r.started_at, min(m.timestamp), "
-        "max(m.timestamp), count(*), count(*) OVER () "
-        "FROM messages m JOIN sessions s ON s.id = m.session_id "
-        "JOIN sessions r ON r.id = s.root_id "
-        f"WHERE {where.sql} AND m.role IN ('user', 'assistant') "
-        "GROUP BY s.root_id ORDER BY max(m.timestamp) DESC, s.root_id DESC LIMIT ?",
-        (*where.params, max(1, options.limit)),
-    ).fetchall()
+    rows = conn.execute(*active_sql(SQLITE, scope, options)).fetchall()
     total = int(rows[0][-1]) if rows else 0
     return [SessionActivity(*row[:-1]) for row in rows], total

@@ -20,22 +20,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from memory_core.sessions.connection import transaction
-from memory_core.sessions.models import INTERNAL_SOURCES, BacklogEntry, ReviewDue
-
-_NOT_INTERNAL = f"source NOT IN ({', '.join(repr(s) for s in INTERNAL_SOURCES)})"
-
-# One row per session with its newest message and what is left to extract;
-# `{where}` picks the sessions, `{order}` sorts them.
-_ENTRIES = """
-SELECT * FROM (
-    SELECT s.id, s.session_key, s.user_key, s.chat_id, s.chat_type, s.thread_id, s.source,
-        s.ended_at, s.end_reason, s.extracted_through,
-        (SELECT max(m.id) FROM messages m WHERE m.session_id = s.id) AS last_id,
-        (SELECT max(m.timestamp) FROM messages m WHERE m.session_id = s.id) AS last_at,
-        (SELECT count(*) FROM messages m WHERE m.session_id = s.id AND m.id > s.extracted_through)
-    FROM sessions s WHERE {where}
-) WHERE {having} ORDER BY {order} LIMIT ?
-"""
+from memory_core.sessions.models import BacklogEntry, ReviewDue
+from memory_core.sessions.sql import SQLITE, reads, writes
 
 
 def backlog_entry(row: Sequence[Any]) -> BacklogEntry:
@@ -60,9 +46,7 @@ def backlog_entry(row: Sequence[Any]) -> BacklogEntry:
 
 def extraction_progress(conn: sqlite3.Connection, session_id: int) -> int | None:
     """The id of the last message extracted from a session (0: none); None: no such session."""
-    row = conn.execute(
-        "SELECT extracted_through FROM sessions WHERE id = ?", (session_id,)
-    ).fetchone()
+    row = conn.execute(reads.EXTRACTION_PROGRESS.sqlite, (session_id,)).fetchone()
     return None if row is None else int(row[0])
 
 
@@ -76,20 +60,13 @@ def mark_extracted(
     erased meanwhile is no error: there is nothing left to record.
     """
     with transaction(conn):
-        conn.execute(
-            "UPDATE sessions SET extracted_through = max(extracted_through, ?), "
-            "extraction_due = CASE WHEN ? THEN 0 ELSE extraction_due END WHERE id = ?",
-            (int(through_message_id), finished, session_id),
-        )
+        conn.execute(writes.MARK_EXTRACTED.sqlite, (int(through_message_id), finished, session_id))
 
 
 def reset_counters(conn: sqlite3.Connection, session_id: int) -> None:
     """Set both review counters of a session to 0 (a background review ran); no session: no-op."""
     with transaction(conn):
-        conn.execute(
-            "UPDATE sessions SET turns_since_memory = 0, steps_since_skill = 0 WHERE id = ?",
-            (session_id,),
-        )
+        conn.execute(writes.RESET_COUNTERS.sqlite, (session_id,))
 
 
 def pending_extractions(conn: sqlite3.Connection, limit: int = 100) -> list[BacklogEntry]:
@@ -98,12 +75,7 @@ def pending_extractions(conn: sqlite3.Connection, limit: int = 100) -> list[Back
     A due session with nothing pending (a quiet-time extraction got there
     first) is listed too: the caller marks it finished.
     """
-    sql = _ENTRIES.format(
-        where="s.extraction_due = 1 AND s.ended_at IS NOT NULL",
-        having="1",
-        order="ended_at, id",
-    )
-    return [backlog_entry(row) for row in conn.execute(sql, (max(1, limit),))]
+    return [backlog_entry(row) for row in conn.execute(*reads.pending_extractions(SQLITE, limit))]
 
 
 def quiet_sessions(conn: sqlite3.Connection, before: float, limit: int = 100) -> list[BacklogEntry]:
@@ -112,23 +84,13 @@ def quiet_sessions(conn: sqlite3.Connection, before: float, limit: int = 100) ->
     Imported and internal (review, extraction) sessions are left out; the
     least recently active come first.
     """
-    sql = _ENTRIES.format(
-        where=f"s.ended_at IS NULL AND s.external_id IS NULL AND s.{_NOT_INTERNAL}",
-        having="last_at < ? AND last_id > extracted_through",
-        order="last_at, id",
-    )
-    return [backlog_entry(row) for row in conn.execute(sql, (float(before), max(1, limit)))]
+    rows = conn.execute(*reads.quiet_sessions(SQLITE, before, limit))
+    return [backlog_entry(row) for row in rows]
 
 
 def reviews_due(
     conn: sqlite3.Connection, turns: int, steps: int, limit: int = 100
 ) -> list[ReviewDue]:
     """Open sessions whose counters reached `turns` or `steps` (0 turns that check off)."""
-    rows = conn.execute(
-        "SELECT id, session_key, user_key, turns_since_memory, steps_since_skill "
-        "FROM sessions WHERE ended_at IS NULL AND "
-        f"{_NOT_INTERNAL} AND ((? > 0 AND turns_since_memory >= ?) "
-        "OR (? > 0 AND steps_since_skill >= ?)) ORDER BY id LIMIT ?",
-        (turns, turns, steps, steps, max(1, limit)),
-    )
+    rows = conn.execute(*reads.reviews_due(SQLITE, turns, steps, limit))
     return [ReviewDue(int(r[0]), r[1], str(r[2]), int(r[3]), int(r[4])) for r in rows]

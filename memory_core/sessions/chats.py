@@ -17,10 +17,10 @@ import sqlite3
 
 from memory_core.sessions.connection import transaction
 from memory_core.sessions.models import SessionInfo, StoredMessage
-from memory_core.sessions.reads import MESSAGE_COLUMNS, SESSION_COLUMNS, stored_message
+from memory_core.sessions.reads import stored_message
+from memory_core.sessions.sql.reads import MESSAGE_COLUMNS, S_SESSION_COLUMNS, SESSION_WIDTH
+from memory_core.sessions.sql.writes import CHAT_SESSIONS, MOVE_SESSION, OPEN_ELSEWHERE
 from memory_core.sessions.writes import end_open_session
-
-_S_COLUMNS = ", ".join(f"s.{c.strip()}" for c in SESSION_COLUMNS.split(","))
 
 
 def unanswered(
@@ -36,15 +36,16 @@ def unanswered(
     answered."""
     one = "" if session_key is None else "AND s.session_key = ? "
     rows = conn.execute(
-        f"SELECT {_S_COLUMNS}, {MESSAGE_COLUMNS} FROM messages m "
+        f"SELECT {S_SESSION_COLUMNS}, {MESSAGE_COLUMNS} FROM messages m "
         "INDEXED BY messages_unanswered JOIN sessions s ON s.id = m.session_id "
         "WHERE m.unanswered IS NOT NULL AND s.ended_at IS NULL AND s.source = ? "
         f"AND m.timestamp >= ? {one}"
         "ORDER BY m.timestamp, m.id LIMIT ?",
         (source, since, *(() if session_key is None else (session_key,)), limit),
     ).fetchall()
-    width = len(SESSION_COLUMNS.split(","))
-    return [(SessionInfo(*row[:width]), stored_message(row[width:])) for row in rows]
+    return [
+        (SessionInfo(*row[:SESSION_WIDTH]), stored_message(row[SESSION_WIDTH:])) for row in rows
+    ]
 
 
 def migrate_chat(
@@ -58,11 +59,7 @@ def migrate_chat(
     extraction is not lost: it stays in the backlog like any ended session).
     """
     with transaction(conn):
-        rows = conn.execute(
-            "SELECT id, session_key, chat_type, ended_at FROM sessions "
-            "WHERE source = ? AND chat_id = ?",
-            (source, old_chat_id),
-        ).fetchall()
+        rows = conn.execute(CHAT_SESSIONS.sqlite, (source, old_chat_id)).fetchall()
         for session_id, key, chat_type, ended_at in rows:
             prefix = f"{source}:{chat_type}:{old_chat_id}"
             if key is not None and (key == prefix or key.startswith(prefix + ":")):
@@ -70,16 +67,10 @@ def migrate_chat(
             if ended_at is None and _open_elsewhere(conn, key, session_id):
                 # the new chat already has this conversation open: the old one ends here
                 end_open_session(conn, session_id, "migrated", now)
-            conn.execute(
-                "UPDATE sessions SET chat_id = ?, session_key = ? WHERE id = ?",
-                (new_chat_id, key, session_id),
-            )
+            conn.execute(MOVE_SESSION.sqlite, (new_chat_id, key, session_id))
     return len(rows)
 
 
 def _open_elsewhere(conn: sqlite3.Connection, key: str | None, session_id: int) -> bool:
-    row = conn.execute(
-        "SELECT 1 FROM sessions WHERE session_key = ? AND ended_at IS NULL AND id != ?",
-        (key, session_id),
-    ).fetchone()
+    row = conn.execute(OPEN_ELSEWHERE.sqlite, (key, session_id)).fetchone()
     return row is not None

@@ -25,6 +25,7 @@ import hashlib
 import sqlite3
 
 from memory_core.sessions.connection import transaction
+from memory_core.sessions.sql.writes import PRUNE_DELIVERIES
 
 KEEP = 2 * 24 * 3600.0  # seconds a delivery is remembered
 PRUNE_EVERY = 100  # one record in this many (per store) prunes the old ones
@@ -56,7 +57,7 @@ def first_delivery(conn: sqlite3.Connection, digest: bytes, now: float, prune: b
     `prune`: first delete the records older than `KEEP`, in the same transaction."""
     with transaction(conn):
         if prune:
-            conn.execute("DELETE FROM deliveries WHERE seen_at < ?", (now - KEEP,))
+            conn.execute(PRUNE_DELIVERIES.sqlite, (now - KEEP,))
         cursor = conn.execute(
             "INSERT INTO deliveries (digest, seen_at) VALUES (?, ?) ON CONFLICT DO NOTHING",
             (digest, now),

@@ -5,6 +5,9 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 
+from memory_core.sessions.sql import SQLITE
+from memory_core.sessions.sql import reads as sql
+
 
 @dataclass(frozen=True)
 class UserTotals:
@@ -17,27 +20,17 @@ class UserTotals:
 
 def user_totals(conn: sqlite3.Connection, user_key: str) -> UserTotals:
     """`user_key`'s sessions and messages (zero for a person the store never saw)."""
-    sessions, messages = conn.execute(
-        "SELECT count(DISTINCT s.id), count(m.id) FROM sessions s "
-        "LEFT JOIN messages m ON m.session_id = s.id WHERE s.user_key = ?",
-        (user_key,),
-    ).fetchone()
+    sessions, messages = conn.execute(sql.USER_TOTALS.sqlite, (user_key,)).fetchone()
     return UserTotals(user_key, int(sessions), int(messages))
 
 
 def all_user_totals(conn: sqlite3.Connection) -> list[UserTotals]:
     """Every person with a session, by user key."""
-    rows = conn.execute(
-        "SELECT s.user_key, count(DISTINCT s.id), count(m.id) FROM sessions s "
-        "LEFT JOIN messages m ON m.session_id = s.id GROUP BY s.user_key ORDER BY s.user_key"
-    ).fetchall()
+    rows = conn.execute(sql.all_user_totals(SQLITE)).fetchall()
     return [UserTotals(str(key), int(sessions), int(messages)) for key, sessions, messages in rows]
 
 
 def user_session_keys(conn: sqlite3.Connection, user_key: str) -> list[str]:
     """The routing keys of `user_key`'s sessions (to drop the ones a bot holds open)."""
-    rows = conn.execute(
-        "SELECT DISTINCT session_key FROM sessions WHERE user_key = ? AND session_key IS NOT NULL",
-        (user_key,),
-    ).fetchall()
+    rows = conn.execute(sql.USER_SESSION_KEYS.sqlite, (user_key,)).fetchall()
     return sorted(str(key) for (key,) in rows)

@@ -14,6 +14,8 @@ import sqlite3
 from dataclasses import dataclass
 
 from memory_core.sessions.connection import transaction
+from memory_core.sessions.sql.reads import QUEUED_OF_SESSION, QUEUED_OF_SOURCE
+from memory_core.sessions.sql.writes import DROP_QUEUED, QUEUE
 
 
 @dataclass(frozen=True)
@@ -38,27 +40,19 @@ def queue(
 ) -> int:
     """Keep one message for its session; its queue id."""
     with transaction(conn):
-        cursor = conn.execute(
-            "INSERT INTO inbox (session_key, user_key, source, payload, received_at) "
-            "VALUES (?, ?, ?, ?, ?)",
-            (session_key, user_key, source, payload, now),
-        )
+        cursor = conn.execute(QUEUE.sqlite, (session_key, user_key, source, payload, now))
     return int(cursor.lastrowid or 0)
 
 
 def drop(conn: sqlite3.Connection, queue_id: int) -> None:
     """Forget a waiting message once its turn stored it (a missing one is fine)."""
     with transaction(conn):
-        conn.execute("DELETE FROM inbox WHERE id = ?", (queue_id,))
+        conn.execute(DROP_QUEUED.sqlite, (queue_id,))
 
 
 def waiting(conn: sqlite3.Connection, source: str, limit: int = 1000) -> list[QueuedMessage]:
     """The messages of `source` still waiting, in the order they arrived."""
-    rows = conn.execute(
-        "SELECT id, session_key, user_key, source, payload, received_at FROM inbox "
-        "WHERE source = ? ORDER BY id LIMIT ?",
-        (source, limit),
-    ).fetchall()
+    rows = conn.execute(QUEUED_OF_SOURCE.sqlite, (source, limit)).fetchall()
     return [QueuedMessage(*row) for row in rows]
 
 
@@ -67,9 +61,5 @@ def for_session(
 ) -> list[QueuedMessage]:
     """The messages of `session_key` still waiting, in the order they arrived (by the
     `inbox_session` index: the other sessions' messages are not read)."""
-    rows = conn.execute(
-        "SELECT id, session_key, user_key, source, payload, received_at FROM inbox "
-        "WHERE session_key = ? ORDER BY id LIMIT ?",
-        (session_key, limit),
-    ).fetchall()
+    rows = conn.execute(QUEUED_OF_SESSION.sqlite, (session_key, limit)).fetchall()
     return [QueuedMessage(*row) for row in rows]

@@ -49,6 +49,9 @@ from typing import IO, Any, NamedTuple, cast
 from memory_core.errors import ImportFormatError, InvalidUserKeyError, SessionStoreError
 from memory_core.scopes import CHAT_TYPES
 from memory_core.sessions.models import ROLES
+from memory_core.sessions.sql.reads import EXPORT
+from memory_core.sessions.sql.reads import EXPORT_COLUMNS as EXPORT_COLUMNS  # the tests read it
+from memory_core.sessions.sql.reads import EXPORT_ORDER as EXPORT_ORDER
 from memory_core.user_keys import check_user_key
 
 MAX_LINE_BYTES = 4 << 20
@@ -425,28 +428,14 @@ def parse_bot_session_id(external_id: str) -> tuple[int, float] | None:
         return None
 
 
-EXPORT_COLUMNS = (
-    "s.external_id, s.id, s.started_at, s.user_key, s.source, s.chat_id, "
-    "s.chat_type, m.role, m.content, m.timestamp, m.speaker_name, m.tool_name, "
-    "m.tool_calls, m.tool_call_id"
-)
-"""What `export_line` reads from a row of sessions `s` joined with its messages `m`."""
-EXPORT_ORDER = "s.id, m.timestamp, m.id"
-
-
 def export_lines(conn: sqlite3.Connection, user_key: str) -> Iterable[str]:
     """Every message of one person, in the import format, one JSON line each (no newline)."""
-    rows = conn.execute(
-        f"SELECT {EXPORT_COLUMNS} FROM sessions s JOIN messages m ON m.session_id = s.id "
-        f"WHERE s.user_key = ? ORDER BY {EXPORT_ORDER}",
-        (user_key,),
-    )
-    for row in rows:
+    for row in conn.execute(EXPORT.sqlite, (user_key,)):
         yield export_line(row)
 
 
 def export_line(row: Sequence[Any]) -> str:
-    """One message row read with `EXPORT_COLUMNS` as an import-format JSON line."""
+    """One message row read with `sql.reads.EXPORT_COLUMNS` as an import-format JSON line."""
     external_id, session_id, started_at, *rest = row
     name = external_id if external_id is not None else bot_session_id(session_id, started_at)
     record: dict[str, object] = dict(zip(REQUIRED, [name, *rest[:7]], strict=True))

@@ -17,6 +17,8 @@ turns apart), in the same transaction; so does a fault line kept on it
 again when later messages follow it (its turn found it answered already, or
 overtaken) loses its mark too.
 `chats.unanswered` lists the marked messages.
+
+The statements shared with PostgreSQL's store are `memory_core.sessions.sql.writes`.
 """
 
 from __future__ import annotations
@@ -25,17 +27,19 @@ import re
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from memory_core.errors import InvalidMessageError, SessionConflictError, SessionNotFoundError
 from memory_core.sessions.connection import transaction
 from memory_core.sessions.models import (
-    INTERNAL_SOURCES,
     AppendResult,
     CounterUpdate,
     NewMessage,
     SessionOrigin,
 )
 from memory_core.sessions.schema import optimize_indexes, owner_token
+from memory_core.sessions.sql import SQLITE
+from memory_core.sessions.sql import writes as sql
 
 _INSERT_MESSAGE = """
 INSERT OR IGNORE INTO messages(session_id, role, content, tool_name, tool_calls, tool_call_id,
@@ -109,12 +113,12 @@ def append_messages(
 
 
 def _bump_counters(conn: sqlite3.Connection, session_id: int, update: CounterUpdate) -> None:
-    conn.execute(
-        "UPDATE sessions SET "
-        "turns_since_memory = CASE WHEN ? THEN 0 ELSE turns_since_memory END + ?, "
-        "steps_since_skill = CASE WHEN ? THEN 0 ELSE steps_since_skill END + ? WHERE id = ?",
-        (update.memory_written, update.turns, update.skill_written, update.steps, session_id),
-    )
+    conn.execute(sql.BUMP_COUNTERS.sqlite, (*counter_params(update), session_id))
+
+
+def counter_params(c: CounterUpdate) -> tuple[object, ...]:
+    """`sql.writes.BUMP_COUNTERS`' parameters before the session id (either backend)."""
+    return (c.memory_written, c.turns, c.skill_written, c.steps)
 
 
 def set_system_prompt(conn: sqlite3.Connection, session_id: int, prompt: str) -> str:
@@ -124,14 +128,12 @@ def set_system_prompt(conn: sqlite3.Connection, session_id: int, prompt: str) ->
     every request of the session starts with the same bytes.
     """
     with transaction(conn):
-        row = conn.execute(
-            "SELECT system_prompt FROM sessions WHERE id = ?", (session_id,)
-        ).fetchone()
+        row = conn.execute(sql.STORED_PROMPT.sqlite, (session_id,)).fetchone()
         if row is None:
             raise SessionNotFoundError(f"no session {session_id}")
         if row[0] is not None:
             return str(row[0])
-        conn.execute("UPDATE sessions SET system_prompt = ? WHERE id = ?", (prompt, session_id))
+        conn.execute(sql.SET_PROMPT.sqlite, (prompt, session_id))
     return prompt
 
 
@@ -142,11 +144,7 @@ def clear_system_prompts(conn: sqlite3.Connection, user_key: str) -> int:
     person removes a fact, no stored prompt may still carry it.
     """
     with transaction(conn):
-        cursor = conn.execute(
-            "UPDATE sessions SET system_prompt = NULL "
-            "WHERE user_key = ? AND ended_at IS NULL AND system_prompt IS NOT NULL",
-            (user_key,),
-        )
+        cursor = conn.execute(sql.CLEAR_PROMPTS.sqlite, (user_key,))
     return cursor.rowcount
 
 
@@ -156,8 +154,7 @@ def record_notice(conn: sqlite3.Connection, message_id: int, notice: str) -> boo
     mark goes: `chats.unanswered` skips it); no request ever carries the line."""
     with transaction(conn):
         cursor = conn.execute(
-            "UPDATE messages SET notice = ?, unanswered = NULL WHERE id = ? AND role = 'user'",
-            (without_lone_surrogates(notice), message_id),
+            sql.RECORD_NOTICE.sqlite, (without_lone_surrogates(notice), message_id)
         )
     return cursor.rowcount == 1
 
@@ -194,9 +191,7 @@ def _message_row(session_id: int, m: NewMessage, waits: bool = False) -> tuple[o
 
 def _existing_message_id(conn: sqlite3.Connection, session_id: int, m: NewMessage) -> int:
     row = conn.execute(
-        "SELECT id FROM messages WHERE session_id = ? AND "
-        "(platform_message_id = ? OR dedupe_key = ?)",
-        (session_id, m.platform_message_id, m.key),
+        sql.STORED_MESSAGE.sqlite, (session_id, m.platform_message_id, m.key)
     ).fetchone()
     return int(row[0])
 
@@ -204,10 +199,7 @@ def _existing_message_id(conn: sqlite3.Connection, session_id: int, m: NewMessag
 def _open_session(
     conn: sqlite3.Connection, origin: SessionOrigin, first_at: float
 ) -> tuple[int, bool]:
-    row = conn.execute(
-        "SELECT id, user_key, chat_id FROM sessions WHERE session_key = ? AND ended_at IS NULL",
-        (origin.session_key,),
-    ).fetchone()
+    row = conn.execute(sql.OPEN_SESSION.sqlite, (origin.session_key,)).fetchone()
     if row is not None:
         if (row[1], row[2]) != (origin.user_key, origin.chat_id):
             raise SessionConflictError(
@@ -215,13 +207,13 @@ def _open_session(
             )
         return int(row[0]), False
     cursor = conn.execute(
-        "INSERT INTO sessions(source, user_key, owner_token, chat_id, chat_type, thread_id, "
-        "session_key, title, model, started_at, parent_session_id) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        sql.INSERT_SESSION.sqlite,
         new_session_row(origin, first_at, _previous_session(conn, origin)),
     )
+    if cursor.rowcount != 1:  # the one writer found none open just above: never silent
+        raise SessionConflictError(f"session key {origin.session_key!r} could not be opened")
     session_id = int(cursor.lastrowid or 0)
-    conn.execute("UPDATE sessions SET root_id = id WHERE id = ?", (session_id,))
+    conn.execute(sql.ROOT_ITSELF.sqlite, (session_id,))
     return session_id, True
 
 
@@ -233,9 +225,7 @@ def _previous_session(conn: sqlite3.Connection, origin: SessionOrigin) -> int | 
     conversation.
     """
     row = conn.execute(
-        "SELECT id FROM sessions WHERE user_key = ? AND chat_id = ? AND session_key = ? "
-        "AND ended_at IS NOT NULL ORDER BY ended_at DESC, id DESC LIMIT 1",
-        (origin.user_key, origin.chat_id, origin.session_key),
+        sql.PREVIOUS_SESSION.sqlite, (origin.user_key, origin.chat_id, origin.session_key)
     ).fetchone()
     return None if row is None else int(row[0])
 
@@ -249,7 +239,7 @@ def end_session(conn: sqlite3.Connection, session_id: int, reason: str, now: flo
     extraction becomes due (see `backlog`).
     """
     with transaction(conn):
-        row = conn.execute("SELECT ended_at FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        row = conn.execute(sql.SESSION_END.sqlite, (session_id,)).fetchone()
         if row is None:
             raise SessionNotFoundError(f"no session {session_id}")
         if row[0] is None:
@@ -267,14 +257,7 @@ def end_open_session(conn: sqlite3.Connection, session_id: int, reason: str, now
         "WHERE session_id = ? AND unanswered IS NOT NULL",
         (session_id,),
     )
-    conn.execute(
-        "UPDATE sessions SET ended_at = ?, end_reason = ?, system_prompt = NULL, "
-        "extraction_due = CASE WHEN external_id IS NULL AND source NOT IN "
-        f"({', '.join('?' * len(INTERNAL_SOURCES))}) AND extracted_through < "
-        "coalesce((SELECT max(id) FROM messages WHERE session_id = sessions.id), 0) "
-        "THEN 1 ELSE extraction_due END WHERE id = ?",
-        (now, reason, *INTERNAL_SOURCES, session_id),
-    )
+    conn.execute(*sql.end_open_session(SQLITE, session_id, reason, now))
 
 
 def start_child_session(
@@ -317,28 +300,13 @@ def start_child_session(
         }
         if parent[9] is None:
             end_open_session(conn, parent_id, end_reason, now)
-        try:
-            cursor = conn.execute(
-                "INSERT INTO sessions(source, user_key, chat_id, chat_type, thread_id, "
-                "session_key, model, title, started_at, parent_session_id, root_id, owner_token, "
-                "turns_since_memory, steps_since_skill) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    *parent[:6],
-                    model or parent[6],
-                    title or parent[7],
-                    now,
-                    parent_id,
-                    parent[8],
-                    parent[10],
-                    parent[11],
-                    parent[12],
-                ),
-            )
-        except sqlite3.IntegrityError:
+        cursor = conn.execute(
+            sql.INSERT_CHILD_SESSION.sqlite, child_session_row(parent, parent_id, now, model, title)
+        )
+        if cursor.rowcount != 1:
             raise SessionConflictError(
                 f"session key {parent[5]!r} already has another open session"
-            ) from None
+            )
         child_id = int(cursor.lastrowid or 0)
         for message in messages:
             waits = message.role == "user" and message.platform_message_id in waiting - {None}
@@ -354,13 +322,10 @@ def delete_user(conn: sqlite3.Connection, user_key: str, *, purge: bool = True) 
     words leave the index segments too, and the WAL is checkpointed.
     """
     with transaction(conn):
-        messages = conn.execute(
-            "DELETE FROM messages WHERE session_id IN (SELECT id FROM sessions WHERE user_key = ?)",
-            (user_key,),
-        ).rowcount
-        conn.execute("DELETE FROM inbox WHERE user_key = ?", (user_key,))  # waiting messages
-        conn.execute("UPDATE sessions SET parent_session_id = NULL WHERE user_key = ?", (user_key,))
-        sessions = conn.execute("DELETE FROM sessions WHERE user_key = ?", (user_key,)).rowcount
+        messages = conn.execute(sql.DELETE_USER_MESSAGES.sqlite, (user_key,)).rowcount
+        conn.execute(sql.DELETE_USER_QUEUED.sqlite, (user_key,))  # waiting messages
+        conn.execute(sql.UNLINK_USER_SESSIONS.sqlite, (user_key,))
+        sessions = conn.execute(sql.DELETE_USER_SESSIONS.sqlite, (user_key,)).rowcount
         if purge and sessions:
             optimize_indexes(conn)
     if purge and sessions:
@@ -386,4 +351,20 @@ def new_session_row(
         origin.model,
         float(first_at),
         parent,
+    )
+
+
+def child_session_row(
+    parent: Sequence[Any], parent_id: int, now: float, model: str | None, title: str | None
+) -> tuple[object, ...]:
+    """`sql.writes.INSERT_CHILD_SESSION`'s values from the parent's row (read with
+    `start_child_session`'s columns), on either backend."""
+    return (
+        *parent[:6],
+        model or parent[6],
+        title or parent[7],
+        now,
+        parent_id,
+        parent[8],
+        *parent[10:13],
     )
