@@ -26,12 +26,12 @@ from memory_core.sessions.sql.edits import (
     EDITED_ROWS,
     PERSON_MESSAGES,
     PERSON_PROMPTS,
-    SCRUBBED_PROMPT,
     SESSION_TEXTS,
     drop_sessions,
     forgotten_copies,
     internal_sessions,
 )
+from memory_core.sessions.sql.writes import SET_PROMPT
 
 __all__ = ["edit_message", "forget_words"]
 
@@ -141,7 +141,7 @@ async def _scrub_prompts(conn: Connection, user_key: str, needles: Needles) -> i
     changed = 0
     for session_id, prompt in await _all(conn, PERSON_PROMPTS.postgres, (user_key,)):
         if needles.holds(prompt):
-            await conn.execute(SCRUBBED_PROMPT.postgres, (needles.scrub(prompt), session_id))
+            await conn.execute(SET_PROMPT.postgres, (needles.scrub(prompt), session_id))
             changed += 1
     return changed
 

@@ -34,12 +34,12 @@ from memory_core.sessions.sql.edits import (
     EDITED_ROWS,
     PERSON_MESSAGES,
     PERSON_PROMPTS,
-    SCRUBBED_PROMPT,
     SESSION_TEXTS,
     drop_sessions,
     forgotten_copies,
     internal_sessions,
 )
+from memory_core.sessions.sql.writes import SET_PROMPT
 from memory_core.sessions.writes import without_lone_surrogates
 
 
@@ -144,7 +144,7 @@ def _scrub_prompts(conn: sqlite3.Connection, user_key: str, needles: Needles) ->
     changed = 0
     for session_id, prompt in conn.execute(PERSON_PROMPTS.sqlite, (user_key,)).fetchall():
         if needles.holds(prompt):
-            conn.execute(SCRUBBED_PROMPT.sqlite, (needles.scrub(prompt), session_id))
+            conn.execute(SET_PROMPT.sqlite, (needles.scrub(prompt), session_id))
             changed += 1
     return changed
 

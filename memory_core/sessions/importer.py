@@ -67,6 +67,7 @@ from memory_core.sessions.sql.imports import (
     NAMED_SESSION,
     stored_messages,
 )
+from memory_core.sessions.sql.writes import ROOT_ITSELF
 
 STAGED_PREFIX = "~import "
 CHUNK_ROWS = 5000  # about 0.5 s of writing: the longest a live message waits for an import
@@ -225,7 +226,7 @@ class _StagedImport:
             ),
         )
         staged = int(cursor.lastrowid or 0)
-        self.conn.execute("UPDATE sessions SET root_id = id WHERE id = ?", (staged,))
+        self.conn.execute(ROOT_ITSELF.sqlite, (staged,))
         return staged
 
 

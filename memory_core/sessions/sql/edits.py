@@ -35,12 +35,12 @@ PERSON_MESSAGES = Statement(
     "m.speaker_name FROM messages m "
     "JOIN sessions s ON s.id = m.session_id WHERE s.user_key = ? ORDER BY m.id"
 )
-# A person's stored system prompts, locked on PostgreSQL.
+# A person's stored system prompts, locked on PostgreSQL (a scrubbed one is stored
+# with `writes.SET_PROMPT`).
 PERSON_PROMPTS = Statement(
     "SELECT id, system_prompt FROM sessions "
     "WHERE user_key = ? AND system_prompt IS NOT NULL ORDER BY id{for_update}"
 )
-SCRUBBED_PROMPT = Statement("UPDATE sessions SET system_prompt = ? WHERE id = ?")
 # What one session's messages say, and the tool calls they make.
 SESSION_TEXTS = Statement("SELECT content, tool_calls FROM messages WHERE session_id = ?")
 # Every message with a wrong count of its session (a sound store has none).
