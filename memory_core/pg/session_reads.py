@@ -90,8 +90,8 @@ async def unanswered(
     session_key: str | None = None,
 ) -> list[tuple[SessionInfo, StoredMessage]]:
     """`chats.unanswered`: every person's message of the open sessions (of `session_key`,
-    if given) not answered yet (by the partial index of the marked rows, ``WHERE
-    unanswered``; SQLite's, ``IS NOT NULL``, it names, hence a statement of each)."""
+    if given) not answered yet. A statement of each backend's: SQLite's names its partial
+    index (``INDEXED BY``), PostgreSQL's plans with its own (``WHERE unanswered``)."""
     one = "" if session_key is None else "AND s.session_key = %s "
     rows = await _all(
         conn,
