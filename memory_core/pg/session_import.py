@@ -63,7 +63,6 @@ from memory_core.sessions.jsonl import (
     parsed_batches,
 )
 from memory_core.sessions.query import SYMBOL_CLASS
-from memory_core.sessions.schema import owner_token
 from memory_core.sessions.sql import POSTGRES
 from memory_core.sessions.sql.imports import (
     BOT_SESSION,
@@ -71,6 +70,7 @@ from memory_core.sessions.sql.imports import (
     NAMED_SESSION,
     stored_messages,
 )
+from memory_core.sessions.word_index import owner_token
 
 __all__ = [
     "AFTER_BULK_LOAD",

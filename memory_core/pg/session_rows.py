@@ -29,13 +29,13 @@ from memory_core.pg.database import Connection, PgDatabase
 from memory_core.pg.search_text import index_documents
 from memory_core.pg.session_import import symbols_value
 from memory_core.sessions.dump import COLUMNS
-from memory_core.sessions.schema import owner_token
 from memory_core.sessions.sql.edits import (
     FLAG_COLUMNS,
     WRONG_MESSAGE_COUNTS,
     counted_rows,
     listed_rows,
 )
+from memory_core.sessions.word_index import owner_token
 
 __all__ = [
     "TABLES",

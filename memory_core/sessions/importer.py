@@ -57,7 +57,6 @@ from memory_core.sessions.schema import (
     create_insert_trigger,
     drop_insert_trigger,
     index_rows_after,
-    owner_token,
     recount_messages,
 )
 from memory_core.sessions.sql import SQLITE
@@ -68,6 +67,7 @@ from memory_core.sessions.sql.imports import (
     stored_messages,
 )
 from memory_core.sessions.sql.writes import ROOT_ITSELF
+from memory_core.sessions.word_index import owner_token
 
 STAGED_PREFIX = "~import "
 CHUNK_ROWS = 5000  # about 0.5 s of writing: the longest a live message waits for an import

@@ -37,7 +37,6 @@ transaction.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import sqlite3
 from collections.abc import Callable
@@ -52,6 +51,7 @@ from memory_core.sessions.word_index import (
     V10,
     about_words,
     fts_delete_all,
+    owner_token,
 )
 
 SCHEMA_VERSION = 13
@@ -395,19 +395,6 @@ CREATE INDEX deliveries_seen ON deliveries(seen_at);
 _V13 = """
 CREATE INDEX inbox_session ON inbox(session_key, id);
 """
-
-
-def owner_token(user_key: str) -> str:
-    """Three private-use characters derived from a user key: one word, one trigram.
-
-    Private-use characters are word characters for `unicode61` and fold to
-    themselves, and three of them are exactly one trigram, so the token is a
-    single term in both indexes. Two people could share a token (48 bits of
-    a hash); that costs speed, never privacy, because SQL checks the user key.
-    """
-    digest = hashlib.blake2b(user_key.encode("utf-8", "surrogatepass"), digest_size=6).digest()
-    value = int.from_bytes(digest, "big")
-    return "".join(chr(0xF0000 + ((value >> (16 * i)) & 0xFFFF) % 0xFFFE) for i in range(3))
 
 
 @dataclass(frozen=True)

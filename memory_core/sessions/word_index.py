@@ -25,6 +25,8 @@ message's time or speaker.
 
 from __future__ import annotations
 
+import hashlib
+
 from memory_core.sessions.date_words import date_words, date_words_sql
 from memory_core.sessions.query import CJK_RANGES, TermKind, cjk_words
 
@@ -187,3 +189,16 @@ def fts_delete_all(table: str) -> str:
     """FTS5's command that empties `table`: the word index before a rebuild, or the
     tokenizer's scratch table (`memory_core.pg.search_text`), contentless like it."""
     return f"INSERT INTO {table}({table}) VALUES ('delete-all')"
+
+
+def owner_token(user_key: str) -> str:
+    """Three private-use characters derived from a user key: one word, one trigram.
+
+    Private-use characters are word characters for `unicode61` and fold to
+    themselves, and three of them are exactly one trigram, so the token is a
+    single term in both indexes. Two people could share a token (48 bits of
+    a hash); that costs speed, never privacy, because SQL checks the user key.
+    """
+    digest = hashlib.blake2b(user_key.encode("utf-8", "surrogatepass"), digest_size=6).digest()
+    value = int.from_bytes(digest, "big")
+    return "".join(chr(0xF0000 + ((value >> (16 * i)) & 0xFFFF) % 0xFFFE) for i in range(3))

@@ -37,9 +37,10 @@ from memory_core.sessions.models import (
     NewMessage,
     SessionOrigin,
 )
-from memory_core.sessions.schema import optimize_indexes, owner_token
+from memory_core.sessions.schema import optimize_indexes
 from memory_core.sessions.sql import SQLITE
 from memory_core.sessions.sql import writes as sql
+from memory_core.sessions.word_index import owner_token
 
 _INSERT_MESSAGE = """
 INSERT OR IGNORE INTO messages(session_id, role, content, tool_name, tool_calls, tool_call_id,

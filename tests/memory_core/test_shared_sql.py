@@ -90,20 +90,19 @@ def _side(paths: list[Path]) -> dict[str, str]:
 
 
 def test_the_scanner_sees_both_stores_statements() -> None:
-    """The check below can fail: it reads a fair share of each store's SQL."""
-    assert len(_side(sqlite_modules())) > 40
-    assert len(_side(postgres_modules())) > 40
+    """The checks below can fail: they read each store's own SQL (what is not shared:
+    full-text lookups, row writes with their index columns, schema, bulk loads)."""
+    assert len(_side(sqlite_modules())) > 25
+    assert len(_side(postgres_modules())) > 25
     assert normal("SELECT a FROM t WHERE id = %s") == normal("select a\n  from t where id = ?")
 
 
-@pytest.mark.xfail(reason="issue 38: statements still being moved", strict=True)
 def test_no_statement_is_written_for_both_backends() -> None:
     lite, pg = _side(sqlite_modules()), _side(postgres_modules())
     copies = [f"{lite[t]} and {pg[t]}: {t[:100]}" for t in sorted(lite.keys() & pg.keys())]
     assert not copies, "written twice; move to memory_core.sessions.sql:\n" + "\n".join(copies)
 
 
-@pytest.mark.xfail(reason="issue 38: statements still being moved", strict=True)
 def test_no_statement_is_a_near_copy_of_the_other_backends() -> None:
     lite, pg = _side(sqlite_modules()), _side(postgres_modules())
     near = []

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 from memory_core.scopes import SearchScope
 from memory_core.sessions.models import INTERNAL_SOURCES, SearchOptions
-from memory_core.sessions.schema import owner_token
 from memory_core.sessions.sql.dialect import Dialect
+from memory_core.sessions.word_index import owner_token
 
 
 def scope_sql(dialect: Dialect, scope: SearchScope, alias: str = "s") -> tuple[str, list[object]]:

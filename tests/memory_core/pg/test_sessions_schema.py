@@ -11,7 +11,7 @@ from psycopg import errors
 from memory_core.pg.database import PgDatabase
 from memory_core.pg.session_rows import check_rows
 from memory_core.pg.sessions_schema import COMPONENT, FILL_BATCH, SESSION_MIGRATIONS
-from memory_core.sessions.schema import owner_token
+from memory_core.sessions.word_index import owner_token
 
 
 async def _rows(db: PgDatabase, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from memory_core.scopes import SearchScope
 from memory_core.sessions.db import SessionDB
-from memory_core.sessions.schema import SCHEMA_VERSION, migrate, owner_token, schema_version
-from memory_core.sessions.word_index import about_words, about_words_sql
+from memory_core.sessions.schema import SCHEMA_VERSION, migrate, schema_version
+from memory_core.sessions.word_index import about_words, about_words_sql, owner_token
 from tests.memory_core.sessions.helpers import message, origin
 
 ME = SearchScope("telegram-1")
