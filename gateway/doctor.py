@@ -2,9 +2,10 @@
 
 The checks (`gateway.doctor_checks`) cover the configuration, the data dir,
 the skills folder, the storage (SQLite, or PostgreSQL with `storage.url`), the
-model endpoints, Telegram and Discord. Each one prints one line, ``ok`` or
-``FAIL`` with the reason, or, as JSON, one object ``{name, ok, detail}`` of a
-list; the result is False when any check failed.
+model endpoints, Telegram and Discord. Each one prints one line, ``ok``, ``warn``
+(passed, with something to know) or ``FAIL`` with the reason, or, as JSON, one
+object ``{name, ok, detail, warning}`` of a list; the result is False when any
+check failed.
 Secrets never appear: credentials in a URL (``OPENAI_BASE_URL`` may hold
 ``https://user:key@host/v1``) are masked in every line, including error text
 from a client that repeats the URL, and so are the API key and bot tokens.
@@ -38,7 +39,7 @@ def run_checks(config: Config, timeout: float, spend: bool = True) -> list[Check
     ]
     given = (config.llm.api_key, config.telegram.token, config.discord.token)
     secrets = [s for s in given if s and len(s) >= 6]  # a shorter one would mangle words
-    return [Check(c.name, c.ok, _masked(c.detail, secrets)) for c in checks]
+    return [Check(c.name, c.ok, _masked(c.detail, secrets), c.warning) for c in checks]
 
 
 def run_doctor(
@@ -56,7 +57,8 @@ def run_doctor(
         echo(as_json([asdict(c) for c in checks]))
     else:
         for check in checks:
-            echo(f"{'ok  ' if check.ok else 'FAIL'} {check.name}: {check.detail}")
+            mark = "FAIL" if not check.ok else "warn" if check.warning else "ok  "
+            echo(f"{mark} {check.name}: {check.detail}")
     return all(check.ok for check in checks)
 
 

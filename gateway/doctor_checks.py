@@ -32,6 +32,7 @@ class Check:
     name: str
     ok: bool
     detail: str
+    warning: bool = False  # passed, with something the operator should know
 
 
 @dataclass(frozen=True)
@@ -111,14 +112,18 @@ async def check_model(name: str, target: ModelTarget, timeout: float, spend: boo
         timeout=timeout,
         max_retries=0,
     )
+    warning = False
     try:
-        detail = await (_one_token(client, target) if spend else _listed(client, target))
+        if spend:
+            detail = await _one_token(client, target)
+        else:
+            detail, warning = await _listed(client, target)
     except ModelError as exc:
         detail = await _model_failure(client, target, exc, spend)
         return Check(name, False, f"{target.base_url}: {detail}")
     finally:
         await client.close()
-    return Check(name, True, f"{target.base_url}: {detail}")
+    return Check(name, True, f"{target.base_url}: {detail}", warning)
 
 
 async def _one_token(client: ModelClient, target: ModelTarget) -> str:
@@ -127,11 +132,19 @@ async def _one_token(client: ModelClient, target: ModelTarget) -> str:
     return f"model {target.model!r} answered a one-token chat completion"
 
 
-async def _listed(client: ModelClient, target: ModelTarget) -> str:
+async def _listed(client: ModelClient, target: ModelTarget) -> tuple[str, bool]:
+    """What the model list says, and whether it is only a warning: a model missing from
+    the list may still be answered (many compatible servers answer any name they are
+    given), so only a completion can say it is not served, and this spends none."""
     served = await client.served_models()
-    if target.model not in served:
-        raise ModelNotServedError(served)
-    return f"answers with the key; model {target.model!r} is listed"
+    if target.model in served:
+        return f"answers with the key; model {target.model!r} is listed", False
+    return (
+        f"answers with the key, but {_not_served(target.model, served).removeprefix('model ')}"
+        "; some servers answer models they do not list: `mnemo doctor` without --no-spend "
+        "asks for one token",
+        True,
+    )
 
 
 async def _model_failure(

@@ -334,17 +334,34 @@ def test_a_missing_key_says_to_set_one(tmp_path: Path) -> None:
     ]
 
 
-@pytest.mark.parametrize("spend", [True, False], ids=["completion", "no-spend"])
-def test_a_model_not_served_lists_what_is(tmp_path: Path, spend: bool) -> None:
+def test_a_model_not_served_lists_what_is(tmp_path: Path) -> None:
     served = FakeOpenAI(model_ids=("llama3.1:8b", "qwen2.5"), listed_only=True)
-    flags = () if spend else ("--", "--no-spend")
     with serving_in_thread(served) as fake:
-        result = doctor(fake.url + "/v1", tmp_path / "data", *flags)
+        result = doctor(fake.url + "/v1", tmp_path / "data")
     assert result.exit_code == 1
     assert failed(result) == [
         f"FAIL model: {fake.url}/v1: model 'gpt-4o-mini' is not served; "
         "it serves llama3.1:8b, qwen2.5 (llm.model)"
     ]
+
+
+@pytest.mark.parametrize("listed_only", [True, False], ids=["refuses", "answers-anyway"])
+def test_no_spend_warns_of_an_unlisted_model_and_passes(tmp_path: Path, listed_only: bool) -> None:
+    """Many compatible servers answer a model they do not list, and then `doctor` passes:
+    `--no-spend` cannot tell the two apart without a completion, so it warns and passes."""
+    served = FakeOpenAI(
+        model_ids=("llama3.1:8b", "qwen2.5"), listed_only=listed_only, echo_when_idle=True
+    )
+    with serving_in_thread(served) as fake:
+        spent = doctor(fake.url + "/v1", tmp_path / "data")
+        listed = doctor(fake.url + "/v1", tmp_path / "data", "--", "--no-spend")
+    assert spent.exit_code == (1 if listed_only else 0), spent.output
+    assert listed.exit_code == 0, listed.output
+    assert (
+        f"warn model: {fake.url}/v1: answers with the key, but 'gpt-4o-mini' is not served; "
+        "it serves llama3.1:8b, qwen2.5 (llm.model); some servers answer models they do not "
+        "list: `mnemo doctor` without --no-spend asks for one token"
+    ) in lines(listed.stdout)
 
 
 def test_the_auxiliary_model_is_checked_when_configured_apart(tmp_path: Path) -> None:
@@ -483,7 +500,7 @@ def test_json_lists_the_same_checks(fake: FakeOpenAI, tmp_path: Path) -> None:
     assert [c["name"] for c in checks] == [
         "config", "data dir", "skills", "storage", "model", "telegram", "discord",
     ]  # fmt: skip
-    assert all(set(c) == {"name", "ok", "detail"} for c in checks)
+    assert all(set(c) == {"name", "ok", "detail", "warning"} for c in checks)
     assert [c["name"] for c in checks if not c["ok"]] == ["skills"]
     assert checks[2]["detail"] == f"{missing} does not exist (skills.dir, MNEMO_SKILLS_DIR)"
     text = doctor(fake.url + "/v1", tmp_path / "data", MNEMO_SKILLS_DIR=str(missing)).stdout
