@@ -27,7 +27,7 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from gateway.errors import MediaDownloadError
 from gateway.i18n import N_, Catalogs, Translator
@@ -174,17 +174,21 @@ class ConsoleAdapter:
                 loop.call_soon_threadsafe(self._lines.put_nowait, None)
 
     async def _serve(self, inbox: Inbox) -> None:
+        ahead: asyncio.Future[str | None] | None = None  # a line read while answering
         try:
             while not self._stopped:
-                line = await self._next_line()
+                line = await (ahead or self._next_line())
+                ahead = None
                 if line is None or self._stopped:
                     return
                 text = line.strip()
                 if text in QUIT_WORDS:
                     return
                 if text:
-                    await self._answer(inbox, text)
+                    ahead = await self._answer(inbox, text)
         finally:
+            if ahead is not None:
+                ahead.cancel()
             self.done.set()
 
     async def _next_line(self) -> str | None:
@@ -197,12 +201,11 @@ class ConsoleAdapter:
         self._want.set()
         return await self._lines.get()
 
-    async def _answer(self, inbox: Inbox, text: str) -> None:
-        """Hand one line to the inbox; on a terminal, Ctrl-C meanwhile sends ``/stop``
-        (once), which the application answers at once, even while the reply is written."""
-        if self._terminal is None:
-            await inbox.handle(self._message(text), ConsoleSink(self._out))
-            return
+    async def _answer(self, inbox: Inbox, text: str) -> asyncio.Future[str | None] | None:
+        """Hand one line to the inbox. While the reply is written, ``/stop`` typed (or,
+        on a terminal, Ctrl-C) is sent at once, which the application answers even while
+        the reply streams; another line read meanwhile waits for the reply to end and is
+        returned (a pipe's next line), the keys typed ahead on a terminal for its prompt."""
         stopping: list[asyncio.Task[None]] = []
 
         def interrupt() -> None:
@@ -211,10 +214,34 @@ class ConsoleAdapter:
                 stop = inbox.handle(self._message(STOP_TEXT), ConsoleSink(self._out, "\n"))
                 stopping.append(asyncio.create_task(stop, name="console-stop"))
 
-        with self._terminal.watching(interrupt):
-            await inbox.handle(self._message(text), ConsoleSink(self._out))
-            for task in stopping:  # its line ("Stopped.") before the next prompt
-                await task
+        reply = asyncio.ensure_future(inbox.handle(self._message(text), ConsoleSink(self._out)))
+        if self._terminal is not None:
+            with self._terminal.watching(interrupt, STOP_TEXT):
+                await reply
+        else:
+            ahead = await self._read_while(reply, interrupt)
+        for task in stopping:  # its line ("Stopped.") before the next prompt
+            await task
+        return None if self._terminal is not None else ahead
+
+    async def _read_while(
+        self, reply: asyncio.Future[None], interrupt: Callable[[], None]
+    ) -> asyncio.Future[str | None]:
+        """Read lines until `reply` is done: ``/stop`` interrupts it; any other line (or
+        the end of input) is kept, unread further, for after the reply."""
+        ahead: asyncio.Future[str | None] = asyncio.ensure_future(self._next_line())
+        while not reply.done():
+            either: set[asyncio.Future[Any]] = {reply, ahead}
+            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+            if reply.done() or not ahead.done():
+                break
+            line = ahead.result()
+            if line is None or line.strip() != STOP_TEXT:
+                break  # kept for after the reply
+            interrupt()
+            ahead = asyncio.ensure_future(self._next_line())
+        await reply
+        return ahead
 
     def _message(self, text: str) -> InboundMessage:
         return InboundMessage(

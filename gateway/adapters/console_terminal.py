@@ -66,15 +66,26 @@ class ConsoleTerminal:
             return None
 
     @contextlib.contextmanager
-    def watching(self, on_interrupt: Callable[[], None]) -> Iterator[None]:
-        """For the block (a reply being written), call `on_interrupt` at each Ctrl-C; the
-        other keys typed meanwhile go to the next prompt, as a shell's typing ahead."""
+    def watching(self, on_interrupt: Callable[[], None], stop_word: str) -> Iterator[None]:
+        """For the block (a reply being written), call `on_interrupt` at each Ctrl-C and
+        at a line `stop_word` typed and entered (it goes nowhere else); the other keys
+        typed meanwhile go to the next prompt, as a shell's typing ahead."""
         keys = self._session.input
+        line_start = len(self._typed_ahead)  # where the line being typed ahead begins
 
         def ready() -> None:
+            nonlocal line_start
             for press in keys.read_keys():
                 if press.key == Keys.ControlC:
                     on_interrupt()
+                elif press.key in (Keys.ControlM, Keys.ControlJ):
+                    typed = "".join(p.data for p in self._typed_ahead[line_start:])
+                    if typed.strip() == stop_word:
+                        del self._typed_ahead[line_start:]
+                        on_interrupt()
+                    else:
+                        self._typed_ahead.append(press)
+                        line_start = len(self._typed_ahead)
                 else:
                     self._typed_ahead.append(press)
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +16,7 @@ from memory_core import SearchScope, SessionDB
 from tests.fakes.base import serving_in_thread
 from tests.fakes.openai import FakeOpenAI, Fault, ToolCall
 from tests.gateway.processes import run_mnemo
+from tests.timing import scaled, wait_until_sync
 
 USER = "ada"
 USER_KEY = f"console-{USER}"
@@ -203,3 +206,34 @@ def test_the_banner_follows_the_persons_own_language_at_the_next_start(
     banner = chat(config).splitlines()[0]
     assert "控制台" in banner and "Type a message" not in banner
     assert chat(config_for(fake, tmp_path / "other")).startswith("Mnemo console.")
+
+
+def test_a_typed_stop_during_a_reply_stops_it_and_the_chat_goes_on(
+    fake: FakeOpenAI, tmp_path: Path
+) -> None:
+    """A pipe (no terminal): ``/stop`` read while a reply streams is sent at once, not
+    after the reply ends (which answered "Nothing is being written right now")."""
+    fake.say("Once upon a time there was a very long story that never ended")
+    fake.fail_next(Fault.stall(after=2))  # the first words, then the model goes quiet
+    fake.say("Here is a short one.")
+    config = config_for(fake, tmp_path / "data")
+    out = io.StringIO()
+    read, write = os.pipe()
+    with open(read, encoding="utf-8") as stdin, open(write, "w", encoding="utf-8") as typed:
+        kwargs = {"stdin": stdin, "stdout": out, "user_id": USER}
+        console = threading.Thread(target=run_console, args=(config,), kwargs=kwargs)
+        console.start()
+        typed.write("tell me a story\n")
+        typed.flush()
+        wait_until_sync(lambda: fake.stalled == 1 and "Once" in out.getvalue())
+        typed.write("/stop\n")
+        typed.flush()
+        wait_until_sync(lambda: "Stopped." in out.getvalue(), what="the stop's answer")
+        typed.write("a short one then\n")
+        typed.flush()
+        wait_until_sync(lambda: "Here is a short one." in out.getvalue())
+    console.join(scaled(20))
+    assert not console.is_alive()
+    text = out.getvalue()
+    assert "never ended" not in text and "Nothing is being written" not in text
+    assert [role for role, _ in stored(tmp_path / "data")].count("user") == 2  # not "/stop"

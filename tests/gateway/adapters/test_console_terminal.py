@@ -138,6 +138,21 @@ async def test_ctrl_c_during_a_reply_stops_it_at_once_and_the_chat_goes_on(
     await wait_until(lambda: "Here is a short one." in console.shown())
 
 
+async def test_stop_typed_during_a_reply_stops_it_and_other_typing_waits_for_the_prompt(
+    fake: FakeOpenAI, console: Console
+) -> None:
+    fake.say("Once upon a time there was a very long story that never ended")
+    fake.fail_next(Fault.stall(after=2))
+    console.type("tell me a story" + ENTER)
+    await wait_until(lambda: fake.stalled == 1 and "Once" in console.shown())
+    console.type("/stop" + ENTER + "and then")  # a stop, then the start of the next line
+    await wait_until(lambda: "Stopped." in console.shown(), timeout=2)
+    await wait_until(lambda: console.at_prompt("and then"))
+    assert "never ended" not in console.shown()
+    assert "Nothing is being written" not in console.shown()
+    assert not console.adapter.done.is_set()
+
+
 async def test_ctrl_c_at_an_empty_prompt_ends_the_chat(console: Console) -> None:
     console.type(CTRL_C)
     await asyncio.wait_for(console.run, 10)
