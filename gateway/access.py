@@ -21,10 +21,9 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
 
 from gateway.config import Config
-from gateway.errors import AccessListError
+from gateway.errors import AccessListError, Translates
 from gateway.i18n import N_
 from gateway.messages import ReplySink
 from gateway.pairing import CODE_TTL, AccessList
@@ -47,10 +46,6 @@ REFUSED_CODE_LINE = N_(
 )
 
 
-class _Translates(Protocol):
-    def _(self, message: str, **values: Any) -> str: ...
-
-
 @dataclass(frozen=True)
 class Decision:
     """Whether to serve a person, and the line to send them when refused (None: stay
@@ -60,7 +55,7 @@ class Decision:
     reply: str | None = None
     values: Mapping[str, str] = field(default_factory=dict)
 
-    def line(self, locale: _Translates) -> str:
+    def line(self, locale: Translates) -> str:
         """The refusal in `locale`'s language ("" when there is none)."""
         return "" if self.reply is None else locale._(self.reply, **self.values)
 
@@ -152,7 +147,7 @@ class AccessPolicy:
             return refusal(platform, user_id)
         return refusal(platform, user_id, code)
 
-    async def refuse(self, decision: Decision, sink: ReplySink, locale: _Translates) -> None:
+    async def refuse(self, decision: Decision, sink: ReplySink, locale: Translates) -> None:
         """Send `decision`'s refusal line on `sink` (nothing for a silent one), at most
         `REFUSALS_AT_ONCE` at a time: the others wait their turn, not the people let in,
         and without showing typing meanwhile (an empty reply ends it, sending nothing)."""

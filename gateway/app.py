@@ -91,16 +91,16 @@ class Services:
     new_manager: ManagerFactory
     locales: PersonLocales
     """Each person's language, time zone and notice mode, and the bot's clock."""
+    locks: SessionLocks
+    """One turn at a time per session (`Storage.locks`: every replica's on PostgreSQL)."""
+    jobs: JobQueue
+    """Where background jobs are claimed (`Storage.jobs`)."""
+    access: AccessList
+    """The people let in without a restart (`Storage.document(ACCESS_FILE)`: every
+    replica's on PostgreSQL)."""
     persona: str | None = None  # the operator's persona text (`persona_file`)
     transcriber: ModelClient | None = None
     """Voice notes to text (``media.transcription``); None: the model is unset."""
-    locks: SessionLocks | None = None
-    """One turn at a time per session (`Storage.locks`); None: this process's own."""
-    jobs: JobQueue | None = None
-    """Where background jobs are claimed (`Storage.jobs`); None: a queue of this process."""
-    access: AccessList | None = None
-    """The people let in without a restart (`Storage.document(ACCESS_FILE)`: every
-    replica's on PostgreSQL); None: the configuration's lists only, no pairing codes."""
     documents: Documents | None = None
     """The documents every replica shares (`Storage.document` of shared storage), where
     pending choices and erasures are kept; None: in this process (SQLite)."""

@@ -116,7 +116,9 @@ class RecallArgumentError(GatewayError):
     """A history search was asked with a bad query, date or limit; the message says which."""
 
 
-class _Translates(Protocol):
+class Translates(Protocol):
+    """Anything that gives a catalog message in a person's language (`PersonLocale`)."""
+
     def _(self, message: str, **values: Any) -> str: ...
 
 
@@ -132,7 +134,7 @@ class _PersonLine:
         self.values = values
         self.detail = detail
 
-    def line(self, locale: _Translates) -> str:
+    def line(self, locale: Translates) -> str:
         """The line in `locale`'s language (English when it is not a catalog message)."""
         return locale._(self.message_id, **self.values)
 

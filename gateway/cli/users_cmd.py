@@ -59,8 +59,7 @@ async def _forget_waiting(services: Services, user_key: str) -> None:
     """What the running bot keeps about `user_key` besides the stores: their background
     jobs, and (shared by replicas) the choices offered to them and a /forget all waiting
     for its confirmation, whose texts are theirs."""
-    if services.jobs is not None:
-        await services.jobs.forget_person(user_key)
+    await services.jobs.forget_person(user_key)
     PendingChoices.over(services.documents).withdraw(user_key)
     PendingErasures.over(services.documents).take(user_key)
 

@@ -28,7 +28,7 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from gateway.commands import memory_history as history
+import gateway.commands.memory_history as history
 from gateway.commands.choices import PendingChoices
 from gateway.commands.registry import (
     Command,

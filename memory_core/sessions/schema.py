@@ -50,7 +50,6 @@ from memory_core.sessions.word_index import (
     INSERT_TRIGGER,
     V10,
     about_words,
-    fts_delete_all,
     owner_token,
 )
 
@@ -535,13 +534,6 @@ def recount_messages(conn: sqlite3.Connection, session_ids: list[int]) -> None:
         "(SELECT count(*) FROM messages WHERE session_id = sessions.id) WHERE id = ?",
         [(i,) for i in session_ids],
     )
-
-
-def rebuild_indexes(conn: sqlite3.Connection) -> None:
-    """Rebuild both full-text indexes from the messages table."""
-    conn.execute(fts_delete_all(WORD_INDEX))
-    conn.execute(INDEX_WORDS_AFTER, (-1,))  # the function's value: faster than the view's
-    conn.execute(f"INSERT INTO {TRIGRAM_INDEX}({TRIGRAM_INDEX}) VALUES ('rebuild')")
 
 
 def optimize_indexes(conn: sqlite3.Connection) -> None:
