@@ -31,24 +31,40 @@ and are not entries. Entries are sorted into:
   callback the event loop runs) into a module entered before.
 
 "Returns into a module already left" = calls back up the stack + re-entries.
-Last, per module, how often control came back into it from a call it made
+Then, per module, how often control came back into it from a call it made
 into another module, and into how many modules it called: the hubs of the walk.
+
+Last, the walk between the gateway's stations, the figure issue 39 sets a goal
+for: a *station* is a gateway module the walk entered that calls on into
+another module (one that only answers, a value or a helper, is not one; nor is
+the memory library below), and its returns are the distinct (caller module,
+callee station) pairs, both in gateway/, of the calls back up the stack and the
+re-entries above, each with its kind and the functions entered.
 Each counted entry is listed as `caller_module.func -> callee_module.func`
 with how often it happened; streamed chunks repeat an edge, so the total is
 also given with each edge counted once. Module names drop the package prefix
 ("gateway." / "memory_core." stay, "__init__" becomes the package).
 
+`--storage sqlite` (the default) walks the embedded store; `--storage
+embedded` (the test extras' PostgreSQL, started here) or a postgresql:// URL
+walks PostgreSQL as replica 0 of 2 (`replicas.count` 2): shared session locks,
+and every message queued first and answered in order (`gateway.replicas`).
+
     python bench/message_walk.py
+    python bench/message_walk.py --storage embedded
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import contextlib
 import dis
 import logging
 import sys
 import tempfile
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -183,6 +199,24 @@ class Walk:
         print("(3) returns into each caller from the modules it called, the ten most:")
         for module, times in back.most_common(10):
             print(f"      {times:4} x into {module:40} (calls {len(fan_out[module])} modules)")
+        self._stations(fan_out)
+
+    def _stations(self, fan_out: dict[str, set[str]]) -> None:
+        """The walk between the gateway's stations (see the docstring)."""
+        stations = [m for m in self.modules if m.startswith("gateway") and fan_out.get(m)]
+        returns: dict[tuple[str, str], tuple[str, Counter[str]]] = {}
+        for kind in ("callback", "reentry"):
+            for edge, times in self.kinds[kind].items():
+                caller, callee = self.pairs[edge]
+                if caller.startswith("gateway") and callee in stations:
+                    _, entered = returns.setdefault((caller, callee), (kind, Counter()))
+                    entered[edge.split(" -> ")[1].removeprefix(callee + ".")] += times
+        print(f"(4) {len(stations)} stations, in order of first visit: {', '.join(stations)}")
+        print(f"    {len(returns)} returns into a station already left:")
+        for (caller, callee), (kind, entered) in returns.items():
+            names = ", ".join(f"{n}{f' x{t}' if t > 1 else ''}" for n, t in entered.items())
+            kind_name = "callback" if kind == "callback" else "re-entry"
+            print(f"      {kind_name:8} {caller} -> {callee}: {names}")
 
 
 class TracingTelegram(FakeTelegram):
@@ -224,7 +258,7 @@ async def settle(tg: TracingTelegram, conversations: Conversations, chat: int, n
     await asyncio.sleep(0.5)
 
 
-async def run(home: Path) -> None:
+async def run(home: Path, database_url: str | None) -> None:
     config_file = home / "mnemo.yaml"
     config_file.write_text("telegram: {allowed_users: ['*'], edit_interval: 0.05}\n")
     async with TracingTelegram() as tg, FakeOpenAI(echo_when_idle=True) as model:
@@ -234,12 +268,16 @@ async def run(home: Path) -> None:
             "MNEMO_SKILLS_DIR": str(ROOT / "skills"),
             "TELEGRAM_BOT_TOKEN": TOKEN,
         }
+        if database_url is not None:  # replica 0 of 2: the replicas' path
+            env |= {"MNEMO_DATABASE_URL": database_url, "MNEMO_REPLICA_COUNT": "2"}
         config = load_config(config_file, environ=env)
         urls = {"base_url": tg.url + "/bot", "base_file_url": tg.url + "/file/bot"}
         config = config.model_copy(update={"telegram": config.telegram.model_copy(update=urls)})
         async with open_services(config) as services:
             conversations = build_conversations(services, AccessPolicy.everyone())
             adapter = TelegramAdapter(config.telegram, poll_timeout=10)
+            if conversations.order is not None:  # as `gateway.service` does
+                conversations.order.serve_platform(adapter.platform, adapter.reply_sink)
             await adapter.start(conversations, conversations.menu)
             try:
                 tg.inject_text(7, 7, "warming up")
@@ -256,11 +294,31 @@ async def run(home: Path) -> None:
     second.report("the same person's second message")
 
 
+@contextlib.contextmanager
+def database(storage: str) -> Iterator[str | None]:
+    """None for SQLite, else the URL of a fresh schema on `storage`'s PostgreSQL."""
+    if storage == "sqlite":
+        yield None
+        return
+    from pg_server import pg_schema, server_version
+
+    with pg_schema(storage) as url:
+        print(f"storage: {server_version(url)}, replica 0 of 2")
+        yield url
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument(
+        "--storage",
+        default="sqlite",
+        help="sqlite (default), or 'embedded' or a postgresql:// URL: PostgreSQL, replicas",
+    )
+    args = parser.parse_args()
     print(describe())
     logging.basicConfig(level=logging.WARNING)
-    with tempfile.TemporaryDirectory() as tmp:
-        asyncio.run(run(Path(tmp)))
+    with database(args.storage) as url, tempfile.TemporaryDirectory() as tmp:
+        asyncio.run(run(Path(tmp), url))
     print(f"\n{describe()}")
 
 
