@@ -2,11 +2,13 @@
 
 `measured_seconds(audio)` answers for the formats phones and chat apps send: WAV (its
 data bytes over its byte rate), FLAC (STREAMINFO's sample count), Ogg Opus and Ogg
-Vorbis (the last page's granule position), MP4/M4A (the ``mvhd`` box) and MP3 (a
-Xing/Info/VBRI frame count, else the bytes over the first frame's bit rate). It answers
-None for anything else (WebM, AMR, a broken header): such a recording is then bounded
-by its bytes only (`audio_byte_cap`). What the header says can lie for the containers
-that state a duration (MP4, FLAC): the byte cap bounds those too.
+Vorbis (the last page's granule position), MP4/M4A (the ``mvhd`` box), MP3 (a
+Xing/Info/VBRI frame count, else the bytes over the first frame's bit rate), AMR and
+AMR-WB (20 ms frames, counted), AAC in ADTS frames (1,024 samples each, counted) and
+WebM/Matroska (the later of the stated duration and the last block's time: a browser's
+recorder states none). It answers None for anything else (a broken header): such a
+recording is then bounded by its bytes only (`audio_byte_cap`). What the header says can
+lie for the containers that state a duration (MP4, FLAC): the byte cap bounds those too.
 """
 
 from __future__ import annotations
@@ -37,6 +39,12 @@ def measured_seconds(audio: bytes) -> float | None:
             return _ogg(audio)
         if audio[4:8] == b"ftyp":
             return _mp4(audio)
+        if audio.startswith(_AMR_NB) or audio.startswith(_AMR_WB):
+            return _amr(audio)
+        if audio[:4] == b"\x1a\x45\xdf\xa3":
+            return _matroska(audio)
+        if len(audio) > 1 and audio[0] == 0xFF and audio[1] & 0xF6 == 0xF0:  # layer 0: ADTS
+            return _adts(audio)
         return _mp3(audio)
     except (struct.error, IndexError, ValueError, ZeroDivisionError):
         return None
@@ -159,3 +167,87 @@ def _mp3_frame_count(frame: bytes) -> int | None:
     if at > 0:
         return int(struct.unpack_from(">I", frame, at + 14)[0])
     return None
+
+
+_AMR_NB, _AMR_WB = b"#!AMR\n", b"#!AMR-WB\n"
+# a frame's bytes (its one-byte header included) by frame type; 1 for no data
+_AMR_NB_FRAMES = (13, 14, 16, 18, 20, 21, 27, 32, 6, 1, 1, 1, 1, 1, 1, 1)
+_AMR_WB_FRAMES = (18, 24, 33, 37, 41, 47, 51, 59, 61, 6, 1, 1, 1, 1, 1, 1)
+
+
+def _amr(audio: bytes) -> float | None:
+    """AMR (RFC 4867 storage format): frames of 20 ms, each sized by its header's type."""
+    wide = audio.startswith(_AMR_WB)
+    sizes, at = (_AMR_WB_FRAMES, len(_AMR_WB)) if wide else (_AMR_NB_FRAMES, len(_AMR_NB))
+    frames = 0
+    while at < len(audio):
+        at += sizes[(audio[at] >> 3) & 15]
+        frames += 1
+    return frames * 0.02 if frames else None
+
+
+_ADTS_RATES = (
+    *(96_000, 88_200, 64_000, 48_000, 44_100, 32_000, 24_000),
+    *(22_050, 16_000, 12_000, 11_025, 8_000, 7_350),
+)
+
+
+def _adts(audio: bytes) -> float | None:
+    """AAC in ADTS frames: 1,024 samples per raw data block, at the header's sample rate."""
+    samples, rate, at = 0, 0, 0
+    while at + 7 <= len(audio) and audio[at] == 0xFF and audio[at + 1] & 0xF6 == 0xF0:
+        rate_index = (audio[at + 2] >> 2) & 15
+        length = ((audio[at + 3] & 3) << 11) | (audio[at + 4] << 3) | (audio[at + 5] >> 5)
+        if rate_index >= len(_ADTS_RATES) or length < 7:
+            break
+        rate = _ADTS_RATES[rate_index]
+        samples += 1024 * ((audio[at + 6] & 3) + 1)
+        at += length
+    return samples / rate if samples and rate else None
+
+
+# Matroska element ids walked into (their children read in place, whatever their size,
+# so a live recording's unknown sizes do not matter): Segment, Info, Cluster, BlockGroup
+_MKV_INSIDE = {0x18538067, 0x1549A966, 0x1F43B675, 0xA0}
+_MKV_SCALE, _MKV_DURATION, _MKV_TIMECODE = 0x2AD7B1, 0x4489, 0xE7
+_MKV_BLOCKS = {0xA3, 0xA1}  # SimpleBlock, Block: track number, then 16 bits of time
+
+
+def _matroska(audio: bytes) -> float | None:
+    """WebM/Matroska: the later of Info's Duration and the last block's time (the
+    cluster's timecode plus the block's own), in TimecodeScale units of nanoseconds."""
+    scale, stated, cluster, latest, at = 1_000_000, 0.0, 0, 0, 0
+    while at < len(audio):
+        element, at = _vint(audio, at, keep_marker=True)
+        size, at = _vint(audio, at)
+        if element in _MKV_INSIDE:
+            continue
+        body = audio[at : at + size] if size >= 0 else b""
+        if element == _MKV_SCALE:
+            scale = int.from_bytes(body, "big") or scale
+        elif element == _MKV_DURATION and len(body) in (4, 8):
+            stated = struct.unpack(">f" if len(body) == 4 else ">d", body)[0]
+        elif element == _MKV_TIMECODE:
+            cluster = int.from_bytes(body, "big")
+        elif element in _MKV_BLOCKS and body:
+            _, after = _vint(body, 0)
+            latest = max(latest, cluster + struct.unpack_from(">h", body, after)[0])
+        if size < 0:
+            return None  # an unknown size on anything but a container: not walkable
+        at += size
+    seconds = max(stated, float(latest)) * scale / 1e9
+    return seconds or None
+
+
+def _vint(data: bytes, at: int, keep_marker: bool = False) -> tuple[int, int]:
+    """An EBML variable-length integer at `at` and where the next begins; a size of all
+    ones (unknown) is -1. Ids keep their length marker, as the specification writes them."""
+    first = data[at]
+    length = 9 - first.bit_length()
+    if not 1 <= length <= 8:
+        raise ValueError("not an EBML number")
+    raw = int.from_bytes(data[at : at + length], "big")
+    if keep_marker:
+        return raw, at + length
+    value = raw & ((1 << (7 * length)) - 1)
+    return (-1 if value == (1 << (7 * length)) - 1 else value), at + length
