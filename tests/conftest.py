@@ -1,4 +1,5 @@
-"""Test-wide fixtures: the network guard and an isolated environment."""
+"""Test-wide fixtures: the network guard and an isolated environment; every test's
+pytest-timeout limit scaled by `MNEMO_TEST_TIME_SCALE` (tests/timing.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,27 @@ import socket
 
 import pytest
 
+from tests.timing import scaled
+
 pytest_plugins = ["tests.postgres"]  # pg_url, pg_database
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Each test's time limit (its `timeout` mark, else the ini's `timeout`) times the factor.
+    A `--timeout` given on the command line is taken as it is."""
+    if config.getoption("timeout", None) is not None:
+        return
+    default = float(config.getini("timeout") or 0)
+    for item in items:
+        mark = item.get_closest_marker("timeout")
+        seconds = (mark.args[0] if mark.args else mark.kwargs.get("timeout")) if mark else default
+        if seconds:  # 0 or None: no limit, which scaling keeps
+            rest = mark.args[1:] if mark else ()
+            kwargs = {k: v for k, v in (mark.kwargs if mark else {}).items() if k != "timeout"}
+            limit = pytest.mark.timeout(scaled(float(seconds)), *rest, **kwargs)
+            item.add_marker(limit, append=False)
+
 
 _real_connect = socket.socket.connect
 _real_connect_ex = socket.socket.connect_ex

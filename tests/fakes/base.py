@@ -14,12 +14,15 @@ import asyncio
 import json
 import signal
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Self, TypeVar
 
 from aiohttp import web
+
+from tests.timing import scaled, wait_until
+
+__all__ = ["FakeServer", "json_response", "run_standalone", "wait_until"]
 
 HOST = "127.0.0.1"
 F = TypeVar("F", bound="FakeServer")
@@ -82,24 +85,13 @@ def serving_in_thread(fake: F) -> Iterator[F]:
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
     try:
-        asyncio.run_coroutine_threadsafe(fake.start(), loop).result(timeout=5)
+        asyncio.run_coroutine_threadsafe(fake.start(), loop).result(timeout=scaled(5))
         yield fake
     finally:
-        asyncio.run_coroutine_threadsafe(fake.stop(), loop).result(timeout=5)
+        asyncio.run_coroutine_threadsafe(fake.stop(), loop).result(timeout=scaled(5))
         loop.call_soon_threadsafe(loop.stop)
-        thread.join(timeout=5)
+        thread.join(timeout=scaled(5))
         loop.close()
-
-
-async def wait_until(
-    predicate: Callable[[], bool], timeout: float = 5.0, interval: float = 0.01
-) -> None:
-    """Wait for a condition, failing with TimeoutError after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"condition not met within {timeout} s")
-        await asyncio.sleep(interval)
 
 
 def run_standalone(

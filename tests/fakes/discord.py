@@ -49,6 +49,7 @@ from typing import Any
 from aiohttp import BodyPartReader, WSMsgType, web
 
 from tests.fakes.base import FakeServer, json_response, run_standalone
+from tests.timing import scaled
 
 DEFAULT_TOKEN = "fake-discord-token"
 BOT_ID = 1100000000000000001
@@ -292,16 +293,21 @@ class FakeDiscord(FakeServer):
     ) -> Call:
         """Wait until `count` calls match (a substring of "METHOD /path" or a predicate)."""
         pred = (lambda c: match in c.route) if isinstance(match, str) else match
-        return (await self.wait_until(lambda: [c for c in self.calls if pred(c)][count - 1 :]))[-1]
+        matches = await self.wait_until(
+            lambda: [c for c in self.calls if pred(c)][count - 1 :], timeout
+        )
+        return matches[-1]
 
     async def wait_until(self, probe: Callable[[], Any], timeout: float = 5.0) -> Any:
-        """Wait until `probe()` is truthy (re-checked on every request); return its value."""
-        deadline = time.monotonic() + timeout
+        """Wait until `probe()` is truthy (re-checked on every request); return its value
+        (TimeoutError after `scaled(timeout)` seconds)."""
+        limit = scaled(timeout)
+        deadline = time.monotonic() + limit
         while not (value := probe()):
             self._changed.clear()
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise TimeoutError(f"fake Discord: condition not met within {timeout} s")
+                raise TimeoutError(f"fake Discord: condition not met within {limit:g} s")
             try:
                 await asyncio.wait_for(self._changed.wait(), remaining)
             except TimeoutError:

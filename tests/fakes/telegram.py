@@ -84,6 +84,7 @@ from aiohttp import web
 
 from tests.fakes.base import FakeServer, json_response, run_standalone
 from tests.fakes.telegram_webhook import Attempt, WebhookDelivery
+from tests.timing import scaled
 
 MAX_TEXT_UTF16 = 4096
 MAX_DOWNLOAD_BYTES = 20 * 1024 * 1024  # what getFile serves to bots (Bot API limit)
@@ -287,7 +288,12 @@ class FakeTelegram(FakeServer):
         return matches[0]
 
     async def wait_until(self, probe: Callable[[], Any], timeout: float = 5.0) -> Any:
-        """Wait until `probe()` is truthy after some request or injection; return its value."""
+        """Wait until `probe()` is truthy after some request or injection; return its value
+        (TimeoutError after `scaled(timeout)` seconds: a test's wait)."""
+        return await self._wait(probe, scaled(timeout))
+
+    async def _wait(self, probe: Callable[[], Any], timeout: float) -> Any:
+        """`wait_until` for exactly `timeout` seconds (the fake's own holds, as Telegram's)."""
         deadline = time.monotonic() + timeout
         while not (value := probe()):
             remaining = deadline - time.monotonic()
@@ -742,7 +748,7 @@ class FakeTelegram(FakeServer):
         self.held_polls += 1
         self._notify()
         try:
-            await self.wait_until(lambda: self._pending or self._closing, timeout)
+            await self._wait(lambda: self._pending or self._closing, timeout)
         except TimeoutError:
             return []
         finally:
