@@ -44,10 +44,11 @@ from gateway.media import MediaReader
 from gateway.media.reader import Fetch
 from gateway.messages import Adapter, InboundMessage, MediaRef, Notifier, ReplySink
 from gateway.metrics import Metrics
+from gateway.open_sessions import ManagerFactory, OpenSessions, PromptMaker, SessionCache
 from gateway.pairing import ACCESS_FILE, AccessList
 from gateway.person_locale import PersonLocales, wall_clock
-from gateway.replicas import SessionOrder
-from gateway.session_cache import ManagerFactory, OpenSessions, PromptMaker
+from gateway.replica_locks import ReplicaLocks
+from gateway.replicas import Replicas
 from gateway.session_queue import SessionQueue
 from gateway.shared_state import Documents
 from gateway.turns import MediaReading, ToolBox, Turns
@@ -169,14 +170,10 @@ def build_conversations(
     prompts = PromptMaker(
         services.memory, services.skills, config.memory.profile_in_groups, services.persona
     )
-    sessions = OpenSessions(
-        services.sessions,
-        services.new_manager,
-        prompts,
-        config.sessions.max_open,
-        background,
-        locks=services.locks,
-    )
+    cache = SessionCache(config.sessions.max_open)
+    shared = services.locks.shared  # replicas on one PostgreSQL: each queue in order
+    replica_locks = ReplicaLocks(services.locks, store, cache) if shared else None
+    sessions = OpenSessions(store, services.new_manager, prompts, cache, background, replica_locks)
     compressor = Compressor(services.sessions, services.auxiliary, config.llm.context_chars)
     tools = ToolBox(
         services.memory,
@@ -210,8 +207,7 @@ def build_conversations(
         command_resources(services, sessions), choices, erasures, access.granted
     )
     commands = CommandRouter(registry, choices, access.is_admin, services.locales, store)
-    shared = sessions.shared is not None  # replicas on one PostgreSQL: each queue in order
-    replicas = SessionOrder(sessions, queue, services.sessions) if shared else None
+    replicas = Replicas(queue, store) if shared else None
     return Conversations(
         access,
         sessions,
@@ -220,7 +216,7 @@ def build_conversations(
         queue,
         services.locales,
         background=background,
-        order=replicas,
+        replicas=replicas,
         withdrawal=Withdrawal(services.sessions, services.memory, sessions),
     )
 

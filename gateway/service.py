@@ -45,13 +45,8 @@ from gateway.health import HealthServer
 from gateway.logs import configure_logging
 from gateway.messages import Adapter, CommandSpec, InboundMessage, ReplySink
 from gateway.preflight import check_startup, model_setup_note
-from gateway.replicas import (
-    STALE,
-    SWEEP_EVERY,
-    UNANSWERED_WITHIN,
-    SessionOrder,
-    stored_inbound,
-)
+from gateway.replicas import STALE, SWEEP_EVERY, UNANSWERED_WITHIN, stored_inbound
+from gateway.session_order import SessionOrder
 from gateway.session_queue import SessionQueue
 from memory_core import SessionBackend, describe_storage
 

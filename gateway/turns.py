@@ -56,8 +56,8 @@ from gateway.jobs.grounding import (
 )
 from gateway.media import ReadMedia, without_image_lines
 from gateway.messages import InboundMessage, MessageIdentity, ReplySink, stored_text
+from gateway.open_sessions import OpenSession, OpenSessions
 from gateway.person_locale import PersonLocale
-from gateway.session_cache import OpenSession, OpenSessions
 from gateway.session_queue import SessionQueue
 from memory_core import (
     AppendResult,

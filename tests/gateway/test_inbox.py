@@ -10,8 +10,8 @@ from pathlib import Path
 
 from gateway.access import REFUSAL_INTERVAL, AccessPolicy
 from gateway.agent.turn import REFUSED_NOTE
+from gateway.answering import EMPTY_LINE, UNSUPPORTED_LINE
 from gateway.app import Services
-from gateway.conversation import EMPTY_LINE, UNSUPPORTED_LINE
 from gateway.messages import InboundMessage
 from gateway.service import answer_unanswered
 from memory_core import SearchScope

@@ -11,7 +11,7 @@ from gateway.agent.sent_history import SentHistory, stored_form
 from gateway.agent.transcript import as_sent
 from gateway.delivery.links import trusted_links
 from gateway.media.markers import IMAGE_PREFIX, without_image_lines
-from gateway.session_cache import OpenSession, SessionCache
+from gateway.open_sessions import OpenSession, SessionCache
 from memory_core import AppendResult, MemoryManager, NewMessage, StoredMessage
 
 CAP = 50

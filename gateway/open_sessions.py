@@ -1,4 +1,4 @@
-"""The open sessions: the owner of every session a running bot holds in memory.
+"""The open sessions: the owner of every session this process holds in memory.
 
 `OpenSessions` starts or resumes a session with the prompt stored with it,
 ends one (its providers hear the transcript, its extraction is scheduled),
@@ -21,14 +21,10 @@ whose history was dropped reads it from the store at its next turn, and keeps
 it again.
 
 A routing key's lock lives only while someone holds it or waits for it, so
-the locks do not pile up with every key ever seen. With shared `SessionLocks`
-(replicas on PostgreSQL) the key's lock is held across every replica, and
-whoever takes it first compares the store's `SessionMark` with the one this
-replica saw when it last let go: if another replica wrote the session since,
-the cached history (or the whole session, when its prompt changed) is dropped,
-so the turn continues from the store, byte for byte what that replica sent.
-A `/stop` that finds no turn of its key here asks the replica holding the key's
-lock (`SessionLocks.stop_elsewhere`), which cancels its turn as a local one is.
+the locks do not pile up with every key ever seen. With replicas, the key's
+lock is also held across every replica (`SharedLocks`: `gateway.replica_locks`,
+which also drops what another replica's writes made stale), and a `/stop` that
+finds no turn of its key here asks the replica holding it.
 """
 
 from __future__ import annotations
@@ -38,6 +34,7 @@ import contextlib
 import logging
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -51,7 +48,6 @@ from memory_core import (
     SessionBackend,
     SessionContext,
     SessionInfo,
-    SessionLocks,
     SessionMark,
     SkillsStore,
     TranscriptMessage,
@@ -97,6 +93,7 @@ class SessionCache:
         self.history_bytes = history_bytes
         self._sessions: OrderedDict[str, OpenSession] = OrderedDict()
         self._locks = KeyLocks()
+        self._retiring: set[asyncio.Task[None]] = set()  # dropped sessions shutting down
 
     @property
     def open_count(self) -> int:
@@ -144,13 +141,32 @@ class SessionCache:
 
     def trim(self) -> list[OpenSession]:
         """Drop the least recently used idle sessions past `max_open` and return them
-        (the caller shuts their providers down); bound the histories kept."""
+        (their providers shut down in the background: no turn waits); bound the
+        histories kept."""
         self._bound_histories()
         excess = len(self._sessions) - self.max_open
-        if excess <= 0:
-            return []
-        idle = [key for key in self._sessions if key not in self._locks][:excess]
-        return [self._sessions.pop(key) for key in idle]
+        idle = [key for key in self._sessions if key not in self._locks][: max(0, excess)]
+        dropped = [self._sessions[key] for key in idle]
+        for key in idle:
+            self.retire(key)
+        return dropped
+
+    def retire(self, key: str) -> None:
+        """Drop `key`'s cached session; its providers shut down in the background."""
+        session = self._sessions.pop(key, None)
+        if session is not None:
+            task = asyncio.create_task(session.manager.shutdown())
+            self._retiring.add(task)
+            task.add_done_callback(self._retired)
+
+    def _retired(self, task: asyncio.Task[None]) -> None:
+        self._retiring.discard(task)
+        if not task.cancelled() and (error := task.exception()) is not None:
+            log.error("an evicted session's providers failed to shut down", exc_info=error)
+
+    async def retired(self) -> None:
+        """Wait for the dropped sessions' providers to shut down (failures are logged)."""
+        await asyncio.gather(*self._retiring, return_exceptions=True)
 
     def _bound_histories(self) -> None:
         """Keep the histories of the most recently used sessions within `history_bytes`;
@@ -206,6 +222,23 @@ class PromptMaker:
         )
 
 
+class SharedLocks(Protocol):
+    """The sessions' locks held across every replica (`gateway.replica_locks`): a holder
+    finds the cached session checked against the store."""
+
+    def hold(self, key: str) -> AbstractAsyncContextManager[None]: ...
+
+    def try_hold(self, key: str) -> AbstractAsyncContextManager[bool]: ...
+
+    def held(self, key: str) -> bool: ...
+
+    async def stop_elsewhere(self, key: str) -> bool: ...
+
+    def on_stop(self, stop: Callable[[str], None]) -> None: ...
+
+    def on_lost(self, lost: Callable[[list[str]], None]) -> None: ...
+
+
 class OpenSessions:
     """Opens, ends, moves and closes the sessions held in memory, by routing key.
 
@@ -219,23 +252,23 @@ class OpenSessions:
         store: SessionBackend,
         new_manager: ManagerFactory,
         prompts: PromptMaker,
-        max_open: int,
+        cache: SessionCache,
         events: SessionEvents | None = None,
-        locks: SessionLocks | None = None,
+        shared: SharedLocks | None = None,
     ) -> None:
-        """`events`: the background work told of ends and erasures (None: nobody listens);
-        `locks`: the sessions' locks shared with other replicas (None: this process's)."""
+        """`cache`: where the sessions are held; `events`: the background work told of ends
+        and erasures (None: nobody listens); `shared`: the sessions' locks held across
+        every replica (None: one process)."""
         self._store = store
-        self.shared = locks if locks is not None and locks.shared else None
+        self.shared = shared
         self._new_manager = new_manager
         self._prompts = prompts
         self._events = events
-        self.cache = SessionCache(max_open)
-        self._retiring: set[asyncio.Task[None]] = set()  # evicted sessions shutting down
+        self.cache = cache
         self._running: dict[str, RunningTurn] = {}  # routing key -> its turn now
-        if self.shared is not None:  # another replica's /stop of a turn running here
-            self.shared.on_stop(self._asked_to_stop)
-            self.shared.on_lost(self._locks_lost)
+        if shared is not None:  # another replica's /stop of a turn running here, lost locks
+            shared.on_stop(self._asked_to_stop)
+            shared.on_lost(self.lose)
 
     @contextlib.contextmanager
     def running(self, key: str, user_key: str, task: asyncio.Future[Any]) -> Iterator[RunningTurn]:
@@ -263,7 +296,7 @@ class OpenSessions:
         """Another replica's `/stop` found `session_key` held: its turn, if here, stops."""
         self._stop_here(session_key)
 
-    def _locks_lost(self, keys: list[str]) -> None:
+    def lose(self, keys: list[str]) -> None:
         """The shared locks of `keys` were lost (their connection broke): another replica
         may answer their messages now, so their turns here stop and keep nothing, unless
         their reply is complete already (then it is stored: the person saw it)."""
@@ -311,7 +344,7 @@ class OpenSessions:
             if self.shared is None:
                 yield
                 return
-            async with self.shared.hold(key), self._fresh(key):
+            async with self.shared.hold(key):
                 yield
 
     @contextlib.asynccontextmanager
@@ -325,50 +358,7 @@ class OpenSessions:
                 yield True
                 return
             async with self.shared.try_hold(key) as got:
-                if not got:
-                    yield False
-                    return
-                async with self._fresh(key):
-                    yield True
-
-    @contextlib.asynccontextmanager
-    async def _fresh(self, key: str) -> AsyncIterator[None]:
-        """Under `key`'s shared lock: drop what another replica's writes made stale first;
-        note the store's mark when the block ends (a block that failed drops the session).
-        The mark at the end is the one this replica's own writes left when the session's
-        history is held (`held_mark`): it is read from the store only when it is not. A
-        mark noted wrong can only differ from the store's, never match a state another
-        replica wrote (message ids are never used twice): the next holder then reads the
-        store again, as after any other replica's write."""
-        cached = self.cache.get(key)
-        if cached is not None:
-            mark = await self._store.session_mark(key)
-            if mark is None or mark.session_id != cached.session_id or mark.prompt_chars is None:
-                self._retire(key)  # ended, moved on or its prompt cleared elsewhere
-            elif cached.mark != mark:
-                if mark.prompt_chars != len(cached.system_prompt):
-                    self._retire(key)
-                else:
-                    cached.history = None  # another replica wrote it: read the store
-        ok = False
-        try:
-            yield
-            ok = True
-        finally:
-            if not ok:
-                self._retire(key)
-            elif (after := self.cache.get(key)) is not None:
-                try:
-                    after.mark = held_mark(after) or await self._store.session_mark(key)
-                except Exception:  # unknown now: the next holder reads the store
-                    log.warning("session %s: its mark could not be read", key, exc_info=True)
-                    self._retire(key)
-
-    def _retire(self, key: str) -> None:
-        """Drop `key`'s cached session; its providers shut down in the background."""
-        session = self.cache.pop(key)
-        if session is not None:
-            self._shut_down_later(session)
+                yield got
 
     def busy(self, key: str) -> bool:
         """Whether a turn or command of `key` runs or waits now."""
@@ -536,18 +526,7 @@ class OpenSessions:
 
     def trim(self) -> None:
         """Shut the sessions kept past the bound down in the background: no turn waits."""
-        for session in self.cache.trim():
-            self._shut_down_later(session)
-
-    def _shut_down_later(self, session: OpenSession) -> None:
-        task = asyncio.create_task(session.manager.shutdown())
-        self._retiring.add(task)
-        task.add_done_callback(self._retired)
-
-    def _retired(self, task: asyncio.Task[None]) -> None:
-        self._retiring.discard(task)
-        if not task.cancelled() and (error := task.exception()) is not None:
-            log.error("an evicted session's providers failed to shut down", exc_info=error)
+        self.cache.trim()
 
     async def close(self) -> None:
         """Stop every cached session's providers; the sessions stay open in the store.
@@ -556,4 +535,4 @@ class OpenSessions:
         """
         for session in self.cache.pop_all():
             await session.manager.shutdown()
-        await asyncio.gather(*self._retiring, return_exceptions=True)  # logged when done
+        await self.cache.retired()
