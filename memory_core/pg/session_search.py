@@ -19,6 +19,8 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
+from psycopg import AsyncCursor
+
 from memory_core.pg.database import Connection
 from memory_core.pg.session_search_terms import collect_hits
 from memory_core.scopes import SearchScope
@@ -62,10 +64,13 @@ async def search_sessions(
     top = choose_roots(scored, options.limit, ranking)
     chosen = snippet_messages(top, hits, weights, options.snippets_per_hit)
     ids = [m for root in top for m in chosen[root]]
-    messages = await _messages(conn, ids, terms)
-    roots = await _roots(conn, top)
+    async with conn.pipeline():  # the snippets' messages and the roots: one round trip
+        heads = await _send_messages(conn, ids)
+        roots = await _send_roots(conn, top)
+    messages = await _messages(await heads.fetchall() if heads else [], terms)
+    rows = {int(row[0]): tuple(row[1:]) for row in await roots.fetchall()}
     return [
-        _session_hit(root, roots[root], scored.scores[root][0], chosen[root], messages)
+        _session_hit(root, rows[root], scored.scores[root][0], chosen[root], messages)
         for root in top
     ]
 
@@ -85,36 +90,44 @@ def _session_hit(
 
 
 async def _scope_stats(conn: Connection, where: ScopeFilter, roots: set[int]) -> ScopeStats:
-    text, params = scope_totals(where)
-    cursor = await conn.execute(text, params, prepare=False)
-    row = await cursor.fetchone()
-    messages, lineages = (int(row[0]), int(row[1])) if row else (0, 0)
+    """BM25's collection: the scope's totals and the hit roots' lengths, one round trip."""
     ordered = sorted(roots)
+    async with conn.pipeline():
+        totals = await conn.execute(*scope_totals(where), prepare=False)
+        chunks = [
+            await conn.execute(
+                *root_lengths(POSTGRES, ordered[start : start + ROOT_CHUNK]), prepare=False
+            )
+            for start in range(0, len(ordered), ROOT_CHUNK)
+        ]
+    row = await totals.fetchone()
+    messages, lineages = (int(row[0]), int(row[1])) if row else (0, 0)
     lengths: dict[int, int] = {}
-    for start in range(0, len(ordered), ROOT_CHUNK):
-        text, chunk = root_lengths(POSTGRES, ordered[start : start + ROOT_CHUNK])
-        cursor = await conn.execute(text, chunk, prepare=False)
+    for cursor in chunks:
         lengths.update((int(r), int(n)) for r, n in await cursor.fetchall())
     return ScopeStats.of(messages, lineages, lengths)
 
 
-async def _messages(
-    conn: Connection, ids: Sequence[int], terms: Sequence[QueryTerm]
-) -> dict[int, Snippet]:
-    """A marked snippet for each message id that still exists.
-
-    What is read of a message is SQLite's: its first `FETCH_BYTES` bytes of
-    UTF-8 (a character cut at the end dropped), in ascending id order.
-    """
+async def _send_messages(conn: Connection, ids: Sequence[int]) -> AsyncCursor[Any] | None:
+    """The first `FETCH_BYTES` of each message of `ids`, sent (None: no ids)."""
     if not ids:
-        return {}
-    cursor = await conn.execute(
+        return None
+    return await conn.execute(
         "SELECT id, role, timestamp, left(content, %s), octet_length(content) "
         "FROM messages WHERE id = ANY(%s) ORDER BY id",
         (FETCH_BYTES, list(ids)),
         prepare=False,
     )
-    rows = await cursor.fetchall()
+
+
+async def _messages(rows: list[tuple[Any, ...]], terms: Sequence[QueryTerm]) -> dict[int, Snippet]:
+    """A marked snippet for each message read (those that still exist).
+
+    What is read of a message is SQLite's: its first `FETCH_BYTES` bytes of
+    UTF-8 (a character cut at the end dropped), in ascending id order.
+    """
+    if not rows:
+        return {}
     heads = [
         (int(m), decode_head(head.encode()[:FETCH_BYTES]), int(size) > FETCH_BYTES)
         for m, _, _, head, size in rows
@@ -126,8 +139,8 @@ async def _messages(
     }
 
 
-async def _roots(conn: Connection, roots: Sequence[int]) -> dict[int, tuple[Any, ...]]:
-    """external_id, source, chat_id, chat_type, started_at and the lineage's end, per root."""
+async def _send_roots(conn: Connection, roots: Sequence[int]) -> AsyncCursor[Any]:
+    """external_id, source, chat_id, chat_type, started_at and the lineage's end, per
+    root, sent."""
     text, params = root_rows(POSTGRES, roots)
-    cursor = await conn.execute(text, params, prepare=False)
-    return {int(row[0]): tuple(row[1:]) for row in await cursor.fetchall()}
+    return await conn.execute(text, params, prepare=False)

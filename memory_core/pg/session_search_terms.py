@@ -13,14 +13,17 @@ The lookups of SQLite's `sessions.matching`, one for one:
 - shorter ones with `strpos()` on the content of non-tool messages in scope;
 - a word of three or more letters with no hit is retried as a prefix.
 
-Round trips: every term's statements are sent together in one pipeline
-(psycopg's pipeline mode: one round trip for all of them, each still its own
-statement with its own plan), then the prefix retries of the terms that found
-nothing in a second one; the lineage floor they need comes first. The same
-statement says whether any session in scope besides the conversation left out
-holds a message from the floor on: when none does, the newer range could only
-find that conversation's own messages (all left out), so it is not looked up,
-and a long conversation's own history is never read by its recall
+Round trips: every term's lookups are one statement, a MATERIALIZED CTE per
+term and id range (each planned for its very values, as a statement of its own
+was), their rows joined to the scope once and told apart by a number; the
+short literals' scans go beside it in one pipeline; the prefix retries of the
+terms that found nothing are a second such statement. Sent as statements of
+their own, the server planned the scope's join once a term and range, and the
+replica paid for each statement. The lineage floor they need comes first. The
+same statement says whether any session in scope besides the conversation left
+out holds a message from the floor on: when none does, the newer range could
+only find that conversation's own messages (all left out), so it is not looked
+up, and a long conversation's own history is never read by its recall
 (`matching._lineage_floor`, the same on SQLite).
 
 As in SQLite, an index lookup takes the person's newest `max_hits` matches
@@ -43,9 +46,8 @@ are an array of ids, so that the word index is read once and ANDed with
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
-
-from psycopg import AsyncCursor
 
 from memory_core.pg.database import Connection
 from memory_core.pg.search_text import TEXT_WEIGHT, quote_lexeme, word_tokens
@@ -55,6 +57,8 @@ from memory_core.sessions.sql import POSTGRES, ScopeFilter
 from memory_core.sessions.sql.search import lineage_floor, scanned_hits
 
 __all__ = ["collect_hits", "term_tsquery"]
+
+Params = tuple[object, ...]
 
 
 def term_tsquery(term: QueryTerm) -> str | None:
@@ -78,19 +82,16 @@ async def collect_hits(
     floor, newer = await _lineage_floor(conn, where)
     lookup = _Lookup(conn, where, owner, floor, newer)
     terms = list(parsed.terms)
-    async with conn.pipeline():  # every term's statements in one round trip
-        sent = [await lookup.term_hits(term) for term in terms]
-    hits = [await found.hits() for found in sent]
+    hits = await lookup.hits(terms)
     retries = {
         i: retry
         for i, term in enumerate(terms)
         if not hits[i] and (retry := prefix_retry(term)) is not None
     }
-    if retries:
-        async with conn.pipeline():  # and the retries' in a second one
-            again = {i: await lookup.word_hits(retry) for i, retry in retries.items()}
-        for i, found in again.items():
-            terms[i], hits[i] = retries[i], await found.hits()
+    if retries:  # the retries in a second statement
+        again = await lookup.hits(list(retries.values()))
+        for i, found in zip(retries, again, strict=True):
+            terms[i], hits[i] = retries[i], found
     return terms, hits
 
 
@@ -107,23 +108,12 @@ async def _lineage_floor(conn: Connection, where: ScopeFilter) -> tuple[int | No
     return int(row[0]), bool(row[1])
 
 
-class _Sent:
-    """One term's statements, sent (in a pipeline: read once it is synced); its hits,
-    the rows of each statement in turn, cut to `cap` when given."""
-
-    def __init__(self, cursors: list[AsyncCursor[Any]], cap: int | None = None) -> None:
-        self._cursors = cursors
-        self._cap = cap
-
-    async def hits(self) -> list[Hit]:
-        found = [hit for cursor in self._cursors for hit in _hits(await cursor.fetchall())]
-        return found if self._cap is None else found[: self._cap]
-
-
 class _Lookup:
-    """The statements of one search: the scope, the owner and the lineage floor. Each
-    method sends a term's statements and returns them unread (`_Sent`), so that a
-    pipeline carries every term's at once."""
+    """The statements of one search: the scope, the owner and the lineage floor.
+
+    `hits(terms)` sends every index lookup of `terms` as one statement (a
+    MATERIALIZED CTE per term and range, joined to the scope once: `_Ranges`)
+    and each short literal's base-table scan beside it, in one pipeline."""
 
     def __init__(
         self, conn: Connection, where: ScopeFilter, owner: str, floor: int | None, newer: bool
@@ -134,48 +124,105 @@ class _Lookup:
         self._floor = floor
         self._newer = newer  # whether the newer range can find anything
 
-    async def term_hits(self, term: QueryTerm) -> _Sent:
-        if term.kind is not TermKind.LITERAL:
-            return await self.word_hits(term)
-        if len(term.text) >= 3:
-            pattern = "%" + _like_escape(term.text) + "%"
-            return await self._indexed("c.symbols LIKE %s", pattern)
-        # SQLite scans the base table for fewer than three characters (its
-        # trigram index cannot match them): the scope first, then the limit.
-        text, params = scanned_hits(POSTGRES, self._where, "strpos(m.content, %s) > 0", term.text)
-        cursor = await self._conn.execute(text, params, prepare=False)
-        return _Sent([cursor])
+    async def hits(self, terms: Sequence[QueryTerm]) -> list[list[Hit]]:
+        ranges = _Ranges(self._owner, self._floor, self._newer)
+        scans: dict[int, tuple[str, Params]] = {}
+        for i, term in enumerate(terms):
+            if term.kind is not TermKind.LITERAL:
+                query = term_tsquery(term)
+                if query is not None:  # no token: no match
+                    ranges.add(i, "c.words @@ %s::tsquery", query)
+            elif len(term.text) >= 3:
+                ranges.add(i, "c.symbols LIKE %s", "%" + _like_escape(term.text) + "%")
+            else:  # SQLite scans the base table for fewer than three characters (its
+                # trigram index cannot match them): the scope first, then the limit.
+                holds = "strpos(m.content, %s) > 0"
+                scans[i] = scanned_hits(POSTGRES, self._where, holds, term.text)
+        statements = ([ranges.statement(self._where)] if ranges else []) + list(scans.values())
+        rows = await self._send(statements)
+        found: list[list[Hit]] = [[] for _ in terms]
+        if ranges:
+            for i, part in ranges.split(rows.pop(0), self._where.max_hits).items():
+                found[i] = part
+        for i, scanned in zip(scans, rows, strict=True):
+            found[i] = _hits(scanned)
+        return found
 
-    async def word_hits(self, term: QueryTerm) -> _Sent:
-        query = term_tsquery(term)
-        if query is None:
-            return _Sent([])
-        return await self._indexed("c.words @@ %s::tsquery", query)
+    async def _send(self, statements: list[tuple[str, Params]]) -> list[list[tuple[Any, ...]]]:
+        """Each statement's rows; more than one go in one pipeline (one round trip)."""
+        if len(statements) == 1:
+            cursor = await self._conn.execute(*statements[0], prepare=False)
+            return [await cursor.fetchall()]
+        async with self._conn.pipeline():
+            cursors = [await self._conn.execute(t, p, prepare=False) for t, p in statements]
+        return [await cursor.fetchall() for cursor in cursors]
 
-    async def _indexed(self, match: str, value: str) -> _Sent:
-        """The person's newest matches, then the scope (see `matching._fts_hits`)."""
+
+class _Ranges:
+    """The person's newest matches of each term, then the scope (see
+    `matching._fts_hits`), as one statement: a MATERIALIZED CTE per term and id range
+    (the newer range, from the floor on, first; only it cut to `max_hits` with the
+    older), their rows joined to the scope once and told apart by their number."""
+
+    def __init__(self, owner: str, floor: int | None, newer: bool) -> None:
+        self._owner, self._floor, self._newer = owner, floor, newer
+        self._ctes: list[str] = []
+        self._params: list[object] = []
+        self._parts: list[tuple[int, bool]] = []  # per CTE: (term, ascending)
+
+    def __bool__(self) -> bool:
+        return bool(self._ctes)
+
+    def add(self, term: int, match: str, value: str) -> None:
         if self._floor is None:
-            return _Sent([await self._range(match, value, "", "")])
-        older = await self._range(match, value, "AND c.id < %s ", "DESC", self._floor)
-        if not self._newer:  # only the conversation left out is there: all of it left out
-            return _Sent([older], self._where.max_hits)
-        newer = await self._range(match, value, "AND c.id >= %s ", "DESC", self._floor)
-        return _Sent([newer, older], self._where.max_hits)
+            self._cte(term, match, value, "", ascending=True)
+            return
+        if self._newer:  # else only the conversation left out is there: all of it left out
+            self._cte(term, match, value, "AND c.id >= %s ", False, self._floor)
+        self._cte(term, match, value, "AND c.id < %s ", False, self._floor)
 
-    async def _range(
-        self, match: str, value: str, ids: str, order: str, *floor: int
-    ) -> AsyncCursor[Any]:
-        where = self._where
-        cursor = await self._conn.execute(
-            "WITH m AS MATERIALIZED (SELECT c.id, c.session_id, c.timestamp FROM messages c "
-            "WHERE c.session_id = ANY(ARRAY(SELECT o.id FROM sessions o WHERE o.user_key = %s)) "
-            f"AND {match} {ids}ORDER BY c.id DESC LIMIT %s) "
-            "SELECT m.id, s.root_id, m.timestamp FROM m JOIN sessions s ON s.id = m.session_id "
-            f"WHERE {where.sql} ORDER BY m.id {order}",
-            (self._owner, value, *floor, where.max_hits, *where.params),
-            prepare=False,
+    def _cte(
+        self, term: int, match: str, value: str, ids: str, ascending: bool, *floor: int
+    ) -> None:
+        self._ctes.append(
+            f"t{len(self._ctes)} AS MATERIALIZED (SELECT c.id, c.session_id, c.timestamp "
+            "FROM messages c WHERE c.session_id = ANY(ARRAY("
+            "SELECT o.id FROM sessions o WHERE o.user_key = %s)) "
+            f"AND {match} {ids}ORDER BY c.id DESC LIMIT %s)"
         )
-        return cursor
+        self._parts.append((term, ascending))
+        self._params.extend((self._owner, value, *floor, None))  # None: max_hits, set later
+
+    def statement(self, where: ScopeFilter) -> tuple[str, Params]:
+        params = [where.max_hits if p is None else p for p in self._params]
+        union = " UNION ALL ".join(
+            f"SELECT {n} AS k, id, session_id, timestamp FROM t{n}" for n in range(len(self._ctes))
+        )
+        text = (
+            f"WITH {', '.join(self._ctes)} "
+            f"SELECT m.k, m.id, s.root_id, m.timestamp FROM ({union}) m "
+            f"JOIN sessions s ON s.id = m.session_id WHERE {where.sql} "
+            f"ORDER BY m.k, {self._order()}"
+        )
+        return text, (*params, *where.params)
+
+    def _order(self) -> str:
+        """Within each CTE's rows: ascending ids (no floor) or descending."""
+        if all(ascending for _, ascending in self._parts):
+            return "m.id"
+        return "m.id DESC"
+
+    def split(self, rows: list[tuple[Any, ...]], cap: int) -> dict[int, list[Hit]]:
+        """Each term's hits: its CTEs' rows in turn, cut to `cap` when the floor split them."""
+        by_part: dict[int, list[Hit]] = {}
+        for k, m, r, ts in rows:
+            by_part.setdefault(int(k), []).append((int(m), int(r), float(ts)))
+        found: dict[int, list[Hit]] = {}
+        for n, (term, _) in enumerate(self._parts):
+            found.setdefault(term, []).extend(by_part.get(n, []))
+        if self._floor is None:
+            return found
+        return {term: hits[:cap] for term, hits in found.items()}
 
 
 def _hits(rows: list[tuple[Any, ...]]) -> list[Hit]:

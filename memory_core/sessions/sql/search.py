@@ -40,14 +40,19 @@ Params = tuple[object, ...]
 
 def lineage_floor(dialect: Dialect, where: ScopeFilter) -> tuple[str, Params]:
     """The first message id of the conversation `where` leaves out (NULL: it has none),
-    and whether a session in scope holds a message from there on."""
+    and whether a session in scope holds a message from there on.
+
+    Each session's first id is its own ``min`` (PostgreSQL reads one entry of
+    ``messages_session_id`` for it): the minimum over a join of the lineage's
+    messages read every one of them, so a long conversation paid for its length
+    on every turn's recall."""
     text = (
         "SELECT f.floor, EXISTS (SELECT 1 FROM sessions s "
         f"WHERE {where.sessions_sql} AND EXISTS (SELECT 1 FROM messages n "
         "WHERE n.session_id = s.id AND n.id >= f.floor)) "
-        "FROM (SELECT min(m.id) AS floor FROM sessions s CROSS JOIN messages m "
-        "WHERE m.session_id = s.id "
-        f"AND s.root_id = (SELECT x.root_id FROM sessions x WHERE x.id = {dialect.param})) f"
+        "FROM (SELECT min((SELECT min(m.id) FROM messages m WHERE m.session_id = s.id)) "
+        "AS floor FROM sessions s "
+        f"WHERE s.root_id = (SELECT x.root_id FROM sessions x WHERE x.id = {dialect.param})) f"
     )
     return text, (*where.sessions_params, where.exclude_lineage_of)
 

@@ -1,11 +1,13 @@
-"""A search's per-term statements travel together: one round trip for every term's.
+"""A search's per-term lookups travel together: one statement for every term's.
 
-Each term of a query is looked up by its own statements (two when the current
-conversation is left out: its newer and its older matches). Sent one by one,
-a query of eight words waited for the server sixteen times and more; in
-psycopg's pipeline mode they all go in one round trip, and the prefix retries of
-the words that found nothing in a second one. The statements and the results
-are the same (tests/memory_core/pg/test_search_contract.py).
+Each term of a query is looked up in the index by its own MATERIALIZED CTE (two
+when the current conversation is left out: its newer and its older matches), each
+planned for its very values. Sent as statements of their own, a query of eight
+words waited for the server sixteen times and more, and the server planned the
+scope's join sixteen times; as CTEs of one statement they go in one round trip,
+the scope joined once, and the prefix retries of the words that found nothing
+in a second one. What ranks and shows the hits goes in two pipelines. The
+results are the same (tests/memory_core/pg/test_search_contract.py).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from memory_core.pg.session_search import search_sessions
 from memory_core.pg.sessions_schema import SESSION_MIGRATIONS
 from memory_core.scopes import SearchScope
 from memory_core.sessions.models import SearchOptions
+from memory_core.sessions.sql import POSTGRES, ScopeFilter
+from memory_core.sessions.sql.search import lineage_floor
 
 PERSON = "telegram-5"
 WORDS = ("orchard", "harvest", "ladder", "basket", "cider", "pruning", "frost", "blossom")
@@ -76,11 +80,12 @@ async def test_every_terms_statements_go_in_one_round_trip(pg_database: str) -> 
         conn.sent, conn.texts, conn.pipelines = [], [], 0
         found = await search_sessions(conn, scope, query, options)
     assert found, "the person's history matches"
-    piped = conn.sent.count(True)
-    alone = conn.sent.count(False)
-    assert piped >= 2 * len(WORDS) + 2, conn.sent  # newer and older, per term and retry
-    assert conn.pipelines == 2  # the terms, then the retry of the one with no hit
-    assert alone <= 5, conn.sent  # the lineage floor, then what ranks and shows the hits
+    lookups = [t for t in conn.texts if "AS MATERIALIZED" in t]
+    assert len(lookups) == 2, conn.texts  # the terms, then the retry of the one with no hit
+    assert lookups[0].count("AS MATERIALIZED") == 2 * (len(WORDS) + 1)  # newer, older a term
+    assert lookups[1].count("AS MATERIALIZED") == 2
+    round_trips = conn.sent.count(False) + conn.pipelines
+    assert round_trips <= 5, conn.sent  # the floor, the terms, the retry, ranking, snippets
 
 
 def _session(name: str, chat: str, chat_type: str, start: int, count: int) -> list[str]:
@@ -128,3 +133,37 @@ async def test_a_long_conversations_own_messages_are_not_read_by_its_recall(
     roots, texts = await _search_kiwi(pg_database, ids["now"])
     assert row is not None and sorted(roots) == sorted([ids["old"], int(row[0])])
     assert [t for t in texts if "c.id >= %s" in t]
+
+
+def _rows_read(plan: dict[str, Any]) -> int:
+    """The rows every node of an EXPLAIN ANALYZE plan returned, summed over its loops."""
+    own = int(plan.get("Actual Rows", 0) * plan.get("Actual Loops", 1))
+    return own + sum(_rows_read(child) for child in plan.get("Plans", []))
+
+
+async def test_the_lineage_floor_reads_no_more_of_a_longer_conversation(
+    pg_database: str,
+) -> None:
+    """The floor (the conversation's first message id) is each session's own min, one
+    index entry, not the min over every message of the lineage: recall's first statement
+    costs a conversation of 400 messages what it costs one of 4."""
+    async with PgDatabase(pg_database) as db:
+        await db.migrate(SESSION_MIGRATIONS)
+        lines = _session("old", "5", "private", 1_700_000_000, 6)
+        lines += _session("short", "5", "private", 1_700_100_000, 4)
+        lines += _session("long", "5", "private", 1_700_200_000, 400)
+        await import_lines(db, io.BytesIO("".join(x + "\n" for x in lines).encode()))
+        read = {}
+        async with db.connection() as conn:
+            cur = await conn.execute("SELECT external_id, id FROM sessions")
+            ids = {str(name): int(i) for name, i in await cur.fetchall()}
+            for name in ("short", "long"):
+                options = SearchOptions(exclude_lineage_of=ids[name])
+                where = ScopeFilter.build(POSTGRES, SearchScope(PERSON, "5"), options)
+                text, params = lineage_floor(POSTGRES, where)
+                cur = await conn.execute(("EXPLAIN (ANALYZE, FORMAT JSON) " + text).encode(),
+                                         params)  # fmt: skip
+                row = await cur.fetchone()
+                assert row is not None
+                read[name] = _rows_read(row[0][0]["Plan"])
+    assert read["long"] <= read["short"], read  # the short one's check meets the long one
