@@ -122,10 +122,10 @@ class ServerCpu:
     """CPU seconds used by the PostgreSQL server at `url` (all its processes)."""
 
     def __init__(self, url: str) -> None:
-        with psycopg.connect(url) as conn:
+        with psycopg.connect(url) as conn:  # the backend's parent read while it lives
             row = conn.execute("SELECT pg_backend_pid()").fetchone()
-        backend = int(row[0]) if row else 0
-        self.postmaster = _stat(backend)[1] if _stat(backend) else None
+            found = _stat(int(row[0])) if row else None
+        self.postmaster = found[1] if found else None
 
     def seconds(self) -> float | None:
         if self.postmaster is None:

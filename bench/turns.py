@@ -81,6 +81,7 @@ from machine import describe
 from openai._utils import async_maybe_transform
 from openai.types.chat import completion_create_params
 from pg_count import ServerCpu, StatementCounter
+from pg_top import TopStatements
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -111,6 +112,8 @@ class Meter:
 
     server: ServerCpu | None = None
     counter: StatementCounter | None = None
+    top: TopStatements | None = None  # --top: the server's statements by time
+    top_limit: int = 0
 
     def read(self) -> tuple[float, float | None, float]:
         """Now: this process's CPU seconds (taken after the server's), the server's, the
@@ -287,6 +290,8 @@ async def closed_loop(
 
     if meter.counter is not None:
         meter.counter.reset()
+    if meter.top is not None:
+        meter.top.reset()
     started, cpu = time.perf_counter(), meter.read()
     await asyncio.gather(*(asyncio.create_task(person(i)) for i in range(sessions)))
     elapsed = time.perf_counter() - started
@@ -295,6 +300,8 @@ async def closed_loop(
     results.closed.append((len(latencies) / elapsed, split))
     if meter.counter is not None:
         meter.counter.print_per_turn(len(latencies))
+    if meter.top is not None:
+        meter.top.print_per_turn(len(latencies), meter.top_limit)
     return len(latencies) / elapsed
 
 
@@ -395,10 +402,12 @@ async def long_session(
         session = LongSession(conversations, http, bodies, LONG_PERSON - run, meter)
         bodies.clear()
         for n in range(1, turns + 1):
+            _top(meter, n, run == runs - 1)
             with _counting(meter, counted, n, run == runs - 1):
                 await session.turn(texts[(n - 1) % len(texts)])
             if n in reported:
                 session.floors[n] = await session.floor(session.sent[-1])
+        _top(meter, turns + 1, run == runs - 1)
         sessions.append(session)
     await conversations.close()
     await model.close()
@@ -412,6 +421,19 @@ async def long_session(
     cost = await transform_ms(json.loads(body))
     print(f"  not paid: the openai client's typed-parameter transformation of the last body "
           f"({len(body):,} bytes) would take {cost:.1f} ms")  # fmt: skip
+
+
+def _top(meter: Meter, n: int, last_run: bool) -> None:
+    """--top: before turn `n` of the last run, the server's statement times are reset at
+    a window's start and printed after its end (the turns between are not measured)."""
+    if meter.top is None or not last_run:
+        return
+    for first, last in WINDOWS:
+        if n == first:
+            meter.top.reset()
+        elif n == last + 1:
+            print(f"  server statements, long session turns {first}-{last}:")
+            meter.top.print_per_turn(last - first + 1, meter.top_limit, indent="    ")
 
 
 @contextlib.contextmanager
@@ -494,6 +516,8 @@ async def run(args: argparse.Namespace, home: Path, url: str | None, results: Re
         meter.server = ServerCpu(url)
         if args.count:
             meter.counter = StatementCounter()
+        if args.top > 0:
+            meter.top, meter.top_limit = TopStatements(url), args.top
     async with open_services(config) as opened:
         if url is not None:
             await build_pg_store(opened, args.history, args.seed)
@@ -604,6 +628,13 @@ def main() -> None:
     parser.add_argument("--pg", default="embedded", help="a postgresql:// URL or 'embedded'")
     parser.add_argument("--rounds", type=int, default=1, help="the stores alternated N times")
     parser.add_argument("--count", action="store_true", help="count PostgreSQL statements")
+    parser.add_argument(
+        "--top",
+        type=int,
+        default=0,
+        help="print the N statements with the most server time (embedded: loads "
+        "pg_stat_statements, which costs the server a little)",
+    )
     args = parser.parse_args()
     kinds = [k.strip() for k in args.storage.split(",") if k.strip()]
     if not kinds or set(kinds) - {"sqlite", "postgres"}:
@@ -616,6 +647,10 @@ def main() -> None:
             from pg_server import server as pg_server
 
             server = stack.enter_context(pg_server("embedded"))
+            if args.top > 0:
+                from pg_top import enable
+
+                enable(server)
         for round_ in range(args.rounds):
             for kind in kinds:
                 print(f"\n== {kind}, round {round_ + 1} of {args.rounds}")
