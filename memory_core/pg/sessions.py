@@ -65,6 +65,7 @@ from memory_core.sessions.models import (
 from memory_core.sessions.writes import DeleteResult
 
 T = TypeVar("T")
+INLINE_WORDS = 2000  # characters of a batch tokenized on the event loop, not in a thread
 
 
 class PgSessionStore:
@@ -144,10 +145,14 @@ class PgSessionStore:
 
     @staticmethod
     async def _words(messages: Sequence[NewMessage]) -> list[str | None]:
-        """The messages' tsvector literals, tokenized off the event loop."""
+        """The messages' tsvector literals: a turn's few short messages on the event loop
+        (tens of microseconds, less than handing them to a thread costs), longer texts
+        off it."""
         if not messages:
             return []
         rows = [writes.index_row(m) for m in messages]
+        if sum(len(row[1]) for row in rows) <= INLINE_WORDS:
+            return index_documents(rows)
         return await asyncio.to_thread(index_documents, rows)
 
     # writes
