@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.timing import scaled
+
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 MODULES = {"machine.py", "pg_count.py"}  # imported by the benches, not run on their own
 SCRIPTS = sorted(p for p in BENCH.glob("*.py") if p.name not in MODULES)
@@ -68,7 +70,7 @@ def test_the_same_seed_gives_the_same_corpus_whatever_the_hash_seed(name: str) -
             text=True,
             check=True,
             env={"PYTHONHASHSEED": hash_seed, "PATH": "/usr/bin:/bin"},
-            timeout=60,
+            timeout=scaled(60),
         ).stdout
         return next(line for line in out.splitlines() if "sha256" in line)
 

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.timing import scaled
+
 ROOT = Path(__file__).resolve().parent.parent
 CASES = ROOT / "tests" / "data" / "grounding_cases.jsonl"
 
@@ -20,7 +22,7 @@ def test_the_grounding_figures_print_for_every_write_approval() -> None:
         text=True,
         check=True,
         cwd=ROOT,
-        timeout=120,
+        timeout=scaled(120),
     ).stdout
     total = sum(1 for line in CASES.read_text(encoding="utf-8").splitlines() if line)
     assert out.startswith("machine: ")

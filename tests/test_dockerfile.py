@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.timing import scaled
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCKERFILE = ROOT / "Dockerfile"
 
@@ -101,7 +103,7 @@ def test_the_entry_command_without_a_token_or_terminal_exits_with_one_line(
     mnemo = Path(sys.executable).parent / command[0]
     proc = subprocess.run(
         [str(mnemo), *command[1:]], stdin=subprocess.DEVNULL, capture_output=True,
-        text=True, timeout=60, cwd=tmp_path, env=env,
+        text=True, timeout=scaled(60), cwd=tmp_path, env=env,
     )  # fmt: skip
     assert proc.returncode == 2, proc.stderr
     assert proc.stdout == ""

@@ -25,6 +25,7 @@ from gateway.adapters.discord_endpoints import (
 from gateway.errors import ConfigError
 from tests.fakes.base import wait_until
 from tests.fakes.discord import DEFAULT_GUILDS, DEFAULT_TOKEN, FakeDiscord, FakeFile
+from tests.timing import scaled
 
 ROOT = Path(__file__).resolve().parents[2]
 USER_ID = 4200000000000000001
@@ -81,7 +82,9 @@ async def running(
     task = asyncio.create_task(client.start(token))
     ready = asyncio.create_task(client.ready.wait())
     try:
-        done, _ = await asyncio.wait({task, ready}, timeout=5, return_when=asyncio.FIRST_COMPLETED)
+        done, _ = await asyncio.wait(
+            {task, ready}, timeout=scaled(5), return_when=asyncio.FIRST_COMPLETED
+        )
         if task in done:
             task.result()  # raises the login or connection error
         assert ready in done, "on_ready did not fire within 5 s"
@@ -90,7 +93,7 @@ async def running(
     finally:
         ready.cancel()
         await client.close()
-        await asyncio.wait_for(task, 5)
+        await asyncio.wait_for(task, scaled(5))
 
 
 async def test_login_and_ready_build_the_guild_cache(dc: FakeDiscord) -> None:
@@ -215,7 +218,7 @@ async def test_reconnect_resumes_and_messages_still_flow(dc: FakeDiscord) -> Non
     async with running(ReplyingClient()) as client:
         await dc.wait_ready()
         await dc.send_reconnect()
-        await asyncio.wait_for(client.resumed.wait(), 5)
+        await asyncio.wait_for(client.resumed.wait(), scaled(5))
         await dc.wait_ready()
         await dc.inject_message("still there?", USER_ID, guild=False)
         await dc.wait_for("PATCH ")
@@ -229,7 +232,7 @@ async def test_standalone_process_serves_a_real_client() -> None:
     proc = await asyncio.create_subprocess_exec(*command, cwd=ROOT, stdout=asyncio.subprocess.PIPE)
     try:
         assert proc.stdout is not None
-        line = (await asyncio.wait_for(proc.stdout.readline(), 10)).decode().strip()
+        line = (await asyncio.wait_for(proc.stdout.readline(), scaled(10))).decode().strip()
         assert line.startswith("listening on http://127.0.0.1:")
         url = line.removeprefix("listening on ")
         gateway = url.replace("http://", "ws://") + "/gateway"
@@ -238,7 +241,7 @@ async def test_standalone_process_serves_a_real_client() -> None:
                 assert client.get_channel(DEFAULT_GUILDS[0].channel_id) is not None
     finally:
         proc.send_signal(signal.SIGTERM)
-        assert await asyncio.wait_for(proc.wait(), 10) == 0
+        assert await asyncio.wait_for(proc.wait(), scaled(10)) == 0
 
 
 async def test_raw_answers_have_discords_shapes(dc: FakeDiscord) -> None:
@@ -410,7 +413,7 @@ async def test_a_broken_attachment_404s_and_a_slow_one_is_held(dc: FakeDiscord) 
         await dc.wait_until(lambda: dc.held_downloads == 1)
         assert not late.done()
         dc.release_files()
-        assert await asyncio.wait_for(late, timeout=5) == b"OggS b"
+        assert await asyncio.wait_for(late, timeout=scaled(5)) == b"OggS b"
 
 
 async def test_a_slow_attachment_outlasts_a_client_timeout(dc: FakeDiscord) -> None:
@@ -419,7 +422,7 @@ async def test_a_slow_attachment_outlasts_a_client_timeout(dc: FakeDiscord) -> N
         message = await received(dc, client, files={"slow.ogg": b"OggS"})
         dc.slow_files["slow.ogg"] = 30.0
         with pytest.raises(TimeoutError):
-            await asyncio.wait_for(message.attachments[0].read(), timeout=0.2)
+            await asyncio.wait_for(message.attachments[0].read(), timeout=scaled(0.2))
         dc.release_files()  # the held handler ends before the fake stops
 
 

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from tests.fakes.base import wait_until
 from tests.fakes.openai import FakeOpenAI, Fault, ToolCall, Turn, image_parts, load_script
+from tests.timing import scaled
 
 ROOT = Path(__file__).resolve().parents[2]
 USER = [{"role": "user", "content": "你好"}]
@@ -176,7 +177,7 @@ async def test_stall_before_headers_times_out_and_shutdown_does_not_hang() -> No
         with pytest.raises(openai.APITimeoutError):
             await c.chat.completions.create(model="gpt-4o-mini", messages=USER)
     assert fake.stalled == 1
-    await asyncio.wait_for(fake.stop(), timeout=5)
+    await asyncio.wait_for(fake.stop(), timeout=scaled(5))
 
 
 async def test_stall_mid_stream_continues_when_released(fake: FakeOpenAI) -> None:
@@ -186,7 +187,7 @@ async def test_stall_mid_stream_continues_when_released(fake: FakeOpenAI) -> Non
     await wait_until(lambda: fake.stalled == 1)
     assert not task.done()
     fake.release()
-    chunks = await asyncio.wait_for(task, timeout=5)
+    chunks = await asyncio.wait_for(task, timeout=scaled(5))
     assert "".join(content_of(chunks)) == "abcdefghi"
     assert fake.stalled == 0
 
@@ -198,9 +199,9 @@ async def test_stop_while_a_client_waits_drops_the_connection() -> None:
     async with client(fake, timeout=30) as c:
         call = asyncio.create_task(c.chat.completions.create(model="m", messages=USER))
         await wait_until(lambda: fake.stalled == 1)
-        await asyncio.wait_for(fake.stop(), timeout=5)
+        await asyncio.wait_for(fake.stop(), timeout=scaled(5))
         with pytest.raises(openai.APIConnectionError):
-            await asyncio.wait_for(call, timeout=5)
+            await asyncio.wait_for(call, timeout=scaled(5))
 
 
 async def test_cut_stream_ends_without_finish_reason(fake: FakeOpenAI) -> None:
@@ -292,7 +293,7 @@ def test_standalone_process_serves_and_stops_cleanly() -> None:
                 reply = json.load(response)
         finally:
             proc.terminate()
-            _, stderr = proc.communicate(timeout=10)
+            _, stderr = proc.communicate(timeout=scaled(10))
     assert reply["choices"][0]["message"]["content"] == "echo: ping"
     assert proc.returncode == 0
     assert "Traceback" not in stderr
@@ -309,7 +310,7 @@ def test_standalone_script_serves_its_turns_in_order_then_echoes(tmp_path: Path)
             replies = [_post_completion(url, text)["choices"][0] for text in ("a", "b", "c")]
         finally:
             proc.terminate()
-            proc.communicate(timeout=10)
+            proc.communicate(timeout=scaled(10))
     assert replies[0]["message"]["content"] == "第一"
     assert replies[1]["finish_reason"] == "tool_calls"
     function = replies[1]["message"]["tool_calls"][0]["function"]

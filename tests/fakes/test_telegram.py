@@ -38,6 +38,7 @@ from telegram.ext import (
 )
 
 from tests.fakes.telegram import FakeTelegram, utf16_len
+from tests.timing import scaled
 
 TOKEN = "123:ABC"
 ROOT = Path(__file__).resolve().parents[2]
@@ -237,7 +238,7 @@ async def test_get_updates_respects_offset_limit_and_timeout(tg: FakeTelegram, b
     waiting = asyncio.create_task(bot.get_updates(offset=ids[2] + 1, timeout=5))
     await tg.wait_until(lambda: tg.held_polls == 1)
     tg.inject_text(2, 2, "late")
-    (late,) = await asyncio.wait_for(waiting, 2)  # woken by the update, not the 5 s timeout
+    (late,) = await asyncio.wait_for(waiting, scaled(2))  # woken by the update, not the 5 s timeout
     assert tg.held_polls == 0
     assert late.message.text == "late"
 
@@ -423,7 +424,7 @@ async def test_standalone_process_serves_a_real_bot() -> None:
     command = [sys.executable, "-m", "tests.fakes.telegram", "--port", "0"]
     proc = await asyncio.create_subprocess_exec(*command, cwd=ROOT, stdout=asyncio.subprocess.PIPE)
     try:
-        line = (await asyncio.wait_for(proc.stdout.readline(), 10)).decode().strip()
+        line = (await asyncio.wait_for(proc.stdout.readline(), scaled(10))).decode().strip()
         assert line.startswith("listening on http://127.0.0.1:")
         url = line.removeprefix("listening on ")
         async with _bot(url, token="555:ANY") as remote:
@@ -443,7 +444,7 @@ async def test_standalone_process_serves_a_real_bot() -> None:
             assert [m["text"] for m in chat] == ["/start", "hello from the bot"]
     finally:
         proc.terminate()
-        assert await asyncio.wait_for(proc.wait(), 10) == 0
+        assert await asyncio.wait_for(proc.wait(), scaled(10)) == 0
 
 
 # -- media: what the Bot API sends, and the files behind it -------------------------------
@@ -564,7 +565,7 @@ async def test_a_slow_file_is_held_until_released_or_its_time_is_up(
     await tg.wait_until(lambda: tg.held_downloads == 1)
     assert not late.done()
     tg.release_files()
-    assert bytes(await asyncio.wait_for(late, timeout=5)) == b"OggS slow"
+    assert bytes(await asyncio.wait_for(late, timeout=scaled(5))) == b"OggS slow"
     tg.slow_files[voice["file_id"]] = 0.05  # released: later downloads are not held
     assert await download(bot, voice["file_id"]) == b"OggS slow"
 
@@ -578,9 +579,9 @@ async def test_stop_releases_a_held_download() -> None:
         file = await bot.get_file(voice["file_id"])
         task = asyncio.create_task(file.download_as_bytearray())
         await tg.wait_until(lambda: tg.held_downloads == 1)
-        await asyncio.wait_for(tg.stop(), timeout=5)
+        await asyncio.wait_for(tg.stop(), timeout=scaled(5))
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(task, timeout=5)
+            await asyncio.wait_for(task, timeout=scaled(5))
     assert task.done()
 
 

@@ -54,6 +54,7 @@ from tests.fakes.telegram import FakeTelegram
 from tests.gateway.e2e_support import learning_section, telegram_section, write_config
 from tests.gateway.processes import MNEMO, FakesThread, run_environment
 from tests.postgres import database_url
+from tests.timing import scaled, wait_until_sync
 
 TOKEN = "4242:replica-secret-token"
 SECRET = "replicas-webhook-secret"
@@ -75,11 +76,7 @@ def free_port() -> int:
 
 def wait(probe: Callable[[], object], timeout: float = 60.0, what: str = "") -> None:
     """Poll `probe` until it is truthy (another process's progress: no event to wait on)."""
-    deadline = time.monotonic() + timeout
-    while not probe():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout} s: {what}")
-        time.sleep(0.05)
+    wait_until_sync(probe, timeout, what, interval=0.05)
 
 
 def lock_holders(url: str, prefix: str = "replica-") -> dict[str, list[int]]:
@@ -162,7 +159,7 @@ class ChaosServer:
             [str(self._ctl_binary), "-D", pgdata, "-w", "-t", "60", "-l", log, *args],
             check=check,
             user=self._handle.system_user,
-            timeout=90,
+            timeout=scaled(90),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -310,7 +307,7 @@ _NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 def healthz(port: int) -> int | None:
     """The HTTP status of ``GET /healthz`` on `port`; None when nothing answers."""
     try:
-        with _NO_PROXY.open(f"http://127.0.0.1:{port}/healthz", timeout=10) as answer:
+        with _NO_PROXY.open(f"http://127.0.0.1:{port}/healthz", timeout=scaled(10)) as answer:
             return int(answer.status)
     except urllib.error.HTTPError as err:
         return int(err.code)
@@ -373,10 +370,10 @@ class Replicas:
                 process.send_signal(signal.SIGTERM)
         for process in self.processes:
             try:
-                process.wait(timeout=30)
+                process.wait(timeout=scaled(30))
             except subprocess.TimeoutExpired:
                 process.kill()
-                process.wait(timeout=10)
+                process.wait(timeout=scaled(10))
 
 
 class Traffic:
@@ -411,7 +408,7 @@ class Traffic:
         return self
 
     def join(self) -> None:
-        self._thread.join(timeout=300)
+        self._thread.join(timeout=scaled(300))
         if self._error is not None:
             raise self._error
 
@@ -488,7 +485,7 @@ def all_answered(fakes: ReplicaFakes, sent: dict[int, list[str]]) -> Callable[[]
 
 def poll_until(probe: Callable[[], bool], timeout: float) -> bool:
     """Whether `probe` came true within `timeout` seconds (the test reports the tally if not)."""
-    with contextlib.suppress(AssertionError):
+    with contextlib.suppress(TimeoutError):
         wait(probe, timeout=timeout)
         return True
     return False

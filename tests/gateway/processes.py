@@ -14,10 +14,11 @@ import sqlite3
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
+
+from tests.timing import scaled, wait_until_sync
 
 ROOT = Path(__file__).resolve().parents[2]
 MNEMO = Path(sys.executable).parent / "mnemo"
@@ -43,7 +44,7 @@ class FakesThread:
             self.run(server.start)
 
     def run(self, coroutine: Callable[[], Any]) -> Any:
-        return asyncio.run_coroutine_threadsafe(coroutine(), self.loop).result(timeout=10)
+        return asyncio.run_coroutine_threadsafe(coroutine(), self.loop).result(timeout=scaled(10))
 
     def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """`fn(*args)` on the fakes' loop (their state is not shared across threads)."""
@@ -51,23 +52,20 @@ class FakesThread:
         async def on_loop() -> T:
             return fn(*args, **kwargs)
 
-        result: T = asyncio.run_coroutine_threadsafe(on_loop(), self.loop).result(timeout=10)
+        result: T = asyncio.run_coroutine_threadsafe(on_loop(), self.loop).result(
+            timeout=scaled(10)
+        )
         return result
 
     def wait(self, probe: Callable[[], T], timeout: float = 20.0) -> T:
         """Poll `probe` on the loop until it is truthy; its value."""
-        deadline = time.monotonic() + timeout
-        while not (value := self.call(probe)):
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"condition not met within {timeout} s")
-            time.sleep(0.02)
-        return value
+        return wait_until_sync(lambda: self.call(probe), timeout)
 
     def close(self) -> None:
         for server in self._servers:
             self.run(server.stop)
         self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(timeout=10)
+        self._thread.join(timeout=scaled(10))
         self.loop.close()
 
 
@@ -130,8 +128,8 @@ def run_mnemo(
             env.update(USER=user, LOGNAME=user)
         return subprocess.run(
             [str(MNEMO), *command.split()], input=stdin, env=env, capture_output=True,
-            text=True, timeout=60, cwd=cwd,
+            text=True, timeout=scaled(60), cwd=cwd,
         )  # fmt: skip
     finally:
         fake.terminate()
-        fake.wait(timeout=10)
+        fake.wait(timeout=scaled(10))

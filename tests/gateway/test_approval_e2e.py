@@ -31,6 +31,7 @@ from tests.fakes.openai import FakeOpenAI, ToolCall
 from tests.fakes.telegram import ChatMessage, FakeTelegram
 from tests.gateway.e2e_support import WAITING
 from tests.gateway.serving import config_for
+from tests.timing import scaled
 
 TOKEN = "4242:approval-token"
 ALICE, BOB = 111, 222
@@ -104,7 +105,7 @@ async def served(
             yield World(tg, dc, model, FileMemoryStore(config.home))
         finally:
             service.request_stop("test over")
-            await asyncio.wait_for(running, 30)
+            await asyncio.wait_for(running, scaled(30))
 
 
 def review_writes(model: FakeOpenAI, reply: str, content: str) -> None:

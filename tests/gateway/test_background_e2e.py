@@ -23,6 +23,7 @@ from typing import Any, TextIO
 import pytest
 
 from memory_core import SearchScope, SessionDB, SessionInfo, SessionStore
+from tests.timing import scaled
 
 ROOT = Path(__file__).resolve().parents[2]
 USER = "ada"
@@ -48,7 +49,7 @@ def model(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str]:
         yield fake.stdout.readline().split()[-1] + "/v1"
     finally:
         fake.terminate()
-        fake.wait(timeout=10)
+        fake.wait(timeout=scaled(10))
 
 
 class Chat:
@@ -84,7 +85,7 @@ class Chat:
 
     def read_until(self, text: str) -> int:
         """Read until a line containing `text`; returns its index in `lines`."""
-        deadline = time.monotonic() + TIMEOUT
+        deadline = time.monotonic() + scaled(TIMEOUT)
         while True:
             try:
                 line = self._lines.get(timeout=max(deadline - time.monotonic(), 0.0))
@@ -99,7 +100,7 @@ class Chat:
     def quit(self) -> None:
         """Type /quit and wait for a clean exit."""
         self.type("/quit")
-        assert self.proc.wait(timeout=TIMEOUT) == 0, self.output()
+        assert self.proc.wait(timeout=scaled(TIMEOUT)) == 0, self.output()
 
     def output(self) -> str:
         return f"stdout {self.lines!r}, stderr {self.errors.read_text(encoding='utf-8')!r}"
@@ -107,7 +108,7 @@ class Chat:
     def close(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()
-        self.proc.wait(timeout=10)
+        self.proc.wait(timeout=scaled(10))
         for stream in (self.proc.stdin, self.proc.stdout):
             if stream is not None:
                 stream.close()
@@ -187,7 +188,7 @@ ASSISTANT_ONLY = "Since you are allergic to bee stings, plant ferns rather than 
 
 def reviews_done(home: Path, count: int) -> None:
     """Wait until `count` reviews have ended (their audit records are closed)."""
-    deadline = time.monotonic() + TIMEOUT
+    deadline = time.monotonic() + scaled(TIMEOUT)
     while time.monotonic() < deadline:
         ended = [s for s in sessions_quoting(home, "[Background review.") if s.ended_at]
         if len(ended) >= count:

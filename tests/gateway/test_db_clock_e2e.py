@@ -43,6 +43,7 @@ from tests.gateway.e2e_support import (
     write_config,
 )
 from tests.gateway.processes import MNEMO, FakesThread, run_environment
+from tests.timing import scaled, wait_until_sync
 
 pytestmark = pytest.mark.slow  # mnemo run replicas and a PostgreSQL
 
@@ -106,11 +107,7 @@ fakes = fakes_fixture(Fakes, scope="function")
 
 
 def wait(probe: Callable[[], object], timeout: float = 60.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not probe():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout} s: {what}")
-        time.sleep(0.05)  # another process's answers: no event to wait on
+    wait_until_sync(probe, timeout, what, interval=0.05)  # another process: no event to wait on
 
 
 def free_port() -> int:
@@ -164,7 +161,7 @@ class Replica:
     def stop(self) -> int:
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
-        return self.process.wait(timeout=60)
+        return self.process.wait(timeout=scaled(60))
 
 
 async def _holdings(url: str, home: Path, user_key: str) -> tuple[tuple[str, ...], list[str]]:
@@ -244,7 +241,9 @@ def test_replicas_30_s_ahead_and_behind_erase_exactly(
     forget_all(fakes, behind.target, ALICE)  # the replica behind erases her meanwhile
     seen = len(fakes.texts(GROUP))
     fakes.call(fakes.model.release)
-    fakes.wait(lambda: len(fakes.tg.chat_messages(GROUP)) > seen, timeout=30)  # the turn ends
+    fakes.wait(
+        lambda: len(fakes.tg.chat_messages(GROUP)) > seen, timeout=scaled(30)
+    )  # the turn ends
     assert holdings(pg_database, tmp_path / "check", ALICE) == ((), [])
     assert rows_holding(pg_database, ALICE_WORD) == []
 

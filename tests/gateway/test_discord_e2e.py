@@ -37,6 +37,7 @@ from tests.gateway.e2e_support import (
     write_config,
 )
 from tests.gateway.processes import FakesThread, dump_state, mnemo_run
+from tests.timing import scaled
 
 DC_TOKEN = "fake-discord-e2e-token-0123456789"
 TG_TOKEN = "4242:e2e-secret-token"
@@ -110,14 +111,14 @@ class Mnemo:
 
     def wait_line(self, contains: str, timeout: float = 20.0) -> str:
         """The first stderr line holding `contains`; fails early if the process ends."""
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + scaled(timeout)
         while True:
             found = next((line for line in list(self.lines) if contains in line), None)
             if found is not None:
                 return found
             if self.process.poll() is not None or time.monotonic() > deadline:
                 self.process.kill()
-                self._reader.join(timeout=5)
+                self._reader.join(timeout=scaled(5))
                 raise AssertionError(f"no {contains!r} from mnemo run:\n{self.err}")
             time.sleep(0.02)
 
@@ -125,8 +126,8 @@ class Mnemo:
         """SIGTERM (unless it ended by itself); its exit code and stderr."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
-        self.process.wait(timeout=timeout)
-        self._reader.join(timeout=5)
+        self.process.wait(timeout=scaled(timeout))
+        self._reader.join(timeout=scaled(5))
         return self.process.returncode, self.err
 
 
@@ -181,7 +182,7 @@ def test_a_missing_message_content_intent_stops_mnemo_run_naming_it(
     try:
         mnemo = launch(fakes, tmp_path / "bot", telegram=False)
         try:
-            mnemo.process.wait(timeout=30)
+            mnemo.process.wait(timeout=scaled(30))
         except subprocess.TimeoutExpired:
             mnemo.process.kill()
             raise

@@ -23,6 +23,7 @@ from tests.fakes.base import serving_in_thread
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.openai import FakeOpenAI, Fault
 from tests.fakes.telegram import FakeTelegram
+from tests.timing import scaled
 
 MNEMO = Path(sys.executable).parent / "mnemo"
 
@@ -212,7 +213,7 @@ def run_mnemo(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Com
         env={**base, **env},
         capture_output=True,
         text=True,
-        timeout=30,
+        timeout=scaled(30),
     )
 
 

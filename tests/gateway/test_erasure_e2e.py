@@ -24,6 +24,7 @@ from tests.fakes.openai import Fault, ToolCall, Turn
 from tests.gateway.e2e_support import fakes_fixture, learning_section
 from tests.gateway.processes import MNEMO, dump_state, run_environment
 from tests.gateway.test_telegram_e2e import ALICE, BOB, GROUP, MENTION, Fakes, Mnemo, start_mnemo
+from tests.timing import scaled
 
 pytestmark = pytest.mark.slow  # a mnemo run of its own per test
 
@@ -213,7 +214,7 @@ def test_mnemo_users_erase_beside_a_running_bot_refuses_in_one_line_and_erases_n
     def erase() -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [str(MNEMO), "users", "erase", ALICE_KEY, "--yes"],
-            capture_output=True, text=True, timeout=60, cwd=workdir,
+            capture_output=True, text=True, timeout=scaled(60), cwd=workdir,
             env=run_environment(fakes.model.url, workdir),
         )  # fmt: skip
 

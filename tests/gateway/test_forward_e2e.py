@@ -25,6 +25,7 @@ from tests.fakes.openai import FakeOpenAI, ToolCall
 from tests.fakes.telegram import FakeTelegram
 from tests.gateway.serving import config_for
 from tests.gateway.test_approval_e2e import TOKEN, configured, found
+from tests.timing import scaled
 
 ALICE = 111
 DISCORD_ALICE = 4200000000000000001
@@ -80,7 +81,7 @@ async def served(tmp_path: Path) -> AsyncIterator[World]:
             yield World(tg, dc, model, config.home)
         finally:
             service.request_stop("test over")
-            await asyncio.wait_for(running, 30)
+            await asyncio.wait_for(running, scaled(30))
 
 
 async def _asked(w: World, count: int) -> list[list[str]]:

@@ -27,6 +27,7 @@ from tests.fakes.base import wait_until
 from tests.fakes.openai import FakeOpenAI, Fault, ToolCall
 from tests.fakes.telegram import FakeTelegram
 from tests.gateway.serving import config_for
+from tests.timing import scaled
 
 TOKEN = "123:ABC"
 ALICE, BOB = 1001, 1002
@@ -66,7 +67,7 @@ async def running(service: Service) -> AsyncIterator[asyncio.Task[None]]:
         yield task
     finally:
         service.request_stop("test over")
-        await asyncio.wait_for(task, 30)
+        await asyncio.wait_for(task, scaled(30))
 
 
 async def get(port: int, path: str) -> tuple[int, str]:
@@ -185,7 +186,7 @@ async def test_a_health_port_in_use_is_one_line(tmp_path: Path) -> None:
         config = config.model_copy(update={"health": health})  # the fake holds that port
         service = Service(config, [TelegramAdapter(config.telegram)], signals=())
         with pytest.raises(ConfigError, match=r"^config error: health: cannot listen on 127"):
-            await asyncio.wait_for(service.run(), 10)
+            await asyncio.wait_for(service.run(), scaled(10))
         assert tg.calls == []  # it stopped before connecting anything
 
 
@@ -224,7 +225,7 @@ async def test_a_stop_turns_not_ready_first_and_the_turn_in_flight_still_finishe
         assert not task.done() and not _shown(tg, ALICE, "Here is your answer, Alice.")
 
         model.release()  # the drain: the turn in flight finishes, then the service exits
-        await asyncio.wait_for(task, 15)
+        await asyncio.wait_for(task, scaled(15))
         assert _shown(tg, ALICE, "Here is your answer, Alice.")
         with pytest.raises(aiohttp.ClientConnectionError):
             await get(adapter.port, "/healthz")

@@ -19,6 +19,7 @@ from tests.fakes.base import wait_until
 from tests.fakes.openai import FakeOpenAI, Fault
 from tests.gateway.serving import serving
 from tests.gateway.sinks import ListSink
+from tests.timing import scaled
 
 
 def message(
@@ -101,12 +102,12 @@ async def test_on_stored_fires_once_the_message_is_stored_before_the_answer(
     turn = asyncio.create_task(
         conversations.handle(message("remember me", message_id="m1"), ListSink(), stored.set)
     )
-    await asyncio.wait_for(stored.wait(), 5)
+    await asyncio.wait_for(stored.wait(), scaled(5))
     assert not turn.done()
     assert rows(services, "SELECT content FROM messages") == [("remember me",)]
     await wait_until(lambda: fake.stalled == 1)  # the model was asked after it was stored
     fake.release()
-    await asyncio.wait_for(turn, 10)
+    await asyncio.wait_for(turn, scaled(10))
 
 
 async def test_a_message_delivered_twice_is_stored_and_answered_once(
@@ -134,7 +135,7 @@ async def test_a_message_stored_but_never_answered_is_answered_after_a_restart(
     turn = asyncio.create_task(
         first_run.handle(message("are you there?", message_id="5"), ListSink(), stored.set)
     )
-    await asyncio.wait_for(stored.wait(), 5)
+    await asyncio.wait_for(stored.wait(), scaled(5))
     await wait_until(lambda: fake.stalled == 1)
     turn.cancel()  # the process stops mid-turn
     await asyncio.gather(turn, return_exceptions=True)
@@ -192,7 +193,7 @@ async def test_drain_waits_for_turns_in_flight_within_its_bound(
     fake.say("Done.")
     stored = asyncio.Event()
     turn = asyncio.create_task(conversations.handle(message("slow"), ListSink(), stored.set))
-    await asyncio.wait_for(stored.wait(), 5)
+    await asyncio.wait_for(stored.wait(), scaled(5))
     await wait_until(lambda: fake.stalled == 1)
     assert not await conversations.drain(0.05)  # still answering
     fake.release()

@@ -31,6 +31,7 @@ from tests.gateway.e2e_support import (
 )
 from tests.gateway.processes import MNEMO, mnemo_run, run_environment
 from tests.gateway.test_telegram_e2e import TOKEN, Fakes, Mnemo
+from tests.timing import scaled
 
 pytestmark = pytest.mark.slow  # two mnemo runs of their own
 
@@ -79,7 +80,7 @@ def workdir(fakes: Fakes, tmp_path_factory: pytest.TempPathFactory) -> Path:
     env = run_environment(fakes.model.url, workdir)
     done = subprocess.run(
         [str(MNEMO), "sessions", "import", str(history)],
-        env=env, cwd=workdir, capture_output=True, text=True, timeout=60,
+        env=env, cwd=workdir, capture_output=True, text=True, timeout=scaled(60),
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     fakes.call(fakes.tg.set_language, ZHANG, "zh-hans")

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from gateway.logs import OncePerKind
+from tests.timing import scaled
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "123456:telegram-secret-token"
@@ -32,7 +33,7 @@ except RuntimeError:
 def logged(fmt: str) -> list[str]:
     script = SCRIPT.replace("{fmt!r}", repr(fmt))
     result = subprocess.run(
-        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=30
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=scaled(30)
     )
     assert result.returncode == 0, result.stderr
     return result.stderr.splitlines()

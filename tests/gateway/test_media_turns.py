@@ -36,6 +36,7 @@ from tests.fakes.openai import FakeOpenAI, Fault, image_parts
 from tests.gateway.serving import private
 from tests.gateway.serving import stored_rows as rows
 from tests.gateway.sinks import ListSink
+from tests.timing import scaled
 
 PIXEL = (  # a 1x1 PNG: the fake model opens it as the API would
     "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk"
@@ -229,7 +230,7 @@ async def test_a_busy_sessions_voice_note_is_queued_and_answered_in_order(
     confirmed = asyncio.Event()
     voice = sent("", media=(VOICE,), message_id="2")
     turn_two = asyncio.create_task(conversations.handle(voice, second, confirmed.set))
-    await asyncio.wait_for(confirmed.wait(), 5)  # kept while "one" is still stalled
+    await asyncio.wait_for(confirmed.wait(), scaled(5))  # kept while "one" is still stalled
     waiting = await SessionQueue(services.sessions).waiting("telegram")
     assert [w.message.media for w in waiting] == [(VOICE,)]
     assert reader.reads == []  # read in its turn, after "one"
@@ -237,7 +238,7 @@ async def test_a_busy_sessions_voice_note_is_queued_and_answered_in_order(
     fake.say("Answer one.")
     fake.say("Answer two.")
     fake.release()
-    await asyncio.wait_for(asyncio.gather(turn_one, turn_two), 5)
+    await asyncio.wait_for(asyncio.gather(turn_one, turn_two), scaled(5))
     assert first.replies == ["Answer one."] and second.replies == ["Answer two."]
     assert rows(services, "42") == [
         ("user", "one"),
@@ -273,17 +274,17 @@ async def test_a_slow_download_of_alices_voice_note_does_not_delay_bobs_reply(
     alice_confirmed = asyncio.Event()
     voice = sent("", "1", media=(VOICE,), message_id="a1")
     alices = asyncio.create_task(conversations.handle(voice, alice, alice_confirmed.set))
-    await asyncio.wait_for(arrived.wait(), 5)
+    await asyncio.wait_for(arrived.wait(), scaled(5))
     assert alice_confirmed.is_set()  # kept in the queue: the platform fetches on
 
     fake.say("Hi Bob.")
     bob = ListSink()
-    await asyncio.wait_for(conversations.handle(sent("hi", "2", message_id="b1"), bob), 5)
+    await asyncio.wait_for(conversations.handle(sent("hi", "2", message_id="b1"), bob), scaled(5))
     assert bob.replies == ["Hi Bob."] and not alices.done()
 
     fake.say("Noon, the cello: noted.")
     fetched.set()
-    await asyncio.wait_for(alices, 5)
+    await asyncio.wait_for(alices, scaled(5))
     assert alice.replies == ["Noon, the cello: noted."]
     assert fetches == [("telegram", "voice-1", services.config.media.max_bytes)]
     assert rows(services, "1") == [

@@ -15,6 +15,7 @@ from gateway.agent.model_client import ModelClient
 from gateway.errors import ModelError
 from tests.fakes.base import serving_in_thread
 from tests.fakes.openai import FakeOpenAI
+from tests.timing import scaled
 
 MNEMO = Path(sys.executable).parent / "mnemo"
 SKILLS = Path(__file__).resolve().parents[2] / "skills"
@@ -69,7 +70,7 @@ def test_a_turn_against_a_base_url_without_v1_logs_the_url(
         env.pop(name, None)
     proc = subprocess.run(
         [str(MNEMO), "chat"], input="hello\n", capture_output=True, text=True,
-        env=env, cwd=tmp_path, timeout=60,
+        env=env, cwd=tmp_path, timeout=scaled(60),
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     (logged,) = [line for line in proc.stderr.splitlines() if "model error" in line]

@@ -12,6 +12,7 @@ from tests.fakes.openai import Fault, ToolCall
 from tests.fakes.telegram import FakeTelegram
 from tests.gateway.e2e_support import fakes_fixture
 from tests.gateway.test_telegram_e2e import ALICE, TOKEN, Fakes, launch
+from tests.timing import scaled
 
 fakes = fakes_fixture(Fakes)
 
@@ -28,7 +29,7 @@ def test_mnemo_run_takes_odd_answers_in_its_stride(fakes: Fakes, tmp_path: Path)
     started = fakes.call(lambda: len(fakes.tg.calls_to("deleteWebhook")))
     process = launch(fakes, tmp_path / "bot", 1.0, TOKEN)
     try:
-        fakes.wait(lambda: len(fakes.tg.calls_to("deleteWebhook")) > started, timeout=60)
+        fakes.wait(lambda: len(fakes.tg.calls_to("deleteWebhook")) > started, timeout=scaled(60))
         assert process.poll() is None, "mnemo run stopped at a cosmetic call"
 
         fakes.call(fakes.model.call_tools, ToolCall("no_such_tool", {}), text="Let me note that.")
@@ -43,13 +44,13 @@ def test_mnemo_run_takes_odd_answers_in_its_stride(fakes: Fakes, tmp_path: Path)
         fakes.call(fakes.tg.respond_next_text, "sendMessage", "<html>200 OK</html>")
         fakes.call(fakes.model.say, "The third answer.")
         fakes.text(ALICE, ALICE, "third")
-        fakes.wait(lambda: "The third answer." in sent_texts(fakes.tg), timeout=60)
+        fakes.wait(lambda: "The third answer." in sent_texts(fakes.tg), timeout=scaled(60))
         fakes.call(fakes.model.say, "The fourth answer.")
         fakes.text(ALICE, ALICE, "fourth")
         fakes.reply(ALICE, 2, "The fourth answer.", timeout=60)
     finally:
         process.terminate()
-        _, err = process.communicate(timeout=60)
+        _, err = process.communicate(timeout=scaled(60))
     third = fakes.call(sent_texts, fakes.tg).count("The third answer.")
     assert third == 1  # taken as delivered: never sent again
     assert "token was refused" not in err

@@ -21,6 +21,7 @@ from memory_core.documents import Signature
 from tests.fakes.openai import FakeOpenAI
 from tests.gateway.serving import private, serving
 from tests.gateway.sinks import ListSink
+from tests.timing import scaled
 
 MEMBER = "7"
 STRANGERS = 300
@@ -48,7 +49,7 @@ class HeldDocument:
 
     @contextmanager
     def changing(self) -> Iterator[DocumentHandle]:
-        if not self.gate.wait(timeout=20):  # a blocked event loop fails the test, not hangs
+        if not self.gate.wait(timeout=scaled(20)):  # a blocked event loop fails the test, not hangs
             self.gate.set()
         with self.file.changing() as handle:
             yield _Counted(handle, self)
@@ -89,10 +90,10 @@ async def test_an_allowed_person_is_answered_while_strangers_codes_are_written(
         for n in range(STRANGERS)
     ]
     fake.say("Hello, member.")
-    answered = await asyncio.wait_for(say(conversations, MEMBER, "hi"), timeout=10)
+    answered = await asyncio.wait_for(say(conversations, MEMBER, "hi"), timeout=scaled(10))
     held_meanwhile = not document.gate.is_set()
     document.gate.set()
-    replies = await asyncio.wait_for(asyncio.gather(*strangers), timeout=30)
+    replies = await asyncio.wait_for(asyncio.gather(*strangers), timeout=scaled(30))
     assert answered == "Hello, member."
     assert held_meanwhile  # answered while every stranger's code was still being written
     codes = {m.group(1) for m in map(_CODE.search, replies) if m is not None}
@@ -157,7 +158,7 @@ async def test_few_refusals_are_sent_at_once(fake: FakeOpenAI, services: Service
         asyncio.create_task(conversations.handle(private("hi", str(1000 + n)), sinks[n]))
         for n in range(STRANGERS)
     ]
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + scaled(10)
     while (path.read_text().count('"sha256"') if path.exists() else 0) < STRANGERS:
         assert time.monotonic() < deadline, "the strangers' codes were not all written"
         await asyncio.sleep(0.01)
@@ -165,7 +166,7 @@ async def test_few_refusals_are_sent_at_once(fake: FakeOpenAI, services: Service
         await asyncio.sleep(0)
     assert 1 <= sending[1] <= REFUSALS_AT_ONCE  # the platform client is not crowded
     gate.set()
-    await asyncio.wait_for(asyncio.gather(*strangers), timeout=30)
+    await asyncio.wait_for(asyncio.gather(*strangers), timeout=scaled(30))
     assert all(_CODE.search("".join(s.replies)) for s in sinks)
     assert all(len([r for r in s.replies if r]) == 1 for s in sinks)  # one refusal each
 
@@ -178,8 +179,8 @@ async def test_a_refused_update_is_confirmed_before_its_refusal_is_sent(
     gate, sending, confirmed = asyncio.Event(), [0, 0], asyncio.Event()
     sink = SlowSink(gate, sending)  # a slow platform: polling must not wait for it
     handled = asyncio.create_task(conversations.handle(private("hi", "600"), sink, confirmed.set))
-    await asyncio.wait_for(confirmed.wait(), timeout=10)
+    await asyncio.wait_for(confirmed.wait(), timeout=scaled(10))
     assert sending[0] == 1 and not handled.done()  # confirmed while the refusal is held
     gate.set()
-    await asyncio.wait_for(handled, timeout=10)
+    await asyncio.wait_for(handled, timeout=scaled(10))
     assert _CODE.search("".join(sink.replies))

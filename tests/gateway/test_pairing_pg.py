@@ -23,6 +23,7 @@ from tests.fakes.openai import FakeOpenAI
 from tests.gateway.serving import SKILLS, config_for, private
 from tests.gateway.sinks import ListSink
 from tests.memory_core.pg.test_documents import wait_for, waiting_on_a_lock
+from tests.timing import scaled
 
 ALICE, BOB = Grant("telegram", "42"), Grant("telegram", "43")
 
@@ -71,7 +72,7 @@ async def test_two_replicas_giving_codes_at_once_keep_both(
     def stalling() -> float:
         if not holding.is_set():
             holding.set()
-            release.wait(10)
+            release.wait(scaled(10))
         return time.time()
 
     codes: dict[str, str] = {}
@@ -82,13 +83,13 @@ async def test_two_replicas_giving_codes_at_once_keep_both(
 
         alice = threading.Thread(target=issue, args=(slow, ALICE))
         alice.start()
-        assert holding.wait(10)
+        assert holding.wait(scaled(10))
         bob = threading.Thread(target=issue, args=(fast, BOB))
         bob.start()
         wait_for(lambda: waiting_on_a_lock(pg_database))
         release.set()
-        alice.join(10)
-        bob.join(10)
+        alice.join(scaled(10))
+        bob.join(scaled(10))
         assert fast.redeem(codes["42"]) == ALICE and slow.redeem(codes["43"]) == BOB
         assert slow.granted("telegram") == fast.granted("telegram") == {"42", "43"}
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,6 +29,7 @@ from memory_core import (
 from tests.fakes.base import serving_in_thread
 from tests.fakes.openai import FakeOpenAI, ToolCall
 from tests.gateway.test_background_e2e import Chat
+from tests.timing import wait_until_sync
 
 ROOT = Path(__file__).resolve().parents[2]
 USER = "ada"
@@ -91,11 +91,9 @@ async def bob_sessions(tmp_path: Path, url: str) -> int:
 
 
 def wait_for_profile_entry(tmp_path: Path, url: str, entry: str) -> None:
-    deadline = time.monotonic() + TIMEOUT
-    while entry not in asyncio.run(profile(tmp_path, url, USER_KEY)):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{entry!r} was not saved within {TIMEOUT} s")
-        time.sleep(0.05)  # polling another process's database: no event to wait on
+    wait_until_sync(  # polling another process's database: no event to wait on
+        lambda: entry in asyncio.run(profile(tmp_path, url, USER_KEY)), TIMEOUT, f"{entry!r} saved"
+    )
 
 
 def rows_holding(url: str, words: tuple[str, ...]) -> list[str]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -28,6 +27,7 @@ from tests.gateway.e2e_support import (
 from tests.gateway.processes import mnemo_run
 from tests.gateway.test_postgres_chat_e2e import files_on_disk, rows_holding
 from tests.gateway.test_telegram_e2e import ALICE, BOB, TOKEN, Fakes, Mnemo
+from tests.timing import wait_until_sync
 
 pytestmark = pytest.mark.slow  # two mnemo runs of its own
 
@@ -73,11 +73,8 @@ def profile(home: Path, url: str, user_key: str) -> tuple[str, ...]:
 
 
 def wait_for_entry(home: Path, url: str, entry: str) -> None:
-    deadline = time.monotonic() + TIMEOUT
-    while entry not in profile(home, url, ALICE_KEY):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{entry!r} was not saved within {TIMEOUT} s")
-        time.sleep(0.05)  # polling another process's database: no event to wait on
+    # polling another process's database: no event to wait on
+    wait_until_sync(lambda: entry in profile(home, url, ALICE_KEY), TIMEOUT, f"{entry!r} saved")
 
 
 def first_request_with(fakes: Fakes, text: str) -> list[dict[str, object]]:

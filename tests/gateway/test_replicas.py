@@ -28,6 +28,7 @@ from gateway.session_queue import encode
 from tests.fakes.base import wait_until
 from tests.fakes.openai import FakeOpenAI, Fault
 from tests.gateway.serving import SKILLS, private, serving
+from tests.timing import scaled
 
 
 @dataclass
@@ -66,7 +67,7 @@ class Replica:
         task = asyncio.create_task(
             self.conversations.handle(message, chats.sink_for(message), stored.set)
         )
-        await asyncio.wait_for(stored.wait(), 5)
+        await asyncio.wait_for(stored.wait(), scaled(5))
         return task
 
     async def die(self) -> None:
@@ -122,11 +123,11 @@ async def test_alices_messages_on_alternating_replicas_are_answered_in_order_onc
     third = await a.send(chats, private("alice three", "alice", "a3"))
     assert "alice" not in chats.replies
     a.model.release()  # a answers her queue in order: one, then two (b got it), three
-    await asyncio.wait_for(asyncio.gather(first, second, third), 10)
+    await asyncio.wait_for(asyncio.gather(first, second, third), scaled(10))
     assert chats.replies["alice"] == ["echo: alice one", "echo: alice two", "echo: alice three"]
     assert b.model.stalled == 1 and "bob" not in chats.replies  # Bob never blocked her
     b.model.release()
-    await asyncio.wait_for(bob, 10)
+    await asyncio.wait_for(bob, scaled(10))
     assert chats.replies["bob"] == ["echo: bob here"]
     assert await a.services.sessions.queued_messages("telegram") == []
     assert len(_sent(a.model)) == 3 and len(_sent(b.model)) == 1  # each asked once
@@ -148,7 +149,7 @@ async def test_a_message_behind_a_thousand_queued_for_other_sessions_is_answered
             (zed.session_key(), encode(zed)),
         )
     task = await a.send(chats, private("alice here", "alice", "a1"))
-    await asyncio.wait_for(task, 10)
+    await asyncio.wait_for(task, scaled(10))
     assert chats.replies["alice"] == ["echo: alice here"]
     assert len(await a.services.sessions.queued_messages("telegram")) == 1000  # theirs wait
 
@@ -209,11 +210,11 @@ async def test_a_stop_handled_by_the_other_replica_stops_alices_turn_but_not_bob
     bob = await a.send(chats, private("bob here", "bob", "b1"))
     await wait_until(lambda: a.model.stalled == 2)
     await (await b.send(chats, private("/stop", "alice", "2")))  # b got her /stop
-    await asyncio.wait_for(alice, 10)  # a's turn ended without the model's answer
+    await asyncio.wait_for(alice, scaled(10))  # a's turn ended without the model's answer
     assert sorted(chats.replies["alice"]) == ["(stopped)", "Stopped."]
     assert "bob" not in chats.replies and not bob.done()  # Bob's turn still waits
     a.model.release()  # the held requests go on: Alice's was cancelled, Bob's is answered
-    await asyncio.wait_for(bob, 10)
+    await asyncio.wait_for(bob, scaled(10))
     assert chats.replies["bob"] == ["echo: bob here"]
     assert sorted(chats.replies["alice"]) == ["(stopped)", "Stopped."]
     await (await b.send(chats, private("/stop", "alice", "3")))  # nothing runs anywhere now
@@ -287,6 +288,6 @@ async def test_a_replica_takes_no_data_directory_lock(pg_database: str, tmp_path
         console = ConsoleAdapter(io.StringIO("hello\n"), out, user_id="ada")
         with instance_lock(home):  # another process's lock: a replica does not care
             await asyncio.wait_for(
-                Service(load_config(None, environ=env), [console], signals=()).run(), 20
+                Service(load_config(None, environ=env), [console], signals=()).run(), scaled(20)
             )
     assert "echo: hello" in out.getvalue()

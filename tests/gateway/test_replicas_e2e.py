@@ -24,6 +24,7 @@ from memory_core import SearchScope, StorageSettings, open_storage
 from tests.fakes.openai import Fault
 from tests.gateway.chaos import ReplicaFakes, free_port, start_replica, turn_holder, wait
 from tests.gateway.e2e_support import fakes_fixture
+from tests.timing import scaled
 
 pytestmark = pytest.mark.slow  # three mnemo runs and a PostgreSQL
 
@@ -84,7 +85,7 @@ def test_three_replicas_answer_two_hundred_messages_once_each_in_order_through_a
         wait(lambda: fakes.call(lambda: fakes.model.stalled) == 1, what="the held turn")
         holder = turn_holder(pg_database)  # the replica whose turn the model holds
         replicas[holder].send_signal(signal.SIGKILL)  # mid-turn: its reply never comes
-        replicas[holder].wait(timeout=10)
+        replicas[holder].wait(timeout=scaled(10))
         fakes.call(fakes.model.release)
 
         for person in PEOPLE[1:]:  # 19 more: 200 in all
@@ -107,7 +108,7 @@ def test_three_replicas_answer_two_hundred_messages_once_each_in_order_through_a
             if process.poll() is None:
                 process.send_signal(signal.SIGTERM)
         for process in replicas:
-            process.wait(timeout=30)
+            process.wait(timeout=scaled(30))
 
     for person in PEOPLE:
         shown = [t for t in fakes.texts(person) if t.startswith("echo: ")]

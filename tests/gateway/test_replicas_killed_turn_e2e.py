@@ -14,6 +14,7 @@ import pytest
 from tests.fakes.openai import Fault
 from tests.gateway.chaos import ECHO, ReplicaFakes, Replicas, turn_holder, wait
 from tests.gateway.e2e_support import fakes_fixture
+from tests.timing import scaled
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]  # two mnemo runs, a PostgreSQL
 
@@ -45,7 +46,7 @@ def test_a_turn_killed_with_its_replica_is_answered_before_the_next_message_once
 
         fakes.call(only_the_other)  # what comes next reaches the other replica
         replicas.processes[holder].send_signal(signal.SIGKILL)  # mid-turn
-        replicas.processes[holder].wait(timeout=10)
+        replicas.processes[holder].wait(timeout=scaled(10))
         fakes.call(fakes.model.release)
         fakes.call(fakes.tg.inject_text, PERSON, PERSON, "m2")  # before any sweep is due
         wait(lambda: len(echoes()) >= 3, timeout=90, what="m1 and m2 answered")

@@ -19,6 +19,7 @@ import pytest
 from memory_core import SearchScope, SessionDB
 from tests.fakes.base import serving_in_thread
 from tests.fakes.openai import FakeOpenAI, ToolCall
+from tests.timing import scaled
 
 USER = "ada"
 USER_KEY = f"console-{USER}"
@@ -44,7 +45,7 @@ def mnemo_chat(fake: FakeOpenAI, home: Path, *lines: str) -> str:
     mnemo = Path(sys.executable).parent / "mnemo"
     result = subprocess.run(
         [str(mnemo), "chat"], input="".join(f"{line}\n" for line in lines), env=env,
-        capture_output=True, text=True, timeout=60, cwd=home.parent,
+        capture_output=True, text=True, timeout=scaled(60), cwd=home.parent,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     return result.stdout

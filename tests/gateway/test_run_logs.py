@@ -30,6 +30,7 @@ from tests.gateway.e2e_support import (
     write_config,
 )
 from tests.gateway.processes import MNEMO, FakesThread, run_environment
+from tests.timing import scaled
 
 TG_TOKEN = "4242:logs-secret-telegram-token"
 DC_TOKEN = "fake-discord-logs-secret-token-0123456789"
@@ -81,10 +82,12 @@ def served_and_stopped(fakes: Fakes, workdir: Path, extra_config: str = "") -> s
     reader.start()
     try:
         # deleteWebhook comes last before Telegram is polled
-        fakes.wait(lambda: len(fakes.tg.calls_to("deleteWebhook")) > polled, timeout=30)
+        fakes.wait(lambda: len(fakes.tg.calls_to("deleteWebhook")) > polled, timeout=scaled(30))
         fakes.run(lambda: fakes.dc.wait_ready(timeout=30))
         # every adapter started (discord.py waits for the guilds before it is ready)
-        fakes.wait(lambda: any("serving telegram" in line for line in list(lines)), timeout=30)
+        fakes.wait(
+            lambda: any("serving telegram" in line for line in list(lines)), timeout=scaled(30)
+        )
         chat = 9001 + len(fakes.call(lambda: fakes.tg.calls_to("deleteWebhook")))
         fakes.call(fakes.tg.inject_text, chat, ALICE, "hello from telegram")
         fakes.wait(lambda: "echo: hello from telegram" in str(fakes.tg.chat_texts(chat)))
@@ -101,13 +104,13 @@ def served_and_stopped(fakes: Fakes, workdir: Path, extra_config: str = "") -> s
 
         fakes.wait(discord_answered)
         process.send_signal(signal.SIGTERM)
-        process.wait(timeout=30)
+        process.wait(timeout=scaled(30))
     except BaseException:
         process.kill()
-        process.wait(timeout=10)
+        process.wait(timeout=scaled(10))
         raise
     finally:
-        reader.join(timeout=10)
+        reader.join(timeout=scaled(10))
         print("".join(lines))  # shown when a test fails
     err = "".join(lines)
     assert process.returncode == 0, err

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from tests.gateway.processes import ROOT, run_environment
+from tests.timing import scaled
 
 MNEMO = Path(sys.executable).parent / "mnemo"
 PROMPT = "\x1b[0m>"
@@ -43,7 +44,7 @@ def model_url() -> Iterator[str]:
         yield fake.stdout.readline().split()[-1]
     finally:
         fake.terminate()
-        fake.wait(timeout=10)
+        fake.wait(timeout=scaled(10))
 
 
 class Terminal:
@@ -55,7 +56,7 @@ class Terminal:
 
     def read_until(self, wanted: str, timeout: float = 30.0, start: int = 0) -> str:
         """Everything shown so far once `wanted` appears past byte `start`."""
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + scaled(timeout)
         target = wanted.encode()
         while target not in self.seen[start:]:
             left = deadline - time.monotonic()
@@ -124,7 +125,7 @@ def test_on_a_terminal_without_a_token_the_console_answers_and_ctrl_d_ends_it(
         mark = len(terminal.seen)
         terminal.read_until(PROMPT, start=mark)  # the next prompt, after the reply
         terminal.type("\x04")  # Ctrl-D at an empty prompt
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + scaled(30)
         while process.poll() is None and time.monotonic() < deadline:
             terminal.drain()
             time.sleep(0.02)  # polls for the exit; the deadline bounds it
@@ -135,7 +136,7 @@ def test_on_a_terminal_without_a_token_the_console_answers_and_ctrl_d_ends_it(
     finally:
         if process.poll() is None:
             process.kill()
-            process.wait(timeout=10)
+            process.wait(timeout=scaled(10))
         if process.stderr is not None:
             process.stderr.close()
         os.close(master)
@@ -149,7 +150,7 @@ def test_without_a_terminal_or_a_token_it_exits_with_one_line(tmp_path: Path) ->
     env = run_environment("http://127.0.0.1:9", tmp_path)  # no model: nothing is started
     proc = subprocess.run(
         [str(MNEMO), "run"], stdin=subprocess.DEVNULL, capture_output=True, text=True,
-        timeout=60, cwd=tmp_path, env=env,
+        timeout=scaled(60), cwd=tmp_path, env=env,
     )  # fmt: skip
     assert proc.returncode == 2, proc.stderr
     assert proc.stdout == ""

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 import pytest
 
 from gateway.scheduler import JobInfo, Scheduler
+from tests.timing import scaled, wait_until
 
 WAIT = 2.0  # generous bound for something that should happen within milliseconds
 
@@ -41,13 +42,8 @@ async def scheduler(ctx: Context) -> AsyncIterator[Scheduler[Context]]:
 
 
 async def until(condition: Callable[[], bool], timeout: float = WAIT) -> None:
-    """Poll `condition` until it holds; fail the test after `timeout` s."""
-
-    async def poll() -> None:
-        while not condition():
-            await asyncio.sleep(0.005)
-
-    await asyncio.wait_for(poll(), timeout)
+    """Poll `condition` until it holds; fail the test after `scaled(timeout)` s."""
+    await wait_until(condition, timeout, interval=0.005)
 
 
 async def record(ctx: Context, *args: object) -> None:
@@ -81,7 +77,7 @@ async def test_once_runs_with_the_context_and_args(
         await record(given, a, b)
 
     scheduler.once("greet", job, 1, "two", delay=0.01)
-    await asyncio.wait_for(ctx.ran.wait(), WAIT)
+    await asyncio.wait_for(ctx.ran.wait(), scaled(WAIT))
     assert ctx.calls == [(1, "two")]
     assert len(seen) == 1 and seen[0] is ctx
     await until(lambda: scheduler.jobs() == [])
@@ -94,7 +90,7 @@ async def test_jobs_scheduled_before_start_run_after_it() -> None:
     assert [j.id for j in sched.jobs()] == ["early"]
     sched.start()
     try:
-        await asyncio.wait_for(ctx.ran.wait(), WAIT)
+        await asyncio.wait_for(ctx.ran.wait(), scaled(WAIT))
         assert ctx.calls == [("x",)]
     finally:
         await sched.shutdown(timeout=1.0)
@@ -143,7 +139,7 @@ async def test_cancel_removes_a_pending_job(scheduler: Scheduler[Context], ctx: 
     assert scheduler.cancel("doomed") is False
     assert scheduler.cancel("never-scheduled") is False
     scheduler.once("marker", record, "marker", delay=0.1)  # runs after doomed would have
-    await asyncio.wait_for(ctx.ran.wait(), WAIT)
+    await asyncio.wait_for(ctx.ran.wait(), scaled(WAIT))
     assert ctx.calls == [("marker",)]
 
 
@@ -157,7 +153,7 @@ async def test_cancel_catches_a_run_already_due_but_not_started(
     assert scheduler.jobs() == [] and not scheduler.is_running("due")
     assert scheduler.cancel("due") is True
     scheduler.once("marker", record, "marker", delay=0.05)
-    await asyncio.wait_for(ctx.ran.wait(), WAIT)
+    await asyncio.wait_for(ctx.ran.wait(), scaled(WAIT))
     assert ctx.calls == [("marker",)]
 
 
@@ -167,17 +163,17 @@ async def test_cancel_stops_a_running_job(
     caplog.set_level(logging.INFO)
     started, ended = asyncio.Event(), asyncio.Event()
     scheduler.once("review:1", hang_until_cancelled, started, ended)
-    await asyncio.wait_for(started.wait(), WAIT)
+    await asyncio.wait_for(started.wait(), scaled(WAIT))
     assert scheduler.is_running("review:1")
     assert scheduler.cancel("review:1") is True
-    await asyncio.wait_for(ended.wait(), WAIT)
+    await asyncio.wait_for(ended.wait(), scaled(WAIT))
     assert await scheduler.wait_idle("review:1", WAIT) is True
     assert not scheduler.is_running("review:1")
     assert "background job review:1 cancelled" in caplog.messages
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
     # the scheduler still runs jobs afterwards
     scheduler.once("after", record, "after")
-    await asyncio.wait_for(ctx.ran.wait(), WAIT)
+    await asyncio.wait_for(ctx.ran.wait(), scaled(WAIT))
 
 
 async def test_a_failing_job_is_logged_and_others_keep_running(
@@ -193,7 +189,7 @@ async def test_a_failing_job_is_logged_and_others_keep_running(
     assert failure.exc_info is not None and isinstance(failure.exc_info[1], RuntimeError)
     assert "model hung up" in caplog.text and "Traceback" in caplog.text
     scheduler.once("fine", record, "fine")
-    await asyncio.wait_for(ctx.ran.wait(), WAIT)
+    await asyncio.wait_for(ctx.ran.wait(), scaled(WAIT))
     # flaky is still scheduled and fails again: nothing reached APScheduler
     count = caplog.messages.count("background job flaky failed")
     await until(lambda: caplog.messages.count("background job flaky failed") > count)
@@ -215,7 +211,7 @@ async def test_shutdown_waits_for_a_short_job_and_cancels_a_hung_one() -> None:
     sched.once("short", short, short_started)
     sched.once("hung", hang_until_cancelled, hung_started, hung_ended)
     sched.once("later", record, "later", delay=60)
-    await asyncio.wait_for(asyncio.gather(short_started.wait(), hung_started.wait()), WAIT)
+    await asyncio.wait_for(asyncio.gather(short_started.wait(), hung_started.wait()), scaled(WAIT))
 
     began = time.monotonic()
     cancelled = await sched.shutdown(timeout=0.3)
@@ -235,7 +231,7 @@ async def test_second_start_and_shutdown_are_harmless() -> None:
     sched.start()
     sched.start()
     sched.once("x", record, "x")
-    await asyncio.wait_for(ctx.ran.wait(), WAIT)
+    await asyncio.wait_for(ctx.ran.wait(), scaled(WAIT))
     assert await sched.shutdown(timeout=0.1) == []
     assert await sched.shutdown(timeout=0.1) == []
     sched.start()  # after shutdown: nothing happens, nothing raises
@@ -247,7 +243,7 @@ async def test_jobs_shows_kind_next_run_and_running(scheduler: Scheduler[Context
     scheduler.every("idle-scan", record, 300)
     scheduler.once("soon", record, delay=60)
     scheduler.once("busy", hang_until_cancelled, started, ended)
-    await asyncio.wait_for(started.wait(), WAIT)
+    await asyncio.wait_for(started.wait(), scaled(WAIT))
 
     infos = scheduler.jobs()
     assert infos[0] == JobInfo("busy", "once", None, True, infos[0].description)
@@ -265,7 +261,7 @@ async def test_jobs_shows_kind_next_run_and_running(scheduler: Scheduler[Context
     nexts = [i.next_run for i in infos[1:]]
     assert nexts == sorted(n for n in nexts if n is not None)
     assert scheduler.cancel("busy")
-    await asyncio.wait_for(ended.wait(), WAIT)
+    await asyncio.wait_for(ended.wait(), scaled(WAIT))
 
 
 async def test_runs_of_one_id_never_overlap(
@@ -305,13 +301,13 @@ async def test_once_again_while_running_is_skipped_not_overlapped(
 ) -> None:
     started, ended = asyncio.Event(), asyncio.Event()
     scheduler.once("same", hang_until_cancelled, started, ended)
-    await asyncio.wait_for(started.wait(), WAIT)
+    await asyncio.wait_for(started.wait(), scaled(WAIT))
     scheduler.once("same", record, "second")
     await until(lambda: [j.id for j in scheduler.jobs() if not j.running] == [])
     assert ctx.calls == []
     assert scheduler.is_running("same")
     assert scheduler.cancel("same")
-    await asyncio.wait_for(ended.wait(), WAIT)
+    await asyncio.wait_for(ended.wait(), scaled(WAIT))
 
 
 async def test_a_newer_once_replaces_one_not_yet_started(
@@ -320,7 +316,7 @@ async def test_a_newer_once_replaces_one_not_yet_started(
     scheduler.once("review:7", record, "old", delay=0.05)
     scheduler.once("review:7", record, "new", delay=0.05)
     assert len(scheduler.jobs()) == 1
-    await asyncio.wait_for(ctx.ran.wait(), WAIT)
+    await asyncio.wait_for(ctx.ran.wait(), scaled(WAIT))
     await until(lambda: scheduler.jobs() == [])
     assert ctx.calls == [("new",)]
 
@@ -329,7 +325,7 @@ async def test_wait_idle_times_out_while_a_run_is_in_flight(scheduler: Scheduler
     started, ended = asyncio.Event(), asyncio.Event()
     assert await scheduler.wait_idle("nothing", 0.01) is True
     scheduler.once("long", hang_until_cancelled, started, ended)
-    await asyncio.wait_for(started.wait(), WAIT)
+    await asyncio.wait_for(started.wait(), scaled(WAIT))
     assert await scheduler.wait_idle("long", 0.05) is False
     scheduler.cancel("long")
     assert await scheduler.wait_idle("long", WAIT) is True
@@ -341,7 +337,7 @@ async def test_a_run_due_while_the_loop_was_blocked_still_runs(
     # APScheduler's default grace is 1 s: a run later than that would be skipped.
     scheduler.once("late", record, "late", delay=0.05)
     time.sleep(1.1)  # blocks the loop on purpose: the run falls due and is missed by ~1 s
-    await asyncio.wait_for(ctx.ran.wait(), WAIT)
+    await asyncio.wait_for(ctx.ran.wait(), scaled(WAIT))
     assert ctx.calls == [("late",)]
     assert apscheduler_complaints(caplog) == []
 
@@ -351,10 +347,10 @@ async def test_a_periodic_job_missed_several_times_runs_once(
     ctx: Context,
 ) -> None:
     scheduler.every("tick", record, 0.05, "t", first_delay=0)
-    await asyncio.wait_for(ctx.ran.wait(), WAIT)
+    await asyncio.wait_for(ctx.ran.wait(), scaled(WAIT))
     before = len(ctx.calls)
     ctx.ran.clear()
     time.sleep(0.6)  # about twelve runs fall due while the loop is blocked
-    await asyncio.wait_for(ctx.ran.wait(), WAIT)
+    await asyncio.wait_for(ctx.ran.wait(), scaled(WAIT))
     # without coalescing the whole backlog runs in one go, before this line
     assert len(ctx.calls) == before + 1

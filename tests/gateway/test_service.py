@@ -11,7 +11,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -25,6 +25,7 @@ from gateway.service import AcceptFailures, Service, instance_lock, run_console
 from memory_core import SearchScope, SessionDB
 from tests.fakes.base import serving_in_thread
 from tests.fakes.openai import FakeOpenAI, Fault
+from tests.timing import scaled, wait_until_sync
 
 ROOT = Path(__file__).resolve().parents[2]
 SKILLS = ROOT / "skills"
@@ -69,14 +70,9 @@ def say(process: subprocess.Popen[str], line: str) -> None:
     process.stdin.flush()
 
 
-def wait_for(predicate: object, timeout: float = 20.0) -> None:
-    """Poll `predicate()` (a callable) until true; the subprocess works on its own clock."""
-    assert callable(predicate)
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"condition not met within {timeout} s")
-        time.sleep(0.02)
+def wait_for(predicate: Callable[[], object], timeout: float = 20.0) -> None:
+    """Poll `predicate()` until true; the subprocess works on its own clock."""
+    wait_until_sync(predicate, timeout)
 
 
 def sessions_of(home: Path) -> list[tuple[bool, list[tuple[str, str]]]]:
@@ -90,7 +86,7 @@ def sessions_of(home: Path) -> list[tuple[bool, list[tuple[str, str]]]]:
 
 
 def finish(process: subprocess.Popen[str], timeout: float = 20.0) -> tuple[int, str, str]:
-    out, err = process.communicate(timeout=timeout)
+    out, err = process.communicate(timeout=scaled(timeout))
     return process.returncode, out, err
 
 
@@ -133,14 +129,14 @@ def test_the_lock_is_held_for_the_whole_run_and_released_after(
         adapter = ConsoleAdapter(io.StringIO("hello\n"), io.StringIO(), user_id=USER)
         gate = _Gate(adapter)
         running = asyncio.create_task(Service(config, [gate], signals=()).run())
-        await asyncio.wait_for(gate.started.wait(), 10)
+        await asyncio.wait_for(gate.started.wait(), scaled(10))
         with pytest.raises(InstanceLockedError, match="already running with data in"):
             await Service(config, [_Idle()], signals=()).run()
         empty = ConsoleAdapter(io.StringIO(""), io.StringIO(), user_id=USER)
         second = Service(config_for(fake, other), [empty], signals=())
-        await asyncio.wait_for(second.run(), 10)  # a different home is served
+        await asyncio.wait_for(second.run(), scaled(10))  # a different home is served
         gate.release.set()
-        await asyncio.wait_for(running, 10)
+        await asyncio.wait_for(running, scaled(10))
 
     asyncio.run(scenario())
     assert (other / "state.db").exists()
@@ -213,7 +209,7 @@ def test_mnemo_chat_answers_and_ends_with_its_input(fake: FakeOpenAI, tmp_path: 
     fake.say("Good morning, Ada.")
     process = start_mnemo("chat", fake, home, grace=1)
     assert process.stdin is not None
-    out, err = process.communicate("good morning\n", timeout=30)
+    out, err = process.communicate("good morning\n", timeout=scaled(30))
     assert process.returncode == 0, err
     assert out.startswith("Mnemo console.") and "Good morning, Ada." in out
     assert err == ""  # `mnemo chat` logs warnings only

@@ -22,6 +22,7 @@ from tests.gateway.serving import private as message
 from tests.gateway.serving import serving
 from tests.gateway.serving import stored_rows as rows
 from tests.gateway.sinks import ListSink
+from tests.timing import scaled
 
 
 async def test_a_follow_up_is_confirmed_while_the_reply_before_it_is_stalled(
@@ -37,21 +38,21 @@ async def test_a_follow_up_is_confirmed_while_the_reply_before_it_is_stalled(
     turn_two = asyncio.create_task(
         conversations.handle(message("two", "1", "12"), second, follow_up_stored.set)
     )
-    await asyncio.wait_for(follow_up_stored.wait(), 5)  # confirmed while "one" is stalled
+    await asyncio.wait_for(follow_up_stored.wait(), scaled(5))  # confirmed while "one" is stalled
     assert fake.stalled == 1
     waiting = await SessionQueue(services.sessions).waiting("telegram")
     assert [w.message.text for w in waiting] == ["two"]
 
     fake.say("Hi Bob.")  # Bob, idle, is answered while Alice's reply is still stalled
     bob = ListSink()
-    await asyncio.wait_for(conversations.handle(message("hi", "2", "21"), bob), 5)
+    await asyncio.wait_for(conversations.handle(message("hi", "2", "21"), bob), scaled(5))
     assert bob.replies == ["Hi Bob."]
     assert fake.stalled == 1 and not turn_one.done()
 
     fake.say("Answer one.")
     fake.say("Answer two.")
     fake.release()
-    await asyncio.wait_for(asyncio.gather(turn_one, turn_two), 5)
+    await asyncio.wait_for(asyncio.gather(turn_one, turn_two), scaled(5))
     assert first.replies == ["Answer one."] and second.replies == ["Answer two."]
     assert rows(services, "1") == [  # in the order they were said
         ("user", "one"),
@@ -76,13 +77,13 @@ async def test_a_burst_is_confirmed_at_once_and_answered_in_order(
         for n in range(len(sinks))
     ]
     await wait_until(lambda: fake.stalled == 1)
-    await asyncio.wait_for(asyncio.gather(*(e.wait() for e in confirmed)), 5)
+    await asyncio.wait_for(asyncio.gather(*(e.wait() for e in confirmed)), scaled(5))
     assert fake.stalled == 1  # every one confirmed while the first reply is held
 
     for n in range(len(sinks)):
         fake.say(f"a{n}")
     fake.release()
-    await asyncio.wait_for(asyncio.gather(*tasks), 10)
+    await asyncio.wait_for(asyncio.gather(*tasks), scaled(10))
     assert [s.replies for s in sinks] == [[f"a{n}"] for n in range(len(sinks))]
     stored = rows(services, "1")
     assert stored == [
@@ -101,7 +102,7 @@ async def test_a_queued_message_left_by_a_stop_is_answered_at_the_next_start(
     turn_two = asyncio.create_task(
         first_run.handle(message("two", "1", "12"), ListSink(), stored.set)
     )
-    await asyncio.wait_for(stored.wait(), 5)
+    await asyncio.wait_for(stored.wait(), scaled(5))
     for task in (turn_one, turn_two):  # the process stops: "one" is stored, "two" queued
         task.cancel()
     await asyncio.gather(turn_one, turn_two, return_exceptions=True)

@@ -15,6 +15,7 @@ from tests.fakes.base import wait_until
 from tests.fakes.openai import FakeOpenAI, Fault
 from tests.gateway.serving import private, serving, stored_rows
 from tests.gateway.sinks import ListSink
+from tests.timing import scaled
 
 
 def message(text: str, user: str = "1", message_id: str | None = None) -> InboundMessage:
@@ -43,17 +44,17 @@ async def test_stop_cuts_the_reply_keeps_what_was_shown_and_the_chat_goes_on(
     turn = asyncio.create_task(
         conversations.handle(message("tell me a story", message_id="1"), reply)
     )
-    await asyncio.wait_for(reply.written.wait(), 5)
+    await asyncio.wait_for(reply.written.wait(), scaled(5))
     await wait_until(lambda: fake.stalled == 1)
 
     status = ListSink()  # a command is answered while the reply is being written
-    await asyncio.wait_for(conversations.handle(message("/status"), status), 5)
+    await asyncio.wait_for(conversations.handle(message("/status"), status), scaled(5))
     assert len(status.replies) == 1 and "session" in status.replies[0].lower()
 
     stop = ListSink()
-    await asyncio.wait_for(conversations.handle(message("/stop"), stop), 5)
+    await asyncio.wait_for(conversations.handle(message("/stop"), stop), scaled(5))
     assert stop.replies == ["Stopped."]
-    await asyncio.wait_for(turn, 5)
+    await asyncio.wait_for(turn, scaled(5))
     shown = reply.replies[0]
     assert shown.startswith("Once") and shown.endswith("\n\n(stopped)")
     assert "never ended" not in shown
@@ -77,14 +78,14 @@ async def test_stop_touches_only_the_chat_it_was_sent_in(
     fake.fail_next(Fault.stall(after=2))
     bobs = Watched()
     bob = asyncio.create_task(conversations.handle(message("hi", "2", "7"), bobs))
-    await asyncio.wait_for(bobs.written.wait(), 5)
+    await asyncio.wait_for(bobs.written.wait(), scaled(5))
 
     alice = ListSink()  # Alice has nothing running: her /stop stops nothing of Bob's
     await conversations.handle(message("/stop", "1"), alice)
     assert alice.replies == ["Nothing is being written right now."]
     assert not bob.done() and fake.stalled == 1
     fake.release()
-    await asyncio.wait_for(bob, 5)
+    await asyncio.wait_for(bob, scaled(5))
     assert bobs.replies == ["Bob's long answer, written slowly"]
 
 
@@ -109,9 +110,9 @@ async def test_new_waits_for_the_reply_being_written(fake: FakeOpenAI, services:
     turn = asyncio.create_task(conversations.handle(message("one", message_id="1"), first))
     await wait_until(lambda: fake.stalled == 1)
     fresh = asyncio.create_task(conversations.handle(message("/new"), new))
-    await asyncio.wait_for(conversations.handle(message("/status"), status), 5)
+    await asyncio.wait_for(conversations.handle(message("/status"), status), scaled(5))
     assert order == ["status"]  # /status answered at once; /new waits for the reply
     fake.release()
-    await asyncio.wait_for(asyncio.gather(turn, fresh), 5)
+    await asyncio.wait_for(asyncio.gather(turn, fresh), scaled(5))
     assert order == ["status", "reply", "new"]
     assert first.replies == ["First answer."] and new.replies == ["Started a fresh session."]

@@ -32,6 +32,7 @@ from tests.gateway.e2e_support import (
     write_config,
 )
 from tests.gateway.processes import FakesThread, dump_state, mnemo_run
+from tests.timing import scaled
 
 TOKEN = "4242:e2e-secret-token"
 ALICE, BOB, CAROL = 111, 222, 333  # Carol is not on the allow-list
@@ -84,7 +85,7 @@ class Mnemo:
 
     def stop(self, timeout: float = 30.0) -> tuple[int, str]:
         self.process.send_signal(signal.SIGTERM)
-        _, err = self.process.communicate(timeout=timeout)
+        _, err = self.process.communicate(timeout=scaled(timeout))
         return self.process.returncode, err
 
 
@@ -143,7 +144,7 @@ served = served_fixture(
 def test_a_refused_token_stops_mnemo_run_with_exit_1(fakes: Fakes, tmp_path: Path) -> None:
     wrong = "4242:not-the-right-token"
     process = launch(fakes, tmp_path / "bot", grace=1, token=wrong)
-    _, err = process.communicate(timeout=30)
+    _, err = process.communicate(timeout=scaled(30))
     assert process.returncode == 1
     assert err.splitlines()[-1] == (
         "mnemo: the telegram adapter failed to start (its error is logged above)"

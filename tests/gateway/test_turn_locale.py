@@ -18,6 +18,7 @@ from tests.fakes.base import wait_until
 from tests.fakes.openai import FakeOpenAI, Fault
 from tests.gateway.serving import serving, stored_rows
 from tests.gateway.sinks import ListSink
+from tests.timing import scaled
 
 
 def message(
@@ -73,8 +74,10 @@ async def test_a_stopped_reply_says_so_in_spanish_and_the_session_keeps_english(
     )
     await wait_until(lambda: fake.stalled == 1 and shown.unfinished.startswith("Hab"))
     stop = ListSink()
-    await asyncio.wait_for(conversations.handle(message("/stop", language="es-ES"), stop), 5)
-    await asyncio.wait_for(turn, 5)
+    await asyncio.wait_for(
+        conversations.handle(message("/stop", language="es-ES"), stop), scaled(5)
+    )
+    await asyncio.wait_for(turn, scaled(5))
     fake.release()
     text = shown.replies[0]
     assert text.startswith("Hab") and text.endswith("\n\n(detenido)")

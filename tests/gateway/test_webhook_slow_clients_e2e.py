@@ -10,7 +10,6 @@ import resource
 import signal
 import socket
 import subprocess
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ import pytest
 from tests.fakes.openai import FakeOpenAI
 from tests.fakes.telegram import FakeTelegram
 from tests.gateway.processes import MNEMO, run_environment
+from tests.timing import scaled, wait_until
 
 pytestmark = pytest.mark.slow  # a mnemo run
 
@@ -65,10 +65,7 @@ def start(tg: FakeTelegram, model: FakeOpenAI, workdir: Path, port: int, health:
 
 
 async def until(probe: Callable[[], object], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not probe():
-        assert time.monotonic() < deadline, f"not within {timeout} s: {what}"
-        await asyncio.sleep(0.05)
+    await wait_until(probe, timeout, what, interval=0.05)
 
 
 class Held:
@@ -128,7 +125,7 @@ async def test_held_half_sent_connections_neither_stop_updates_nor_healthz(
             for writer in writers:
                 writer.close()
             process.send_signal(signal.SIGTERM)
-            process.wait(timeout=60)
+            process.wait(timeout=scaled(60))
             await model.stop()
     log = (tmp_path / "stderr.txt").read_text()
     assert "Traceback" not in log

@@ -34,6 +34,7 @@ from memory_core import (
     working,
 )
 from memory_core.sessions import WritePolicy
+from tests.timing import scaled
 
 ALICE = "telegram-1001"
 BOB = "telegram-2002"
@@ -216,11 +217,11 @@ async def test_a_write_holding_the_lock_finishes_before_the_folder_goes(home: Ho
     def hold() -> None:
         with FileLock(lock):
             held.set()
-            done.wait(5)
+            done.wait(scaled(5))
 
     holder = threading.Thread(target=hold)
     holder.start()
-    assert held.wait(5)
+    assert held.wait(scaled(5))
     home.fence.erasing(ALICE)
     erasing = asyncio.get_running_loop().run_in_executor(None, home.memory.erase_user, ALICE)
     await asyncio.sleep(0.2)

@@ -29,6 +29,7 @@ from tests.fakes.discord import DEFAULT_TOKEN, FakeDiscord
 from tests.fakes.telegram import FakeTelegram
 from tests.gateway.adapters.inboxes import Inbox
 from tests.gateway.adapters.test_discord_commands import Client
+from tests.timing import scaled
 
 HELP = "what the bot keeps, and how to see and erase it"
 RECALL = "recaps of past conversations"
@@ -143,7 +144,7 @@ async def synced(dc: FakeDiscord, commands: list[CommandSpec]) -> list[dict[str,
     client.commands = DiscordCommands(client, Inbox(), commands, settings)
     task = asyncio.create_task(client.start(DEFAULT_TOKEN))
     try:
-        await asyncio.wait_for(client.ready.wait(), 5)
+        await asyncio.wait_for(client.ready.wait(), scaled(5))
         await client.commands.sync()
     finally:
         await client.close()

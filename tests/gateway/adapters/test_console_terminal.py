@@ -29,6 +29,7 @@ from tests.fakes.base import wait_until
 from tests.fakes.openai import FakeOpenAI, Fault
 from tests.fakes.screen import Screen
 from tests.gateway.serving import config_for
+from tests.timing import scaled
 
 UP, ENTER, CTRL_C, CTRL_D = "\x1b[A", "\r", "\x03", "\x04"
 
@@ -75,7 +76,7 @@ async def console(fake: FakeOpenAI, tmp_path: Path, keys: PipeInput) -> AsyncIte
     yield opened
     if not run.done():
         opened.type(CTRL_C + CTRL_D)  # clear what is typed, then end the input
-    await asyncio.wait_for(run, 10)
+    await asyncio.wait_for(run, scaled(10))
 
 
 async def test_up_recalls_the_last_line_and_the_history_file_is_private(
@@ -93,7 +94,7 @@ async def test_up_recalls_the_last_line_and_the_history_file_is_private(
     assert asked == ["what is the capital of Peru?", "what is the capital of Peru?"]
     assert "^[[A" not in console.shown()
     console.type(CTRL_D)
-    await asyncio.wait_for(console.run, 10)
+    await asyncio.wait_for(console.run, scaled(10))
     path = console_history_file(tmp_path / "data", "ada")
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert "typo to clear" not in path.read_text(encoding="utf-8")
@@ -103,12 +104,12 @@ async def test_the_history_is_there_at_the_next_start(tmp_path: Path, keys: Pipe
     path = console_history_file(tmp_path, "ada")
     first = terminal_over(io.StringIO(), keys, path)
     keys.send_text("remember the milk" + ENTER)
-    assert await asyncio.wait_for(first.read_line(), 5) == "remember the milk"
+    assert await asyncio.wait_for(first.read_line(), scaled(5)) == "remember the milk"
     again = terminal_over(io.StringIO(), keys, path)
     keys.send_text(UP + ENTER)
-    assert await asyncio.wait_for(again.read_line(), 5) == "remember the milk"
+    assert await asyncio.wait_for(again.read_line(), scaled(5)) == "remember the milk"
     keys.send_text(CTRL_C)  # at an empty prompt: the end of the input
-    assert await asyncio.wait_for(again.read_line(), 5) is None
+    assert await asyncio.wait_for(again.read_line(), scaled(5)) is None
 
 
 def test_each_person_has_a_history_file_of_their_own(tmp_path: Path) -> None:
@@ -155,7 +156,7 @@ async def test_stop_typed_during_a_reply_stops_it_and_other_typing_waits_for_the
 
 async def test_ctrl_c_at_an_empty_prompt_ends_the_chat(console: Console) -> None:
     console.type(CTRL_C)
-    await asyncio.wait_for(console.run, 10)
+    await asyncio.wait_for(console.run, scaled(10))
     assert console.adapter.done.is_set()
 
 
@@ -165,7 +166,7 @@ async def test_a_notice_prints_above_the_prompt_and_the_typed_text_stays(
     console.type("half a thou")
     await wait_until(lambda: console.at_prompt("half a thou"))
     message = InboundMessage("console", "ada", "private", "ada", "(a background review)")
-    await asyncio.wait_for(console.adapter.notify(message, "💾 Memory updated"), 5)
+    await asyncio.wait_for(console.adapter.notify(message, "💾 Memory updated"), scaled(5))
     await wait_until(lambda: console.at_prompt("half a thou"))
     lines = console.shown().splitlines()
     assert lines[-3:] == ["💾 Memory updated", "", "> half a thou"]  # above, not over it

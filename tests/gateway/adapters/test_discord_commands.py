@@ -34,6 +34,7 @@ from memory_core import Operation
 from tests.fakes.discord import DEFAULT_GUILDS, DEFAULT_TOKEN, EPHEMERAL, LOADING, FakeDiscord
 from tests.fakes.openai import FakeOpenAI
 from tests.gateway.serving import serving
+from tests.timing import scaled
 
 SKILLS = Path(__file__).resolve().parents[3] / "skills"
 ADA, BOB = 4200000000000000001, 4200000000000000002
@@ -119,7 +120,7 @@ async def running(
     client.commands = built
     task = asyncio.create_task(client.start(DEFAULT_TOKEN))
     try:
-        await asyncio.wait_for(client.ready.wait(), 5)
+        await asyncio.wait_for(client.ready.wait(), scaled(5))
         await built.sync()
         yield built
     finally:

@@ -18,6 +18,7 @@ from gateway.config import TelegramConfig
 from gateway.messages import CommandSpec
 from tests.fakes.telegram import FakeTelegram
 from tests.gateway.adapters.inboxes import Inbox
+from tests.timing import scaled
 
 TOKEN = "123:ABC"
 COMMANDS = [CommandSpec("help", "what the bot is")]
@@ -184,7 +185,7 @@ async def test_a_token_refused_while_polling_ends_the_adapter(
         assert not adapter.done.is_set()
         tg.fail_next("getUpdates", status, description="Unauthorized")
         tg.inject_text(42, 42, "anyone?")  # answers the held poll; the next one is refused
-        await asyncio.wait_for(adapter.done.wait(), 5)
+        await asyncio.wait_for(adapter.done.wait(), scaled(5))
         await _answered(tg, 42, "anyone?")
     finally:
         await adapter.close()

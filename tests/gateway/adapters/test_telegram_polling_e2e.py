@@ -19,6 +19,7 @@ import pytest
 from tests.fakes.openai import FakeOpenAI
 from tests.fakes.telegram import FakeTelegram
 from tests.gateway.processes import FakesThread, run_environment
+from tests.timing import scaled
 
 TOKEN = "4242:e2e-polling-token"
 ALICE, BOB = 111, 222
@@ -82,7 +83,7 @@ def test_bad_answers_and_a_poison_update_are_survived_then_a_refused_token_exits
         fakes.answered(ALICE, "after the outage")
         fakes.call(tg.fail_next, "getUpdates", 401, description="Unauthorized")
         fakes.call(tg.inject_text, ALICE, ALICE, "last")  # the poll after it is refused
-        _, err = process.communicate(timeout=30)
+        _, err = process.communicate(timeout=scaled(30))
     finally:
         if process.poll() is None:
             process.kill()

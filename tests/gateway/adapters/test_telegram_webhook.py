@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -24,6 +23,7 @@ from gateway.messages import CommandSpec
 from tests.fakes.telegram import FakeTelegram
 from tests.fakes.telegram_webhook import Attempt
 from tests.gateway.adapters.inboxes import Inbox
+from tests.timing import wait_until
 
 TOKEN = "123:ABC"
 SECRET = "s3cret-Token_1"
@@ -43,10 +43,7 @@ def hook_url() -> str:
 
 async def eventually(probe: Callable[[], object], timeout: float = 5.0) -> None:
     """Wait until `probe()` is truthy (for what no fake is told of, such as a log line)."""
-    deadline = time.monotonic() + timeout
-    while not probe():
-        assert time.monotonic() < deadline, "condition not met in time"
-        await asyncio.sleep(0.01)
+    await wait_until(probe, timeout)
 
 
 @pytest.fixture

@@ -25,6 +25,7 @@ from tests.gateway.adapters.test_telegram_webhook import (
     TOKEN,
     hook_url,
 )
+from tests.timing import scaled
 
 HEAD = "POST /tg/hook HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
 
@@ -112,7 +113,7 @@ async def test_idle_and_half_sent_connections_are_closed_and_updates_still_get_t
         tg.inject_text(ALICE, ALICE, "through the crowd")
         await tg.wait_until(lambda: tg.chat_texts(ALICE) == ["echo: through the crowd"])
         assert not any(c.closed.is_set() for c in held[:2])  # the update did not wait
-        await asyncio.wait_for(asyncio.gather(*(c.closed.wait() for c in held)), 10.0)
+        await asyncio.wait_for(asyncio.gather(*(c.closed.wait() for c in held)), scaled(10.0))
     for connection in held:
         connection.close()
     slow_bodies = held[2::3]
@@ -142,10 +143,10 @@ async def test_beyond_the_cap_the_oldest_idle_connections_make_room(
         later = [Held(port_of(url), HEAD.encode()) for _ in range(15)]
         for connection in later:
             await connection.open()
-        await asyncio.wait_for(asyncio.gather(*(c.closed.wait() for c in first[:15])), 10.0)
+        await asyncio.wait_for(asyncio.gather(*(c.closed.wait() for c in first[:15])), scaled(10.0))
         tg.inject_text(ALICE, ALICE, "room for me")
         await tg.wait_until(lambda: tg.chat_texts(ALICE) == ["echo: room for me"])
-        await asyncio.wait_for(first[15].closed.wait(), 10.0)  # the room Telegram took
+        await asyncio.wait_for(first[15].closed.wait(), scaled(10.0))  # the room Telegram took
         assert not any(c.closed.is_set() for c in first[16:] + later)
         assert guard.open == 20
     for connection in first + later:

@@ -34,6 +34,7 @@ from memory_core import (
     StoredMessage,
 )
 from tests.fakes.openai import FakeOpenAI, Fault
+from tests.timing import scaled
 
 ORIGIN = SessionOrigin("k", "telegram", "telegram-1", "1", "private")
 SCOPE = SearchScope("telegram-1")
@@ -297,5 +298,5 @@ async def test_the_summary_is_foreground_work_a_busy_background_cannot_hold_up(
     parent = await fill(store)
     async with limiter.slot(background=True):  # background work holds its only slot
         rotating = Compressor(store, client, 10_000).rotate(parent, SCOPE, 3_000, 9_000)
-        child = await asyncio.wait_for(rotating, 5.0)
+        child = await asyncio.wait_for(rotating, scaled(5.0))
     assert child is not None

@@ -19,6 +19,7 @@ from tests.fakes.base import wait_until
 from tests.fakes.openai import FakeOpenAI, Fault
 from tests.gateway.serving import serving
 from tests.gateway.sinks import ListSink
+from tests.timing import scaled
 
 SKILLS = Path(__file__).resolve().parents[3] / "skills"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -88,7 +89,7 @@ async def test_many_chats_never_have_more_calls_in_flight_than_max_concurrency(
             await wait_until(lambda n=2 * round_: len(fake.requests) == n and fake.stalled == 2)
             assert in_flight.now == 2 and limiter.in_flight == 2
             fake.release()
-        await asyncio.wait_for(asyncio.gather(*chats), 10)
+        await asyncio.wait_for(asyncio.gather(*chats), scaled(10))
     assert in_flight.most == 2
     assert sorted(s.replies[0] for s in sinks) == sorted(f"echo: hi {i}" for i in range(8))
 
@@ -109,7 +110,7 @@ async def test_waiting_foreground_calls_go_before_waiting_background_ones(
         answer = asyncio.create_task(reply.complete([{"role": "user", "content": "answer"}]))
         await wait_until(lambda: limiter.waiting == (1, 1))
         fake.release()
-        await asyncio.wait_for(asyncio.gather(first, recap, answer), 10)
+        await asyncio.wait_for(asyncio.gather(first, recap, answer), scaled(10))
     finally:
         await reply.close()
         await aux.close()
@@ -130,11 +131,13 @@ async def test_background_work_leaves_a_slot_free_for_replies(
         await wait_until(lambda: fake.stalled == 1)
         queued = asyncio.create_task(aux.complete([{"role": "user", "content": "recap 2"}]))
         await wait_until(lambda: limiter.waiting == (0, 1))
-        answer = await asyncio.wait_for(reply.complete([{"role": "user", "content": "hi"}]), 5)
+        answer = await asyncio.wait_for(
+            reply.complete([{"role": "user", "content": "hi"}]), scaled(5)
+        )
         assert answer == "echo: hi"  # answered while background work holds and awaits slots
         assert not queued.done() and in_flight.now == 1
         fake.release()
-        await asyncio.wait_for(asyncio.gather(held, queued), 10)
+        await asyncio.wait_for(asyncio.gather(held, queued), scaled(10))
     finally:
         await reply.close()
         await aux.close()
@@ -151,9 +154,11 @@ async def test_a_slot_is_not_held_while_waiting_to_retry(
         fake.fail_next(Fault.http(429, retry_after=1.5))
         throttled = asyncio.create_task(client.complete([{"role": "user", "content": "a"}]))
         await wait_until(lambda: len(fake.requests) == 1 and limiter.in_flight == 0)
-        other = await asyncio.wait_for(client.complete([{"role": "user", "content": "b"}]), 1)
+        other = await asyncio.wait_for(
+            client.complete([{"role": "user", "content": "b"}]), scaled(1)
+        )
         assert other == "echo: b" and not throttled.done()  # served during the retry wait
-        assert await asyncio.wait_for(throttled, 10) == "echo: a"
+        assert await asyncio.wait_for(throttled, scaled(10)) == "echo: a"
     finally:
         await client.close()
     assert [said(fake, i) for i in range(3)] == ["a", "b", "a"]
@@ -194,8 +199,8 @@ async def test_a_stalled_reply_frees_its_slot_for_the_next_chat(
         stalled, waiting = ListSink(), ListSink()
         first = asyncio.create_task(conversations.handle(message("1", "tell me"), stalled))
         await wait_until(lambda: fake.stalled == 1)
-        await asyncio.wait_for(conversations.handle(message("2", "and me?"), waiting), 5)
-        await asyncio.wait_for(first, 5)
+        await asyncio.wait_for(conversations.handle(message("2", "and me?"), waiting), scaled(5))
+        await asyncio.wait_for(first, scaled(5))
         fake.release()
     assert stalled.replies == ["Half of \n" + CUT_NOTE]
     assert waiting.replies == ["Second chat answered."]

@@ -14,6 +14,7 @@ from gateway.agent.model_client import ModelClient
 from gateway.errors import ModelAuthError, ModelError, ModelStalledError
 from tests.fakes.base import wait_until
 from tests.fakes.openai import FakeOpenAI, Fault
+from tests.timing import scaled
 
 AUDIO = b"OggS\x00\x02" + bytes(range(256)) * 8
 
@@ -99,7 +100,7 @@ async def test_an_endpoint_that_never_answers_times_out(fake: FakeOpenAI) -> Non
     fake.fail_transcription(Fault.stall())
     model = client(fake, timeout=0.3)
     with pytest.raises(ModelStalledError):
-        async with asyncio.timeout(5):
+        async with asyncio.timeout(scaled(5)):
             await model.transcribe(AUDIO, filename="voice.ogg", mime="audio/ogg")
     await model.close()
     fake.release()
@@ -113,5 +114,5 @@ async def test_the_upload_waits_for_a_slot_of_the_shared_limiter(fake: FakeOpenA
         task = asyncio.create_task(model.transcribe(AUDIO, filename="voice.ogg", mime="audio/ogg"))
         await wait_until(lambda: limiter.waiting == (1, 0), 5.0)
         assert fake.transcriptions == []
-    assert await asyncio.wait_for(task, 5) == "after the reply"
+    assert await asyncio.wait_for(task, scaled(5)) == "after the reply"
     await model.close()

@@ -42,6 +42,7 @@ from memory_core import (
 from tests.fakes.openai import FakeOpenAI, Fault, ToolCall
 from tests.gateway.serving import serving
 from tests.gateway.sinks import ListSink
+from tests.timing import scaled
 
 SKILLS = Path(__file__).resolve().parents[3] / "skills"
 ECHO_SCHEMA = {"type": "function", "function": {"name": "echo", "parameters": {}}}
@@ -240,10 +241,10 @@ async def test_reads_run_together_writes_in_order_and_results_keep_the_call_orde
 
     async def read_a() -> None:  # finishes only once b has: the two must overlap
         a_started.set()
-        await asyncio.wait_for(b_done.wait(), 5)
+        await asyncio.wait_for(b_done.wait(), scaled(5))
 
     async def read_b() -> None:
-        await asyncio.wait_for(a_started.wait(), 5)
+        await asyncio.wait_for(a_started.wait(), scaled(5))
         b_done.set()
 
     async def write() -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from memory_core.sessions import CounterUpdate, NewMessage, SessionOrigin, SessionStore
+from tests.timing import scaled
 
 MNEMO = Path(sys.executable).parent / "mnemo"
 HOSTILE_KEY = "telegram-9\x1b[2J\u202eevil"
@@ -39,7 +40,7 @@ def said(text: str, at: float) -> NewMessage:
 def mnemo(home: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {"MNEMO_HOME": str(home), "PATH": "/usr/bin:/bin"}
     return subprocess.run(
-        [str(MNEMO), *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=60
+        [str(MNEMO), *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=scaled(60)
     )
 
 

@@ -7,6 +7,8 @@ import json
 import subprocess
 import sys
 
+from tests.timing import scaled
+
 HEAVY = ("pydantic", "memory_core", "gateway.config", "openai", "telegram", "discord", "aiohttp")
 """What `mnemo --version` never needs (the application's heavy parts)."""
 
@@ -22,7 +24,11 @@ def loaded_after(*args: str) -> list[str]:
         "print(json.dumps(sorted(sys.modules)))\n"
     )
     proc = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=scaled(120),
     )
     names: list[str] = json.loads(proc.stdout.splitlines()[-1])
     return [n for n in names if any(n == h or n.startswith(h + ".") for h in HEAVY)]

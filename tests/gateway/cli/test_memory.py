@@ -12,6 +12,7 @@ from click.testing import CliRunner, Result
 
 from gateway.cli import main
 from memory_core.file_memory.store import FileMemoryStore
+from tests.timing import scaled
 
 MNEMO = Path(sys.executable).parent / "mnemo"
 ALICE = "telegram-12345"
@@ -138,7 +139,7 @@ def test_the_installed_script_works_in_a_real_process(home: Path, tmp_path: Path
         text=True,
         env=env,
         cwd=tmp_path,
-        timeout=30,
+        timeout=scaled(30),
     )
     assert add.returncode == 0, add.stderr
     show = subprocess.run(
@@ -147,7 +148,7 @@ def test_the_installed_script_works_in_a_real_process(home: Path, tmp_path: Path
         text=True,
         env=env,
         cwd=tmp_path,
-        timeout=30,
+        timeout=scaled(30),
     )
     assert json.loads(show.stdout)["entries"] == ["Alice is left-handed"]
     refused = subprocess.run(
@@ -156,7 +157,7 @@ def test_the_installed_script_works_in_a_real_process(home: Path, tmp_path: Path
         text=True,
         env=env,
         cwd=tmp_path,
-        timeout=30,
+        timeout=scaled(30),
     )
     assert refused.returncode == 1
     assert "'read_credential_file'" in refused.stderr

@@ -11,6 +11,7 @@ from click.testing import CliRunner, Result
 
 from gateway.cli import main
 from memory_core.skills.store import SkillsStore
+from tests.timing import scaled
 
 REPO = Path(__file__).resolve().parents[3]
 ADA = "telegram-1"
@@ -131,7 +132,7 @@ def test_bundled_skills_pass_check_with_the_installed_command(tmp_path: Path) ->
         env={"PATH": str(MNEMO.parent)},
         capture_output=True,
         text=True,
-        timeout=30,
+        timeout=scaled(30),
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.startswith("OK: ") and proc.stderr == ""

@@ -26,6 +26,7 @@ from memory_core.pg.stores import ALL_MIGRATIONS
 from memory_core.sessions import NewMessage, SessionDB, SessionOrigin
 from tests.gateway.processes import MNEMO
 from tests.postgres import schema_url
+from tests.timing import scaled
 
 ADA = "telegram-1"
 
@@ -115,7 +116,7 @@ def test_a_move_adds_no_file_to_the_source(plain_env: dict[str, str], pg_databas
     assert "state.db" in before and "state.db-wal" not in before
     command = [str(MNEMO), "storage", "migrate", "--to", pg_database, "--yes"]
     moved = subprocess.run(command, env={**os.environ, **plain_env}, capture_output=True,
-                           text=True, timeout=300)  # fmt: skip
+                           text=True, timeout=scaled(300))  # fmt: skip
     assert moved.returncode == 0, moved.stderr
     assert listing(home) == before
 
@@ -215,7 +216,7 @@ def kill_when_writing(command: list[str], env: dict[str, str], url: str, table: 
     )
     try:
         with psycopg.connect(url, autocommit=True) as conn:
-            deadline = time.monotonic() + 180
+            deadline = time.monotonic() + scaled(180)
             while time.monotonic() < deadline and process.poll() is None:
                 found = (
                     migrated(conn)
@@ -230,7 +231,7 @@ def kill_when_writing(command: list[str], env: dict[str, str], url: str, table: 
                     os.kill(process.pid, signal.SIGKILL)
                     break
                 time.sleep(0.005)
-        out, err = process.communicate(timeout=60)
+        out, err = process.communicate(timeout=scaled(60))
     finally:
         if process.poll() is None:
             process.kill()

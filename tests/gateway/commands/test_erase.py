@@ -38,6 +38,7 @@ from tests.fakes.openai import FakeOpenAI, Fault, ToolCall
 from tests.gateway.processes import run_mnemo
 from tests.gateway.serving import serving
 from tests.gateway.sinks import ListSink
+from tests.timing import scaled
 
 SKILLS = Path(__file__).resolve().parents[3] / "skills"
 ADA, BOB = "42", "77"
@@ -284,7 +285,7 @@ async def test_forget_all_stops_the_persons_turn_in_flight_in_a_group_and_keeps_
     await say(conversations, "/forget all")
     done = (await say(conversations, "/forget all confirm")).replies[-1]
     assert "Erased everything I held about you" in done
-    await asyncio.wait_for(group_turn, 5)  # it was stopped, not left to finish later
+    await asyncio.wait_for(group_turn, scaled(5))  # it was stopped, not left to finish later
     fake.release()
     await wait_until(lambda: fake.stalled == 0)
 
@@ -316,11 +317,11 @@ async def test_a_message_waiting_behind_the_stopped_turn_is_erased_with_the_rest
     waiting = asyncio.create_task(
         conversations.handle(in_group(ADA_WORDS[1], "2"), follow_up, queued.set)
     )
-    await asyncio.wait_for(queued.wait(), 5)
+    await asyncio.wait_for(queued.wait(), scaled(5))
 
     await say(conversations, "/forget all")
     await say(conversations, "/forget all confirm")
-    await asyncio.wait_for(asyncio.gather(held, waiting), 5)
+    await asyncio.wait_for(asyncio.gather(held, waiting), scaled(5))
     fake.release()
     await wait_until(lambda: fake.stalled == 0)
     assert follow_up.replies == [

@@ -14,6 +14,7 @@ from gateway.i18n import Catalogs
 from gateway.messages import InboundMessage
 from gateway.person_locale import PersonLocales
 from memory_core import FileMemoryStore, PersonSettings, PersonSettingsStore
+from tests.timing import scaled
 
 NOON = datetime(2026, 3, 1, 20, 0, tzinfo=UTC).timestamp()
 
@@ -101,7 +102,7 @@ class StalledSettings(PersonSettingsStore):
 
     def read(self, user_key: str) -> PersonSettings:
         self.reads.append(threading.current_thread().name)
-        self.go.wait(30)
+        self.go.wait(scaled(30))
         return super().read(user_key)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
 import time
@@ -20,6 +19,7 @@ from memory_core import recall_scope
 from tests.fakes.openai import FakeOpenAI
 from tests.gateway.serving import SKILLS, serving
 from tests.gateway.sinks import ListSink
+from tests.timing import wait_until
 
 
 @dataclass
@@ -50,12 +50,8 @@ class Bot:
 
 
 async def wait_for(check: Callable[[], Awaitable[bool]], timeout: float = 5.0) -> None:
-    """Wait until the async predicate `check()` holds; TimeoutError after `timeout` s."""
-    deadline = time.monotonic() + timeout
-    while not await check():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"condition not met within {timeout} s")
-        await asyncio.sleep(0.01)
+    """Wait until the async predicate `check()` holds; TimeoutError after `scaled(timeout)` s."""
+    await wait_until(check, timeout)
 
 
 def message(text: str, user: str = "alice", group: str | None = None) -> InboundMessage:

@@ -19,6 +19,7 @@ from gateway.media.reader import Decode
 from gateway.messages import InboundMessage, MediaRef
 from tests.gateway.media.fakes import FakeFetch
 from tests.gateway.media.samples import plain_png
+from tests.timing import scaled
 
 ENGLISH = Catalogs().translator("en")
 SPANISH = Catalogs().translator("es")
@@ -83,7 +84,7 @@ class CountingDecoder:
             self.inside += 1
             self.most = max(self.most, self.inside)
         try:
-            assert self.release.wait(timeout=30)
+            assert self.release.wait(timeout=scaled(30))
             return "data:image/jpeg;base64,AA=="
         finally:
             with self.lock:
@@ -95,13 +96,13 @@ async def test_four_pictures_at_once_are_decoded_two_at_a_time() -> None:
     decoder = CountingDecoder()
     bot = reader(fetch, decode=decoder)  # one reader, four people's pictures at once
     tasks = [asyncio.create_task(bot.read(photo(n))) for n in range(4)]
-    async with asyncio.timeout(30):
+    async with asyncio.timeout(scaled(30)):
         while not (fetch.done == 4 and decoder.inside >= 2):
             await asyncio.sleep(0)
     # every download is back: the other two reads wait for the reader, not for a thread
     assert decoder.most == 2
     decoder.release.set()
-    async with asyncio.timeout(30):
+    async with asyncio.timeout(scaled(30)):
         read = await asyncio.gather(*tasks)
     assert [len(each.images) for each in read] == [1, 1, 1, 1]
     assert decoder.most == 2

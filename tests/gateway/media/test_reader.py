@@ -22,6 +22,7 @@ from gateway.media.reader import NO_DESCRIPTION
 from gateway.messages import InboundMessage, MediaRef
 from tests.gateway.media.fakes import FakeDescriber, FakeFetch, FakeTranscriber
 from tests.gateway.media.samples import decoded, phone_photo
+from tests.timing import scaled
 
 VOICE = MediaRef("voice", "file-voice", mime="audio/ogg", size=9000, seconds=4.0)
 PHOTO = MediaRef("image", "file-photo", mime="image/jpeg")
@@ -141,7 +142,7 @@ async def test_a_slow_download_is_given_up_after_download_timeout() -> None:
     fetch = FakeFetch({"file-voice": b"OggS"}, hold=asyncio.Event())  # never released
     config = MediaConfig(download_timeout=0.05)
     with pytest.raises(MediaDownloadError) as caught:
-        async with asyncio.timeout(5):
+        async with asyncio.timeout(scaled(5)):
             await reader(fetch, transcriber=FakeTranscriber(["x"]), config=config).read(
                 message(VOICE)
             )
@@ -195,7 +196,7 @@ async def test_a_picture_without_a_description_still_goes_on(
     describer: FakeDescriber | None,
 ) -> None:
     fetch = FakeFetch({"file-photo": phone_photo((200, 100))})
-    async with asyncio.timeout(5):
+    async with asyncio.timeout(scaled(5)):
         read = await reader(fetch, describer=describer, describe_timeout=0.05).read(
             message(PHOTO, text="look")
         )
@@ -246,7 +247,7 @@ async def test_a_big_picture_is_decoded_off_the_event_loop() -> None:
     fetch = FakeFetch({"file-photo": phone_photo((4000, 3000), noisy=True)})
     read_task = asyncio.create_task(reader(fetch).read(message(PHOTO)))
     ticks = 0
-    async with asyncio.timeout(30):
+    async with asyncio.timeout(scaled(30)):
         while not read_task.done():
             await asyncio.sleep(0)
             if fetch.done:

@@ -17,6 +17,7 @@ import pytest
 from memory_core.file_memory.edits import Operation
 from memory_core.file_memory.store import FileMemoryStore
 from tests.memory_core.file_memory.worker_process import BIG_BUDGET, crash_entry, loop_signalling
+from tests.timing import scaled
 
 pytestmark = pytest.mark.slow  # both tests are real-process rounds of many seconds
 
@@ -35,7 +36,7 @@ def _worker(*args: object, **kwargs: object) -> subprocess.Popen:
 
 def test_four_processes_adding_100_entries_each_lose_nothing(tmp_path: Path) -> None:
     workers = [_worker("add", tmp_path, KEY, f"p{n}", 100) for n in range(4)]
-    assert [w.wait(timeout=60) for w in workers] == [0, 0, 0, 0]
+    assert [w.wait(timeout=scaled(60)) for w in workers] == [0, 0, 0, 0]
     store = FileMemoryStore(tmp_path, user_char_limit=BIG_BUDGET)
     text = store.path("user", KEY).read_text()
     entries = store.read("user", KEY).entries
@@ -66,7 +67,7 @@ def test_sigkill_at_random_moments_never_tears_the_file(tmp_path: Path) -> None:
         assert ours.poll(30) and ours.recv() == "ready"
         time.sleep(rng.uniform(0.005, 0.05))  # the random moment of death, not a wait
         os.kill(child.pid, signal.SIGKILL)  # type: ignore[arg-type]
-        child.join(10)
+        child.join(scaled(10))
         assert child.exitcode == -signal.SIGKILL
         entries = store.read("user", KEY).entries  # parses
         assert entries, "the file lost its content"

@@ -20,6 +20,7 @@ from memory_core.file_memory.ledger import (
 )
 from memory_core.file_memory.origin import OPERATOR, Evidence, Origin
 from memory_core.file_memory.store import FileMemoryStore
+from tests.timing import scaled
 
 ALICE, BOB = "telegram-1", "telegram-2"
 ME = Origin("person", 7)
@@ -281,7 +282,7 @@ def test_concurrent_writers_never_lose_or_reuse_a_history_line(tmp_path: Path) -
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(timeout=30)
+        thread.join(timeout=scaled(30))
     store = FileMemoryStore(tmp_path)
     alice = read_changes(history_path(store.path("user", ALICE)))
     bob = read_changes(history_path(store.path("user", BOB)))

@@ -18,6 +18,7 @@ from memory_core.pg import (
     PostgresUnavailableError,
 )
 from memory_core.pg.blocking import PgSyncDatabase
+from tests.timing import scaled
 
 # Each step counts its runs in `runs`, so a step run twice shows as 2.
 V1 = PgMigration(
@@ -136,7 +137,7 @@ class WriteSkew:
         row = await (await conn.execute("SELECT coalesce(sum(id), 0) FROM notes")).fetchone()
         if self.attempts >= 2:
             self.both_read.set()
-        await asyncio.wait_for(self.both_read.wait(), timeout=10)
+        await asyncio.wait_for(self.both_read.wait(), timeout=scaled(10))
         await conn.execute("INSERT INTO notes VALUES (%s)", (row[0] + 1,))
         return int(row[0]) + 1
 
@@ -193,7 +194,7 @@ class CrossedLocks:
             await self.fast_detection(conn)
             await conn.execute("UPDATE notes SET id = id WHERE id = %s", (first,))
             self.locked[first].set()
-            await asyncio.wait_for(self.locked[second].wait(), timeout=10)
+            await asyncio.wait_for(self.locked[second].wait(), timeout=scaled(10))
             await conn.execute("UPDATE notes SET id = id WHERE id = %s", (second,))
             return first
 
@@ -207,7 +208,7 @@ async def test_a_deadlock_is_retried_until_it_commits(db: PgDatabase) -> None:
     crossed = CrossedLocks()
     results = await asyncio.wait_for(
         asyncio.gather(db.transact(crossed.work(1, 2)), db.transact(crossed.work(2, 1))),
-        timeout=30,
+        timeout=scaled(30),
     )
     assert sorted(results) == [1, 2]
     assert crossed.attempts == 3
@@ -269,7 +270,7 @@ class ThreadedWriteSkew:
             if self.attempts >= 2:
                 self.both_read.set()
         row = conn.execute("SELECT coalesce(sum(id), 0) FROM notes").fetchone()
-        assert self.both_read.wait(timeout=10)
+        assert self.both_read.wait(timeout=scaled(10))
         conn.execute("INSERT INTO notes VALUES (%s)", (row[0] + 1,))
         return int(row[0]) + 1
 
@@ -283,7 +284,7 @@ def test_sync_serialization_failure_is_retried_until_it_commits(
         futures = [
             pool.submit(sync_db.transact, skew.work, isolation="serializable") for _ in range(2)
         ]
-        results = sorted(f.result(timeout=30) for f in futures)
+        results = sorted(f.result(timeout=scaled(30)) for f in futures)
     assert results == [1, 2]
     assert skew.attempts >= 3
     assert _sync_rows(sync_db, "SELECT id FROM notes ORDER BY id") == [(1,), (2,)]
@@ -302,7 +303,7 @@ def test_sync_conflict_past_the_attempts_is_a_memory_core_error(
             return err
 
     with ThreadPoolExecutor(2) as pool:
-        outcomes = [f.result(timeout=30) for f in [pool.submit(once), pool.submit(once)]]
+        outcomes = [f.result(timeout=scaled(30)) for f in [pool.submit(once), pool.submit(once)]]
     failures = [o for o in outcomes if isinstance(o, PostgresConflictError)]
     assert len(failures) == 1 and "all 1 attempts" in str(failures[0])
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator
 
 import psycopg
@@ -12,6 +11,7 @@ import pytest
 from memory_core import DocumentError
 from memory_core.pg.blocking import PgSyncDatabase
 from memory_core.pg.documents import DOCUMENT_MIGRATIONS, PgDocument
+from tests.timing import scaled, wait_until_sync
 
 NAME = "access.json"
 
@@ -24,11 +24,8 @@ def db(pg_database: str) -> Iterator[PgSyncDatabase]:
 
 
 def wait_for(condition: Callable[[], bool], timeout: float = 10.0) -> None:
-    """Poll `condition` until it holds; fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.01)
+    """Poll `condition` until it holds; fail after `scaled(timeout)` seconds."""
+    wait_until_sync(condition, timeout, interval=0.01)
 
 
 def waiting_on_a_lock(url: str) -> bool:
@@ -78,18 +75,18 @@ def test_a_change_waits_for_a_slow_one_and_keeps_what_it_wrote(
         with slow.changing() as handle:
             text = handle.read()
             holding.set()  # slow between reading and writing
-            release.wait(10)
+            release.wait(scaled(10))
             handle.write((text or "") + "alice\n")
 
     first = threading.Thread(target=alice)
     first.start()
-    assert holding.wait(10)
+    assert holding.wait(scaled(10))
     second = threading.Thread(target=append, args=(fast, "bob\n"))
     second.start()
     wait_for(lambda: waiting_on_a_lock(pg_database))
     release.set()
-    first.join(10)
-    second.join(10)
+    first.join(scaled(10))
+    second.join(scaled(10))
     assert fast.read() == (before or "") + "alice\nbob\n"
 
 

@@ -3,7 +3,6 @@ transaction, versions, the history's trim, records in their transaction."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -20,6 +19,7 @@ from memory_core.file_memory.store import Target
 from memory_core.pg.blocking import PgSyncDatabase
 from memory_core.pg.memory import PgMemoryStore
 from memory_core.pg.memory_schema import MEMORY_MIGRATIONS
+from tests.timing import scaled, wait_until_sync
 
 ALICE, BOB = "telegram-1001", "discord-2002"
 TABLES = ("memory_versions", "memory_entries", "memory_history", "memory_archive", "person_records")
@@ -56,14 +56,11 @@ def _add(store: PgMemoryStore, key: str | None, text: str, origin: Origin | None
 
 def _wait_for_lock_waiters(db: PgSyncDatabase, count: int) -> None:
     """Until `count` backends of this database wait on a row lock (10 s at most)."""
-    deadline = time.monotonic() + 10
     query = (
         "SELECT count(*) FROM pg_stat_activity"
         " WHERE datname = current_database() AND wait_event_type = 'Lock'"
     )
-    while _rows(db, query)[0][0] < count:
-        assert time.monotonic() < deadline, "the write never waited for the lock"
-        time.sleep(0.005)
+    wait_until_sync(lambda: _rows(db, query)[0][0] >= count, 10, "a write waiting", interval=0.005)
 
 
 def _holding_the_row(url: str, key: str) -> psycopg.Connection[Any]:
@@ -100,7 +97,7 @@ def test_a_write_waiting_for_the_lock_when_the_erasure_begins_is_refused(
         holder.rollback()
         holder.close()
     with pytest.raises(PersonErasedError):
-        write.result(timeout=10)
+        write.result(timeout=scaled(10))
     assert store.read("user", ALICE).entries == ("Alice likes tea",)
     assert [c.after for c in store.history("user", ALICE)] == ["Alice likes tea"]
 
@@ -123,7 +120,7 @@ def test_a_record_waiting_for_the_lock_when_the_erasure_begins_is_refused(
         holder.rollback()
         holder.close()
     with pytest.raises(PersonErasedError):
-        write.result(timeout=10)
+        write.result(timeout=scaled(10))
     assert store.peek_record(ALICE, "settings.json") is None
 
 
@@ -147,7 +144,7 @@ def test_an_erasure_waits_for_a_write_in_progress_and_removes_it_too(
         holder.commit()  # the write in progress lands, then the erasure runs
     finally:
         holder.close()
-    assert erase.result(timeout=10) is True
+    assert erase.result(timeout=scaled(10)) is True
     for table in TABLES:
         assert _rows(db, f"SELECT * FROM {table} WHERE user_key = %s", ALICE) == []
 
@@ -237,7 +234,7 @@ def test_concurrent_writers_in_one_process_lose_nothing(
         futures = [pool.submit(_add, store, ALICE, f"a{i}") for i in range(10)]
         futures += [pool.submit(_add, other, ALICE, f"b{i}") for i in range(10)]
         for future in futures:
-            future.result(timeout=30)
+            future.result(timeout=scaled(30))
     entries = store.read("user", ALICE).entries
     assert sorted(entries) == sorted([f"a{i}" for i in range(10)] + [f"b{i}" for i in range(10)])
     assert [c.id for c in store.history("user", ALICE, None)] == list(range(20, 0, -1))

@@ -14,6 +14,7 @@ from memory_core.file_memory.entries import usage
 from memory_core.pg.blocking import PgSyncDatabase
 from memory_core.pg.memory import PgMemoryStore
 from memory_core.pg.memory_schema import MEMORY_MIGRATIONS
+from tests.timing import scaled
 
 pytestmark = pytest.mark.slow  # four Python processes, 400 transactions
 
@@ -46,7 +47,7 @@ def _run_four(url: str, budget: int) -> list[dict[str, list[int]]]:
         )
         for n in range(4)
     ]
-    outputs = [w.communicate(timeout=120)[0] for w in workers]
+    outputs = [w.communicate(timeout=scaled(120))[0] for w in workers]
     assert [w.returncode for w in workers] == [0, 0, 0, 0]
     return [json.loads(out) for out in outputs]
 

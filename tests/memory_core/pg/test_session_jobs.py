@@ -9,7 +9,6 @@ tests poll the queue until it has (on both backends, real time passes).
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
@@ -18,6 +17,7 @@ from memory_core.pg.database import PgDatabase
 from memory_core.pg.fence import FENCE_MIGRATIONS
 from memory_core.pg.session_jobs import JOB_MIGRATIONS, PgJobQueue
 from memory_core.sessions import ClaimedJob, InProcessJobs, JobQueue, JobRequest
+from tests.timing import scaled, wait_until
 
 
 @pytest.fixture(params=["postgresql", "in-process"])
@@ -37,11 +37,7 @@ def extraction(session_id: int, user: str = "telegram-a", delay: float = 0.0) ->
 
 async def eventually(claim: Callable[[], Awaitable[list[ClaimedJob]]]) -> list[ClaimedJob]:
     """What `claim()` takes once it takes something (within a generous deadline)."""
-    deadline = time.monotonic() + 20.0
-    while not (taken := await claim()):
-        assert time.monotonic() < deadline, "nothing became claimable"
-        await asyncio.sleep(0.02)
-    return taken
+    return await wait_until(claim, 20.0, "something claimable", interval=0.02)
 
 
 async def test_one_open_job_per_kind_and_key(queue: JobQueue) -> None:
@@ -105,10 +101,11 @@ async def test_cancel_and_forget_stop_the_holder(queue: JobQueue) -> None:
     assert [job.key for job in await queue.open_jobs()] == ["2"]
     assert await queue.finish(jobs["2"].id, "a")
     assert await queue.prune(60.0) == 0  # done just now: kept a while
-    deadline = time.monotonic() + 20.0
-    while await queue.prune(0.05) == 0:  # done longer ago than that: gone
-        assert time.monotonic() < deadline, "the done job was never pruned"
-        await asyncio.sleep(0.02)
+
+    async def pruned() -> bool:
+        return await queue.prune(0.05) > 0  # done longer ago than that: gone
+
+    await wait_until(pruned, 20.0, "the done job pruned", interval=0.02)
 
 
 async def test_owners_claiming_at_once_get_disjoint_jobs(queue: JobQueue) -> None:
@@ -139,7 +136,7 @@ async def test_a_claim_skips_a_row_another_claim_has_locked_without_waiting(
         async with db.transaction() as slow:  # a claim stuck between its pick and commit
             cur = await slow.execute(b"SELECT id FROM jobs WHERE job_key = '1' FOR UPDATE")
             (locked,) = await cur.fetchone() or (None,)
-            claimed = await asyncio.wait_for(queue.claim("fast", 60.0, 5), timeout=2.0)
+            claimed = await asyncio.wait_for(queue.claim("fast", 60.0, 5), timeout=scaled(2.0))
             assert [job.key for job in claimed] == ["2"]
         [later] = await queue.claim("fast", 60.0, 5)  # once the slow one let go
         assert later.id == locked

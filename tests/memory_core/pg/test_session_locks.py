@@ -14,6 +14,7 @@ import pytest
 from memory_core import NewMessage, SessionMark, SessionOrigin, StorageSettings, open_storage
 from memory_core.pg.session_locks import PgSessionLocks, lock_number, stop_channel
 from tests.fakes.base import wait_until
+from tests.timing import scaled
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -43,7 +44,7 @@ async def test_a_held_session_keeps_the_other_replica_out_until_released(
             await release.wait()
 
     holder = asyncio.create_task(slow_turn())
-    await asyncio.wait_for(entered.wait(), 5)
+    await asyncio.wait_for(entered.wait(), scaled(5))
     async with alice_there.try_hold("telegram:private:alice") as got:
         assert got is False
     async with alice_there.try_hold("telegram:private:bob") as got:  # Bob is not blocked
@@ -58,7 +59,7 @@ async def test_a_held_session_keeps_the_other_replica_out_until_released(
     await asyncio.sleep(0.1)  # the waiter has asked a few times by now
     assert not waited.is_set()
     release.set()
-    await asyncio.wait_for(waiter, 5)
+    await asyncio.wait_for(waiter, scaled(5))
     await holder
     async with alice_here.try_hold("telegram:private:alice") as got:  # nothing left held
         assert got is True
@@ -78,7 +79,7 @@ async def test_a_dead_replicas_locks_are_released_with_its_connection(
             await asyncio.Event().wait()  # a turn that never ends by itself
 
     task = asyncio.create_task(cut_turn())
-    await asyncio.wait_for(held.wait(), 5)
+    await asyncio.wait_for(held.wait(), scaled(5))
     async with survivor.try_hold("telegram:private:alice") as got:
         assert got is False
     conn = dying._conn  # the replica dies: its connection closes with nothing released
@@ -90,10 +91,7 @@ async def test_a_dead_replicas_locks_are_released_with_its_connection(
             return got
 
     # the server lets go when its backend for that connection ends, a moment later
-    deadline = asyncio.get_running_loop().time() + 10
-    while not await taken_over():
-        assert asyncio.get_running_loop().time() < deadline, "the dead replica's lock stayed"
-        await asyncio.sleep(0.02)  # the server's own clean-up: no event to wait on
+    await wait_until(taken_over, 10, "the dead replica's lock let go", interval=0.02)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -196,7 +194,7 @@ async def _held_turn(locks: PgSessionLocks, key: str, leave: asyncio.Event) -> a
             await leave.wait()
 
     holder = asyncio.create_task(turn())
-    await asyncio.wait_for(entered.wait(), 5)
+    await asyncio.wait_for(entered.wait(), scaled(5))
     return holder
 
 
@@ -246,7 +244,7 @@ async def test_a_lock_whose_connection_broke_is_taken_again_and_its_turn_goes_on
     assert await taken_by_here()  # held again: nobody else may take it
     assert lost == []  # no turn stopped
     leave.set()
-    await asyncio.wait_for(holder, 5)
+    await asyncio.wait_for(holder, scaled(5))
     async with there.try_hold(key) as got:  # released at the block's end
         assert got is True
 
@@ -265,7 +263,8 @@ async def test_a_lock_another_replica_took_meanwhile_is_lost_and_not_released_la
         await wait_until(lambda: lost == [[key]], timeout=10)  # its turn stops
         assert not here.held(key)
         leave.set()
-        await asyncio.wait_for(holder, 5)  # leaving the block releases nothing, raises nothing
+        # leaving the block releases nothing, raises nothing
+        await asyncio.wait_for(holder, scaled(5))
         async with here.try_hold(key) as got:
             assert got is False  # still the other's
     finally:
@@ -275,7 +274,4 @@ async def test_a_lock_another_replica_took_meanwhile_is_lost_and_not_released_la
         async with here.try_hold(key) as got:  # and this replica works on for the next one
             return got
 
-    deadline = time.monotonic() + 10
-    while not await free_again():
-        assert time.monotonic() < deadline, "the lock was never free again"
-        await asyncio.sleep(0.05)
+    await wait_until(free_again, 10, "the lock free again", interval=0.05)

@@ -26,6 +26,7 @@ from memory_core.pg.blocking import PgSyncDatabase
 from memory_core.pg.skills import PgPrivateSkills
 from memory_core.pg.skills_schema import SKILLS_MIGRATIONS
 from memory_core.skills import SkillsStore, SkillsTools
+from tests.timing import scaled
 
 A, B = "telegram-1", "discord-2"
 MakeStore = Callable[[], SkillsStore]
@@ -219,7 +220,7 @@ def test_writers_racing_on_one_person_keep_one_skill_per_name(make: MakeStore) -
     outcomes: list[str] = []
 
     def race(i: int) -> None:
-        start.wait(timeout=10)
+        start.wait(timeout=scaled(10))
         stores[i].create(f"own-{i}", skill_md(f"own-{i}"), user_key=A)
         try:
             stores[i].create("deploy", skill_md("deploy", f"Writer {i}."), user_key=A)
@@ -231,7 +232,7 @@ def test_writers_racing_on_one_person_keep_one_skill_per_name(make: MakeStore) -
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(timeout=20)
+        thread.join(timeout=scaled(20))
     assert sorted(outcomes) == ["exists", "exists", "exists", "made"]
     names = [s.name for s in make().skills(A)]
     assert names == ["deploy", "own-0", "own-1", "own-2", "own-3"]

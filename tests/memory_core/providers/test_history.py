@@ -35,6 +35,7 @@ from memory_core.sessions.models import (
 from memory_core.sessions.query import MAX_QUERY_CHARS, MAX_TERMS
 from memory_core.sessions.store import SessionStore
 from tests.memory_core.sessions.test_store_reads import SlowSteps, wait_until
+from tests.timing import scaled
 
 DAY = 86400.0
 NOW = time.time()
@@ -328,7 +329,7 @@ async def test_a_40000_word_message_is_recalled_in_time_and_the_loop_keeps_runni
             last = time.monotonic()
 
     ticking = asyncio.create_task(ticker())
-    async with asyncio.timeout(5.0):
+    async with asyncio.timeout(scaled(5.0)):
         recalled = await manager.prefetch_all(_pasted_book())
     done.set()
     await ticking
@@ -349,10 +350,10 @@ async def test_a_recall_cut_by_the_prefetch_timeout_frees_the_reader(
     async with SessionStore(path, readers=1, on_connect=slow.install) as slow_store:
         manager = MemoryManager([HistoryRecallProvider(slow_store)], prefetch_timeout=0.3)
         await manager.initialize(SessionContext(99, ME, "telegram", "1", "private"))
-        async with asyncio.timeout(5.0):
+        async with asyncio.timeout(scaled(5.0)):
             assert await manager.prefetch_all("天气") == ""  # timed out, skipped
         assert slow.entered
         await wait_until(lambda: not slow.inside, timeout=5.0)  # the 10 s search was stopped
-        async with asyncio.timeout(5.0):  # and the only reader answers the next turn
+        async with asyncio.timeout(scaled(5.0)):  # and the only reader answers the next turn
             assert await slow_store.search("report", SearchScope(ME)) == []
         await manager.shutdown()

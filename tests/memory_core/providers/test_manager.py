@@ -13,6 +13,7 @@ from memory_core.errors import ProviderError
 from memory_core.providers.base import MemoryProvider, SessionContext, TranscriptMessage
 from memory_core.providers.manager import MemoryManager
 from memory_core.providers.worker import BackgroundWorker
+from tests.timing import scaled
 
 PRIMARY = SessionContext(
     session_id=7, user_key="telegram-1", platform="telegram", chat_id="1", chat_type="private"
@@ -138,9 +139,9 @@ async def test_a_hung_provider_is_cancelled_and_the_others_still_answer(
 ) -> None:
     hung = Hung()
     manager = await _manager(Recorder("history", "recalled"), hung, prefetch_timeout=0.2)
-    result = await asyncio.wait_for(manager.prefetch_all("deploy?"), timeout=0.2 + 1.0)
+    result = await asyncio.wait_for(manager.prefetch_all("deploy?"), timeout=scaled(0.2 + 1.0))
     assert result == "recalled"
-    await asyncio.wait_for(hung.cancelled.wait(), timeout=1.0)
+    await asyncio.wait_for(hung.cancelled.wait(), timeout=scaled(1.0))
     assert "'hung' timed out" in caplog.text
 
 
@@ -149,7 +150,7 @@ async def test_a_provider_that_ignores_cancellation_does_not_hold_the_turn(
 ) -> None:
     stubborn = Stubborn()
     manager = await _manager(Recorder("history", "recalled"), stubborn, prefetch_timeout=0.2)
-    result = await asyncio.wait_for(manager.prefetch_all("q"), timeout=0.2 + 1.0)
+    result = await asyncio.wait_for(manager.prefetch_all("q"), timeout=scaled(0.2 + 1.0))
     assert result == "recalled"
     assert "'stubborn' timed out" in caplog.text
     stubborn.release.set()
@@ -295,7 +296,7 @@ async def test_shutdown_drain_is_bounded_and_says_what_it_dropped(
     manager = await _manager(provider, call_timeout=30.0, drain_timeout=0.2)
     manager.sync_all("u1", "a1")
     manager.sync_all("u2", "a2")
-    await asyncio.wait_for(manager.shutdown(), timeout=0.2 + 2.0)
+    await asyncio.wait_for(manager.shutdown(), timeout=scaled(0.2 + 2.0))
     assert "2 job(s) dropped" in caplog.text
     assert provider.calls == [("shutdown",)]
     manager.sync_all("late", "late")  # after shutdown: dropped with a warning, no error
@@ -374,4 +375,4 @@ async def test_a_hung_tool_call_times_out_as_a_provider_error() -> None:
 
     manager = await _manager(HungTool("history", tools=["t"]), call_timeout=0.2)
     with pytest.raises(ProviderError, match="did not answer 't'"):
-        await asyncio.wait_for(manager.handle_tool_call("t", {}), timeout=2.0)
+        await asyncio.wait_for(manager.handle_tool_call("t", {}), timeout=scaled(2.0))

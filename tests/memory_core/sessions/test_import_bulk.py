@@ -14,6 +14,7 @@ from memory_core.errors import ImportFormatError
 from memory_core.sessions.db import SessionDB
 from memory_core.sessions.importer import IMPORT_CACHE_KIB
 from tests.memory_core.sessions.test_import_staging import line
+from tests.timing import scaled
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -64,7 +65,7 @@ def test_a_large_file_is_parsed_in_another_process(tmp_path: Path) -> None:
     assert good.stat().st_size > 1 << 20
     done = subprocess.run(
         [sys.executable, "-c", CHILD, str(tmp_path / "state.db"), str(bad), str(good)],
-        cwd=ROOT, capture_output=True, text=True, timeout=120, check=True,
+        cwd=ROOT, capture_output=True, text=True, timeout=scaled(120), check=True,
     )  # fmt: skip
     assert done.stdout.splitlines() == ["refused 1501 0", "imported 1500", "child cpu True"]
 

@@ -6,7 +6,6 @@ import asyncio
 import json
 import sqlite3
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from memory_core.sessions import SessionStore, WritePolicy
 from memory_core.sessions.db import SessionDB
 from memory_core.sessions.importer import STAGED_PREFIX
 from tests.memory_core.sessions.helpers import message, origin
+from tests.timing import scaled, wait_until_sync
 
 ME = SearchScope("telegram-1")
 
@@ -33,10 +33,7 @@ def line(n: int, **fields: object) -> str:
 
 
 def wait_for(condition: Callable[[], bool], timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.01)
+    wait_until_sync(condition, timeout, interval=0.01)
 
 
 def counts(path: Path) -> tuple[int, int, int]:
@@ -63,7 +60,7 @@ class PausedLines:
 
     def __iter__(self) -> Iterator[str]:
         yield from self.first
-        assert self.release.wait(30)
+        assert self.release.wait(scaled(30))
         yield from self.rest
 
 
@@ -95,7 +92,7 @@ def test_staged_rows_stay_hidden_and_live_writes_in_between_are_indexed(tmp_path
         sid = live.append_message(origin=origin(), message=message("live walrus", 5.0)).session_id
         assert [h.session_id for h in live.search("walrus", ME)] == [sid]
         lines.release.set()
-        thread.join(30)
+        thread.join(scaled(30))
         assert out[0].messages_inserted == 5020  # type: ignore[attr-defined]
         assert counts(path) == (503, 5021, 0)
         assert [h.session_id for h in live.search("walrus", ME)] == [sid]
@@ -126,7 +123,7 @@ def test_an_import_left_behind_is_cleaned_up_by_the_next(tmp_path: Path) -> None
         with SessionDB(path) as other, pytest.raises(Exception, match="another import"):
             other.import_lines([line(1)])
         lines.release.set()
-        thread.join(30)
+        thread.join(scaled(30))
         assert counts(path) == (500, 5000, 0)
 
 

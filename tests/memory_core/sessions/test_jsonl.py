@@ -19,6 +19,7 @@ from memory_core.sessions.db import SessionDB
 from memory_core.sessions.importer import CHUNK_ROWS
 from memory_core.sessions.jsonl import MAX_LINE_BYTES, parse_timestamp
 from tests.memory_core.sessions.helpers import message, origin
+from tests.timing import scaled
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -258,16 +259,16 @@ def test_sigkill_during_an_import_leaves_a_consistent_database(tmp_path: Path) -
         # At least one chunk is still to come when the threshold is reached.
         threshold = rng.randint(1, sessions * per_session - CHUNK_ROWS)
         proc = run_import(home, big)
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + scaled(60)
         while proc.poll() is None and staged_rows(home / "state.db") < threshold:
             assert time.monotonic() < deadline, "the import staged nothing within 60 s"
             time.sleep(0.005)  # polling a condition: how far the import has got
         assert proc.poll() is None, "the import finished before it could be interrupted"
         proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=60)
+        proc.wait(timeout=scaled(60))
         assert_consistent(home / "state.db", sessions, per_session)
     proc = run_import(home, big)
-    _, err = proc.communicate(timeout=120)
+    _, err = proc.communicate(timeout=scaled(120))
     assert proc.returncode == 0, err.decode()
     assert_consistent(home / "state.db", sessions, per_session, complete=True)
 

@@ -19,6 +19,7 @@ from memory_core.sessions.snippets import (
     WORD_TOKENIZER,
 )
 from tests.memory_core.sessions.helpers import say
+from tests.timing import scaled
 
 ME = SearchScope("telegram-1")
 FILLER = "the quick brown fox jumps over a lazy dog and then "
@@ -78,7 +79,7 @@ def test_a_multi_megabyte_message_gives_a_snippet_quickly(db: SessionDB) -> None
 
     worker = threading.Thread(target=search, daemon=True)
     worker.start()
-    worker.join(timeout=20)
+    worker.join(timeout=scaled(20))
     assert not worker.is_alive(), "the snippet of an 8 MB message took over 20 s"
     assert result[0].startswith(FILLER) and result[0].endswith("…")
     assert set(marked(result[0])) == {"marmot"}

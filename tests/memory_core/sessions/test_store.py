@@ -24,6 +24,7 @@ from memory_core.sessions.db import SessionDB
 from memory_core.sessions.models import NewMessage
 from memory_core.sessions.store import SessionStore
 from tests.memory_core.sessions.helpers import message, open_db, origin
+from tests.timing import scaled
 
 
 @pytest.fixture
@@ -226,4 +227,4 @@ async def test_writes_wait_for_a_locked_database_without_blocking_the_loop(tmp_p
         assert not write.done() and ticks == 20
         other.execute("COMMIT")
         other.close()
-        assert (await asyncio.wait_for(write, 10)).inserted == 1
+        assert (await asyncio.wait_for(write, scaled(10))).inserted == 1

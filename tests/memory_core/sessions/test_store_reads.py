@@ -22,6 +22,8 @@ from memory_core.scopes import SearchScope
 from memory_core.sessions.db import SessionDB
 from memory_core.sessions.store import SessionStore
 from tests.memory_core.sessions.helpers import message, origin, say
+from tests.timing import scaled
+from tests.timing import wait_until as until
 
 ROWS = 5000
 ROW_SECONDS = 0.002  # a runaway search costs ROWS * ROW_SECONDS = 10 s
@@ -65,9 +67,7 @@ class SlowSteps(SlowInstr):
 
 
 async def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not condition():
-            await asyncio.sleep(0.005)
+    await until(condition, timeout, interval=0.005)
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +100,7 @@ async def test_cancelled_runaway_queries_free_the_readers(
         task.cancel()
     await asyncio.gather(*runaway, return_exceptions=True)
     await wait_until(lambda: not slow.inside, timeout=5.0)  # a 10 s query let go of its reader
-    async with asyncio.timeout(5.0):
+    async with asyncio.timeout(scaled(5.0)):
         hits = await store.search("tomatoes", INNOCENT)
     assert len(hits) == 1 and "tomatoes" in hits[0].snippets[0].text
     assert len(slow.entered) == 2  # the queued third search never started
@@ -125,7 +125,7 @@ async def test_a_query_past_the_read_timeout_is_stopped(database: Path, slow: Sl
         database, readers=1, on_connect=slow.install, read_timeout=0.2
     ) as store:
         with pytest.raises(ReadTimeoutError, match=r"took over 0.2 s and was stopped"):
-            async with asyncio.timeout(5.0):
+            async with asyncio.timeout(scaled(5.0)):
                 await store.search("🌦", RUNAWAY)
         assert not slow.inside
         hits = await store.search("tomatoes", INNOCENT)  # the one reader answers again

@@ -29,6 +29,7 @@ from memory_core.errors import (
 )
 from memory_core.skills.format import MAX_SKILL_CHARS, MAX_SUPPORT_FILE_BYTES
 from memory_core.skills.store import SkillsStore
+from tests.timing import scaled
 
 ROOT = Path(__file__).resolve().parents[3]
 A = "telegram-1"
@@ -626,7 +627,7 @@ def test_concurrent_writers_in_separate_processes_keep_every_skill(
         for n in range(3)
     ]
     for proc in procs:
-        _, err = proc.communicate(timeout=30)
+        _, err = proc.communicate(timeout=scaled(30))
         assert proc.returncode == 0, err.decode()
     store = SkillsStore(root, manifest)
     mine = store.skills("console-x")
