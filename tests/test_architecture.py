@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
+
+from tests.timing import scaled
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("gateway", "memory_core")
@@ -214,7 +217,9 @@ def test_no_import_time_work() -> None:
         f"for m in {mods!r}:\n"
         "    __import__(m)\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=scaled(120)
+    )
     assert proc.returncode == 0, proc.stderr or proc.stdout
 
 
@@ -402,55 +407,70 @@ LIGHT_MODULES = sorted(
 )
 HEAVY_PACKAGES = ("memory_core.sessions", "memory_core.safety")
 
-# Run in a fresh interpreter: a meta path finder that never finds anything records,
-# for each module, the module whose code first asked for it.
+# One fresh interpreter imports the light modules one after another, then the composition
+# root. A meta path finder that never finds anything records, for each module, the chain
+# of modules on the stack when it was first asked for; after each import, the modules it
+# newly loaded are noted. A light module loads a heavy one iff the heavy one first appears
+# at its step: none is loaded before (each earlier step is checked heavy-free), and a
+# module loaded at an earlier step had made its imports then.
 _LOADED_BY = """
 import json, sys
 
-importer = {}
+chains = {}
 
 class Recorder:
     def find_spec(self, name, path=None, target=None):
-        frame = sys._getframe(1)
-        while frame and frame.f_globals.get("__name__", "").startswith(
-            ("importlib", "_frozen_importlib")
-        ):
-            frame = frame.f_back
-        importer.setdefault(name, frame.f_globals.get("__name__", "?") if frame else "?")
+        if name not in chains:
+            stack, frame = [], sys._getframe(1)
+            while frame:
+                caller = frame.f_globals.get("__name__", "?")
+                if not caller.startswith(("importlib", "_frozen_importlib", "__main__")):
+                    if not stack or stack[-1] != caller:
+                        stack.append(caller)
+                frame = frame.f_back
+            chains[name] = stack[::-1]
         return None
 
 sys.meta_path.insert(0, Recorder())
-__import__(sys.argv[1])
-print(json.dumps({name: importer.get(name, "?") for name in sys.modules}))
+steps = {}
+for module in sys.argv[1:]:
+    before = set(sys.modules)
+    __import__(module)
+    steps[module] = {name: chains.get(name, []) for name in set(sys.modules) - before}
+print(json.dumps(steps))
 """
+COMPOSITION_ROOT = "gateway.app"  # loads everything: the check's own check
 
 
-def heavy_imports(module: str) -> list[str]:
-    """The modules under HEAVY_PACKAGES that importing `module` loads in a fresh
-    interpreter: each one that a module outside them loaded, shown as the chain of
-    imports from `module` to it."""
+@functools.cache
+def _loaded_steps() -> dict[str, dict[str, list[str]]]:
     import json
     import subprocess
     import sys
 
     proc = subprocess.run(
-        [sys.executable, "-c", _LOADED_BY, module], capture_output=True, text=True, cwd=ROOT
-    )
+        [sys.executable, "-c", _LOADED_BY, *LIGHT_MODULES, COMPOSITION_ROOT],
+        capture_output=True, text=True, cwd=ROOT, timeout=scaled(120),
+    )  # fmt: skip
     assert proc.returncode == 0, proc.stderr or proc.stdout
-    loaded: dict[str, str] = json.loads(proc.stdout)
+    steps: dict[str, dict[str, list[str]]] = json.loads(proc.stdout)
+    return steps
+
+
+def heavy_imports(module: str) -> list[str]:
+    """The modules under HEAVY_PACKAGES that importing `module` (after the light modules
+    before it, in one fresh interpreter) loads: each one that code outside them asked
+    for, shown as the chain of modules from `module` to it."""
 
     def heavy(name: str) -> bool:
         return any(name == p or name.startswith(p + ".") for p in HEAVY_PACKAGES)
 
-    found = []
-    for name in sorted(filter(heavy, loaded)):
-        if heavy(loaded[name]):
-            continue  # loaded by a heavy module: its chain is already shown
-        chain = [name]
-        while chain[-1] in loaded and chain[-1] != module and len(chain) < 50:
-            chain.append(loaded[chain[-1]])
-        found.append(" -> ".join(reversed(chain)))
-    return found
+    loaded = _loaded_steps()[module]
+    return [
+        " -> ".join([*loaded[name], name])
+        for name in sorted(filter(heavy, loaded))
+        if not (loaded[name] and heavy(loaded[name][-1]))  # else its chain is shown already
+    ]
 
 
 @pytest.mark.parametrize("module", LIGHT_MODULES)
@@ -460,6 +480,6 @@ def test_adapters_and_delivery_load_no_storage_or_safety(module: str) -> None:
 
 
 def test_the_transitive_check_sees_a_violation() -> None:
-    found = heavy_imports("gateway.app")  # the composition root loads everything
+    found = heavy_imports(COMPOSITION_ROOT)
     assert any(line.endswith(" -> memory_core.sessions") for line in found), found
     assert all(line.startswith("gateway.app -> ") for line in found), found
