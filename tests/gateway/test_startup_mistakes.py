@@ -1,6 +1,9 @@
 """Every set-up mistake stops `mnemo run` with one line and exit 2, before anything is
 created; a config file's relative paths are relative to the file, wherever `mnemo run`
-starts. Real `mnemo` subprocesses (and the fake model for the run that serves)."""
+starts. One mistake is shown by a real `mnemo` subprocess (that the installed command
+prints one line and exits 2, no traceback); the others run the same command in this
+process (click's runner: the same code from the command line on, without the seconds of
+an interpreter's start each); the runs that serve are real processes with the fake model."""
 
 from __future__ import annotations
 
@@ -8,11 +11,14 @@ import json
 import os
 import subprocess
 import sys
+import traceback
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from gateway.cli import main
 from gateway.config import load_config
 from gateway.errors import ConfigError
 from gateway.preflight import (
@@ -23,6 +29,7 @@ from gateway.preflight import (
 )
 from tests.fakes.base import serving_in_thread
 from tests.fakes.openai import FakeOpenAI
+from tests.timing import scaled
 
 MNEMO = Path(sys.executable).parent / "mnemo"
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,10 +53,28 @@ def environment(**extra: str) -> dict[str, str]:
 
 
 def mnemo_run(config: Path, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """`mnemo --config CONFIG run` started in `cwd`: a real process."""
     return subprocess.run(
         [str(MNEMO), "--config", str(config), "run"], stdin=subprocess.DEVNULL,
-        capture_output=True, text=True, env=environment(**env), cwd=cwd, timeout=30,
+        capture_output=True, text=True, env=environment(**env), cwd=cwd, timeout=scaled(30),
     )  # fmt: skip
+
+
+def mnemo_run_here(config: Path, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """`mnemo_run` in this process: the command line parsed by the same `main`, with only
+    `env` of ours in the environment and `cwd` the working directory while it runs."""
+    args = ["--config", str(config), "run"]
+    unset: dict[str, str | None] = dict.fromkeys(_OURS)
+    old = Path.cwd()
+    os.chdir(cwd)
+    try:
+        result = CliRunner().invoke(main, args, input="", env={**unset, "USER": "ada", **env})
+    finally:
+        os.chdir(old)
+    stderr = result.stderr
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        stderr += "".join(traceback.format_exception(result.exception))  # shown, and failed
+    return subprocess.CompletedProcess(["mnemo", *args], result.exit_code, result.stdout, stderr)
 
 
 @pytest.fixture
@@ -77,7 +102,8 @@ def test_a_platform_enabled_without_its_token(
 ) -> None:
     config = deploy / "mnemo.yaml"
     config.write_text(f"{platform}: {{enabled: true}}\n", encoding="utf-8")
-    line = one_line_exit_2(mnemo_run(config, tmp_path))
+    run = mnemo_run if platform == "telegram" else mnemo_run_here  # one real process
+    line = one_line_exit_2(run(config, tmp_path))
     assert line == (
         f"mnemo: config error: {platform}.enabled is true but {variable} is not set: set it, "
         f"or set {platform}.enabled to false"
@@ -88,7 +114,7 @@ def test_a_platform_enabled_without_its_token(
 def test_a_webhook_without_its_secret(deploy: Path) -> None:
     config = deploy / "mnemo.yaml"
     config.write_text("telegram: {webhook: {url: 'https://bot.example/hook'}}\n", "utf-8")
-    line = one_line_exit_2(mnemo_run(config, deploy, TELEGRAM_BOT_TOKEN="123:abc"))
+    line = one_line_exit_2(mnemo_run_here(config, deploy, TELEGRAM_BOT_TOKEN="123:abc"))
     assert line.startswith("mnemo: config error: telegram: ")
     assert "webhook.url is set: set TELEGRAM_WEBHOOK_SECRET too" in line
     assert not (deploy / "data").exists()
@@ -111,7 +137,7 @@ def _a_symlink_loop(deploy: Path) -> Path:
 def test_a_missing_skills_folder(deploy: Path, tmp_path: Path) -> None:
     config = deploy / "mnemo.yaml"
     config.write_text("skills: {dir: nowhere}\n", encoding="utf-8")
-    line = one_line_exit_2(mnemo_run(config, tmp_path))  # started elsewhere: still the file's
+    line = one_line_exit_2(mnemo_run_here(config, tmp_path))  # started elsewhere: still the file's
     assert line == (
         f"mnemo: config error: skills.dir: {deploy / 'nowhere'} does not exist (create it, or "
         "point skills.dir (or MNEMO_SKILLS_DIR) at the skills folder)"
@@ -123,7 +149,7 @@ def test_an_unreadable_skills_folder(deploy: Path) -> None:
     (deploy / "loop").symlink_to(deploy / "loop")  # unreadable even for root
     config = deploy / "mnemo.yaml"
     config.write_text("skills: {dir: loop}\n", encoding="utf-8")
-    line = one_line_exit_2(mnemo_run(config, deploy))
+    line = one_line_exit_2(mnemo_run_here(config, deploy))
     assert line == (
         f"mnemo: config error: skills.dir: cannot read {deploy / 'loop'}: "
         "Too many levels of symbolic links"
@@ -151,7 +177,7 @@ def test_a_skills_folder_without_read_permission(deploy: Path) -> None:
     try:
         config = deploy / "mnemo.yaml"
         config.write_text("skills: {dir: locked}\n", encoding="utf-8")
-        line = one_line_exit_2(mnemo_run(config, deploy))
+        line = one_line_exit_2(mnemo_run_here(config, deploy))
     finally:
         locked.chmod(0o700)
     assert line == f"mnemo: config error: skills.dir: cannot read {locked}: Permission denied"
@@ -233,7 +259,7 @@ def test_run_from_another_directory_uses_the_config_files_data_and_skills(
         env["MNEMO_CONFIG"] = os.path.relpath(config, elsewhere)  # relative to where it starts
     result = subprocess.run(
         [str(MNEMO), *option, "run", "--console"], input="greet me in French\n",
-        capture_output=True, text=True, env=env, cwd=elsewhere, timeout=30,
+        capture_output=True, text=True, env=env, cwd=elsewhere, timeout=scaled(30),
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "Bonjour Ada." in result.stdout
