@@ -42,7 +42,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import re
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -52,7 +51,7 @@ from psycopg import AsyncConnection, errors
 
 from memory_core.errors import ImportFormatError, SessionConflictError, SessionStoreBusyError
 from memory_core.pg.database import PgDatabase
-from memory_core.pg.import_words import ImportWords
+from memory_core.pg.import_words import ImportWords, symbols_value
 from memory_core.scopes import ChatType
 from memory_core.sessions.jsonl import (
     Batch,
@@ -62,7 +61,6 @@ from memory_core.sessions.jsonl import (
     parse_bot_session_id,
     parsed_batches,
 )
-from memory_core.sessions.query import SYMBOL_CLASS
 from memory_core.sessions.sql import POSTGRES
 from memory_core.sessions.sql.imports import (
     BOT_SESSION,
@@ -98,7 +96,6 @@ AFTER_BULK_LOAD = (
     b"ANALYZE messages",
 )
 REBUILD_SHARE = 3  # an import of at least 1/3 of the rows held before rebuilds
-_SYMBOL = re.compile(f"[{SYMBOL_CLASS}]")
 _MESSAGE_COLUMNS = (
     "session_id, role, content, tool_name, tool_calls, tool_call_id, timestamp, "
     "speaker_name, words, symbols"
@@ -107,6 +104,7 @@ _SESSION_COPY = (
     "COPY sessions (id, root_id, source, user_key, owner_token, chat_id, chat_type, "
     "started_at, ended_at, end_reason, external_id) FROM STDIN"
 )
+_WRITE_PARTS = 4000  # the parts of COPY lines joined for one write (2000 lines)
 _EXTRA = "import_extra_messages"  # the temporary table of rows for existing sessions
 _CREATE_EXTRA = (
     f"CREATE TEMPORARY TABLE {_EXTRA} (ord BIGINT NOT NULL, session_id BIGINT NOT NULL, "
@@ -116,14 +114,6 @@ _CREATE_EXTRA = (
 )
 
 Connection = AsyncConnection[Any]
-
-
-def symbols_value(role: str, content: str) -> str | None:
-    """What a message keeps in `symbols`: its content when it holds an emoji or symbol
-    (and it is not tool output), else None: the rows of SQLite's trigram index."""
-    if role == "tool" or content.isascii() or _SYMBOL.search(content) is None:
-        return None
-    return content
 
 
 @dataclass
@@ -139,6 +129,7 @@ class _Session:
     known: set[str] | None = None  # fingerprints of its stored messages
     id: int | None = None  # a new session's id, given with its first chunk
     written: tuple[float, float] | None = None  # (first, last) as its row holds them
+    tag: bytes = b""  # a new session's id and a tab: what its COPY lines start with
     added: bool = False  # a message of this import goes to it
 
     @property
@@ -161,9 +152,9 @@ class _Import:
     held: float = 0.0  # the messages the table held before (the planner's estimate)
     copying: asyncio.Task[None] | None = None  # the last chunk's COPY, still running
     words: ImportWords = field(default_factory=ImportWords)
-    queued: deque[tuple[list[tuple[_Session, Message]], asyncio.Future[list[str | None]]]] = field(
+    queued: deque[tuple[list[tuple[_Session, Message]], asyncio.Future[list[bytes]]]] = field(
         default_factory=deque
-    )  # chunks whose words are being made, oldest first
+    )  # chunks whose COPY lines are being made, oldest first
 
     async def add(self, message: Message) -> None:
         session = self.by_head.get(message.head)
@@ -184,39 +175,38 @@ class _Import:
             await self.flush()
 
     async def flush(self) -> None:
-        """Queue the pending rows, their words started (`import_words`: in worker processes
-        for a large import); with more than `QUEUED_CHUNKS` queued, the oldest is written.
-        So the words of the chunks queued are made while the last one's COPY runs."""
+        """Queue the pending rows, their COPY lines started (`import_words`: in worker
+        processes for a large import); with more than `QUEUED_CHUNKS` queued, the oldest is
+        written. So the lines of the chunks queued are made while the last one's COPY runs."""
         if not self.pending:
             return
         chunk, self.pending = self.pending, []
-        docs = [(m.role, m.content, m.timestamp, m.name) for _, m in chunk]
-        self.queued.append((chunk, asyncio.ensure_future(self.words.of(docs))))
+        rows = [(m.role, m.content, m.tool_name, m.tool_calls, m.tool_call_id, m.timestamp,
+                 m.name) for _, m in chunk]  # fmt: skip
+        self.queued.append((chunk, asyncio.ensure_future(self.words.lines(rows))))
         if len(self.queued) > QUEUED_CHUNKS:
             await self._write_oldest()
 
     async def _write_oldest(self) -> None:
         """COPY the oldest queued chunk once the COPY before it is done: its new sessions
         first, then its messages; the COPY of this chunk is left running."""
-        chunk, words = self.queued.popleft()
+        chunk, made = self.queued.popleft()
         try:
             await self.copied()
             await self._create_sessions([s for s, _ in chunk if s.target is None])
-            vectors = await words
+            lines = await made
         finally:
-            if not words.done():
-                words.cancel()
-        fresh: list[tuple[object, ...]] = []
-        extra: list[tuple[object, ...]] = []
-        for (s, m), vector in zip(chunk, vectors, strict=True):
-            row = (s.target, m.role, m.content, m.tool_name, m.tool_calls, m.tool_call_id,
-                   m.timestamp, m.name, vector, symbols_value(m.role, m.content))  # fmt: skip
+            if not made.done():
+                made.cancel()
+        fresh: list[bytes] = []  # each line after its session's id
+        extra: list[bytes] = []  # after its order and its session's id
+        for (s, _), line in zip(chunk, lines, strict=True):
             if s.existing is None:
-                fresh.append(row)
+                fresh += (s.tag, line)
             else:
                 self.extra_rows += 1
-                extra.append((self.extra_rows, *row))
-        first_extra = bool(extra) and self.extra_rows == len(extra)
+                extra += (b"%d\t%d\t" % (self.extra_rows, s.existing), line)
+        first_extra = bool(extra) and self.extra_rows * 2 == len(extra)
         self.inserted += len(chunk)
         self.copying = asyncio.create_task(self._copy_rows(fresh, extra, first_extra))
 
@@ -236,14 +226,14 @@ class _Import:
         if task is not None:
             await task
 
-    async def _copy_rows(
-        self, fresh: list[tuple[object, ...]], extra: list[tuple[object, ...]], first: bool
-    ) -> None:
-        await _copy(self.conn, f"COPY messages ({_MESSAGE_COLUMNS}) FROM STDIN", fresh)
+    async def _copy_rows(self, fresh: list[bytes], extra: list[bytes], first: bool) -> None:
+        await _copy_lines(self.conn, f"COPY messages ({_MESSAGE_COLUMNS}) FROM STDIN", fresh)
         if extra:
             if first:
                 await self.conn.execute(_CREATE_EXTRA)
-            await _copy(self.conn, f"COPY {_EXTRA} (ord, {_MESSAGE_COLUMNS}) FROM STDIN", extra)
+            await _copy_lines(
+                self.conn, f"COPY {_EXTRA} (ord, {_MESSAGE_COLUMNS}) FROM STDIN", extra
+            )
 
     async def finish(self) -> None:
         """The last chunk, the rows for existing sessions, every session's bounds."""
@@ -289,7 +279,7 @@ class _Import:
         ids = sorted(int(row[0]) for row in await cur.fetchall())
         rows = []
         for s, session_id in zip(unique, ids, strict=True):
-            s.id, s.written = session_id, (s.first, s.last)
+            s.id, s.written, s.tag = session_id, (s.first, s.last), b"%d\t" % session_id
             rows.append((session_id, session_id, s.platform, s.user, owner_token(s.user), s.chat,
                          s.chat_type, s.first, s.last, "imported", s.external_id))  # fmt: skip
         await _copy(self.conn, _SESSION_COPY, rows)
@@ -441,6 +431,15 @@ async def _copy(conn: Connection, statement: str, rows: Sequence[Sequence[object
     async with conn.cursor() as cur, cur.copy(statement) as copy:
         for row in rows:
             await copy.write_row(row)
+
+
+async def _copy_lines(conn: Connection, statement: str, parts: list[bytes]) -> None:
+    """COPY text lines made beforehand (`import_words.copy_lines`), a few MB a write."""
+    if not parts:
+        return
+    async with conn.cursor() as cur, cur.copy(statement) as copy:
+        for n in range(0, len(parts), _WRITE_PARTS):
+            await copy.write(b"".join(parts[n : n + _WRITE_PARTS]))
 
 
 async def _batches(lines: Iterable[bytes | str] | IO[bytes]) -> AsyncIterator[Batch]:
