@@ -94,7 +94,7 @@ async def served(
         adapters: list[Adapter] = [TelegramAdapter(config.telegram)]
         if discord:
             adapters.append(
-                DiscordAdapter(config.discord, guild_ready_timeout=0.05, ready_timeout=5)
+                DiscordAdapter(config.discord, guild_ready_timeout=0.05, ready_timeout=scaled(5))
             )
         service = Service(config, adapters, signals=())
         running = asyncio.create_task(service.run())

@@ -25,6 +25,7 @@ from memory_core import SearchOptions, SearchScope, SessionInfo, StoredMessage
 from tests.fakes.openai import FakeOpenAI, Fault, ToolCall
 from tests.gateway.serving import serving
 from tests.gateway.test_conversation import SKILLS, ListSink, message
+from tests.timing import scaled
 
 BUDGET = 20_000
 USER = SearchScope(user_key="telegram-42")
@@ -67,7 +68,8 @@ async def two_model_services(
     the auxiliary one (summaries) on `aux`."""
     config_file = tmp_path / "mnemo.yaml"
     config_file.write_text(
-        f"llm:\n  context_chars: {BUDGET}\n  timeout: 5.0\nauxiliary:\n  base_url: {aux.url}/v1\n",
+        f"llm:\n  context_chars: {BUDGET}\n  timeout: {scaled(5.0)}\n"
+        f"auxiliary:\n  base_url: {aux.url}/v1\n",
         encoding="utf-8",
     )
     env = {

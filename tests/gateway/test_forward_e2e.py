@@ -71,7 +71,7 @@ async def served(tmp_path: Path) -> AsyncIterator[World]:
         config = configured(config_for(model.url, tmp_path / "data"), tg, dc, "off", 0)
         adapters: list[Any] = [
             TelegramAdapter(config.telegram),
-            DiscordAdapter(config.discord, guild_ready_timeout=0.05, ready_timeout=5),
+            DiscordAdapter(config.discord, guild_ready_timeout=0.05, ready_timeout=scaled(5)),
         ]
         service = Service(config, adapters, signals=())
         running = asyncio.create_task(service.run())

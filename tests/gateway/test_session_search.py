@@ -21,6 +21,7 @@ from memory_core import SearchScope
 from tests.fakes.openai import FakeOpenAI, Fault, RecordedRequest, ToolCall, Turn
 from tests.gateway.serving import config_for, serving
 from tests.gateway.sinks import ListSink
+from tests.timing import scaled
 
 
 @pytest.fixture
@@ -31,7 +32,7 @@ async def fake() -> AsyncIterator[FakeOpenAI]:
 
 @pytest.fixture
 async def services(fake: FakeOpenAI, tmp_path: Path) -> AsyncIterator[Services]:
-    config = config_for(fake.url, tmp_path / "data", recap_timeout=1.0)
+    config = config_for(fake.url, tmp_path / "data", recap_timeout=scaled(1.0))
     async with open_services(config) as opened:
         yield opened
 

@@ -26,6 +26,7 @@ from gateway.messages import InboundMessage
 from tests.fakes.openai import FakeOpenAI, ToolCall
 from tests.gateway.serving import config_for, serving
 from tests.gateway.sinks import ListSink
+from tests.timing import scaled
 
 PLACES = [("discord", "7000", "7001"), ("telegram", "-1007000", "5")]
 """(platform, parent channel or forum group, thread or topic)."""
@@ -42,7 +43,7 @@ async def fake() -> AsyncIterator[FakeOpenAI]:
 
 @pytest.fixture
 async def services(fake: FakeOpenAI, tmp_path: Path) -> AsyncIterator[Services]:
-    config = config_for(fake.url, tmp_path / "data", recap_timeout=2.0)
+    config = config_for(fake.url, tmp_path / "data", recap_timeout=scaled(2.0))
     async with open_services(config) as opened:
         yield opened
 

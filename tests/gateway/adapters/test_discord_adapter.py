@@ -23,6 +23,7 @@ from gateway.delivery import split_message
 from gateway.messages import Choice, CommandArgument, CommandSpec, InboundMessage, ReplySink
 from tests.fakes.discord import BOT_ID, DEFAULT_TOKEN, Call, FakeDiscord, FakeGuild
 from tests.gateway.adapters.inboxes import Inbox as RecordingInbox
+from tests.timing import scaled
 
 ALICE = 4200000000000000001
 BOB = 4200000000000000002
@@ -69,7 +70,7 @@ async def running(
     adapter = DiscordAdapter(
         _config(dc, **fields),
         guild_ready_timeout=0.05,
-        ready_timeout=5,
+        ready_timeout=scaled(5),
         **({} if slash else {"commands_factory": None}),
     )
     await adapter.start(inbox, COMMANDS if slash else [])

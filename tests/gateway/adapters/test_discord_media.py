@@ -17,6 +17,7 @@ from gateway.messages import InboundMessage, MediaRef
 from tests.fakes.discord import BOT_ID, DEFAULT_TOKEN, FakeDiscord, FakeFile, FakeGuild
 from tests.gateway.adapters.endless import EndlessFiles
 from tests.gateway.adapters.inboxes import Inbox
+from tests.timing import scaled
 
 ALICE = 4200000000000000001
 GUILD = FakeGuild(id=1200000000000000001, channel_id=1200000000000000002)
@@ -33,7 +34,7 @@ async def dc() -> AsyncIterator[FakeDiscord]:
 
 @asynccontextmanager
 async def running(
-    dc: FakeDiscord, inbox: Inbox, download_timeout: float = 5.0
+    dc: FakeDiscord, inbox: Inbox, download_timeout: float = scaled(5.0)
 ) -> AsyncIterator[DiscordAdapter]:
     config = DiscordConfig(
         token=DEFAULT_TOKEN,
@@ -45,7 +46,7 @@ async def running(
     adapter = DiscordAdapter(
         config,
         guild_ready_timeout=0.05,
-        ready_timeout=5,
+        ready_timeout=scaled(5),
         commands_factory=None,
         download_timeout=download_timeout,
     )

@@ -19,6 +19,7 @@ from gateway.messages import InboundMessage, MediaRef, ReplySink
 from tests.fakes.telegram import FakeTelegram
 from tests.gateway.adapters.endless import EndlessFiles
 from tests.gateway.adapters.inboxes import Inbox
+from tests.timing import scaled
 
 TOKEN = "123:ABC"
 MiB = 2**20
@@ -34,7 +35,10 @@ async def tg() -> AsyncIterator[FakeTelegram]:
 
 @asynccontextmanager
 async def running(
-    tg: FakeTelegram, inbox: Any, download_timeout: float = 5.0, files_url: str | None = None
+    tg: FakeTelegram,
+    inbox: Any,
+    download_timeout: float = scaled(5.0),
+    files_url: str | None = None,
 ) -> AsyncIterator[TelegramAdapter]:
     """A started adapter; `files_url`: where its file downloads go (the fake's own)."""
     config = TelegramConfig(

@@ -206,7 +206,7 @@ async def aux() -> AsyncIterator[FakeOpenAI]:
 
 
 def compressor(store: SessionStore, aux: FakeOpenAI) -> Compressor:
-    client = ModelClient(aux.url + "/v1", None, "aux", timeout=5.0)
+    client = ModelClient(aux.url + "/v1", None, "aux", timeout=scaled(5.0))
     return Compressor(store, client, context_chars=10_000)
 
 

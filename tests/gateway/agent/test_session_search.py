@@ -17,6 +17,7 @@ from gateway.agent.session_search import SessionSearch, query_from_arguments
 from gateway.errors import RecallArgumentError
 from memory_core import SessionStore
 from tests.gateway.agent.test_recall import DAY, MARCH_1, Recapper, add_session, direct
+from tests.timing import scaled
 
 
 @pytest.fixture
@@ -26,7 +27,7 @@ async def store(tmp_path: Path) -> AsyncIterator[SessionStore]:
 
 
 def search_tool(store: SessionStore, recapper: Recapper, session: int | None = None) -> Any:
-    return SessionSearch(store, recapper, direct("1"), session, timeout=5.0)
+    return SessionSearch(store, recapper, direct("1"), session, timeout=scaled(5.0))
 
 
 async def test_since_and_until_narrow_the_search(store: SessionStore) -> None:

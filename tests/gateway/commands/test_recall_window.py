@@ -16,6 +16,7 @@ from memory_core import NewMessage, SessionOrigin
 from tests.fakes.openai import FakeOpenAI
 from tests.gateway.serving import config_for, serving
 from tests.gateway.sinks import ListSink
+from tests.timing import scaled
 
 ADA, BOB = "42", "77"
 GROUP = "-100"
@@ -38,7 +39,7 @@ async def open_at(
 ) -> Services:
     """Services whose clock reads `now` and whose default zone is `zone`."""
     text = f'clock_start: "{now.isoformat()}"\nlocale:\n  timezone: {zone}\n'
-    config = config_for(fake.url, home / "data", recap_timeout=timeout, file_text=text)
+    config = config_for(fake.url, home / "data", recap_timeout=scaled(timeout), file_text=text)
     return await stack.enter_async_context(open_services(config))
 
 

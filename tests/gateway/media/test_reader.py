@@ -42,7 +42,7 @@ def reader(
     describer: FakeDescriber | None = None,
     vision: bool = True,
     config: MediaConfig | None = None,
-    describe_timeout: float = 5.0,
+    describe_timeout: float = scaled(5.0),
 ) -> MediaReader:
     return MediaReader(
         config or MediaConfig(),
