@@ -3,11 +3,12 @@
 An `Arrival` is a message with its identity and the sender's locale, built
 once when it arrives (`Answering.arrive`) and carried on every path: the
 router's own, and a session's queue answered in order (`gateway.session_order`).
-`Answering.under_lock` runs, its session's lock held, a turn of the session
+`Answering.answer` takes the session's lock and runs a turn of the session
 (`gateway.turns`), a command that needs the session, or the one line for a
 message with nothing to answer (or one that arrived before its sender's
-erasure); a delivered reply's background work runs after the lock is let go
-(`learn`).
+erasure); a delivered reply's background work runs after the lock is let go.
+`queued` answers a message of the session's queue for `gateway.session_order`,
+which holds the lock itself.
 """
 
 from __future__ import annotations
@@ -31,15 +32,13 @@ EMPTY_LINE = N_("Yes? Ask me something.")
 
 @dataclass(frozen=True)
 class Arrival:
-    """A message as it arrived: its identity and its sender's locale, read once."""
+    """A message as it arrived: its identity, its sender's locale, and whether it is a
+    turn's (`speaks`), each read once."""
 
     message: InboundMessage
     who: MessageIdentity
     locale: PersonLocale
-
-    @property
-    def key(self) -> str:
-        return self.who.session_key
+    speaks: bool
 
 
 class Answering:
@@ -62,9 +61,25 @@ class Answering:
     async def arrive(self, message: InboundMessage) -> Arrival:
         """`message` with its identity and its sender's locale (their settings read)."""
         who = MessageIdentity.of(message)
-        return Arrival(message, who, await self._locales.arrived(message))
+        return Arrival(message, who, await self._locales.arrived(message), speaks(message))
 
-    async def under_lock(
+    async def answer(
+        self,
+        arrival: Arrival,
+        call: CommandCall | None,
+        sink: ReplySink,
+        stored: Once,
+        queued: int | None,
+    ) -> None:
+        """Hold the session's lock for the turn or command; then its background work."""
+        key = arrival.who.session_key
+        async with self._sessions.locked(key):
+            replied = await self._under_lock(arrival, call, sink, stored, queued)
+        self._sessions.trim()  # sessions kept past the bound while in use
+        if replied is not None:
+            await self.learn(key, replied, arrival.message)
+
+    async def _under_lock(
         self,
         arrival: Arrival,
         call: CommandCall | None,
@@ -75,7 +90,7 @@ class Answering:
         """Under its session's lock: the turn or command; a completed reply's session id."""
         message, who, locale = arrival.message, arrival.who, arrival.locale
         replied: int | None = None
-        if not speaks(message):
+        if not arrival.speaks:
             await sink.write(locale._(UNSUPPORTED_LINE if message.unsupported else EMPTY_LINE))
         elif call is None and self._sessions.erased(who.user_key):
             await sink.write(locale._(ERASED_LINE))  # sent before their erasure: part of it
@@ -83,16 +98,16 @@ class Answering:
                 await self._queue.drop(queued)
         elif call is None:
             answer = self._turns.answer(who, message, sink, stored, queued, locale)
-            replied = await guarded(arrival.key, sink, locale, answer, stored, self._outage)
+            replied = await guarded(who.session_key, sink, locale, answer, stored, self._outage)
         else:
             route = self._commands.route(who, message, call, sink, locale)
-            await guarded(arrival.key, sink, locale, route)
+            await guarded(who.session_key, sink, locale, route)
         await sink.finish()
         return replied
 
     async def queued(self, arrival: Arrival, sink: ReplySink, queue_id: int) -> int | None:
         """A queued message's turn (it is stored: the platform was told), the lock held."""
-        replied = await self.under_lock(arrival, None, sink, Once.done(), queue_id)
+        replied = await self._under_lock(arrival, None, sink, Once.done(), queue_id)
         self._sessions.trim()  # sessions kept past the bound while in use
         return replied
 

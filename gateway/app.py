@@ -29,6 +29,8 @@ from gateway.adapters.discord_shards import DiscordShards
 from gateway.agent.compression import Compressor
 from gateway.agent.limits import ModelCallLimiter
 from gateway.agent.model_client import ModelClient
+from gateway.agent.toolbox import ToolBox
+from gateway.agent.turn_input import MediaReading
 from gateway.commands import CommandResources, SessionControl, builtin_commands
 from gateway.commands.choices import PendingChoices
 from gateway.commands.erase import CONSOLE_HISTORY_FOLDER, PendingErasures, person_data
@@ -51,7 +53,7 @@ from gateway.replica_locks import ReplicaLocks
 from gateway.replicas import Replicas
 from gateway.session_queue import SessionQueue
 from gateway.shared_state import Documents
-from gateway.turns import MediaReading, ToolBox, Turns
+from gateway.turns import Turns
 from gateway.withdrawal import Withdrawal
 from memory_core import (
     MEMORY_TOOL_SCHEMA,

@@ -26,7 +26,7 @@ import logging
 from collections.abc import Callable, Iterator
 
 from gateway.access import AccessPolicy
-from gateway.answering import Answering, Arrival, speaks
+from gateway.answering import Answering, Arrival
 from gateway.commands import parse_command
 from gateway.commands.router import CommandRouter
 from gateway.errors import NotStoredError
@@ -119,7 +119,7 @@ class Conversations:
         with self._tracked(), working():
             arrival = await self._answering.arrive(message)
             if await self._admitted(arrival, sink, Once(None)):
-                async with self.sessions.locked(arrival.key):
+                async with self.sessions.locked(arrival.who.session_key):
                     await self._commands.choose(arrival.who, message, payload, sink, arrival.locale)
                     await sink.finish()
 
@@ -157,14 +157,14 @@ class Conversations:
         return decision.allowed
 
     async def _handle(self, arrival: Arrival, sink: ReplySink, stored: Once) -> None:
-        message, key = arrival.message, arrival.key
+        message, key = arrival.message, arrival.who.session_key
         call = parse_command(message.text)
         if call is not None and not await self._commands.first_delivery(message):
             await sink.finish()  # delivered before: it ran where it arrived first
             return
         if self._background is not None:
             self._background.message_arrived(key)
-        turn = call is None and speaks(message)
+        turn = call is None and arrival.speaks
         queued: int | None = None
         if not turn:
             stored()  # nothing of it is kept (a command never is): nothing to lose
@@ -180,11 +180,7 @@ class Conversations:
         if queued is not None and self.order is not None:  # in order, on whichever replica
             await self.order.serve(arrival, queued, sink)
             return
-        async with self.sessions.locked(key):
-            replied = await self._answering.under_lock(arrival, call, sink, stored, queued)
-        self.sessions.trim()  # sessions kept past the bound while in use
-        if replied is not None:
-            await self._answering.learn(key, replied, message)
+        await self._answering.answer(arrival, call, sink, stored, queued)
 
     @contextlib.contextmanager
     def _tracked(self) -> Iterator[None]:

@@ -83,7 +83,7 @@ class SessionOrder:
     async def serve(self, own: Arrival, queue_id: int, sink: ReplySink) -> None:
         """Answer `own`'s session's queued messages in order under its lock, `own` (queued
         as `queue_id`) into `sink`; then look once more after letting go."""
-        key, platform = own.key, own.message.platform
+        key, platform = own.who.session_key, own.message.platform
         served = _Served()
         mine: dict[int, tuple[Arrival, ReplySink | None]] = {queue_id: (own, sink)}
         async with self._sessions.locked(key):

@@ -103,7 +103,7 @@ def test_sizes(path: Path) -> None:
 
 def test_the_router_only_routes() -> None:
     """The floor plan: conversation.py decides access, command or turn, and order; the turn
-    is gateway/turns.py, the sessions gateway/session_cache.py. Growth belongs there."""
+    is gateway/turns.py, the sessions gateway/open_sessions.py. Growth belongs there."""
     lines = (ROOT / "gateway" / "conversation.py").read_text(encoding="utf-8").count("\n")
     assert lines <= ROUTER_LINES, f"gateway/conversation.py is {lines} lines (<= {ROUTER_LINES})"
 
