@@ -29,6 +29,7 @@ from tests.fakes.base import wait_until
 from tests.fakes.openai import FakeOpenAI, Fault, ToolCall
 from tests.gateway.serving import serving
 from tests.gateway.sinks import ListSink
+from tests.timing import scaled
 
 SKILLS = Path(__file__).resolve().parents[2] / "skills"
 
@@ -118,14 +119,16 @@ async def test_two_people_never_share_a_session(fake: FakeOpenAI, services: Serv
 
 # -- model faults the person can understand ----------------------------------
 
-STALL = 0.5  # llm.stall_timeout in the tests below; llm.timeout stays at 5 s
+STALL = 0.5  # llm.stall_timeout in the tests below; llm.timeout stays at scaled(5) s
 
 
 @pytest.fixture
 async def quick(fake: FakeOpenAI, tmp_path: Path) -> AsyncIterator[Services]:
     """Services whose model client gives up on a silent stream after `STALL` seconds."""
     config_file = tmp_path / "mnemo.yaml"
-    config_file.write_text(f"llm:\n  timeout: 5.0\n  stall_timeout: {STALL}\n", encoding="utf-8")
+    config_file.write_text(
+        f"llm:\n  timeout: {scaled(5.0)}\n  stall_timeout: {STALL}\n", encoding="utf-8"
+    )
     env = {
         "OPENAI_BASE_URL": fake.url + "/v1",
         "OPENAI_API_KEY": "sk-wrong",
@@ -148,7 +151,7 @@ async def test_a_stall_mid_reply_is_detected_in_the_stall_timeout_and_the_text_k
     assert sink.replies == [shown]
     assert await stored(quick) == [("user", "tell me"), ("assistant", shown)]
     assert len(fake.requests) == 1  # text was shown: no retry, nothing duplicated
-    assert elapsed < 4 * STALL  # not the 5 s timeout, let alone three of them
+    assert elapsed < scaled(4 * STALL)  # not the llm.timeout (2.5 times that), let alone three
 
 
 async def test_a_429_with_retry_after_is_retried_and_answered_once(

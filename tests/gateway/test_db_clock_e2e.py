@@ -258,7 +258,7 @@ def test_replicas_30_s_ahead_and_behind_erase_exactly(
     answer = fakes.reply(BOB, seen, "am I back", timeout=30)
     took = time.monotonic() - erased
     assert answer == "echo: am I back", answer  # not "erased, this message with it"
-    assert took < 10.0, took  # promptly, not after the 30 s the clocks differ by
+    assert took < min(scaled(10.0), 25.0), took  # promptly, not after the 30 s the clocks differ by
     assert holdings(pg_database, tmp_path / "check", BOB)[1][-2:] == [
         "am I back",
         "echo: am I back",

@@ -34,6 +34,7 @@ from tests.gateway.chaos import (
     turn_holder,
     wait,
 )
+from tests.timing import scaled
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]  # two mnemo runs, a PostgreSQL
 
@@ -106,7 +107,7 @@ def test_a_half_second_restart_while_messages_arrive(
     wait(lambda: traffic.count >= 10, 30, "the first messages sent")
     took = server.restart()
     traffic.join()
-    assert took < 5, took  # a restart, not an outage
+    assert took < min(scaled(5), OUTAGE / 2), took  # a restart, not an outage
     assert_clean(outcome(fakes, replicas, traffic))
 
 

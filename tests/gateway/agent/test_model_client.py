@@ -21,6 +21,7 @@ from gateway.errors import (
 )
 from memory_core import decode_arguments
 from tests.fakes.openai import FakeOpenAI, Fault, ToolCall
+from tests.timing import scaled
 
 MESSAGES = [{"role": "user", "content": "hello"}]
 
@@ -132,7 +133,7 @@ async def test_a_stall_mid_stream_fails_within_the_stall_timeout_without_a_retry
     fake: FakeOpenAI,
 ) -> None:
     fake.say("abcdefghij", fault=Fault.stall(after=3))
-    model = resilient(fake, stall=0.3, timeout=5.0)
+    model = resilient(fake, stall=0.3, timeout=scaled(5.0))
     shown = Shown()
     started = time.monotonic()
     with pytest.raises(ModelStalledError):
@@ -141,7 +142,7 @@ async def test_a_stall_mid_stream_fails_within_the_stall_timeout_without_a_retry
     await model.close()
     assert "".join(shown.pieces) == "abcd"
     assert len(fake.requests) == 1  # text was shown: a retry would show it twice
-    assert elapsed < 2.5  # the per-read timeout (5 s) never comes into it
+    assert elapsed < scaled(2.5)  # the per-read timeout (twice that) never comes into it
 
 
 async def test_a_stall_before_headers_is_retried_and_then_answers(fake: FakeOpenAI) -> None:
@@ -173,7 +174,7 @@ async def test_retries_are_bounded_in_total_time(fake: FakeOpenAI) -> None:
         await model.stream_chat(MESSAGES)
     elapsed = time.monotonic() - started
     await model.close()
-    assert len(fake.requests) == 1 and elapsed < 1.0
+    assert len(fake.requests) == 1 and elapsed < 1.0  # the client's own budget, not scaled
 
 
 async def test_a_429_waits_its_retry_after_and_the_reply_is_shown_once(fake: FakeOpenAI) -> None:
@@ -311,13 +312,13 @@ async def test_complete_waits_a_429s_retry_after_and_logs_the_retry(
 
 async def test_complete_does_not_wait_a_retry_after_beyond_the_budget(fake: FakeOpenAI) -> None:
     fake.fail_next(Fault.http(429, retry_after=30))
-    model = resilient(fake, timeout=2.0)
+    model = resilient(fake, timeout=scaled(2.0))
     started = time.monotonic()
     with pytest.raises(ModelError) as info:
         await model.complete(MESSAGES)
     elapsed = time.monotonic() - started
     await model.close()
-    assert info.value.status == 429 and len(fake.requests) == 1 and elapsed < 2.0
+    assert info.value.status == 429 and len(fake.requests) == 1 and elapsed < scaled(2.0)
 
 
 async def test_a_stream_logs_each_retry_it_makes(
