@@ -26,6 +26,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from psycopg import AsyncCursor
+
 from memory_core.errors import InvalidMessageError, SessionConflictError, SessionNotFoundError
 from memory_core.pg.database import Connection
 from memory_core.pg.search_text import IndexRow
@@ -129,17 +131,25 @@ async def _one(conn: Connection, sql: str, params: Sequence[object] = ()) -> Any
     return await (await conn.execute(sql.encode(), params)).fetchone()
 
 
+def open_session_lookup(origin: SessionOrigin) -> tuple[bytes, tuple[object, ...]]:
+    """The first look for the open session of `origin` (locked), for a caller to send
+    ahead, in the round trip of its own statements (`append_messages`' `looked_up`)."""
+    return sql.OPEN_SESSION.postgres.encode(), (origin.session_key,)
+
+
 async def append_messages(
     conn: Connection,
     origin: SessionOrigin,
     messages: Sequence[NewMessage],
     words: Sequence[str | None],
     counters: CounterUpdate | None = None,
+    looked_up: AsyncCursor[Any] | None = None,
 ) -> AppendResult:
-    """`writes.append_messages`: into the open session of `origin`, created if needed."""
+    """`writes.append_messages`: into the open session of `origin`, created if needed.
+    `looked_up`: `open_session_lookup(origin)`, sent already in this transaction."""
     if not messages:
         raise InvalidMessageError("append_messages needs at least one message")
-    session_id, created = await _open_session(conn, origin, messages[0].timestamp)
+    session_id, created = await _open_session(conn, origin, messages[0].timestamp, looked_up)
     ids: list[int] = []
     inserted = 0
     answering = True  # the first new reply answers the newest message waiting
@@ -182,15 +192,22 @@ async def _existing_message_id(
 
 
 async def _open_session(
-    conn: Connection, origin: SessionOrigin, first_at: float
+    conn: Connection,
+    origin: SessionOrigin,
+    first_at: float,
+    looked_up: AsyncCursor[Any] | None = None,
 ) -> tuple[int, bool]:
     """The open session of the routing key, locked; created (and locked) when there is none.
 
     Two processes creating it at once: the unique index lets one insert, the
-    other finds it on its second look (after the first committed).
+    other finds it on its second look (after the first committed). The first look
+    is `looked_up` when the caller sent it already.
     """
     for _ in range(2):
-        row = await _one(conn, sql.OPEN_SESSION.postgres, (origin.session_key,))
+        if looked_up is not None:
+            row, looked_up = await looked_up.fetchone(), None
+        else:
+            row = await _one(conn, sql.OPEN_SESSION.postgres, (origin.session_key,))
         if row is not None:
             if (row[1], row[2]) != (origin.user_key, origin.chat_id):
                 raise SessionConflictError(
@@ -321,11 +338,18 @@ async def _open_elsewhere(conn: Connection, key: str | None, session_id: int) ->
     return row is not None
 
 
-async def queue(
-    conn: Connection, session_key: str, user_key: str, source: str, payload: str, now: float
-) -> int:
-    """`inbox.queue`: one message kept for its busy session; its queue id."""
-    row = await _one(conn, sql.QUEUE.postgres, (session_key, user_key, source, clean(payload), now))
+def queue_insert(
+    session_key: str, user_key: str, source: str, payload: str, now: float
+) -> tuple[bytes, tuple[object, ...]]:
+    """`inbox.queue`'s statement: one message kept for its busy session (its queue id
+    read by `queued_id`), for the caller to send with the write's guard."""
+    return sql.QUEUE.postgres.encode(), (session_key, user_key, source, clean(payload), now)
+
+
+async def queued_id(conn: Connection, inserted: AsyncCursor[Any]) -> int:
+    """The queue id `queue_insert` returned."""
+    row = await inserted.fetchone()
+    assert row is not None  # an insert that returns its id
     return int(row[0])
 
 

@@ -25,7 +25,9 @@ import asyncio
 import os
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import IO, TypeVar
+from typing import IO, Any, TypeVar
+
+from psycopg import AsyncCursor
 
 import memory_core.pg.session_deliveries as deliveries
 import memory_core.pg.session_edits as edits
@@ -65,6 +67,7 @@ from memory_core.sessions.models import (
 from memory_core.sessions.writes import DeleteResult
 
 T = TypeVar("T")
+Lead = tuple[bytes, tuple[object, ...]]  # a write's first statement, sent with its guard
 INLINE_WORDS = 2000  # characters of a batch tokenized on the event loop, not in a thread
 
 
@@ -125,19 +128,44 @@ class PgSessionStore:
 
         return await self.db.transact(job)
 
-    async def _guard(self, conn: Connection, person: str, began: int) -> None:
+    async def _led_write(
+        self,
+        lead: Lead,
+        work: Callable[[Connection, AsyncCursor[Any]], Awaitable[T]],
+        *,
+        person: str,
+    ) -> T:
+        """`_write` whose first statement, `lead`, goes in the guard's round trip; `work`
+        reads its cursor."""
+        self._check_open()
+        began = current_mark()
+
+        async def job(conn: Connection) -> T:
+            led = await self._guard(conn, person, began, lead)
+            assert led is not None  # a lead was given
+            return await work(conn, led)
+
+        return await self.db.transact(job)
+
+    async def _guard(
+        self, conn: Connection, person: str, began: int, lead: Lead | None = None
+    ) -> AsyncCursor[Any] | None:
         """Hold `person`'s lock shared and refuse the write if they were erased since
         `began`. With the replicas' tombstones, the lock and their check go in one round
         trip (a pipeline): still two statements, the check run once the lock is held,
-        with a snapshot of its own (an erasure that held the lock is committed by then)."""
+        with a snapshot of its own (an erasure that held the lock is committed by then).
+        `lead`, the write's first statement, goes in that round trip too, once the lock
+        is held (rolled back with the rest when the check refuses); its cursor, unread."""
         if self.fence.remote is None:
             await writes.lock_person(conn, person, exclusive=False)
             self.fence.check(person, began)
-            return
+            return None if lead is None else await conn.execute(*lead)
         async with conn.pipeline():
             await writes.lock_person(conn, person, exclusive=False)
+            led = None if lead is None else await conn.execute(*lead)
             await check_erased(conn, person, began)  # erased by another replica, too
         self.fence.check(person, began)
+        return led
 
     async def _read(self, work: Callable[[Connection], Awaitable[T]]) -> T:
         self._check_open()
@@ -170,8 +198,9 @@ class PgSessionStore:
         """Append a turn's messages in one transaction (idempotent per message)."""
         batch = list(messages)
         words = await self._words(batch)
-        return await self._write(
-            lambda conn: writes.append_messages(conn, origin, batch, words, counters),
+        return await self._led_write(
+            writes.open_session_lookup(origin),  # the session's lookup, with the guard
+            lambda conn, found: writes.append_messages(conn, origin, batch, words, counters, found),
             person=origin.user_key,
         )
 
@@ -238,8 +267,9 @@ class PgSessionStore:
     ) -> int:
         """Keep a message for its busy session until its turn stores it (see `inbox`)."""
         now = self._clock()
-        return await self._write(
-            lambda conn: writes.queue(conn, session_key, user_key, source, payload, now),
+        return await self._led_write(
+            writes.queue_insert(session_key, user_key, source, payload, now),
+            writes.queued_id,
             person=user_key,
         )
 
