@@ -90,7 +90,7 @@ class Held:
 
 
 async def healthz(port: int) -> int:
-    timeout = aiohttp.ClientTimeout(total=10)
+    timeout = aiohttp.ClientTimeout(total=scaled(10))
     async with (
         aiohttp.ClientSession(timeout=timeout) as http,
         http.get(f"http://127.0.0.1:{port}/healthz") as answer,

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from memory_core.file_memory.edits import Operation
 from memory_core.file_memory.store import FileMemoryStore
+from tests.timing import scaled
 
 BIG_BUDGET = 1_000_000
 
@@ -36,7 +37,7 @@ def loop_signalling(home: str, key: str, start: int, ready: Connection) -> None:
 
 
 def _store(home: str) -> FileMemoryStore:
-    return FileMemoryStore(Path(home), user_char_limit=BIG_BUDGET, lock_timeout=30)
+    return FileMemoryStore(Path(home), user_char_limit=BIG_BUDGET, lock_timeout=scaled(30))
 
 
 def add(home: str, key: str, prefix: str, count: int) -> None:
