@@ -18,7 +18,8 @@ in a fresh process and a fresh database:
   exactly what a live write indexes. No checks, no staging, no live writer.
 
 Prints both rates (messages per second, wall time of the process, start-up
-included), the ratio, each process's CPU seconds (a shared machine's load
+included), the ratio, each process's CPU seconds (and, on an embedded server,
+the server's, read from /proc) (a shared machine's load
 moves wall time; `--repeat N` alternates N runs of each) and the probe's
 p50/max wait.
 
@@ -68,7 +69,7 @@ import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 from machine import describe, load_average
 from pg_server import server, server_version
@@ -445,23 +446,52 @@ class PgSchema:
             conn.execute(f'DROP SCHEMA IF EXISTS "{self.name}" CASCADE')
 
 
-def run_pg_plain(file: Path, url: str, indexed: bool = False) -> tuple[float, float]:
+def server_cpu(url: str) -> float | None:
+    """CPU seconds the server's processes have used (the postmaster's, with its ended
+    children's, and its living children's) when it runs here with its socket in its data
+    directory (an embedded server); None when that is not known."""
+    host = re.search(r"host=([^&]+)", url)
+    try:
+        pid = (Path(unquote(host.group(1))) / "postmaster.pid").read_text().split()
+        postmaster = int(pid[0]) if host and pid else 0
+    except (AttributeError, OSError, ValueError):
+        return None
+    ticks = 0
+    for entry in Path("/proc").iterdir():
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if entry.name == str(postmaster):
+            ticks += sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
+        elif fields[1] == str(postmaster):
+            ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def server_spent(url: str, before: float | None) -> float | None:
+    after = server_cpu(url)
+    return None if before is None or after is None else after - before
+
+
+def run_pg_plain(file: Path, url: str, indexed: bool = False) -> tuple[float, float, float | None]:
     """The plain COPY (then the indexes, if `indexed`) in a fresh process and schema,
-    timed like the others."""
+    timed like the others: wall, client CPU and server CPU seconds."""
     with PgSchema(url) as schema:
-        cpu = children_cpu()
+        cpu, server = children_cpu(), server_cpu(url)
         started = time.perf_counter()
         mode = "--pg-plain-indexed" if indexed else "--pg-plain"
         subprocess.run([sys.executable, __file__, mode, str(file), schema.url],
                        cwd=ROOT, check=True)  # fmt: skip
-        return time.perf_counter() - started, children_cpu() - cpu
+        elapsed, cpu = time.perf_counter() - started, children_cpu() - cpu
+        return elapsed, cpu, server_spent(url, server)
 
 
-def run_pg_ours(file: Path, url: str, home: Path) -> tuple[float, float]:
+def run_pg_ours(file: Path, url: str, home: Path) -> tuple[float, float, float | None]:
     """`mnemo sessions import` into a fresh schema (MNEMO_DATABASE_URL), timed the same way."""
     home.mkdir(parents=True)
     with PgSchema(url) as schema:
-        cpu = children_cpu()
+        cpu, server = children_cpu(), server_cpu(url)
         started = time.perf_counter()
         done = subprocess.run(
             [mnemo(), "sessions", "import", str(file)],
@@ -472,11 +502,12 @@ def run_pg_ours(file: Path, url: str, home: Path) -> tuple[float, float]:
             check=False,
         )
         elapsed, cpu = time.perf_counter() - started, children_cpu() - cpu
+        spent = server_spent(url, server)
     if done.returncode != 0:
         sys.exit(f"import into PostgreSQL failed: {done.stderr.strip()}")
     if (home / "state.db").exists():
         sys.exit("the PostgreSQL import wrote a state.db: storage.url was not followed")
-    return elapsed, cpu
+    return elapsed, cpu, spent
 
 
 def index_statements(trigger: str) -> list[str]:
@@ -611,16 +642,17 @@ def compare(
                 f"{statistics.median(waits) * 1000:.0f} ms, max {max(waits) * 1000:.0f} ms"
             )
     if storage:
-        bare, bare_cpu = run_pg_plain(file, storage)
-        indexed, indexed_cpu = run_pg_plain(file, storage, indexed=True)
-        pg_ours, pg_cpu = run_pg_ours(file, storage, base / "pg-home")
-        for label, seconds, cpu in (
+        bare, *bare_cpu = run_pg_plain(file, storage)
+        indexed, *indexed_cpu = run_pg_plain(file, storage, indexed=True)
+        pg_ours, *pg_cpu = run_pg_ours(file, storage, base / "pg-home")
+        for label, seconds, (cpu, server) in (
             ("plain PostgreSQL COPY:", bare, bare_cpu),
             ("COPY + the same indexes:", indexed, indexed_cpu),
             ("import (PostgreSQL):", pg_ours, pg_cpu),
         ):
+            on_server = "" if server is None else f" + {server:5.1f} s (server)"
             print(f"  {label:<25}{seconds:6.2f} s {messages / seconds:9,.0f} msg/s  "
-                  f"cpu {cpu:5.1f} s (client)")  # fmt: skip
+                  f"cpu {cpu:5.1f} s (client){on_server}")  # fmt: skip
         pg_ratio = indexed / pg_ours
         also = f"; {ours / pg_ours:.2f}x the SQLite import's rate" if ours else ""
         print(
