@@ -209,7 +209,7 @@ def build_conversations(
         command_resources(services, sessions), choices, erasures, access.granted
     )
     commands = CommandRouter(registry, choices, access.is_admin, services.locales, store)
-    replicas = Replicas(queue, store) if shared else None
+    replicas = Replicas(queue, store, services.locks) if shared else None
     return Conversations(
         access,
         sessions,

@@ -230,8 +230,6 @@ class SharedLocks(Protocol):
 
     def try_hold(self, key: str) -> AbstractAsyncContextManager[bool]: ...
 
-    def held(self, key: str) -> bool: ...
-
     async def stop_elsewhere(self, key: str) -> bool: ...
 
     def on_stop(self, stop: Callable[[str], None]) -> None: ...
@@ -312,10 +310,6 @@ class OpenSessions:
         turn = self._running.get(key)
         if turn is not None:
             turn.replied = True
-
-    def holds(self, key: str) -> bool:
-        """Whether this process still holds `key`'s lock (always, with local locks)."""
-        return self.shared is None or self.shared.held(key)
 
     def _stop_here(self, session_key: str) -> bool:
         """Cancel `session_key`'s turn if it runs in this process; whether it does."""

@@ -43,10 +43,6 @@ class ReplicaLocks:
         """Ask the replica holding `key` to stop its turn; whether one did."""
         return await self._locks.stop_elsewhere(key)
 
-    def held(self, key: str) -> bool:
-        """Whether this process still holds `key`'s shared lock."""
-        return self._locks.held(key)
-
     @contextlib.asynccontextmanager
     async def hold(self, key: str) -> AsyncIterator[None]:
         """Hold `key`'s lock across every replica, the cached session checked first."""

@@ -4,7 +4,9 @@ With shared session locks (`SessionLocks.shared`, held through
 `gateway.replica_locks`), every message that will be a turn is queued first
 (`SessionQueue`) and the platform told; whichever replica holds the session's
 lock then answers the session's messages in order (`gateway.session_order`).
-This module reads what there is to answer: a session's queued messages
+This module tells whether this replica still holds a session's lock (`held`:
+a lock is lost with its connection) and reads what there is to answer: a
+session's queued messages
 (`queued_messages`), whichever replica received them; the messages a turn
 stored and never answered (its replica died mid-turn, or its store refused the
 reply: `SessionBackend.unanswered`), as the inbound messages they were; and,
@@ -20,7 +22,7 @@ import time
 
 from gateway.messages import InboundMessage
 from gateway.session_queue import SessionQueue, Waiting
-from memory_core import SessionBackend, SessionInfo, StoredMessage, split_user_key
+from memory_core import SessionBackend, SessionInfo, SessionLocks, StoredMessage, split_user_key
 
 STALE = 5.0  # seconds a message may wait before another replica takes its session over
 SWEEP_EVERY = 2.0  # seconds between two sweeps
@@ -32,10 +34,17 @@ RETRY_AFTER = 10.0  # seconds before the sweep tries again a stored message whos
 class Replicas:
     """Reads what the sessions have waiting, across replicas, over the session store."""
 
-    def __init__(self, queue: SessionQueue, store: SessionBackend) -> None:
+    def __init__(self, queue: SessionQueue, store: SessionBackend, locks: SessionLocks) -> None:
+        """`locks`: the sessions' locks every replica shares (`SessionLocks.shared`)."""
         self._queue = queue
         self._store = store
+        self._locks = locks
         self._retried: dict[int, float] = {}  # stored message id -> when its turn ran here
+
+    def held(self, session_key: str) -> bool:
+        """Whether this replica still holds `session_key`'s lock (it is lost with its
+        connection: another replica may answer the session's messages now)."""
+        return self._locks.held(session_key)
 
     async def queued_messages(self, source: str, session_key: str) -> list[Waiting]:
         """`session_key`'s queued messages of `source`, oldest first (read by the session's

@@ -145,7 +145,7 @@ class SessionOrder:
             if not waiting:
                 return
             for entry in waiting:
-                if not self._sessions.holds(key):  # lost: another replica answers the rest
+                if not self._replicas.held(key):  # lost: another replica answers the rest
                     log.warning("session %s: its lock was lost; left to another replica", key)
                     return
                 replied = len(served.replied)
@@ -173,7 +173,7 @@ class SessionOrder:
         if found:  # a replica whose lock was lost may still be running it: it stops by then
             await asyncio.sleep(LOST_WITHIN)
         for message, stored in found:
-            if not self._sessions.holds(key):
+            if not self._replicas.held(key):
                 return BLOCKED  # this replica's lock was lost meanwhile: another answers
             if self._sink(message) is None:
                 return ELSEWHERE
