@@ -4,6 +4,7 @@ polling helpers and to every test's pytest-timeout limit."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -80,3 +81,25 @@ def test_the_limits_follow_the_factor_in_a_run_at_scale_3() -> None:
     )  # fmt: skip
     assert run.returncode == 0, run.stdout + run.stderr
     assert run.stdout.count("PASSED") == 2, run.stdout
+
+
+RAW_DEADLINES = re.compile(
+    r"asyncio\.wait_for\(.*, *(timeout=)?[0-9.]+\)"  # asyncio.wait_for(x, 5)
+    r"|asyncio\.timeout\([0-9.]+\)"  # async with asyncio.timeout(5)
+    r"|monotonic\(\) \+ [0-9.]+\b"  # deadline = time.monotonic() + 10
+    r"|\.(communicate|wait|join|result)\((timeout=)?[0-9.]+\)"  # proc.wait(timeout=30)
+)
+
+
+def test_no_test_waits_on_a_number_of_seconds_the_factor_does_not_scale() -> None:
+    """A deadline written as a bare number in a test (not through `scaled`) is found."""
+    found = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        if path.name in ("timing.py", "test_timing.py"):
+            continue
+        for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if RAW_DEADLINES.search(text) and "scaled(" not in text:
+                found.append(f"{path.relative_to(ROOT)}:{number}: {text.strip()}")
+    assert found == [], "wrap these in tests.timing.scaled():\n" + "\n".join(found)
+    assert RAW_DEADLINES.search("        await asyncio.wait_for(task, 5)")  # the check sees one
+    assert RAW_DEADLINES.search("    proc.wait(timeout=30)")
