@@ -162,7 +162,11 @@ class _Ranges:
     """The person's newest matches of each term, then the scope (see
     `matching._fts_hits`), as one statement: a MATERIALIZED CTE per term and id range
     (the newer range, from the floor on, first; only it cut to `max_hits` with the
-    older), their rows joined to the scope once and told apart by their number."""
+    older), their rows joined to the scope once and told apart by their number.
+
+    Each row's session is read by its key (a LATERAL lookup that the planner keeps
+    as such): as a plain join, misjudging both sides as a few rows, it compared each
+    of a heavy person's 1,000 hits with each of their 460 sessions (26 ms)."""
 
     def __init__(self, owner: str, floor: int | None, newer: bool) -> None:
         self._owner, self._floor, self._newer = owner, floor, newer
@@ -201,7 +205,8 @@ class _Ranges:
         text = (
             f"WITH {', '.join(self._ctes)} "
             f"SELECT m.k, m.id, s.root_id, m.timestamp FROM ({union}) m "
-            f"JOIN sessions s ON s.id = m.session_id WHERE {where.sql} "
+            "CROSS JOIN LATERAL (SELECT s.root_id FROM sessions s "
+            f"WHERE s.id = m.session_id AND {where.sql} LIMIT 1) s "
             f"ORDER BY m.k, {self._order()}"
         )
         return text, (*params, *where.params)
