@@ -55,6 +55,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from machine import describe
+from pg_count import ServerCpu
 
 from memory_core import StorageSettings, open_storage
 from memory_core.providers import (
@@ -226,6 +227,7 @@ class Arm:
     config: Config
     store: SessionSearcher
     against: str
+    server: ServerCpu | None = None  # PostgreSQL's: its processes' CPU time
 
 
 @dataclass
@@ -236,18 +238,34 @@ class Figures:
     recalled: dict[str, int] = field(default_factory=dict)
     texts: list[str] = field(default_factory=list)
     cpu: list[float] = field(default_factory=list)
+    server: list[float] = field(default_factory=list)  # the server's CPU ms per message
 
-    def add(self, groups: tuple[str | None, ...], elapsed: tuple[float, float], result: str):
-        elapsed, cpu = elapsed
+    def add(
+        self,
+        groups: tuple[str | None, ...],
+        elapsed: tuple[float, float, float | None],
+        result: str,
+    ):
+        elapsed, cpu, server = elapsed
         self.texts.append(result)
         self.cpu.append(cpu)
+        if server is not None:
+            self.server.append(server)
         for group in groups:
             if group is not None:
                 self.timings.setdefault(group, []).append(elapsed)
                 self.recalled[group] = self.recalled.get(group, 0) + bool(result)
 
 
-async def _prefetch(store: SessionSearcher, config: Config, session: SessionContext, text: str):
+async def _prefetch(
+    store: SessionSearcher,
+    config: Config,
+    session: SessionContext,
+    text: str,
+    server: ServerCpu | None = None,
+):
+    """(wall ms, this process's CPU ms, the server's CPU ms or None), the recall."""
+    before = None if server is None else server.seconds()  # read outside the CPU measured
     provider = HistoryRecallProvider(
         store, max_hits_per_term=config.max_hits_per_term, search_snippets=config.snippets
     )
@@ -257,7 +275,9 @@ async def _prefetch(store: SessionSearcher, config: Config, session: SessionCont
     result = await manager.prefetch_all(text)
     elapsed = (time.perf_counter() - started) * 1000, (time.process_time() - cpu) * 1000
     await manager.shutdown()
-    return elapsed, result
+    after = None if server is None else server.seconds()
+    spent = None if before is None or after is None else (after - before) * 1000
+    return (*elapsed, spent), result
 
 
 async def measure(
@@ -276,7 +296,8 @@ async def measure(
         if pg is not None:
             pg_store = await _pg_store(stack, *pg)
             last = configs[-1]
-            arms.append(Arm(f"{last.name} on PostgreSQL", last, pg_store, last.name))
+            server = ServerCpu(pg[0])
+            arms.append(Arm(f"{last.name} on PostgreSQL", last, pg_store, last.name, server))
         figures = await _run(path, corpus, queries, arms)
     for arm in arms:
         _report(arm, figures[arm.label], figures[arm.against].texts)
@@ -317,7 +338,7 @@ async def _run(path: Path, corpus: Corpus, queries: int, arms: list[Arm]) -> dic
         )
         groups = (kind, "heavy users" if sizes.get(user, 0) >= heavy else None)
         for arm in arms if n % 2 == 0 else arms[::-1]:
-            elapsed, result = await _prefetch(arm.store, arm.config, session, text)
+            elapsed, result = await _prefetch(arm.store, arm.config, session, text, arm.server)
             if n >= 10:  # the first ten warm up: reader threads open their connections
                 figures[arm.label].add(groups, elapsed, result)
     return figures
@@ -360,6 +381,12 @@ def _report(arm: Arm, figures: Figures, first_texts: list[str]) -> None:
         f"  CPU time of this process per message (all threads; the machine's other load "
         f"aside): p50={statistics.median(figures.cpu):6.2f} p95={_pct(figures.cpu, 0.95):6.2f}"
     )
+    if figures.server:  # /proc counts in ticks (10 ms): only the mean per message is told
+        server = statistics.fmean(figures.server)
+        print(
+            f"  CPU time of the PostgreSQL server per message: mean {server:6.2f}; with this "
+            f"process's, mean {statistics.fmean(figures.cpu) + server:6.2f}"
+        )
     for kind, values in [("all", everything), *sorted(timings.items())]:
         hit = recalled[kind]
         print(
