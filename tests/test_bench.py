@@ -12,7 +12,7 @@ import pytest
 from tests.timing import scaled
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
-MODULES = {"machine.py", "pg_count.py"}  # imported by the benches, not run on their own
+MODULES = {"machine.py", "pg_count.py", "pg_top.py"}  # imported by the benches, not run alone
 SCRIPTS = sorted(p for p in BENCH.glob("*.py") if p.name not in MODULES)
 
 
