@@ -299,8 +299,9 @@ class FakeDiscord(FakeServer):
         return matches[-1]
 
     async def wait_until(self, probe: Callable[[], Any], timeout: float = 5.0) -> Any:
-        """Wait until `probe()` is truthy (re-checked on every request); return its value
-        (TimeoutError after `scaled(timeout)` seconds)."""
+        """Wait until `probe()` is truthy (re-checked on every request, and every 20 ms for
+        what the fake is not told of); return its value (TimeoutError after
+        `scaled(timeout)` seconds)."""
         limit = scaled(timeout)
         deadline = time.monotonic() + limit
         while not (value := probe()):
@@ -309,7 +310,7 @@ class FakeDiscord(FakeServer):
             if remaining <= 0:
                 raise TimeoutError(f"fake Discord: condition not met within {limit:g} s")
             try:
-                await asyncio.wait_for(self._changed.wait(), remaining)
+                await asyncio.wait_for(self._changed.wait(), min(remaining, 0.02))
             except TimeoutError:
                 continue
         return value

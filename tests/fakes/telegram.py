@@ -288,12 +288,14 @@ class FakeTelegram(FakeServer):
         return matches[0]
 
     async def wait_until(self, probe: Callable[[], Any], timeout: float = 5.0) -> Any:
-        """Wait until `probe()` is truthy after some request or injection; return its value
-        (TimeoutError after `scaled(timeout)` seconds: a test's wait)."""
-        return await self._wait(probe, scaled(timeout))
+        """Wait until `probe()` is truthy, re-checked after each request or injection and
+        every 20 ms (for what the fake is not told of: an inbox, a guard's count); return
+        its value (TimeoutError after `scaled(timeout)` seconds: a test's wait)."""
+        return await self._wait(probe, scaled(timeout), poll=0.02)
 
-    async def _wait(self, probe: Callable[[], Any], timeout: float) -> Any:
-        """`wait_until` for exactly `timeout` seconds (the fake's own holds, as Telegram's)."""
+    async def _wait(self, probe: Callable[[], Any], timeout: float, poll: float = 0.0) -> Any:
+        """`wait_until` for exactly `timeout` seconds (the fake's own holds, as Telegram's);
+        re-checked on the fake's events only, or also every `poll` seconds."""
         deadline = time.monotonic() + timeout
         while not (value := probe()):
             remaining = deadline - time.monotonic()
@@ -302,7 +304,7 @@ class FakeTelegram(FakeServer):
             changed = asyncio.get_running_loop().create_future()
             self._waiters.add(changed)
             try:
-                await asyncio.wait([changed], timeout=remaining)
+                await asyncio.wait([changed], timeout=min(remaining, poll or remaining))
             finally:
                 self._waiters.discard(changed)
         return value
