@@ -50,6 +50,10 @@ async def extracted_to_end(bot: Bot, session_id: int) -> bool:
     return done == messages[-1].id
 
 
+async def no_extraction_running(bot: Bot) -> bool:
+    return not any(job.id.startswith("extract:") for job in bot.background.jobs())
+
+
 async def test_a_quiet_session_is_extracted_once_and_stays_open(
     fake: FakeOpenAI, tmp_path: Path
 ) -> None:
@@ -60,6 +64,7 @@ async def test_a_quiet_session_is_extracted_once_and_stays_open(
         session = await bot.session()
         clock.now += 121 * 60  # quiet for longer than sessions.idle_minutes (120)
         await wait_for(lambda: extracted_to_end(bot, session.id))
+        await wait_for(lambda: no_extraction_running(bot))  # its job ends after the mark
         await sweep(bot.background.context, bot.background)  # and again: nothing more to do
         await sweep(bot.background.context, bot.background)
         still_open = await bot.session()
