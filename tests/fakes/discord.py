@@ -51,6 +51,8 @@ from aiohttp import BodyPartReader, WSMsgType, web
 from tests.fakes.base import FakeServer, json_response, run_standalone
 from tests.timing import scaled
 
+POLL_SECONDS = 0.02  # wait_until re-checks this often, besides after each request
+
 DEFAULT_TOKEN = "fake-discord-token"
 BOT_ID = 1100000000000000001
 OWNER_ID = 1100000000000000002
@@ -310,7 +312,7 @@ class FakeDiscord(FakeServer):
             if remaining <= 0:
                 raise TimeoutError(f"fake Discord: condition not met within {limit:g} s")
             try:
-                await asyncio.wait_for(self._changed.wait(), min(remaining, 0.02))
+                await asyncio.wait_for(self._changed.wait(), min(remaining, POLL_SECONDS))
             except TimeoutError:
                 continue
         return value
