@@ -211,7 +211,8 @@ async def test_a_deadlock_is_retried_until_it_commits(db: PgDatabase) -> None:
         timeout=scaled(30),
     )
     assert sorted(results) == [1, 2]
-    assert crossed.attempts == 3
+    # two first tries and at least one retry (a busy machine may cross them again)
+    assert crossed.attempts >= 3
 
 
 # The synchronous twin: the same pool, transactions, retry and migrations, blocking.
