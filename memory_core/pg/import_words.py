@@ -33,9 +33,9 @@ import struct
 import sys
 from collections import Counter
 from collections.abc import Sequence
-from itertools import chain, islice
+from itertools import chain
 from pathlib import Path
-from typing import BinaryIO, cast
+from typing import BinaryIO
 
 from memory_core.errors import SessionStoreError
 from memory_core.pg.search_text import (
@@ -48,11 +48,9 @@ from memory_core.pg.search_text import (
     IndexRow,
     _About,
     _literal,
-    _token_lists,
-    _Words,
+    _tokenized,
 )
 from memory_core.sessions.query import SYMBOL_CLASS
-from memory_core.sessions.word_index import about_words, text_words
 
 __all__ = [
     "POOL_MIN_ROWS",
@@ -92,29 +90,17 @@ def symbols_value(role: str, content: str) -> str | None:
 def index_literals(rows: Sequence[IndexRow]) -> list[str | None]:
     """Literals of the tsvectors `search_text.index_documents` gives `rows`, a lexeme
     named once per position where no limit applies (see the module docstring)."""
-    abouts = [about_words(content, timestamp, speaker) for _, content, timestamp, speaker in rows]
-    kept = _Words.abouts
-    words = {about: kept.get(about) for about in abouts}
-    distinct = [about for about, known in words.items() if known is None]
-    texts = [text_words(role, content) for role, content, _, _ in rows]
-    found = _token_lists([*distinct, *texts])
-    if len(kept) + len(distinct) > ABOUT_CACHE:
-        kept.clear()
-    for text, tokens in zip(distinct, found, strict=False):
-        grouped: dict[str, list[int]] = {}
-        for n, token in enumerate(tokens, 1):
-            grouped.setdefault(token, []).append(n)
-        words[text] = kept[text] = _About.of(grouped)
+    abouts, words, texts = _tokenized(rows)
     flat = _FLAT_ABOUTS
     if len(flat) > ABOUT_CACHE:
         flat.clear()
     for about in words:
         if about not in flat:
-            pairs = [(t, p) for t, at in cast(_About, words[about]).tokens for p in at]
+            pairs = [(t, p) for t, at in words[about].tokens for p in at]
             flat[about] = ([t for t, _ in pairs], [p for _, p in pairs])
     return [
-        _flat(tokens, cast(_About, words[about]), flat[about])
-        for tokens, about in zip(islice(found, len(distinct), None), abouts, strict=True)
+        _flat(tokens, words[about], flat[about])
+        for tokens, about in zip(texts, abouts, strict=True)
     ]
 
 

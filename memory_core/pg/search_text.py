@@ -44,7 +44,6 @@ import threading
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from itertools import islice
 from typing import ClassVar, cast
 
 from memory_core.sessions.snippets import WORD_TOKENIZER
@@ -89,22 +88,10 @@ def index_documents(rows: Sequence[IndexRow]) -> list[str | None]:
     share theirs), then the messages' texts (`_token_lists`: the table is asked only
     what it was not asked before); each message's tokens are grouped in one loop and
     written at once. This runs for every message imported and every turn stored."""
-    abouts = [about_words(content, timestamp, speaker) for _, content, timestamp, speaker in rows]
-    kept = _Words.abouts
-    words = {about: kept.get(about) for about in abouts}
-    distinct = [about for about, known in words.items() if known is None]
-    texts = [text_words(role, content) for role, content, _, _ in rows]
-    found = _token_lists([*distinct, *texts])
-    if len(kept) + len(distinct) > ABOUT_CACHE:
-        kept.clear()
-    for text, tokens in zip(distinct, found, strict=False):
-        grouped: dict[str, list[int]] = {}
-        for n, token in enumerate(tokens, 1):
-            grouped.setdefault(token, []).append(n)
-        words[text] = kept[text] = _About.of(grouped)
+    abouts, words, texts = _tokenized(rows)
     out: list[str | None] = []
-    for tokens, about_text in zip(islice(found, len(distinct), None), abouts, strict=True):
-        about = cast(_About, words[about_text])  # every one made just above
+    for tokens, about_text in zip(texts, abouts, strict=True):
+        about = words[about_text]
         if not tokens:
             out.append(_literal({}, about, 1) if about.tokens else None)
             continue
@@ -118,6 +105,28 @@ def index_documents(rows: Sequence[IndexRow]) -> list[str | None]:
         # the about words after the text, one position left empty
         out.append(_literal(positions, about, len(tokens) + 1))
     return out
+
+
+def _tokenized(
+    rows: Sequence[IndexRow],
+) -> tuple[list[str], dict[str, _About], list[list[str]]]:
+    """Each row's `about` text, those texts' grouped tokens (each distinct one read once,
+    then kept), and each row's text tokens: one `_token_lists` call for them all."""
+    abouts = [about_words(content, timestamp, speaker) for _, content, timestamp, speaker in rows]
+    kept = _Words.abouts
+    words = {about: kept.get(about) for about in abouts}
+    distinct = [about for about, known in words.items() if known is None]
+    texts = [text_words(role, content) for role, content, _, _ in rows]
+    found = _token_lists([*distinct, *texts])
+    if len(kept) + len(distinct) > ABOUT_CACHE:
+        kept.clear()
+    for text, tokens in zip(distinct, found, strict=False):
+        grouped: dict[str, list[int]] = {}
+        for n, token in enumerate(tokens, 1):
+            grouped.setdefault(token, []).append(n)
+        words[text] = kept[text] = _About.of(grouped)
+    made = cast(dict[str, _About], words)  # every one is made just above
+    return abouts, made, found[len(distinct) :]
 
 
 @dataclass(frozen=True)
