@@ -29,6 +29,7 @@ from memory_core.scopes import SearchScope
 from memory_core.sessions.models import SearchOptions
 from memory_core.sessions.sql import POSTGRES, ScopeFilter
 from memory_core.sessions.sql.search import lineage_floor
+from tests.memory_core.sessions.helpers import kiwi_session
 
 PERSON = "telegram-5"
 WORDS = ("orchard", "harvest", "ladder", "basket", "cider", "pruning", "frost", "blossom")
@@ -89,13 +90,7 @@ async def test_every_terms_statements_go_in_one_round_trip(pg_database: str) -> 
 
 
 def _session(name: str, chat: str, chat_type: str, start: int, count: int) -> list[str]:
-    lines = []
-    for n in range(count):
-        record = {"session": name, "user": PERSON, "platform": "telegram", "chat": chat,
-                  "chat_type": chat_type, "role": "user" if n % 2 == 0 else "assistant",
-                  "content": f"kiwi jam {n} of {name}", "timestamp": start + n * 60}  # fmt: skip
-        lines.append(json.dumps(record))
-    return lines
+    return kiwi_session(PERSON, name, chat, chat_type, start, count)
 
 
 async def _search_kiwi(url: str, current: int) -> tuple[list[int], list[str]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 from pathlib import Path
 
 from memory_core.sessions.db import SessionDB
@@ -45,3 +46,17 @@ def say(db: SessionDB, text: str, *, ts: float = 1000.0, end: bool = True, **whe
     if end:
         db.end_session(result.session_id, "test")
     return result.session_id
+
+
+def kiwi_session(
+    person: str, name: str, chat: str, chat_type: str, start: int, count: int
+) -> list[str]:
+    """`count` import lines of one session of `person`'s, each saying "kiwi jam", a
+    minute apart from `start`, the person and the bot in turn."""
+    lines = []
+    for n in range(count):
+        record = {"session": name, "user": person, "platform": "telegram", "chat": chat,
+                  "chat_type": chat_type, "role": "user" if n % 2 == 0 else "assistant",
+                  "content": f"kiwi jam {n} of {name}", "timestamp": start + n * 60}  # fmt: skip
+        lines.append(json.dumps(record))
+    return lines

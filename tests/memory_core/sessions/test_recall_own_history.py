@@ -11,24 +11,18 @@ tests/memory_core/pg/test_search_roundtrips.py.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from memory_core.scopes import SearchScope
 from memory_core.sessions import SessionDB
 from memory_core.sessions.models import SearchOptions
+from tests.memory_core.sessions.helpers import kiwi_session
 
 PERSON = "telegram-5"
 
 
 def _session(name: str, chat: str, chat_type: str, start: int, count: int) -> list[str]:
-    lines = []
-    for n in range(count):
-        record = {"session": name, "user": PERSON, "platform": "telegram", "chat": chat,
-                  "chat_type": chat_type, "role": "user" if n % 2 == 0 else "assistant",
-                  "content": f"kiwi jam {n} of {name}", "timestamp": start + n * 60}  # fmt: skip
-        lines.append(json.dumps(record))
-    return lines
+    return kiwi_session(PERSON, name, chat, chat_type, start, count)
 
 
 def _search_kiwi(db: SessionDB, current: int) -> tuple[list[int], list[str]]:
