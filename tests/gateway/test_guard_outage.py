@@ -14,17 +14,10 @@ from gateway.guard import Once, Outage, guarded
 from gateway.i18n import Catalogs
 from gateway.person_locale import PersonLocales
 from memory_core import PostgresUnavailableError
+from tests.clock import Clock
 from tests.gateway.sinks import ListSink
 
 APOLOGY = "(something went wrong on my side; please try again)"
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 async def _refused() -> int | None:

@@ -15,6 +15,7 @@ from gateway.app import Services
 from gateway.messages import InboundMessage
 from gateway.service import answer_unanswered
 from memory_core import SearchScope
+from tests.clock import Clock
 from tests.fakes.base import wait_until
 from tests.fakes.openai import FakeOpenAI, Fault
 from tests.gateway.serving import serving
@@ -38,14 +39,6 @@ def message(
         message_id=message_id,
         user_name=f"User {user}",
     )
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def rows(services: Services, sql: str) -> list[tuple[object, ...]]:

@@ -8,16 +8,9 @@ from gateway.commands import CommandReply
 from gateway.commands.choices import MAX_LISTS, PendingChoices
 from gateway.errors import ChoiceRefusedError
 from gateway.messages import CHOICE_PREFIX
+from tests.clock import Clock
 
 OPTIONS = [("first entry", "value one"), ("second entry", "value two")]
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def test_payloads_are_distinct_random_tokens() -> None:

@@ -19,20 +19,13 @@ from gateway.errors import ChoiceRefusedError
 from gateway.messages import CHOICE_PREFIX
 from gateway.shared_state import SharedJson, token_digest
 from memory_core import Operation, StorageSettings, open_storage
+from tests.clock import Clock
 from tests.fakes.openai import FakeOpenAI
 from tests.gateway.serving import SKILLS, private, serving
 from tests.gateway.sinks import ListSink
 
 ALICE, BOB = "alice", "bob"
 OPTIONS = [("first", "one"), ("second", "two")]
-
-
-class Clock:
-    def __init__(self, now: float) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @contextlib.asynccontextmanager

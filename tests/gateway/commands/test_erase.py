@@ -33,6 +33,7 @@ from memory_core import (
     SearchScope,
 )
 from memory_core.file_memory.pending import PENDING_FILE
+from tests.clock import Clock
 from tests.fakes.base import serving_in_thread, wait_until
 from tests.fakes.openai import FakeOpenAI, Fault, ToolCall
 from tests.gateway.processes import run_mnemo
@@ -44,14 +45,6 @@ SKILLS = Path(__file__).resolve().parents[3] / "skills"
 ADA, BOB = "42", "77"
 ADA_WORDS = ("zanzibarquokka", "quixotrambler", "fjordwhistle", "plumbobcathedral")
 BOB_WORDS = ("bobsledmarmalade", "hivequartermaster")
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class Keeper(MemoryProvider):

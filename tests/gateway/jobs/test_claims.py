@@ -19,23 +19,15 @@ from gateway.jobs.review import REVIEW_PROMPT
 from gateway.messages import InboundMessage
 from memory_core import NewMessage, SessionOrigin, current_mark
 from memory_core.sessions import JobRequest
+from tests.clock import Clock
 from tests.fakes.base import wait_until
 from tests.fakes.openai import FakeOpenAI, Fault
 from tests.gateway.jobs.conftest import bot_config, message, wait_for
 from tests.gateway.serving import serving
 from tests.gateway.sinks import ListSink
 
+# both replicas' wall clock starts here (the jobs' leases and due times are the database's)
 START = 1_800_000_000.0
-
-
-class Clock:
-    """Both replicas' wall clock (the jobs' leases and due times are the database's)."""
-
-    def __init__(self) -> None:
-        self.now = START
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @dataclass
@@ -114,7 +106,7 @@ async def only_the_sweep_open(r: Replica) -> bool:
 async def test_a_due_extraction_runs_once_when_two_replicas_start_together(
     fake: FakeOpenAI, tmp_path: Path, pg_database: str
 ) -> None:
-    clock = Clock()
+    clock = Clock(START)
     config = bot_config(fake, tmp_path / "setup", storage={"url": pg_database})
     async with open_services(config) as services:
         await ended_session(services)
@@ -139,7 +131,7 @@ async def test_a_due_extraction_runs_once_when_two_replicas_start_together(
 async def test_a_dead_replicas_extraction_is_taken_over_once_its_lease_ran_out(
     fake: FakeOpenAI, tmp_path: Path, pg_database: str
 ) -> None:
-    clock = Clock()
+    clock = Clock(START)
     fake.say("Nothing to save.")
     async with replica(fake, tmp_path / "b", pg_database, clock, "b") as b:
         await wait_for(lambda: only_the_sweep_open(b))  # the start-up sweep: nothing due yet
@@ -164,7 +156,7 @@ async def test_a_dead_replicas_extraction_is_taken_over_once_its_lease_ran_out(
 async def test_a_review_runs_once_whichever_replica_replies(
     fake: FakeOpenAI, tmp_path: Path, pg_database: str
 ) -> None:
-    clock = Clock()
+    clock = Clock(START)
     memory = {"nudge_interval": 1}
     fake.say("Noted.")
     async with (
@@ -190,7 +182,7 @@ async def test_a_review_runs_once_whichever_replica_replies(
 async def test_a_message_on_one_replica_stops_the_review_running_on_another(
     fake: FakeOpenAI, tmp_path: Path, pg_database: str
 ) -> None:
-    clock = Clock()
+    clock = Clock(START)
     memory = {"nudge_interval": 1}
     fake.say("Noted.")
     async with (

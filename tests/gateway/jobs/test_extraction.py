@@ -9,6 +9,7 @@ from typing import Any
 from gateway.jobs.background import sweep
 from gateway.jobs.extraction import EXTRACTION_SYSTEM, MESSAGE_CHARS, extract_session
 from memory_core import NewMessage, SessionOrigin
+from tests.clock import Clock
 from tests.fakes.base import wait_until
 from tests.fakes.openai import FakeOpenAI, Fault, ToolCall, Turn
 from tests.gateway.jobs.conftest import Bot, bot_config, message, running_bot, wait_for
@@ -22,16 +23,6 @@ def extraction_requests(fake: FakeOpenAI) -> list[dict[str, Any]]:
         for r in fake.requests
         if r.body and r.body["messages"][0].get("content") == EXTRACTION_SYSTEM
     ]
-
-
-class Clock:
-    """A wall clock the test moves forward."""
-
-    def __init__(self) -> None:
-        self.now = time.time()
-
-    def __call__(self) -> float:
-        return self.now
 
 
 async def chat_about_miso(fake: FakeOpenAI, bot: Bot) -> None:
@@ -57,7 +48,7 @@ async def no_extraction_running(bot: Bot) -> bool:
 async def test_a_quiet_session_is_extracted_once_and_stays_open(
     fake: FakeOpenAI, tmp_path: Path
 ) -> None:
-    clock = Clock()
+    clock = Clock(time.time())
     config = bot_config(fake, tmp_path / "data")
     async with running_bot(config, clock=clock, sweep_seconds=0.05) as bot:
         await chat_about_miso(fake, bot)
@@ -82,7 +73,7 @@ async def test_a_quiet_session_is_extracted_once_and_stays_open(
 async def test_with_idle_reset_a_quiet_session_ends_and_the_next_one_is_linked(
     fake: FakeOpenAI, tmp_path: Path
 ) -> None:
-    clock = Clock()
+    clock = Clock(time.time())
     config = bot_config(fake, tmp_path / "data", sessions={"idle_reset": True})
     async with running_bot(config, clock=clock, sweep_seconds=0.05) as bot:
         await chat_about_miso(fake, bot)

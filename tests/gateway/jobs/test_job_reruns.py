@@ -21,18 +21,11 @@ from gateway.jobs.review import REVIEW_PROMPT
 from gateway.messages import InboundMessage
 from memory_core import PostgresUnavailableError
 from memory_core.sessions import InProcessJobs, JobRequest, OpenJob
+from tests.clock import Clock
 from tests.fakes.openai import FakeOpenAI
 from tests.gateway.jobs.conftest import bot_config, message, wait_for
 from tests.gateway.serving import serving
 from tests.gateway.sinks import ListSink
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_800_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class AwayAtFirst:
@@ -69,7 +62,7 @@ async def flaky_bot(fake: FakeOpenAI, home: Path, failures: int) -> AsyncIterato
         async def notify(to: InboundMessage, text: str) -> None:
             pass
 
-        clock = Clock()
+        clock = Clock(1_800_000_000.0)
         queue = InProcessJobs(clock)
         flaky = AwayAtFirst(services.sessions, failures)
         context = dataclasses.replace(job_context(services, notify), sessions=flaky)

@@ -20,19 +20,12 @@ from memory_core import (
 )
 from memory_core.file_memory.entries import file_text
 from memory_core.file_memory.pending import DEFAULT_TTL, MAX_WAITING, PENDING_FILE
+from tests.clock import Clock
 
 ALICE, BOB = "telegram-1001", "telegram-2002"
 REVIEW = Origin("review", session_id=7)
 PERSON = Origin("person", session_id=3)
 LINK = "it contains a link"
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def flags(text: str) -> tuple[str, ...]:
@@ -52,7 +45,7 @@ def store(tmp_path: Path) -> FileMemoryStore:
 
 @pytest.fixture
 def clock() -> Clock:
-    return Clock()
+    return Clock(1_000_000.0)
 
 
 @pytest.fixture

@@ -15,21 +15,14 @@ from memory_core.pg.database import PgDatabase
 from memory_core.pg.sessions import PgSessionStore
 from memory_core.sessions.backend import SessionBackend
 from memory_core.sessions.store import SessionStore
+from tests.clock import Clock
 
 NOW = 5000.0
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = NOW
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture
 def clock() -> Clock:
-    return Clock()
+    return Clock(NOW)
 
 
 @pytest.fixture

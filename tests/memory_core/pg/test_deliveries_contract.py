@@ -27,17 +27,10 @@ from memory_core.pg.sessions import PgSessionStore
 from memory_core.sessions.backend import SessionBackend
 from memory_core.sessions.deliveries import KEEP, PRUNE_EVERY, delivery_digest
 from memory_core.sessions.store import SessionStore
+from tests.clock import Clock
 
 NOW = 1_700_000_000.0
 COMMAND = json.dumps(["command", "1001", None, "77"])  # chat 1001, message 77
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = NOW
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class Backend:
@@ -71,7 +64,7 @@ class Backend:
 @pytest.fixture(params=["sqlite", "pg"])
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
     url = request.getfixturevalue("pg_database") if request.param == "pg" else ""
-    return Backend(request.param, tmp_path / "state.db", url, Clock())
+    return Backend(request.param, tmp_path / "state.db", url, Clock(NOW))
 
 
 async def test_a_delivery_is_the_first_once_and_only_for_its_platform_and_key(

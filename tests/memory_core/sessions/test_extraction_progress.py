@@ -13,20 +13,13 @@ from memory_core.sessions import BacklogEntry, ReviewDue, SearchOptions, SearchS
 from memory_core.sessions.db import SessionDB
 from memory_core.sessions.models import CounterUpdate, SessionOrigin
 from memory_core.sessions.schema import migrate, schema_version
+from tests.clock import Clock
 from tests.memory_core.sessions.helpers import message, origin
-
-
-class Clock:
-    def __init__(self, now: float = 5000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture
 def clock() -> Clock:
-    return Clock()
+    return Clock(5000.0)
 
 
 @pytest.fixture
